@@ -1,0 +1,81 @@
+// Package checker owns the verdicts over a history: whether the history is
+// well-formed, whether mutual exclusion held, whether fencing tokens kept their
+// order and whether the protected resource saw every increment. It depends on
+// the history package alone, so any stored history can be re-checked offline.
+package checker
+
+import (
+	"context"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// Verdict is the three-valued outcome of a check.
+type Verdict string
+
+// The verdicts, ordered Valid < Unknown < Invalid by Worse.
+const (
+	Valid   Verdict = "valid"
+	Unknown Verdict = "unknown"
+	Invalid Verdict = "invalid"
+)
+
+func (v Verdict) rank() int {
+	switch v {
+	case Valid:
+		return 0
+	case Unknown:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// Worse returns the worse of two verdicts: invalid beats unknown beats valid.
+func Worse(a, b Verdict) Verdict {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// The anomaly kinds of DESIGN §5.
+const (
+	DoubleHold      = "double-hold"
+	EarlyGrant      = "early-grant"
+	ForeignRelease  = "foreign-release"
+	StaleWrite      = "stale-write"
+	LostUpdate      = "lost-update"
+	TokenReuse      = "token-reuse"
+	TokenRegression = "token-regression"
+	Malformed       = "malformed-history"
+)
+
+// Anomaly is one proof that a property was broken: its kind, the key, the
+// indexes of the ops that prove it and one plain sentence a person can read.
+type Anomaly struct {
+	Kind    string `json:"kind"`
+	Key     string `json:"key,omitempty"`
+	Ops     []int  `json:"ops"`
+	Message string `json:"message"`
+}
+
+// Result is what one checker concluded about one history.
+type Result struct {
+	Name      string        `json:"name"`
+	Verdict   Verdict       `json:"verdict"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Anomalies []Anomaly     `json:"anomalies"`
+	// Note explains an unknown verdict or anything else a reader must know
+	// (for instance that the history was truncated).
+	Note string `json:"note,omitempty"`
+}
+
+// Checker decides one property of a history. Check must not modify h, must
+// return Unknown (never Valid) when ctx ends before it could decide, and must
+// be safe to call from several goroutines on different histories.
+type Checker interface {
+	Name() string
+	Check(ctx context.Context, h history.History) Result
+}

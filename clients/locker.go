@@ -1,0 +1,92 @@
+// Package clients owns the lock algorithms under test, each behind the one
+// Locker interface; the recording wrapper that writes every call into the
+// history the same honest way; and the protected resource the workload writes
+// to (a register per key, fenced or unfenced).
+package clients
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// ErrNotAcquired reports that the lock was definitely not acquired (it is
+// held by someone else, or no quorum granted it) and that nothing needs to be
+// undone. The recording wrapper records it as fail; every other error is
+// indeterminate and recorded as info.
+var ErrNotAcquired = errors.New("clients: lock not acquired")
+
+// ErrNotHeld reports that a release or renewal definitely did nothing because
+// the caller did not hold the lock (any more). It is recorded as fail.
+var ErrNotHeld = errors.New("clients: lock not held")
+
+// Locker is one client's handle on a lock algorithm. A Locker is used by one
+// worker at a time; the runner makes one per worker.
+type Locker interface {
+	// Acquire tries once to take the lock on key for ttl. It returns
+	// ErrNotAcquired (wrapped or not) when the lock definitely was not taken.
+	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
+	// Release gives the lease back. It returns ErrNotHeld when the lease was
+	// definitely no longer held.
+	Release(ctx context.Context, l Lease) error
+	// Close releases the Locker's connections. It does not release leases.
+	Close() error
+}
+
+// Lease is what a successful Acquire returns.
+type Lease struct {
+	Key   string
+	Token uint64    // fencing token; 0 when the algorithm has none
+	Until time.Time // client-side validity end, from time.Now (monotonic); zero when none (session locks)
+	Owner string    // the random value / node path / session that identifies us
+}
+
+// Renewer is a Locker that can extend a lease it holds.
+type Renewer interface {
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+}
+
+// LeaseWatcher is a Locker whose leases can be lost behind the holder's back
+// (session locks: ZooKeeper, etcd). Lost returns a channel that is closed when
+// the algorithm learns that l is no longer held.
+type LeaseWatcher interface {
+	Lost(l Lease) <-chan struct{}
+}
+
+// Clock is a worker's own wall clock. Algorithms that send a client timestamp
+// (the timeout locks) read it here, so the nemesis can skew one worker's clock
+// without touching the host's.
+type Clock interface {
+	Now() time.Time
+}
+
+// Endpoint is one node as a worker sees it: its name and the address of the
+// worker's own proxy to it.
+type Endpoint struct {
+	Name string
+	Addr string
+	Role string // "primary", "replica", "sentinel", "" for peers
+}
+
+// Target is everything a Locker factory needs to build one worker's Locker.
+type Target struct {
+	Worker    int
+	Endpoints []Endpoint
+	Clock     Clock
+	Rand      *rand.Rand        // the worker's own source, derived from the run's seed
+	Drift     time.Duration     // clock drift allowance subtracted from Until
+	Options   map[string]string // algorithm options from the scenario
+}
+
+// Factory builds one worker's Locker.
+type Factory func(ctx context.Context, t Target) (Locker, error)
+
+// Algorithm describes one lock algorithm under test.
+type Algorithm struct {
+	Name     string // what users type: "redis-single", "redlock", ...
+	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd"
+	Token    string // where its fencing token comes from, or "none"
+	Validity string // how it knows its lease is still valid
+	New      Factory
+}

@@ -1,0 +1,67 @@
+// Package cluster owns the systems under test: their nodes, the processes or
+// containers behind them, the proxied network every client and replication
+// link goes through, and the nodes' clocks. Backends live in subpackages
+// (cluster/local, cluster/docker); this package holds what they share.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The systems a cluster can run.
+const (
+	Redis     = "redis"
+	Postgres  = "postgres"
+	ZooKeeper = "zookeeper"
+	Etcd      = "etcd"
+)
+
+// ErrUnavailable reports that a node cannot do what was asked (for instance a
+// Go binary whose clock cannot be skewed). Faults test for it with errors.Is.
+var ErrUnavailable = errors.New("cluster: not available")
+
+// Spec describes the cluster a scenario needs.
+type Spec struct {
+	System      string // Redis, Postgres, ZooKeeper, Etcd
+	Topology    string // redis: "masters" (default), "primary-replica", "sentinel"; zookeeper/etcd: "" (one per node)
+	Nodes       int    // number of server nodes (masters, ensemble members); replicas and sentinels are counted by the topology
+	Persistence bool   // redis: appendonly yes, appendfsync always
+	LogDir      string // where node logs are written (the run's store directory); a temp dir when empty
+}
+
+// Node is one server of the cluster.
+type Node struct {
+	Name string // "n1", "n2", ...
+	Role string // "primary", "replica", "sentinel", "" for peers
+	Addr string // host:port clients reach it on directly (proxies point here)
+}
+
+// Cluster is a running system under test. Close tears everything down and is
+// safe to call more than once.
+type Cluster interface {
+	System() string
+	Nodes() []Node
+	Close() error
+}
+
+// Killer is a cluster whose nodes can be killed (SIGKILL) and started again
+// with their data dir.
+type Killer interface {
+	Kill(ctx context.Context, node string) error
+	Start(ctx context.Context, node string) error
+}
+
+// Pauser is a cluster whose nodes can be paused (SIGSTOP) and resumed.
+type Pauser interface {
+	Pause(ctx context.Context, node string) error
+	Resume(ctx context.Context, node string) error
+}
+
+// ClockSkewer is a cluster whose nodes' wall clocks can be offset. An offset
+// of zero restores the true time. It returns ErrUnavailable for nodes that
+// cannot be skewed.
+type ClockSkewer interface {
+	SetClockOffset(node string, offset time.Duration) error
+}

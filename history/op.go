@@ -1,0 +1,95 @@
+// Package history owns the record of a run: the Op type, the concurrent
+// Recorder that stamps every op from one monotonic clock, the streaming JSON
+// Lines writer, the decoder, and the well-formedness rules of a history.
+//
+// A history is a sequence of ops in recording order. Each op is an invoke or a
+// completion (ok, fail, info) of one logical process; the nemesis is process
+// -1. The format is DESIGN §2 of the project; it never changes meaning between
+// versions, so a stored history can be re-checked years later.
+package history
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Type is the kind of an op: an invocation or one of the three completions.
+type Type string
+
+// The four op types. Fail means the operation certainly did not take effect;
+// Info means it may or may not have, and the process is then considered
+// crashed.
+const (
+	Invoke Type = "invoke"
+	OK     Type = "ok"
+	Fail   Type = "fail"
+	Info   Type = "info"
+)
+
+// NemesisProcess is the process number of every op the nemesis records.
+const NemesisProcess = -1
+
+// The f values that the workload records. Nemesis ops use the fault's name.
+const (
+	FAcquire   = "acquire"
+	FRelease   = "release"
+	FRenew     = "renew"
+	FRead      = "read"
+	FWrite     = "write"
+	FLeaseLost = "lease-lost"
+)
+
+// Op is one line of a history. Times are durations since the run started, on
+// the harness's monotonic clock; a zero TTL, Until, Token or Applied, and an
+// empty Key, Value, Node or Error, are absent from the JSON encoding. Client is
+// written for every op of a worker and omitted for nemesis ops.
+type Op struct {
+	Index   int             `json:"index"`
+	Time    time.Duration   `json:"time"`
+	Process int             `json:"process"`
+	Client  int             `json:"client"`
+	Type    Type            `json:"type"`
+	F       string          `json:"f"`
+	Key     string          `json:"key,omitempty"`
+	TTL     time.Duration   `json:"ttl,omitempty"`
+	Until   time.Duration   `json:"until,omitempty"`
+	Token   uint64          `json:"token,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Applied time.Duration   `json:"applied,omitempty"`
+	Node    string          `json:"node,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// IsNemesis reports whether the op was recorded by the nemesis.
+func (o Op) IsNemesis() bool { return o.Process == NemesisProcess }
+
+// IsInvoke reports whether the op is an invocation.
+func (o Op) IsInvoke() bool { return o.Type == Invoke }
+
+// Int returns the op's value as an integer and whether it is one.
+func (o Op) Int() (int64, bool) {
+	if len(o.Value) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(o.Value), 10, 64)
+	return n, err == nil
+}
+
+// IntValue encodes n as an op value.
+func IntValue(n int64) json.RawMessage {
+	return json.RawMessage(strconv.AppendInt(nil, n, 10))
+}
+
+// JSONValue encodes v as an op value; a value that cannot be encoded becomes
+// its quoted Go representation, so recording never fails.
+func JSONValue(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(err.Error())
+	}
+	return b
+}
+
+// History is a sequence of ops in recording order.
+type History []Op

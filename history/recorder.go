@@ -1,0 +1,79 @@
+package history
+
+import (
+	"sync"
+	"time"
+)
+
+// Sink receives every op the Recorder stamps, in recording order, under the
+// Recorder's lock. A Writer is a Sink.
+type Sink interface {
+	Append(op Op) error
+}
+
+// Recorder stamps ops with a dense index and a time from one monotonic clock,
+// both taken under one lock, so that the order of indexes is the order of
+// times. It is safe for concurrent use. The zero Recorder is not usable; use
+// NewRecorder.
+type Recorder struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   History
+	sinks []Sink
+	err   error
+}
+
+// NewRecorder returns a Recorder whose clock starts now and which forwards
+// every op to the given sinks.
+func NewRecorder(sinks ...Sink) *Recorder {
+	return &Recorder{start: time.Now(), sinks: sinks}
+}
+
+// Start returns the instant the run's clock counts from. Its monotonic
+// reading makes Start().Add(d) and t.Sub(Start()) immune to wall-clock jumps.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Now returns the harness time: the monotonic duration since Start.
+func (r *Recorder) Now() time.Duration { return time.Since(r.start) }
+
+// Since converts an instant taken with time.Now (or derived from one by Add)
+// into harness time.
+func (r *Recorder) Since(t time.Time) time.Duration { return t.Sub(r.start) }
+
+// Record stamps op with the next index and the current harness time, appends
+// it to the history and to every sink, and returns the stamped op. The first
+// error from a sink is kept (see Err) and later ops still reach the history.
+func (r *Recorder) Record(op Op) Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op.Index = len(r.ops)
+	op.Time = time.Since(r.start)
+	r.ops = append(r.ops, op)
+	for _, s := range r.sinks {
+		if err := s.Append(op); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
+	return op
+}
+
+// History returns a copy of every op recorded so far.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append(History(nil), r.ops...)
+}
+
+// Len returns the number of ops recorded so far.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ops)
+}
+
+// Err returns the first error any sink returned, or nil.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

@@ -1,0 +1,49 @@
+// Package reports owns what a run leaves behind: the on-disk run store
+// (store/<scenario>/<timestamp>/, store/latest), results.json, report.html and
+// junit.xml. It reads histories and checker results; it runs nothing.
+package reports
+
+import (
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// Stats counts a history's ops by type (invokes are not counted in OK, Fail
+// or Info).
+type Stats struct {
+	Ops  int `json:"ops"`
+	OK   int `json:"ok"`
+	Fail int `json:"fail"`
+	Info int `json:"info"`
+}
+
+// CountStats counts h.
+func CountStats(h history.History) Stats {
+	s := Stats{Ops: len(h)}
+	for _, op := range h {
+		switch op.Type {
+		case history.OK:
+			s.OK++
+		case history.Fail:
+			s.Fail++
+		case history.Info:
+			s.Info++
+		}
+	}
+	return s
+}
+
+// Results is the document written to results.json and printed by
+// `jepsen-lite check --json` (DESIGN §8).
+type Results struct {
+	Scenario       string               `json:"scenario"`
+	Seed           uint64               `json:"seed"`
+	Verdict        checker.Verdict      `json:"verdict"`
+	Expected       *checker.Expectation `json:"expected,omitempty"`
+	ExpectationMet bool                 `json:"expectation_met"`
+	Checkers       []checker.Result     `json:"checkers"`
+	Stats          Stats                `json:"stats"`
+	// Truncated is set when the history ended in an incomplete line that was
+	// left out of the check.
+	Truncated bool `json:"truncated,omitempty"`
+}
