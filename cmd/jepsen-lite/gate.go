@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [scenario ...]
+
+Runs the selected scenarios (by default every built-in one carrying all of
+--tags) with seeds 1..N each, prints a table (scenario, expected, observed,
+anomalies, detection rate over the seeds, time), optionally writes JUnit XML
+with one testcase per scenario and seed, and exits 0 only if every run ended
+as its scenario expected. A regression gate for anyone who ships a lock.
+
+Examples:
+  jepsen-lite gate --tags quick
+  jepsen-lite gate --seeds 20 --junit gate.xml
+  jepsen-lite gate redlock-clock-jump redlock-gc-pause --seeds 5`
+
+func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("gate", gateUsage, stderr)
+	tags := fs.String("tags", "", "comma-separated tags a scenario must all carry")
+	seeds := fs.Int("seeds", 1, "runs per scenario, with seeds 1..N")
+	junit := fs.String("junit", "", "write JUnit XML to this file")
+	store := fs.String("store", "store", "the store directory")
+	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	if *seeds < 1 {
+		return exitUsage, usagef("--seeds must be at least 1")
+	}
+	names := scenarioNames()
+	var selected []*scenarios.Scenario
+	if len(pos) > 0 {
+		for _, p := range pos {
+			sc, err := scenarios.Load(p, names)
+			if err != nil {
+				return exitUsage, usageError{err}
+			}
+			selected = append(selected, sc)
+		}
+	} else {
+		cat, err := scenarios.Catalog(names)
+		if err != nil {
+			return exitInternal, err
+		}
+		var want []string
+		if *tags != "" {
+			want = strings.Split(*tags, ",")
+		}
+		selected = scenarios.Select(cat, want...)
+	}
+	if len(selected) == 0 {
+		return exitUsage, usagef("no scenario carries the tags %q", *tags)
+	}
+
+	var cases []reports.Case
+	type row struct {
+		name, expected string
+		observed       map[string]int
+		anomalies      map[string]bool
+		met, runs      int
+		elapsed        time.Duration
+	}
+	var rows []*row
+	interrupted := false
+	for _, sc := range selected {
+		r := &row{name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
+		rows = append(rows, r)
+		for seed := 1; seed <= *seeds && !interrupted; seed++ {
+			fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
+			res, err := runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}))
+			c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
+			if res != nil {
+				c.RunDir = res.Dir
+				c.Elapsed = res.Elapsed
+				r.elapsed += res.Elapsed
+			}
+			if errors.Is(err, runner.ErrInterrupted) {
+				interrupted = true
+			}
+			if err != nil {
+				c.Err = err.Error()
+				c.Verdict = checker.Unknown
+				r.observed["error"]++
+			} else {
+				c.Verdict = res.Results.Verdict
+				c.Met = res.Results.ExpectationMet
+				c.Anomalies = anomalyKinds(res.Results.Checkers)
+				r.observed[string(c.Verdict)]++
+				for _, k := range c.Anomalies {
+					r.anomalies[k] = true
+				}
+			}
+			r.runs++
+			if c.Met {
+				r.met++
+			}
+			cases = append(cases, c)
+		}
+	}
+
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tOBSERVED\tANOMALIES\tDETECTION\tTIME")
+	allMet := true
+	for _, r := range rows {
+		if r.met != r.runs || r.runs == 0 {
+			allMet = false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%v\n", r.name, r.expected, countText(r.observed), setText(r.anomalies), r.met, r.runs, r.elapsed.Round(100*time.Millisecond))
+	}
+	tw.Flush()
+
+	if *junit != "" {
+		f, err := os.Create(*junit)
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		werr := reports.WriteJUnit(f, "jepsen-lite", cases)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return exitInternal, werr
+		}
+	}
+	switch {
+	case interrupted:
+		return exitUnknown, nil
+	case allMet:
+		fmt.Fprintln(stdout, "gate: every expectation held")
+		return exitHeld, nil
+	default:
+		fmt.Fprintln(stdout, "gate: SOME EXPECTATIONS DID NOT HOLD")
+		return exitViolated, nil
+	}
+}
+
+func expectText(e checker.Expectation) string {
+	v := string(e.Verdict)
+	if v == "" {
+		v = string(checker.Valid)
+	}
+	if len(e.Anomalies) > 0 {
+		v += " (" + strings.Join(e.Anomalies, ",") + ")"
+	}
+	return v
+}
+
+func anomalyKinds(rs []checker.Result) []string {
+	set := map[string]bool{}
+	for _, r := range rs {
+		for _, a := range r.Anomalies {
+			set[a.Kind] = true
+		}
+	}
+	return keys(set)
+}
+
+func keys(set map[string]bool) []string {
+	var out []string
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func setText(set map[string]bool) string {
+	if len(set) == 0 {
+		return "-"
+	}
+	return strings.Join(keys(set), ",")
+}
+
+func countText(m map[string]int) string {
+	var parts []string
+	for _, k := range []string{"valid", "invalid", "unknown", "error"} {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, " ")
+}

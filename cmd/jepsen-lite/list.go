@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+const listUsage = `Usage: jepsen-lite list [--scenarios | --algorithms | --faults] [--tags quick]
+
+Lists the built-in scenarios (the default), the lock algorithms or the
+fault kinds.
+
+Examples:
+  jepsen-lite list
+  jepsen-lite list --tags quick
+  jepsen-lite list --algorithms
+  jepsen-lite list --faults`
+
+func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("list", listUsage, stderr)
+	algs := fs.Bool("algorithms", false, "list the lock algorithms")
+	faults := fs.Bool("faults", false, "list the fault kinds")
+	_ = fs.Bool("scenarios", false, "list the built-in scenarios (the default)")
+	tags := fs.String("tags", "", "comma-separated tags a scenario must all carry")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("unexpected argument %q", pos[0])
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
+	defer tw.Flush()
+	switch {
+	case *algs:
+		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY")
+		for _, a := range clients.Algorithms() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity)
+		}
+	case *faults:
+		fmt.Fprintln(tw, "FAULT\tDESCRIPTION")
+		for _, f := range nemesis.Faults() {
+			fmt.Fprintf(tw, "%s\t%s\n", f.Name(), describeFault(f))
+		}
+	default:
+		cat, err := scenarios.Catalog(scenarioNames())
+		if err != nil {
+			return exitInternal, err
+		}
+		var want []string
+		if *tags != "" {
+			want = strings.Split(*tags, ",")
+		}
+		fmt.Fprintln(tw, "SCENARIO\tALGORITHM\tEXPECT\tTAGS")
+		for _, s := range scenarios.Select(cat, want...) {
+			exp := string(s.Expect.Verdict)
+			if len(s.Expect.Anomalies) > 0 {
+				exp += " (" + strings.Join(s.Expect.Anomalies, ", ") + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Lock.Algorithm, exp, strings.Join(s.Tags, ","))
+		}
+	}
+	return exitHeld, nil
+}
+
+// describeFault returns a fault's own description when it has one.
+func describeFault(f nemesis.Fault) string {
+	if d, ok := f.(interface{ Describe() string }); ok {
+		return d.Describe()
+	}
+	return ""
+}

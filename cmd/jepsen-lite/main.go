@@ -1,0 +1,113 @@
+// Command jepsen-lite runs fault-injection scenarios against real lock
+// services and checks the recorded histories for mutual-exclusion and
+// fencing violations.
+//
+// Exit codes: 0 when what was asked held (check: the history is valid; run,
+// gate: every expectation was met), 1 when it did not, 2 when the answer is
+// unknown, 254 for bad usage or input, 255 for an internal error.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// The exit codes of DESIGN §8.
+const (
+	exitHeld     = 0
+	exitViolated = 1
+	exitUnknown  = 2
+	exitUsage    = 254
+	exitInternal = 255
+)
+
+// usageError is bad usage or bad input: exit 254 with its one-line message.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error)
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run a scenario against real servers and check it", runCmd},
+		{"check", "check a stored history offline", checkCmd},
+		{"list", "list scenarios, algorithms or faults", listCmd},
+		{"gate", "run scenarios over seeds as a CI regression gate", gateCmd},
+	}
+}
+
+const topUsage = `jepsen-lite: fault-injection tests and safety checks for distributed locks.
+
+Usage: jepsen-lite <command> [arguments]
+
+Commands:
+%s
+Examples:
+  jepsen-lite run redis-single-gc-pause       # Kleppmann's GC pause on real Redis
+  jepsen-lite check store/latest              # re-check the newest run offline
+  jepsen-lite list --algorithms
+
+Run 'jepsen-lite <command> --help' for a command's flags and examples.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printTopUsage(stderr, cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitHeld
+	}
+	for _, c := range cmds {
+		if c.name == args[0] {
+			code, err := c.run(ctx, args[1:], stdout, stderr)
+			if err != nil {
+				var ue usageError
+				switch {
+				case errors.As(err, &ue):
+					fmt.Fprintf(stderr, "jepsen-lite %s: %v\n", c.name, err)
+					return exitUsage
+				default:
+					fmt.Fprintf(stderr, "jepsen-lite %s: %v\n", c.name, err)
+					if code == exitHeld {
+						code = exitInternal
+					}
+				}
+			}
+			return code
+		}
+	}
+	fmt.Fprintf(stderr, "jepsen-lite: unknown command %q\n", args[0])
+	printTopUsage(stderr, cmds)
+	return exitUsage
+}
+
+func printTopUsage(w io.Writer, cmds []command) {
+	var list string
+	for _, c := range cmds {
+		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, topUsage, list)
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+const runUsage = `Usage: jepsen-lite run <scenario name | scenario.yaml | run dir> [flags]
+
+Runs one scenario against real servers started on 127.0.0.1, records every
+operation in store/<scenario>/<timestamp>/history.jsonl, checks it, and exits
+0 when the scenario ended as it expected (1: it did not, 2: unknown).
+
+Examples:
+  jepsen-lite run redis-single-gc-pause
+  jepsen-lite run redis-single-gc-pause --seed 3 --time-limit 10s
+  jepsen-lite run my-lock.yaml --workers 16
+  jepsen-lite run --replay store/latest      # the exact schedule and seed again`
+
+// scenarioNames are the names a scenario may use, from the packages that
+// own them.
+func scenarioNames() scenarios.Names {
+	var algs []string
+	for _, a := range clients.Algorithms() {
+		algs = append(algs, a.Name)
+	}
+	return scenarios.Names{
+		Algorithms: algs,
+		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Faults:     nemesis.Names(),
+	}
+}
+
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("run", runUsage, stderr)
+	seed := fs.Uint64("seed", 0, "the run's seed (default: the scenario's, else from the clock)")
+	timeLimit := fs.Duration("time-limit", 0, "override the scenario's duration, e.g. 30s")
+	workers := fs.Int("workers", 0, "override the scenario's number of workers")
+	store := fs.String("store", "store", "the store directory")
+	replay := fs.String("replay", "", "replay a stored run: its scenario, seed and fault schedule")
+	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers; past it the verdict is unknown")
+	verbose := fs.Bool("v", false, "print run.log's lines as they are written")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	target := *replay
+	switch {
+	case target != "" && len(pos) > 0:
+		return exitUsage, usagef("give either a scenario or --replay, not both")
+	case target == "" && len(pos) != 1:
+		return exitUsage, usagef("want exactly one scenario (see 'jepsen-lite list')")
+	case target == "":
+		target = pos[0]
+	}
+	if *workers < 0 || *timeLimit < 0 {
+		return exitUsage, usagef("--workers and --time-limit must not be negative")
+	}
+	sc, err := scenarios.Load(target, scenarioNames())
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
+	opts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout})}
+	if isSet(fs, "seed") {
+		opts = append(opts, runner.WithSeed(*seed))
+	}
+	if *timeLimit > 0 {
+		opts = append(opts, runner.WithTimeLimit(*timeLimit))
+	}
+	if *workers > 0 {
+		opts = append(opts, runner.WithWorkers(*workers))
+	}
+	if *verbose {
+		opts = append(opts, runner.WithLog(stderr))
+	}
+	live := newProgressLine(stderr)
+	opts = append(opts, runner.WithProgress(live.update))
+	res, err := runner.Run(ctx, sc, opts...)
+	live.done()
+	if res != nil && res.Results != nil {
+		printSummary(stdout, sc, res)
+	}
+	switch {
+	case errors.Is(err, runner.ErrInterrupted):
+		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s\n", res.Dir)
+		return exitUnknown, nil
+	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm):
+		return exitUsage, usageError{err}
+	case err != nil:
+		return exitInternal, err
+	}
+	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
+}
+
+// verdictExit maps a run's outcome to its exit code.
+func verdictExit(v checker.Verdict, met bool) int {
+	switch {
+	case met:
+		return exitHeld
+	case v == checker.Unknown:
+		return exitUnknown
+	default:
+		return exitViolated
+	}
+}
+
+// printSummary prints the end-of-run summary: verdict, expectation, each
+// anomaly's sentence and the store path.
+func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
+	r := res.Results
+	exp := "valid"
+	if r.Expected != nil {
+		exp = string(r.Expected.Verdict)
+		if len(r.Expected.Anomalies) > 0 {
+			exp += ": " + strings.Join(r.Expected.Anomalies, ", ")
+		}
+	}
+	met := "expectation met"
+	if !r.ExpectationMet {
+		met = "EXPECTATION NOT MET"
+	}
+	fmt.Fprintf(w, "\n%s (seed %d): %s, expected %s: %s\n", r.Scenario, r.Seed, strings.ToUpper(string(r.Verdict)), exp, met)
+	fmt.Fprintf(w, "  ops %d (ok %d, fail %d, info %d) in %v\n", r.Stats.Ops, r.Stats.OK, r.Stats.Fail, r.Stats.Info, res.Elapsed.Round(time.Millisecond))
+	printCheckers(w, r.Checkers)
+	fmt.Fprintf(w, "  store:  %s\n", res.Dir)
+	fmt.Fprintf(w, "  report: %s/%s\n", res.Dir, reports.ReportFile)
+}
+
+// printCheckers prints each checker's verdict and every anomaly with the ops
+// that prove it.
+func printCheckers(w io.Writer, rs []checker.Result) {
+	for _, c := range rs {
+		fmt.Fprintf(w, "  %-16s %-8s %d anomalies  %v\n", c.Name, c.Verdict, len(c.Anomalies), c.Elapsed.Round(time.Microsecond))
+		if c.Note != "" {
+			fmt.Fprintf(w, "    note: %s\n", c.Note)
+		}
+		for i, a := range c.Anomalies {
+			if i == 10 {
+				fmt.Fprintf(w, "    ... and %d more (see results.json)\n", len(c.Anomalies)-10)
+				break
+			}
+			fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
+		}
+	}
+}
+
+// progressLine shows a single live line on a terminal and plain lines
+// every few seconds otherwise.
+type progressLine struct {
+	w        io.Writer
+	tty      bool
+	last     time.Time
+	lastText string
+}
+
+func newProgressLine(w io.Writer) *progressLine {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	return &progressLine{w: w, tty: tty}
+}
+
+func (p *progressLine) update(pr runner.Progress) {
+	faults := "none"
+	if len(pr.Faults) > 0 {
+		faults = strings.Join(pr.Faults, "; ")
+	}
+	text := fmt.Sprintf("[%5.1fs/%5.1fs] ops %d  ok %d  fail %d  info %d  faults: %s",
+		pr.Elapsed.Seconds(), pr.Total.Seconds(), pr.Ops, pr.OK, pr.Fail, pr.Inf, faults)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", text)
+		p.lastText = text
+		return
+	}
+	if time.Since(p.last) >= 2*time.Second {
+		fmt.Fprintln(p.w, text)
+		p.last = time.Now()
+	}
+}
+
+func (p *progressLine) done() {
+	if p.tty && p.lastText != "" {
+		fmt.Fprintln(p.w)
+	}
+}

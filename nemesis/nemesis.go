@@ -1,0 +1,337 @@
+// Package nemesis owns the faults jepsen-lite injects, the targets they hit
+// and the schedules that time them. Each fault kind is a small type with a
+// name, an availability test against the running cluster, and an Inject that
+// returns the fault's heal. Every injection and every heal is recorded in the
+// history as a nemesis op (process -1), and Run heals whatever is still
+// active before it returns, on every path.
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// ErrUnknownFault reports a fault name that is not in Faults().
+var ErrUnknownFault = errors.New("nemesis: unknown fault")
+
+// The pause points of the workload loop (DESIGN §4).
+const (
+	// AfterResponse is after the acquire reply arrived, before it is
+	// processed: an algorithm that checks its elapsed time sees the pause.
+	AfterResponse = "after-response"
+	// BeforeWrite is after the validity check, before the write:
+	// Kleppmann's stop-the-world pause.
+	BeforeWrite = "before-write"
+)
+
+// Workers is what the runner lets the nemesis do to its simulated clients.
+type Workers interface {
+	// Count returns the number of workers.
+	Count() int
+	// PauseAt arms a pause: the next time worker reaches point it stops
+	// for d. The worker records the pause in the history when it begins.
+	PauseAt(worker int, point string, d time.Duration) error
+	// SetClockOffset skews worker's own wall clock by offset (0 restores).
+	SetClockOffset(worker int, offset time.Duration) error
+}
+
+// Env is what faults act on during one run.
+type Env struct {
+	Cluster  cluster.Cluster
+	Network  *cluster.Network
+	Workers  Workers
+	Recorder *history.Recorder
+}
+
+// Step is one timed fault of a schedule. At is measured from the start of the
+// run. A fault with a Duration is healed Duration after it began; without
+// one it stays until the end of the run or until a later step heals it
+// (fault "heal" with the same targets, or "heal-all").
+type Step struct {
+	At       time.Duration `yaml:"at" json:"at"`
+	Fault    string        `yaml:"fault" json:"fault"`
+	Targets  []string      `yaml:"targets,omitempty" json:"targets,omitempty"`
+	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
+	// Point is the pause point of client-pause (after-response, before-write).
+	Point string `yaml:"point,omitempty" json:"point,omitempty"`
+	// Offset is the clock offset of clock faults, e.g. "+30s" or "-5s".
+	Offset time.Duration `yaml:"offset,omitempty" json:"offset,omitempty"`
+	// Options carries fault-specific settings, documented by each fault.
+	Options map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+}
+
+// String describes the step in one line.
+func (s Step) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "at %v %s", s.At, s.Fault)
+	if len(s.Targets) > 0 {
+		fmt.Fprintf(&b, " %s", strings.Join(s.Targets, ","))
+	}
+	if s.Point != "" {
+		fmt.Fprintf(&b, " at %s", s.Point)
+	}
+	if s.Offset != 0 {
+		fmt.Fprintf(&b, " by %+v", s.Offset)
+	}
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, " for %v", s.Duration)
+	}
+	return b.String()
+}
+
+// Heal undoes one injected fault. It must be safe to call once after the
+// fault's own end (a heal that finds nothing to do returns nil).
+type Heal func(ctx context.Context) error
+
+// Fault is one kind of fault.
+type Fault interface {
+	// Name is what scenarios call the fault.
+	Name() string
+	// Available returns nil when the fault can act on env, or an error
+	// wrapping cluster.ErrUnavailable that says why not.
+	Available(env *Env) error
+	// Inject applies the fault as step describes and returns its heal (nil
+	// when the fault ends on its own) and a value describing what was done to
+	// whom, recorded in the history.
+	Inject(ctx context.Context, env *Env, step Step) (Heal, any, error)
+}
+
+// Lookup returns the fault called name.
+func Lookup(name string) (Fault, error) {
+	for _, f := range Faults() {
+		if f.Name() == name {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownFault, name, strings.Join(Names(), ", "))
+}
+
+// Names returns the names of every fault kind.
+func Names() []string {
+	var names []string
+	for _, f := range Faults() {
+		names = append(names, f.Name())
+	}
+	return names
+}
+
+// Schedule is the ordered list of steps one run executes.
+type Schedule []Step
+
+// Sorted returns the schedule ordered by At (stable).
+func (s Schedule) Sorted() Schedule {
+	out := append(Schedule(nil), s...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// active is an injected fault not yet healed.
+type active struct {
+	step Step
+	heal Heal
+	desc any
+}
+
+// Runner executes a schedule against an Env, recording every fault and heal.
+type Runner struct {
+	env    *Env
+	mu     sync.Mutex
+	active []*active
+	errs   []error
+}
+
+// NewRunner returns a Runner for env.
+func NewRunner(env *Env) *Runner { return &Runner{env: env} }
+
+// Run executes schedule, each step at its time since start, until the
+// schedule is done or ctx ends. Faults with a Duration are healed when it
+// elapses. Run does not heal the faults still active when it returns; call
+// HealAll for that (the runner does, in a defer). Errors injecting a fault
+// are recorded in the history and returned joined at the end.
+func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, step := range schedule.Sorted() {
+		if !sleepUntil(ctx, start.Add(step.At)) {
+			break
+		}
+		a, err := r.inject(ctx, step)
+		if err != nil {
+			r.mu.Lock()
+			r.errs = append(r.errs, err)
+			r.mu.Unlock()
+			continue
+		}
+		if a != nil && step.Duration > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if sleepUntil(ctx, start.Add(step.At+step.Duration)) {
+					r.heal(context.WithoutCancel(ctx), a)
+				}
+			}()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
+	switch step.Fault {
+	case "heal-all":
+		return nil, r.HealAll(ctx)
+	case "heal":
+		return nil, r.healMatching(ctx, step.Targets)
+	}
+	f, err := Lookup(step.Fault)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Available(r.env); err != nil {
+		r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
+		return nil, fmt.Errorf("nemesis: %s: %w", step, err)
+	}
+	heal, desc, err := f.Inject(ctx, r.env, step)
+	if err != nil {
+		r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc), Error: err.Error()})
+		return nil, fmt.Errorf("nemesis: %s: %w", step, err)
+	}
+	r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc)})
+	if heal == nil {
+		return nil, nil
+	}
+	a := &active{step: step, heal: heal, desc: desc}
+	r.mu.Lock()
+	r.active = append(r.active, a)
+	r.mu.Unlock()
+	return a, nil
+}
+
+// heal runs a's heal once and records it.
+func (r *Runner) heal(ctx context.Context, a *active) error {
+	r.mu.Lock()
+	found := false
+	for i, x := range r.active {
+		if x == a {
+			r.active = append(r.active[:i], r.active[i+1:]...)
+			found = true
+			break
+		}
+	}
+	r.mu.Unlock()
+	if !found {
+		return nil
+	}
+	err := a.heal(ctx)
+	op := history.Op{Type: history.Info, F: HealName(a.step.Fault), Value: history.JSONValue(a.desc)}
+	if err != nil {
+		op.Error = err.Error()
+		err = fmt.Errorf("nemesis: healing %s: %w", a.step, err)
+	}
+	r.record(op)
+	return err
+}
+
+func (r *Runner) healMatching(ctx context.Context, targets []string) error {
+	r.mu.Lock()
+	var match []*active
+	for _, a := range r.active {
+		if len(targets) == 0 || sameTargets(a.step.Targets, targets) {
+			match = append(match, a)
+		}
+	}
+	r.mu.Unlock()
+	var errs []error
+	for _, a := range match {
+		errs = append(errs, r.heal(ctx, a))
+	}
+	return errors.Join(errs...)
+}
+
+// HealAll heals every fault still active, newest first, and returns the
+// joined errors. It is safe to call more than once.
+func (r *Runner) HealAll(ctx context.Context) error {
+	var errs []error
+	for {
+		r.mu.Lock()
+		if len(r.active) == 0 {
+			r.mu.Unlock()
+			return errors.Join(errs...)
+		}
+		a := r.active[len(r.active)-1]
+		r.mu.Unlock()
+		errs = append(errs, r.heal(ctx, a))
+	}
+}
+
+// Active returns the steps of the faults active now.
+func (r *Runner) Active() []Step {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Step
+	for _, a := range r.active {
+		out = append(out, a.step)
+	}
+	return out
+}
+
+func (r *Runner) record(op history.Op) {
+	if r.env.Recorder == nil {
+		return
+	}
+	op.Process = history.NemesisProcess
+	r.env.Recorder.Record(op)
+}
+
+// HealName returns the name recorded when fault is healed.
+func HealName(fault string) string {
+	switch fault {
+	case "pause":
+		return "resume"
+	case "kill":
+		return "start"
+	case "clock-bump", "clock-strobe":
+		return "clock-reset"
+	case "client-clock":
+		return "client-clock-reset"
+	default:
+		return "heal"
+	}
+}
+
+func sameTargets(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sleepUntil waits until t or until ctx ends, and reports whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

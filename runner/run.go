@@ -1,0 +1,438 @@
+// Package runner wires one run: it starts the cluster and the proxied
+// network, builds one recorded Locker per worker, runs the workload and the
+// nemesis for the scenario's duration, heals every fault, lets the system
+// settle for the quiet period, stops the workers, tears everything down,
+// checks the history and writes the run's store directory. Teardown happens
+// on every path: normal end, error, panic in a worker, and cancellation of
+// the context (Ctrl-C).
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// ErrInterrupted reports a run cut short by its context (Ctrl-C). What was
+// recorded up to then is in the store and checkable.
+var ErrInterrupted = errors.New("runner: run interrupted")
+
+// ErrSetup reports that the run could not start: a server would not start, a
+// lock client could not connect. It wraps the cause.
+var ErrSetup = errors.New("runner: setup failed")
+
+// Result is what a run produced.
+type Result struct {
+	Dir     string           // the run's store directory
+	Results *reports.Results // the verdict document written to results.json
+	// Elapsed is the wall time of the whole run, setup to report.
+	Elapsed time.Duration
+}
+
+// Progress is a snapshot of a running run, for live display.
+type Progress struct {
+	Elapsed, Total     time.Duration
+	Ops, OK, Fail, Inf int64
+	Faults             []string // the faults active now
+}
+
+// StartFunc starts a cluster for a spec; local.Start and docker.Start fit.
+type StartFunc func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+
+type config struct {
+	seed      *uint64
+	timeLimit time.Duration
+	workers   int
+	store     string
+	factory   clients.Factory
+	start     StartFunc
+	progress  func(Progress)
+	logOut    io.Writer
+	check     checker.Options
+}
+
+// Option configures Run.
+type Option func(*config)
+
+// WithSeed sets the run's seed; by default the scenario's seed, or a fresh
+// one from the clock when the scenario has none. The seed is logged and
+// written into the stored scenario.yaml.
+func WithSeed(seed uint64) Option { return func(c *config) { c.seed = &seed } }
+
+// WithTimeLimit overrides the scenario's duration (the quiet period comes on
+// top). Scheduled faults later than the limit do not run.
+func WithTimeLimit(d time.Duration) Option { return func(c *config) { c.timeLimit = d } }
+
+// WithWorkers overrides the scenario's number of workers.
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithStore sets the store directory; the default is "store".
+func WithStore(dir string) Option { return func(c *config) { c.store = dir } }
+
+// WithLocker runs the scenario against a Locker of the caller's own instead
+// of the scenario's algorithm. The factory receives each worker's Target:
+// the proxied addresses of the scenario's nodes.
+func WithLocker(f clients.Factory) Option { return func(c *config) { c.factory = f } }
+
+// WithBackend sets how the cluster is started; the default is local.Start
+// (server processes on 127.0.0.1).
+func WithBackend(start StartFunc) Option { return func(c *config) { c.start = start } }
+
+// WithProgress has fn called about four times a second with a snapshot.
+func WithProgress(fn func(Progress)) Option { return func(c *config) { c.progress = fn } }
+
+// WithLog copies run.log's lines to w as well.
+func WithLog(w io.Writer) Option { return func(c *config) { c.logOut = w } }
+
+// WithCheck sets the checker options (drift, time budget); the run's
+// directory is always where linearizability.html goes.
+func WithCheck(o checker.Options) Option { return func(c *config) { c.check = o } }
+
+// LocalBackend starts clusters as local processes.
+func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+	return local.Start(ctx, spec, net)
+}
+
+// Run executes one run of sc and returns its result. The verdict is in
+// Result.Results; the error is non-nil when the run could not be carried out
+// (ErrSetup), was interrupted (ErrInterrupted: results still describe what was
+// recorded), or its store could not be written.
+func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Result, err error) {
+	began := time.Now()
+	cfg := config{store: "store", start: LocalBackend}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := *sc
+	s.Normalize()
+	s.Seed = resolveSeed(cfg.seed, s.Seed)
+	if cfg.timeLimit > 0 {
+		s.Duration = cfg.timeLimit
+	}
+	if cfg.workers > 0 {
+		s.Workers = cfg.workers
+	}
+	factory := cfg.factory
+	if factory == nil {
+		alg, err := clients.Lookup(s.Lock.Algorithm)
+		if err != nil {
+			return nil, err
+		}
+		factory = alg.New
+	}
+
+	dir, err := reports.NewRunDir(cfg.store, s.Name, began)
+	if err != nil {
+		return nil, err
+	}
+	res = &Result{Dir: dir}
+	logFile, err := os.Create(filepath.Join(dir, reports.RunLogFile))
+	if err != nil {
+		return res, fmt.Errorf("runner: %w", err)
+	}
+	defer logFile.Close()
+	var logw io.Writer = logFile
+	if cfg.logOut != nil {
+		logw = io.MultiWriter(logFile, cfg.logOut)
+	}
+	logger := log.New(logw, "", log.Ltime|log.Lmicroseconds)
+	logger.Printf("scenario %s, seed %d, %d workers, %v + %v quiet, store %s", s.Name, s.Seed, s.Workers, s.Duration, s.Quiet, dir)
+
+	if y, err := scenarios.Marshal(&s); err == nil {
+		err = os.WriteFile(filepath.Join(dir, reports.ScenarioFile), y, 0o644)
+		if err != nil {
+			return res, fmt.Errorf("runner: %w", err)
+		}
+	} else {
+		return res, err
+	}
+
+	hw, err := history.CreateFile(filepath.Join(dir, reports.HistoryFile))
+	if err != nil {
+		return res, fmt.Errorf("runner: %w", err)
+	}
+	counts := &countingSink{}
+	rec := history.NewRecorder(hw, counts)
+
+	interrupted, runErr := execute(ctx, &s, &cfg, factory, rec, counts, dir, logger)
+	if err := hw.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("runner: writing history: %w", err)
+	}
+	if runErr != nil && errors.Is(runErr, ErrSetup) {
+		logger.Printf("setup failed: %v", runErr)
+		return res, runErr
+	}
+
+	h := rec.History()
+	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, Stats: reports.CountStats(h)}
+	expect := s.Expect
+	results.Expected = &expect
+	if interrupted {
+		results.Verdict = checker.Unknown
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the run was interrupted; check the stored history with `jepsen-lite check`"}}
+	} else {
+		copts := cfg.check
+		copts.OutDir = dir
+		if copts.Drift == 0 && s.Lock.TTL > 0 {
+			copts.Drift = float64(s.Lock.Drift) / float64(s.Lock.TTL)
+		}
+		results.Checkers = checker.Check(context.WithoutCancel(ctx), h, copts)
+		results.Verdict = checker.Overall(results.Checkers)
+		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers)
+	}
+	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {
+		runErr = err
+	}
+	res.Results = results
+	if err := writeReport(dir); err != nil {
+		logger.Printf("report: %v", err)
+	}
+	if err := reports.SetLatest(cfg.store, dir); err != nil && runErr == nil {
+		runErr = err
+	}
+	res.Elapsed = time.Since(began)
+	logger.Printf("verdict %s (expected %s, met %v) in %v", results.Verdict, expect.Verdict, results.ExpectationMet, res.Elapsed.Round(time.Millisecond))
+	if interrupted && runErr == nil {
+		runErr = ErrInterrupted
+	}
+	return res, runErr
+}
+
+// execute runs the cluster, workers and nemesis, and tears all of it down
+// before it returns, on every path. It reports whether ctx was cancelled.
+func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, rec *history.Recorder, counts *countingSink, dir string, logger *log.Logger) (interrupted bool, err error) {
+	teardown := context.WithoutCancel(ctx)
+	net, err := cluster.NewNetwork()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer func() {
+		if cerr := net.Close(); cerr != nil {
+			logger.Printf("closing network: %v", cerr)
+		}
+	}()
+	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir}
+	startCtx, cancelStart := context.WithTimeout(ctx, 60*time.Second)
+	c, err := cfg.start(startCtx, spec, net)
+	cancelStart()
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, fmt.Errorf("%w: %w", ErrSetup, ErrInterrupted)
+		}
+		return false, fmt.Errorf("%w: starting %s: %w", ErrSetup, s.System.Name, err)
+	}
+	defer func() {
+		if cerr := c.Close(); cerr != nil {
+			logger.Printf("closing cluster: %v", cerr)
+		}
+	}()
+	for _, n := range c.Nodes() {
+		logger.Printf("node %s %s at %s", n.Name, n.Role, n.Addr)
+	}
+
+	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
+	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
+	var ws workerSet
+	defer func() {
+		for _, w := range ws {
+			_ = w.locker.Close()
+		}
+	}()
+	for i := 0; i < s.Workers; i++ {
+		var eps []clients.Endpoint
+		for _, n := range c.Nodes() {
+			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), n.Name), n.Addr)
+			if err != nil {
+				return false, fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+			eps = append(eps, clients.Endpoint{Name: n.Name, Addr: addr, Role: n.Role})
+		}
+		clock := &workerClock{}
+		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
+		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options}
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		l, err := factory(lctx, target)
+		cancel()
+		if err != nil {
+			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
+		}
+		ws = append(ws, &worker{
+			id:       i,
+			locker:   &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers)},
+			rec:      rec,
+			resource: resource,
+			rng:      wrng,
+			clock:    clock,
+			keys:     s.Lock.Keys,
+			ttl:      s.Lock.TTL,
+			think:    s.Think,
+			opTime:   max(s.Lock.TTL, time.Second),
+			pauses:   map[string]time.Duration{},
+		})
+	}
+	logger.Printf("cluster and %d workers ready", len(ws))
+
+	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec}
+	nem := nemesis.NewRunner(env)
+	defer func() {
+		if herr := nem.HealAll(teardown); herr != nil {
+			logger.Printf("healing: %v", herr)
+		}
+		if herr := net.HealAll(); herr != nil {
+			logger.Printf("healing network: %v", herr)
+		}
+	}()
+
+	// The run's clock: the recorder's start. Nemesis steps are timed from
+	// it, so "at: 1s" means 1s of harness time.
+	start := rec.Start()
+	stop, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					panicked.Store(fmt.Sprintf("worker %d panicked: %v", w.id, p))
+					stopWorkers()
+				}
+			}()
+			w.run(stop, ctx)
+		}()
+	}
+	nemDone := make(chan error, 1)
+	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
+	defer stopNemesis()
+	go func() { nemDone <- nem.Run(nemCtx, start, schedule(s)) }()
+
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(stop, cfg.progress, start, s.Duration+s.Quiet, counts, nem)
+	}()
+
+	// Faults until the duration ends; then heal and let the system settle.
+	waitUntil(stop, start.Add(s.Duration))
+	stopNemesis()
+	if nerr := <-nemDone; nerr != nil {
+		logger.Printf("nemesis: %v", nerr)
+	}
+	if herr := nem.HealAll(teardown); herr != nil {
+		logger.Printf("healing: %v", herr)
+	}
+	if herr := net.HealAll(); herr != nil {
+		logger.Printf("healing network: %v", herr)
+	}
+	waitUntil(stop, start.Add(s.Duration+s.Quiet))
+	stopWorkers()
+	wg.Wait()
+	<-progressDone
+	if p := panicked.Load(); p != nil {
+		return ctx.Err() != nil, fmt.Errorf("runner: %s", p)
+	}
+	logger.Printf("workers stopped after %d ops", rec.Len())
+	return ctx.Err() != nil, nil
+}
+
+// schedule returns the nemesis steps of s that fall inside its duration.
+func schedule(s *scenarios.Scenario) nemesis.Schedule {
+	var out nemesis.Schedule
+	for _, st := range s.Nemesis.Steps {
+		if st.At <= s.Duration {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// resolveSeed picks the run's seed: the option, else the scenario's, else
+// one from the clock.
+func resolveSeed(opt *uint64, scenario uint64) uint64 {
+	switch {
+	case opt != nil:
+		return *opt
+	case scenario != 0:
+		return scenario
+	default:
+		return uint64(time.Now().UnixNano())&0xffffffff | 1
+	}
+}
+
+func waitUntil(ctx context.Context, t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
+
+// countingSink counts ops by type for the progress line.
+type countingSink struct{ ops, ok, fail, info atomic.Int64 }
+
+func (c *countingSink) Append(op history.Op) error {
+	c.ops.Add(1)
+	switch op.Type {
+	case history.OK:
+		c.ok.Add(1)
+	case history.Fail:
+		c.fail.Add(1)
+	case history.Info:
+		if !op.IsNemesis() {
+			c.info.Add(1)
+		}
+	}
+	return nil
+}
+
+func reportProgress(ctx context.Context, fn func(Progress), start time.Time, total time.Duration, c *countingSink, nem *nemesis.Runner) {
+	if fn == nil {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	snap := func() Progress {
+		var faults []string
+		for _, st := range nem.Active() {
+			faults = append(faults, st.Fault+" "+strings.Join(st.Targets, ","))
+		}
+		sort.Strings(faults)
+		return Progress{Elapsed: time.Since(start), Total: total, Ops: c.ops.Load(), OK: c.ok.Load(), Fail: c.fail.Load(), Inf: c.info.Load(), Faults: faults}
+	}
+	for {
+		select {
+		case <-t.C:
+			fn(snap())
+		case <-ctx.Done():
+			fn(snap())
+			return
+		}
+	}
+}

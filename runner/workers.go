@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+)
+
+// workerClock is a worker's own wall clock: the host's, plus an offset the
+// nemesis may set (client-clock). The host's clock is never touched.
+type workerClock struct{ offset atomic.Int64 }
+
+// Now returns the host's time plus the worker's offset.
+func (c *workerClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// worker is one simulated client running the workload loop.
+type worker struct {
+	id       int
+	locker   *clients.Recorded
+	rec      *history.Recorder
+	resource *clients.Resource
+	rng      *rand.Rand
+	clock    *workerClock
+	keys     []string
+	ttl      time.Duration
+	think    time.Duration
+	opTime   time.Duration
+
+	mu     sync.Mutex
+	pauses map[string]time.Duration // armed pauses by point
+}
+
+// armPause arms a pause at point for d; the next time the worker reaches
+// point it stops for d.
+func (w *worker) armPause(point string, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pauses[point] = d
+}
+
+// pauseAt stops the worker if a pause is armed at point. The pause is
+// recorded as a nemesis op when it begins and when it ends. It is cut short
+// only by abort (Ctrl-C), never by the normal end of the run, so that the
+// late write it delays still happens.
+func (w *worker) pauseAt(abort context.Context, point string) {
+	w.mu.Lock()
+	d, ok := w.pauses[point]
+	delete(w.pauses, point)
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	desc := map[string]any{"worker": w.id, "point": point, "duration": d.String()}
+	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-pause", Value: history.JSONValue(desc)})
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-abort.Done():
+		t.Stop()
+	}
+	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-resume", Value: history.JSONValue(desc)})
+}
+
+// run is the workload loop (DESIGN §4): acquire; check the lease is still
+// valid; read the resource; write read+1 with the lease's token; release.
+// It stops between iterations when stop ends, and everywhere when abort ends.
+func (w *worker) run(stop, abort context.Context) {
+	if h, ok := w.locker.Locker.(interface{ SetAfterResponse(func()) }); ok {
+		h.SetAfterResponse(func() { w.pauseAt(abort, nemesis.AfterResponse) })
+	}
+	for stop.Err() == nil {
+		w.iterate(abort)
+		w.sleep(stop, w.think)
+	}
+}
+
+func (w *worker) iterate(abort context.Context) {
+	key := w.keys[w.rng.IntN(len(w.keys))]
+	ctx, cancel := context.WithTimeout(abort, w.opTime)
+	lease, err := w.locker.Acquire(ctx, key, w.ttl)
+	cancel()
+	if _, hooked := w.locker.Locker.(interface{ SetAfterResponse(func()) }); !hooked {
+		w.pauseAt(abort, nemesis.AfterResponse)
+	}
+	if err != nil {
+		// Busy or indeterminate: back off for a random part of the ttl.
+		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.ttl/10)+1)))
+		return
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(abort, w.opTime)
+		defer cancel()
+		_ = w.locker.Release(ctx, lease)
+	}()
+	// A careful client checks its lease before it touches the resource.
+	if !lease.Until.IsZero() && !time.Now().Before(lease.Until) {
+		return
+	}
+	if lost := w.lost(lease); lost {
+		return
+	}
+	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
+	v := w.resource.Read(key)
+	read := w.op(history.OK, history.FRead, key, 0)
+	read.Value = history.IntValue(v)
+	w.rec.Record(read)
+
+	w.pauseAt(abort, nemesis.BeforeWrite)
+
+	inv := w.op(history.Invoke, history.FWrite, key, lease.Token)
+	inv.Value = history.IntValue(v + 1)
+	w.rec.Record(inv)
+	applied, err := w.resource.Write(key, lease.Token, v+1)
+	done := w.op(history.OK, history.FWrite, key, lease.Token)
+	done.Value = inv.Value
+	done.Applied = applied
+	if err != nil {
+		done.Type = history.Fail
+		done.Error = err.Error()
+	}
+	w.rec.Record(done)
+}
+
+// lost reports whether a session lock already knows lease is gone, and
+// records the loss when it does.
+func (w *worker) lost(lease clients.Lease) bool {
+	lw, ok := w.locker.Locker.(clients.LeaseWatcher)
+	if !ok {
+		return false
+	}
+	select {
+	case <-lw.Lost(lease):
+		w.locker.LeaseLost(lease.Key, lease.Token)
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *worker) op(t history.Type, f, key string, token uint64) history.Op {
+	return history.Op{Process: w.locker.Proc.ID(), Client: w.id, Type: t, F: f, Key: key, Token: token}
+}
+
+func (w *worker) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// workerSet implements nemesis.Workers over the run's workers.
+type workerSet []*worker
+
+var _ nemesis.Workers = workerSet(nil)
+
+func (ws workerSet) Count() int { return len(ws) }
+
+func (ws workerSet) PauseAt(worker int, point string, d time.Duration) error {
+	if worker < 0 || worker >= len(ws) {
+		return errors.New("runner: no such worker")
+	}
+	ws[worker].armPause(point, d)
+	return nil
+}
+
+func (ws workerSet) SetClockOffset(worker int, offset time.Duration) error {
+	if worker < 0 || worker >= len(ws) {
+		return errors.New("runner: no such worker")
+	}
+	ws[worker].clock.offset.Store(int64(offset))
+	return nil
+}

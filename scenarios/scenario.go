@@ -1,0 +1,285 @@
+// Package scenarios owns the scenario file format (YAML), its strict
+// validation with file-and-line errors, and the built-in catalog embedded
+// from scenarios/catalog/*.yaml. A scenario names the system and topology,
+// the lock algorithm, the resource mode, the workers, the duration, the seed,
+// the nemesis schedule and what the run is expected to show.
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+)
+
+// ErrInvalid is wrapped by every error about a scenario's content.
+var ErrInvalid = errors.New("scenarios: invalid scenario")
+
+// ErrUnknownScenario reports a name that is neither a catalog entry nor a file.
+var ErrUnknownScenario = errors.New("scenarios: unknown scenario")
+
+// Scenario is one test: what runs, under which faults, and what is expected.
+type Scenario struct {
+	Name        string              `yaml:"name"`
+	Description string              `yaml:"description,omitempty"`
+	Source      string              `yaml:"source,omitempty"`
+	Tags        []string            `yaml:"tags,omitempty"`
+	System      System              `yaml:"system"`
+	Lock        Lock                `yaml:"lock"`
+	Resource    string              `yaml:"resource,omitempty"`
+	Workers     int                 `yaml:"workers"`
+	Duration    time.Duration       `yaml:"duration"`
+	Quiet       time.Duration       `yaml:"quiet,omitempty"`
+	Think       time.Duration       `yaml:"think,omitempty"`
+	Seed        uint64              `yaml:"seed,omitempty"`
+	Nemesis     Nemesis             `yaml:"nemesis,omitempty"`
+	Expect      checker.Expectation `yaml:"expect,omitempty"`
+
+	// File is where the scenario was read from ("catalog/x.yaml" for the
+	// built-in ones); it is not part of the YAML.
+	File string `yaml:"-"`
+}
+
+// System is the system under test and its topology.
+type System struct {
+	Name        string `yaml:"name"`
+	Topology    string `yaml:"topology,omitempty"`
+	Nodes       int    `yaml:"nodes,omitempty"`
+	Persistence bool   `yaml:"persistence,omitempty"`
+}
+
+// Lock is the algorithm under test and how the workload uses it.
+type Lock struct {
+	Algorithm string            `yaml:"algorithm"`
+	TTL       time.Duration     `yaml:"ttl"`
+	Drift     time.Duration     `yaml:"drift,omitempty"`
+	Keys      []string          `yaml:"keys,omitempty"`
+	Options   map[string]string `yaml:"options,omitempty"`
+}
+
+// Nemesis is the fault schedule: scripted steps (and, when set, a seeded
+// random schedule that is expanded into steps before the run).
+type Nemesis struct {
+	Steps nemesis.Schedule `yaml:"steps,omitempty"`
+}
+
+// The resource modes.
+const (
+	Unfenced = "unfenced"
+	Fenced   = "fenced"
+)
+
+// The defaults applied by Normalize.
+const (
+	DefaultQuiet = 2 * time.Second
+	DefaultThink = 5 * time.Millisecond
+)
+
+// Normalize fills in defaults: one key "k", unfenced resource, one node, the
+// default quiet period and think time.
+func (s *Scenario) Normalize() {
+	if len(s.Lock.Keys) == 0 {
+		s.Lock.Keys = []string{"k"}
+	}
+	if s.Resource == "" {
+		s.Resource = Unfenced
+	}
+	if s.System.Nodes == 0 {
+		s.System.Nodes = 1
+	}
+	if s.Quiet == 0 {
+		s.Quiet = DefaultQuiet
+	}
+	if s.Think == 0 {
+		s.Think = DefaultThink
+	}
+	if s.Expect.Verdict == "" {
+		s.Expect.Verdict = checker.Valid
+	}
+}
+
+// HasTag reports whether the scenario carries tag.
+func (s *Scenario) HasTag(tag string) bool { return slices.Contains(s.Tags, tag) }
+
+// Names lists what the validation accepts; the runner supplies the real
+// lists (algorithm names from clients, fault names from nemesis) so that this
+// package depends on names only.
+type Names struct {
+	Algorithms []string
+	Systems    []string
+	Faults     []string
+}
+
+// Parse decodes and validates a scenario from data read from file. Unknown
+// fields, unknown names and impossible values are errors that name the file,
+// the line and what is allowed; they wrap ErrInvalid.
+func Parse(data []byte, file string, names Names) (*Scenario, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, file, yamlMessage(err))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, file, yamlMessage(err))
+	}
+	s.File = file
+	if err := s.validate(&root, names); err != nil {
+		return nil, err
+	}
+	s.Normalize()
+	return &s, nil
+}
+
+// yamlMessage turns yaml.v3's "yaml: line 3: ..." into "line 3: ...".
+func yamlMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+	return strings.ReplaceAll(msg, "\n  ", "; ")
+}
+
+// validate checks names and values; errors carry the line of the offending
+// field found in root.
+func (s *Scenario) validate(root *yaml.Node, names Names) error {
+	fail := func(hint string, path ...string) error {
+		line := lineOf(root, path...)
+		where := s.File
+		if line > 0 {
+			where = fmt.Sprintf("%s:%d", s.File, line)
+		}
+		return fmt.Errorf("%w: %s: %s: %s", ErrInvalid, where, strings.Join(path, "."), hint)
+	}
+	switch {
+	case s.Name == "":
+		return fail("missing; give the scenario a name", "name")
+	case !slices.Contains(names.Systems, s.System.Name):
+		return fail(fmt.Sprintf("unknown system %q (known: %s)", s.System.Name, strings.Join(names.Systems, ", ")), "system", "name")
+	case s.System.Nodes < 0:
+		return fail("must be at least 1", "system", "nodes")
+	case !slices.Contains(names.Algorithms, s.Lock.Algorithm):
+		return fail(fmt.Sprintf("unknown algorithm %q (known: %s)", s.Lock.Algorithm, strings.Join(names.Algorithms, ", ")), "lock", "algorithm")
+	case s.Lock.TTL <= 0:
+		return fail("must be a positive duration such as 2s", "lock", "ttl")
+	case s.Lock.Drift < 0 || s.Lock.Drift >= s.Lock.TTL:
+		return fail("must be at least 0 and less than the ttl", "lock", "drift")
+	case s.Resource != "" && s.Resource != Unfenced && s.Resource != Fenced:
+		return fail(fmt.Sprintf("unknown mode %q (known: %s, %s)", s.Resource, Unfenced, Fenced), "resource")
+	case s.Workers < 1:
+		return fail("must be at least 1", "workers")
+	case s.Duration <= 0:
+		return fail("must be a positive duration such as 10s", "duration")
+	case s.Quiet < 0:
+		return fail("must not be negative", "quiet")
+	case s.Think < 0:
+		return fail("must not be negative", "think")
+	}
+	switch s.Expect.Verdict {
+	case "", checker.Valid, checker.Invalid, checker.Unknown:
+	default:
+		return fail(fmt.Sprintf("unknown verdict %q (known: valid, invalid, unknown)", s.Expect.Verdict), "expect", "verdict")
+	}
+	for i, st := range s.Nemesis.Steps {
+		idx := fmt.Sprint(i)
+		if st.Fault != "heal" && st.Fault != "heal-all" && !slices.Contains(names.Faults, st.Fault) {
+			return fail(fmt.Sprintf("unknown fault %q (known: %s, heal, heal-all)", st.Fault, strings.Join(names.Faults, ", ")), "nemesis", "steps", idx, "fault")
+		}
+		if st.At < 0 || st.At > s.Duration {
+			return fail(fmt.Sprintf("must be between 0 and the duration %v", s.Duration), "nemesis", "steps", idx, "at")
+		}
+		if st.Duration < 0 {
+			return fail("must not be negative", "nemesis", "steps", idx, "duration")
+		}
+		if st.Point != "" && st.Point != nemesis.AfterResponse && st.Point != nemesis.BeforeWrite {
+			return fail(fmt.Sprintf("unknown pause point %q (known: %s, %s)", st.Point, nemesis.AfterResponse, nemesis.BeforeWrite), "nemesis", "steps", idx, "point")
+		}
+	}
+	return nil
+}
+
+// lineOf returns the line of the node at path (mapping keys, or sequence
+// indexes as decimal strings) below the document root, or of the deepest
+// node of path that exists; 0 when nothing matches.
+func lineOf(root *yaml.Node, path ...string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, p := range path {
+		var next *yaml.Node
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					line = n.Content[i].Line
+					next = n.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			var idx int
+			if _, err := fmt.Sscan(p, &idx); err == nil && idx >= 0 && idx < len(n.Content) {
+				next = n.Content[idx]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+// Marshal encodes s as YAML (the resolved scenario written into the store).
+func Marshal(s *Scenario) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("scenarios: encoding %s: %w", s.Name, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("scenarios: encoding %s: %w", s.Name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Load finds a scenario by catalog name, by file path, or by run directory
+// (whose scenario.yaml is replayed exactly).
+func Load(nameOrPath string, names Names) (*Scenario, error) {
+	if st, err := os.Stat(nameOrPath); err == nil {
+		path := nameOrPath
+		if st.IsDir() {
+			path = filepath.Join(nameOrPath, "scenario.yaml")
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("scenarios: %w", err)
+		}
+		return Parse(data, path, names)
+	}
+	cat, err := Catalog(names)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range cat {
+		if s.Name == nameOrPath {
+			return s, nil
+		}
+	}
+	var known []string
+	for _, s := range cat {
+		known = append(known, s.Name)
+	}
+	return nil, fmt.Errorf("%w %q: neither a file nor a catalog name (known: %s)", ErrUnknownScenario, nameOrPath, strings.Join(known, ", "))
+}

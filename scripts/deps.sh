@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# deps.sh installs what jepsen-lite's runs and tests need, and nothing that is
+# already there: the servers under test from Debian's packages, a C compiler
+# for the clock-skew library, and Chromium for the report tests. It is
+# idempotent: a second run installs nothing and takes well under a second.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have redis-server || need+=(redis-server)
+have redis-sentinel || need+=(redis-sentinel)
+have etcd || need+=(etcd-server)
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+have java || need+=(default-jre-headless)
+have cc || need+=(gcc)
+have make || need+=(make)
+have chromium || need+=(chromium)
+
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Debian starts the packaged services on install where it can; the harness
+# starts its own on free ports, so stop any that a package started.
+for svc in redis-server postgresql zookeeper etcd; do
+  if have service && service "$svc" status >/dev/null 2>&1; then
+    service "$svc" stop >/dev/null 2>&1 || true
+  fi
+done
+exit 0
