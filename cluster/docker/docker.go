@@ -1,0 +1,599 @@
+// Package docker is the container backend of cluster: it runs every node of a
+// cluster as a container of the jepsen-lite node image (built locally by
+// images/build.sh, see `make images`) through testcontainers-go, on a private
+// Docker network per run, with each node's port published on 127.0.0.1 only,
+// so that the harness's proxies stay the only way clients reach the nodes.
+//
+// It owns the containers and networks it creates: everything carries the
+// label RunLabel=<run id>, and Close removes all of it, also when Start fails
+// halfway. Nodes can be killed and started again (the container keeps its
+// data), paused (docker pause), and have their wall clock skewed through the
+// clock-skew preload library installed in the image, whose offset file lives
+// in a host directory bind-mounted into every container.
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	mobynet "github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// DefaultImage is the node image used when neither WithImage nor the
+// ImageEnv environment variable names another.
+const DefaultImage = "jepsen-lite/node:latest"
+
+// ImageEnv is the environment variable that names the node image (for
+// instance a published one) when WithImage is not given.
+const ImageEnv = "JEPSEN_LITE_NODE_IMAGE"
+
+// Labels put on every container and network this package creates.
+const (
+	RunLabel  = "jepsen-lite.run"  // the run id
+	NodeLabel = "jepsen-lite.node" // the node name, on containers
+)
+
+// ryukEnv disables testcontainers' reaper container, which would need an
+// image from a registry. Only the exact value "true" disables it.
+const ryukEnv = "TESTCONTAINERS_RYUK_DISABLED"
+
+// Paths inside the node image.
+const (
+	clockSkewLibrary = "/usr/local/lib/libclockskew.so"
+	clockDir         = "/jepsen/clock"
+	logDir           = "/jepsen/log"
+	dataDir          = "/data"
+	redisPort        = "6379/tcp"
+)
+
+// Errors of this package, to be tested with errors.Is.
+var (
+	// ErrNoEngine reports that no Docker engine answers.
+	ErrNoEngine = errors.New("docker: no working Docker engine")
+	// ErrNoImage reports that the node image is not present in the local
+	// engine (it is never pulled: build it with `make images`).
+	ErrNoImage = errors.New("docker: node image not found locally")
+	// ErrUnknownNode reports a node name the cluster does not have.
+	ErrUnknownNode = errors.New("docker: no such node")
+	// ErrClosed reports a use of a cluster after Close.
+	ErrClosed = errors.New("docker: cluster closed")
+)
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	image        string
+	runID        string
+	startTimeout time.Duration
+	redisArgs    []string
+}
+
+// WithImage sets the node image. The default is $JEPSEN_LITE_NODE_IMAGE, or
+// DefaultImage when that is unset. The image must exist in the local engine.
+func WithImage(image string) Option { return func(o *options) { o.image = image } }
+
+// WithRunID sets the id that labels and names everything the cluster creates.
+// The default is a fresh random id.
+func WithRunID(id string) Option { return func(o *options) { o.runID = id } }
+
+// WithStartTimeout bounds how long a node may take to answer PING after its
+// container starts. The default is 30 seconds.
+func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.startTimeout = d } }
+
+// WithRedisArgs appends arguments to every node's redis-server command line
+// (for instance "--maxmemory", "64mb"). The default is none.
+func WithRedisArgs(args ...string) Option {
+	return func(o *options) { o.redisArgs = append(o.redisArgs, args...) }
+}
+
+// Cluster is a running set of node containers. Its methods are safe for
+// concurrent use.
+type Cluster struct {
+	spec    cluster.Spec
+	image   string
+	runID   string
+	timeout time.Duration
+	extra   []string // appended to redis-server's arguments
+	docker  *testcontainers.DockerClient
+	network *testcontainers.DockerNetwork
+	dir     string // host temp dir: clock files, and logs when spec.LogDir is empty
+	logDir  string
+	nodes   []*node
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// node is one container of the cluster.
+type node struct {
+	cluster.Node
+	container *testcontainers.DockerContainer
+	hostPort  int
+	clock     *os.File // the offset file, mapped by the node's processes
+}
+
+var (
+	_ cluster.Cluster     = (*Cluster)(nil)
+	_ cluster.Killer      = (*Cluster)(nil)
+	_ cluster.Pauser      = (*Cluster)(nil)
+	_ cluster.ClockSkewer = (*Cluster)(nil)
+)
+
+// Start starts the cluster described by spec as containers and waits until
+// every node answers. Only Redis with the "masters" topology (N independent
+// redis-server nodes) is supported; other systems and topologies return an
+// error wrapping cluster.ErrUnavailable. The network is where node-to-node
+// links would be made; masters need none, so it may be nil. On error,
+// everything Start created is removed.
+func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opts ...Option) (*Cluster, error) {
+	_ = network // masters have no node-to-node links
+	o := options{image: os.Getenv(ImageEnv), startTimeout: 30 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.image == "" {
+		o.image = DefaultImage
+	}
+	if o.runID == "" {
+		o.runID = strings.ToLower(rand.Text()[:12])
+	}
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
+	disableReaper()
+
+	cli, err := Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkImage(ctx, cli, o.image); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+
+	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli}
+	if err := c.create(ctx); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// Engine returns a client of the local Docker engine, or an error wrapping
+// ErrNoEngine when none answers.
+func Engine(ctx context.Context) (*testcontainers.DockerClient, error) {
+	disableReaper()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoEngine, err)
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		_ = cli.Close()
+		return nil, fmt.Errorf("%w: %w", ErrNoEngine, err)
+	}
+	return cli, nil
+}
+
+// ImageName returns the node image Start uses without WithImage.
+func ImageName() string {
+	if img := os.Getenv(ImageEnv); img != "" {
+		return img
+	}
+	return DefaultImage
+}
+
+// CheckImage returns nil when the image exists in the local engine, and an
+// error wrapping ErrNoImage when it does not.
+func CheckImage(ctx context.Context, cli *testcontainers.DockerClient, image string) error {
+	return checkImage(ctx, cli, image)
+}
+
+func checkImage(ctx context.Context, cli *testcontainers.DockerClient, image string) error {
+	if _, err := cli.ImageInspect(ctx, image); err != nil {
+		return fmt.Errorf("%w: %s (build it with `make images`): %w", ErrNoImage, image, err)
+	}
+	return nil
+}
+
+// disableReaper turns testcontainers' reaper off unless the user chose.
+func disableReaper() {
+	if _, set := os.LookupEnv(ryukEnv); !set {
+		_ = os.Setenv(ryukEnv, "true")
+	}
+}
+
+func checkSpec(spec cluster.Spec) error {
+	if spec.System != cluster.Redis {
+		return fmt.Errorf("docker: system %q: %w (the docker backend runs redis)", spec.System, cluster.ErrUnavailable)
+	}
+	if spec.Topology != "" && spec.Topology != "masters" {
+		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs masters; replication would need node-to-node links through the harness's loopback proxies, which containers cannot reach)", spec.Topology, cluster.ErrUnavailable)
+	}
+	if spec.Nodes < 1 {
+		return fmt.Errorf("docker: a cluster needs at least one node, got %d", spec.Nodes)
+	}
+	return nil
+}
+
+// labels returns the labels of everything the run creates.
+func (c *Cluster) labels() map[string]string { return map[string]string{RunLabel: c.runID} }
+
+// create makes the run's directory, network and containers.
+func (c *Cluster) create(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "jepsen-lite-docker-")
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	c.dir = dir
+	if err := os.Mkdir(filepath.Join(dir, "clock"), 0o755); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	c.logDir = c.spec.LogDir
+	if c.logDir == "" {
+		c.logDir = filepath.Join(dir, "log")
+	}
+	if c.logDir, err = filepath.Abs(c.logDir); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+
+	nw, err := tcnetwork.New(ctx, tcnetwork.WithLabels(c.labels()))
+	if err != nil {
+		return fmt.Errorf("docker: create network: %w", err)
+	}
+	c.network = nw
+
+	for i := range c.spec.Nodes {
+		name := "n" + strconv.Itoa(i+1)
+		clock, err := newClockFile(filepath.Join(dir, "clock", name))
+		if err != nil {
+			return err
+		}
+		port, err := freePort()
+		if err != nil {
+			_ = clock.Close()
+			return err
+		}
+		c.nodes = append(c.nodes, &node{
+			Node:     cluster.Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+			hostPort: port,
+			clock:    clock,
+		})
+	}
+
+	// Containers start concurrently: most of the time is the engine's.
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { errs[i] = c.run(ctx, n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// run creates and starts the node's container and waits until it answers.
+func (c *Cluster) run(ctx context.Context, n *node) error {
+	hostIP := netip.MustParseAddr("127.0.0.1")
+	port := mobynet.MustParsePort(redisPort)
+	labels := c.labels()
+	labels[NodeLabel] = n.Name
+	ctr, err := testcontainers.Run(ctx, c.image,
+		testcontainers.WithLogger(tclog.NewNoopLogger()),
+		testcontainers.WithName("jepsen-lite-"+c.runID+"-"+n.Name),
+		testcontainers.WithLabels(labels),
+		testcontainers.WithEnv(map[string]string{
+			"LD_PRELOAD":             clockSkewLibrary,
+			"JEPSEN_LITE_CLOCK_FILE": clockDir + "/" + n.Name,
+		}),
+		testcontainers.WithCmd(c.redisArgs(n.Name)...),
+		testcontainers.WithExposedPorts(redisPort),
+		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Hostname = n.Name }),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.PortBindings = mobynet.PortMap{port: {{HostIP: hostIP, HostPort: strconv.Itoa(n.hostPort)}}}
+			hc.Binds = append(hc.Binds,
+				filepath.Join(c.dir, "clock")+":"+clockDir,
+				c.logDir+":"+logDir,
+			)
+		}),
+		tcnetwork.WithNetwork([]string{n.Name}, c.network),
+	)
+	if ctr != nil {
+		c.mu.Lock()
+		n.container = ctr
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("docker: start node %s: %w", n.Name, err)
+	}
+	return c.waitReady(ctx, n)
+}
+
+// redisArgs returns the node's redis-server command line.
+func (c *Cluster) redisArgs(name string) []string {
+	args := []string{"redis-server",
+		"--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no",
+		"--dir", dataDir, "--logfile", logDir + "/" + name + ".log",
+	}
+	if c.spec.Persistence {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--save", "", "--appendonly", "no")
+	}
+	return append(args, c.extra...)
+}
+
+// waitReady waits until the node answers PING on its published port.
+func (c *Cluster) waitReady(ctx context.Context, n *node) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = ping(ctx, n.Addr); last == nil {
+			return nil
+		}
+		inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
+		if err == nil && inspect.Container.State != nil && !inspect.Container.State.Running {
+			return fmt.Errorf("docker: node %s exited with code %d before answering (log in %s)",
+				n.Name, inspect.Container.State.ExitCode, filepath.Join(c.logDir, n.Name+".log"))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: node %s did not answer PING within %v: %w", n.Name, c.timeout, errors.Join(ctx.Err(), last))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// ping sends one inline PING to a Redis server and expects +PONG. The Docker
+// port forwarder accepts connections before the server listens, so a
+// successful dial alone proves nothing.
+func ping(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	buf := make([]byte, 7)
+	n, err := conn.Read(buf)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
+		return fmt.Errorf("docker: unexpected reply %q to PING", buf[:n])
+	}
+	return nil
+}
+
+// freePort returns a port that was free on 127.0.0.1. The node keeps it for
+// its whole life, so its address survives kill and start.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("docker: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// newClockFile creates a node's clock offset file holding a zero offset.
+func newClockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("docker: create clock file: %w", err)
+	}
+	if _, err := f.WriteAt(make([]byte, 8), 0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("docker: write clock file: %w", err)
+	}
+	return f, nil
+}
+
+// System returns cluster.Redis.
+func (c *Cluster) System() string { return c.spec.System }
+
+// RunID returns the id that labels everything the cluster created.
+func (c *Cluster) RunID() string { return c.runID }
+
+// Image returns the node image the cluster runs.
+func (c *Cluster) Image() string { return c.image }
+
+// Nodes returns the cluster's nodes; Addr is 127.0.0.1 and the node's
+// published port, stable across Kill and Start.
+func (c *Cluster) Nodes() []cluster.Node {
+	out := make([]cluster.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.Node
+	}
+	return out
+}
+
+// ContainerID returns the Docker id of the node's container.
+func (c *Cluster) ContainerID(name string) (string, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return "", err
+	}
+	return n.container.ID, nil
+}
+
+func (c *Cluster) node(name string) (*node, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	for _, n := range c.nodes {
+		if n.Name == name && n.container != nil {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
+}
+
+// Kill kills the node's container with SIGKILL. A paused node is killed too.
+func (c *Cluster) Kill(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.docker.ContainerKill(ctx, n.container.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("docker: kill node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Start starts a killed node's container again, with the data it kept, and
+// waits until it answers on its old address.
+func (c *Cluster) Start(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.docker.ContainerStart(ctx, n.container.ID, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("docker: start node %s: %w", name, err)
+	}
+	return c.waitReady(ctx, n)
+}
+
+// Pause freezes every process of the node's container (docker pause).
+func (c *Cluster) Pause(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.docker.ContainerPause(ctx, n.container.ID, client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("docker: pause node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Resume thaws a paused node (docker unpause).
+func (c *Cluster) Resume(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if _, err := c.docker.ContainerUnpause(ctx, n.container.ID, client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("docker: resume node %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetClockOffset sets the node's wall-clock offset by rewriting, in place,
+// the offset file its processes have mapped: a signed nanosecond count in
+// native byte order at offset 0.
+func (c *Cluster) SetClockOffset(name string, offset time.Duration) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(offset.Nanoseconds()))
+	if _, err := n.clock.WriteAt(b[:], 0); err != nil {
+		return fmt.Errorf("docker: set clock of node %s: %w", name, err)
+	}
+	return nil
+}
+
+// Close removes every container and the network the cluster created (found
+// by their run label, so also those of a Start that failed halfway) and its
+// temp dir. Node logs written to spec.LogDir stay. It is safe to call more
+// than once.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+
+	var errs []error
+	for _, n := range c.nodes {
+		if n.clock != nil {
+			errs = append(errs, n.clock.Close())
+		}
+	}
+	if c.docker != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		errs = append(errs, sweep(ctx, c.docker, c.runID))
+		errs = append(errs, c.docker.Close())
+	}
+	if c.dir != "" {
+		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("docker: close: %w", err)
+	}
+	return nil
+}
+
+// Sweep removes the containers and networks labelled with the run id, or,
+// when runID is empty, those of every jepsen-lite run on the engine
+// (including runs still going).
+func Sweep(ctx context.Context, runID string) error {
+	cli, err := Engine(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	return sweep(ctx, cli, runID)
+}
+
+func sweep(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
+	label := RunLabel
+	if runID != "" {
+		label += "=" + runID
+	}
+	filter := make(client.Filters).Add("label", label)
+	var errs []error
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return fmt.Errorf("docker: list containers: %w", err)
+	}
+	for _, ctr := range list.Items {
+		if _, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			errs = append(errs, fmt.Errorf("docker: remove container %s: %w", ctr.ID, err))
+		}
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("docker: list networks: %w", err))...)
+	}
+	for _, nw := range nets.Items {
+		if _, err := cli.NetworkRemove(ctx, nw.ID, client.NetworkRemoveOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("docker: remove network %s: %w", nw.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,279 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// requireEngineAndImage skips the test when the Docker engine or the node
+// image is absent: the only external things these tests need.
+func requireEngineAndImage(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli, err := Engine(ctx)
+	if err != nil {
+		t.Skipf("skipping: no working Docker engine (%v)", err)
+	}
+	defer cli.Close()
+	if err := CheckImage(ctx, cli, ImageName()); err != nil {
+		t.Skipf("skipping: the node image %s is not in the local engine; run `make images` (%v)", ImageName(), err)
+	}
+}
+
+// startCluster starts a Redis masters cluster and registers its Close.
+func startCluster(t *testing.T, nodes int, net *cluster.Network) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: nodes, LogDir: t.TempDir()}, net)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// leftovers returns the ids of the containers and networks labelled with
+// the run id, as the docker CLI sees them.
+func leftovers(t *testing.T, runID string) string {
+	t.Helper()
+	var out []string
+	for _, args := range [][]string{
+		{"ps", "-a", "-q", "--filter", "label=" + RunLabel + "=" + runID},
+		{"network", "ls", "-q", "--filter", "label=" + RunLabel + "=" + runID},
+	} {
+		b, err := exec.Command("docker", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, b)
+		}
+		out = append(out, strings.Fields(string(b))...)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestCheckSpec(t *testing.T) {
+	tests := []struct {
+		name        string
+		spec        cluster.Spec
+		unavailable bool
+		ok          bool
+	}{
+		{name: "redis masters", spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 3}, ok: true},
+		{name: "redis default topology", spec: cluster.Spec{System: cluster.Redis, Nodes: 1}, ok: true},
+		{name: "redis primary-replica", spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 1}, unavailable: true},
+		{name: "etcd", spec: cluster.Spec{System: cluster.Etcd, Nodes: 3}, unavailable: true},
+		{name: "no nodes", spec: cluster.Spec{System: cluster.Redis, Nodes: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkSpec(tt.spec)
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("checkSpec: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("checkSpec accepted the spec")
+			}
+			if got := errors.Is(err, cluster.ErrUnavailable); got != tt.unavailable {
+				t.Fatalf("errors.Is(%v, ErrUnavailable) = %v, want %v", err, got, tt.unavailable)
+			}
+		})
+	}
+}
+
+func TestStartMissingImage(t *testing.T) {
+	requireEngineAndImage(t)
+	_, err := Start(context.Background(), cluster.Spec{System: cluster.Redis, Nodes: 1}, nil,
+		WithImage("jepsen-lite/absent:never"))
+	if !errors.Is(err, ErrNoImage) {
+		t.Fatalf("Start with an absent image: got %v, want ErrNoImage", err)
+	}
+}
+
+// TestStartFailureCleansUp makes every node exit at start (redis-server
+// refuses an unknown option) and checks that Start leaves nothing behind.
+func TestStartFailureCleansUp(t *testing.T) {
+	requireEngineAndImage(t)
+	const runID = "test-failed-start"
+	c, err := Start(context.Background(), cluster.Spec{System: cluster.Redis, Nodes: 2, LogDir: t.TempDir()}, nil,
+		WithRunID(runID), WithRedisArgs("--no-such-option"), WithStartTimeout(20*time.Second))
+	if err == nil {
+		_ = c.Close()
+		t.Fatal("Start succeeded with a broken command line")
+	}
+	t.Logf("Start failed as it should: %v", err)
+	if left := leftovers(t, runID); left != "" {
+		t.Fatalf("left behind after a failed start: %s", left)
+	}
+}
+
+func TestMasters(t *testing.T) {
+	requireEngineAndImage(t)
+	net, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.Close() })
+	c := startCluster(t, 3, net)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	nodes := c.Nodes()
+	if len(nodes) != 3 {
+		t.Fatalf("Nodes: got %d, want 3", len(nodes))
+	}
+	clients := map[string]*redis.Client{}
+	for _, n := range nodes {
+		if !strings.HasPrefix(n.Addr, "127.0.0.1:") {
+			t.Fatalf("node %s: Addr %s is not on 127.0.0.1", n.Name, n.Addr)
+		}
+		addr, err := net.Link(cluster.LinkName("w1", n.Name), n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second})
+		t.Cleanup(func() { _ = rc.Close() })
+		clients[n.Name] = rc
+		if err := rc.Ping(ctx).Err(); err != nil {
+			t.Fatalf("PING %s through proxy %s: %v", n.Name, addr, err)
+		}
+	}
+
+	t.Run("ports published on loopback only", func(t *testing.T) {
+		for _, n := range nodes {
+			id, err := c.ContainerID(n.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := exec.Command("docker", "port", id).CombinedOutput()
+			if err != nil {
+				t.Fatalf("docker port: %v: %s", err, b)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if !strings.Contains(line, "-> 127.0.0.1:") {
+					t.Errorf("node %s publishes %q, not on 127.0.0.1 only", n.Name, line)
+				}
+			}
+		}
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		rc := clients["n1"]
+		if err := c.Pause(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := rc.Ping(short).Err()
+		cancelShort()
+		if err == nil {
+			_ = c.Resume(ctx, "n1")
+			t.Fatal("a paused node answered PING")
+		}
+		if err := clients["n2"].Ping(ctx).Err(); err != nil {
+			t.Fatalf("n2 while n1 paused: %v", err)
+		}
+		if err := c.Resume(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pingEventually(ctx, rc); err != nil {
+			t.Fatalf("n1 after resume: %v", err)
+		}
+	})
+
+	t.Run("kill and start", func(t *testing.T) {
+		rc := clients["n2"]
+		if err := rc.Set(ctx, "k", "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Kill(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := rc.Ping(short).Err()
+		cancelShort()
+		if err == nil {
+			t.Fatal("a killed node answered PING")
+		}
+		if err := c.Start(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pingEventually(ctx, rc); err != nil {
+			t.Fatalf("n2 after start: %v", err)
+		}
+		// Without persistence the restarted node has lost its data.
+		if n, err := rc.Exists(ctx, "k").Result(); err != nil || n != 0 {
+			t.Fatalf("EXISTS k after restart without persistence = %d, %v; want 0", n, err)
+		}
+	})
+
+	t.Run("clock skew expires keys on one node only", func(t *testing.T) {
+		for _, name := range []string{"n1", "n3"} {
+			if err := clients[name].Set(ctx, "lease", "x", 10*time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.SetClockOffset("n3", 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := c.SetClockOffset("n3", 0); err != nil {
+				t.Error(err)
+			}
+		}()
+		if n, err := clients["n3"].Exists(ctx, "lease").Result(); err != nil || n != 0 {
+			t.Fatalf("n3 (clock +20s): EXISTS lease = %d, %v; want 0", n, err)
+		}
+		if n, err := clients["n1"].Exists(ctx, "lease").Result(); err != nil || n != 1 {
+			t.Fatalf("n1 (true clock): EXISTS lease = %d, %v; want 1", n, err)
+		}
+		if err := c.SetClockOffset("n9", time.Second); !errors.Is(err, ErrUnknownNode) {
+			t.Fatalf("SetClockOffset of an unknown node: got %v, want ErrUnknownNode", err)
+		}
+	})
+
+	t.Run("close removes everything", func(t *testing.T) {
+		if left := leftovers(t, c.RunID()); left == "" {
+			t.Fatal("no labelled containers or network while the cluster runs")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if left := leftovers(t, c.RunID()); left != "" {
+			t.Fatalf("left behind after Close: %s", left)
+		}
+		if err := c.Pause(ctx, "n1"); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Pause after Close: got %v, want ErrClosed", err)
+		}
+	})
+}
+
+// pingEventually retries PING for a few seconds (a resumed or restarted
+// node's old connections may be gone).
+func pingEventually(ctx context.Context, rc *redis.Client) error {
+	var err error
+	for range 50 {
+		if err = rc.Ping(ctx).Err(); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}
