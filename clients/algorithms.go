@@ -1,0 +1,72 @@
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnknownAlgorithm reports a lock algorithm name that Lookup does not know.
+var ErrUnknownAlgorithm = errors.New("clients: unknown algorithm")
+
+// The systems the algorithms run on (the same names as the cluster package's).
+const (
+	systemRedis     = "redis"
+	systemPostgres  = "postgres"
+	systemZooKeeper = "zookeeper"
+	systemEtcd      = "etcd"
+)
+
+// Algorithms returns every lock algorithm under test, in a fixed order.
+func Algorithms() []Algorithm {
+	return []Algorithm{
+		{Name: "redis-single", System: systemRedis, Token: "none",
+			Validity: "SET NX PX ttl; until acquire start + ttl - drift", New: NewRedisSingle},
+		{Name: "redis-fenced", System: systemRedis, Token: "INCR <key>:fence in the acquire script",
+			Validity: "SET NX PX ttl; until acquire start + ttl - drift", New: NewRedisFenced},
+		{Name: "redlock", System: systemRedis, Token: "none",
+			Validity: "quorum of N masters; until t0 + ttl - elapsed - (drift + 2ms + 1% ttl)", New: NewRedlock},
+		{Name: "redsync", System: systemRedis, Token: "none",
+			Validity: "go-redsync quorum; Mutex.Until (ttl - elapsed - 1% ttl) - drift", New: NewRedsync},
+		{Name: "redis-zadd-mutex", System: systemRedis, Token: "none",
+			Validity: "none: held until released, no expiry", New: NewRedisZaddMutex},
+		{Name: "redis-zadd-timeout", System: systemRedis, Token: "slot score floor(worker clock / ttl)",
+			Validity: "until the slot ends, by the worker's clock, - drift", New: NewRedisZaddTimeout},
+		{Name: "redis-zadd-state", System: systemRedis, Token: "none",
+			Validity: "none: in_progress until set done, no expiry", New: NewRedisZaddState},
+		{Name: "pg-mutex", System: systemPostgres, Token: "none",
+			Validity: "none: held until released, no expiry", New: NewPgMutex},
+		{Name: "pg-timeout", System: systemPostgres, Token: "ts from the worker's clock (ms)",
+			Validity: "until acquire start + stored timeout - drift (ts + timeout by the worker's clock)", New: NewPgTimeout},
+		{Name: "pg-state", System: systemPostgres, Token: "none",
+			Validity: "none: in_progress until set done, no expiry", New: NewPgState},
+		{Name: "pg-unique-row", System: systemPostgres, Token: "row's bigserial",
+			Validity: "none: held until the row is deleted, no expiry", New: NewPgUniqueRow},
+		{Name: "pg-advisory", System: systemPostgres, Token: "none",
+			Validity: "session: held while the connection lives", New: NewPgAdvisory},
+		{Name: "zk-recipe", System: systemZooKeeper, Token: "lock node's czxid",
+			Validity: "session: lost on expiry or disconnect beyond the session timeout", New: NewZKRecipe},
+		{Name: "etcd-mutex", System: systemEtcd, Token: "lock key's create revision",
+			Validity: "session: lease of ttl (>= 1s) kept alive; lost when it expires", New: NewEtcdMutex},
+	}
+}
+
+// Names returns the names of every algorithm, in Algorithms' order.
+func Names() []string {
+	var names []string
+	for _, a := range Algorithms() {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// Lookup returns the algorithm called name, or an error wrapping
+// ErrUnknownAlgorithm that lists the known names.
+func Lookup(name string) (Algorithm, error) {
+	for _, a := range Algorithms() {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return Algorithm{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
+}

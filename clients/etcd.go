@@ -1,0 +1,178 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// DefaultEtcdTimeout bounds each etcd request of etcd-mutex (option
+// "timeout").
+const DefaultEtcdTimeout = time.Second
+
+// etcdLocksPrefix is the prefix of every lock's keys: /locks/<key>/<lease>.
+const etcdLocksPrefix = "/locks/"
+
+// EtcdMutex is etcd's concurrency.Mutex. Each Acquire grants a lease of the
+// ttl rounded up to whole seconds (at least 1 s), opens a Session on it (the
+// client keeps the lease alive from then on) and calls TryLock once:
+// ErrLocked is ErrNotAcquired. A failed acquire revokes its lease; when the
+// revoke succeeded nothing is left behind and the error is ErrNotAcquired,
+// otherwise it is indeterminate.
+//
+// The token is the lock key's CreateRevision (the revision of the response
+// that created it: the key is new for each Acquire's lease). Leases have no
+// Until: the lock lasts as long as the session. As a LeaseWatcher a lease is
+// lost when its session ends (the client saw its lease expire). Release
+// deletes the lock key only if its CreateRevision is still the token
+// (ErrNotHeld when not), then revokes the lease. Options: "timeout" (per
+// request, default DefaultEtcdTimeout).
+type EtcdMutex struct {
+	client  *clientv3.Client
+	timeout time.Duration
+	life    context.Context // the sessions' keep-alives live as long as the Locker
+	stop    context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*concurrency.Session // by lock key
+}
+
+var (
+	_ Locker       = (*EtcdMutex)(nil)
+	_ LeaseWatcher = (*EtcdMutex)(nil)
+)
+
+// NewEtcdMutex is the etcd-mutex Factory; the client talks to every endpoint
+// that is not a replica or sentinel and never looks for other members.
+func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
+	const name = "etcd-mutex"
+	opts := newOptionReader(name, t.Options)
+	timeout := opts.duration("timeout", DefaultEtcdTimeout)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	peers, err := peerEndpoints(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	var eps []string
+	for _, p := range peers {
+		eps = append(eps, p.Addr)
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   eps,
+		DialTimeout: timeout,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
+	}
+	life, stop := context.WithCancel(context.Background())
+	return &EtcdMutex{client: client, timeout: timeout, life: life, stop: stop, sessions: map[string]*concurrency.Session{}}, nil
+}
+
+// etcdLeaseSeconds is the lease TTL for a lock ttl: whole seconds, rounded
+// up, at least 1.
+func etcdLeaseSeconds(ttl time.Duration) int64 {
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	return max(secs, 1)
+}
+
+// revoke ends a session and its lease; nil when the lease is surely gone.
+func (e *EtcdMutex) revoke(ctx context.Context, s *concurrency.Session) error {
+	s.Orphan()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+	defer cancel()
+	_, err := e.client.Revoke(cctx, s.Lease())
+	return err
+}
+
+// Acquire tries the mutex once on a new session.
+func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	grant, err := e.client.Grant(cctx, etcdLeaseSeconds(ttl))
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: grant lease: %w", err)
+	}
+	secs := int(etcdLeaseSeconds(ttl))
+	s, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(secs), concurrency.WithContext(e.life))
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: session: %w", err)
+	}
+	m := concurrency.NewMutex(s, etcdLocksPrefix+key)
+	lockErr := m.TryLock(cctx)
+	if lockErr != nil {
+		revokeErr := e.revoke(ctx, s)
+		switch {
+		case errors.Is(lockErr, concurrency.ErrLocked):
+			return Lease{}, fmt.Errorf("clients: etcd-mutex: %s is held: %w", key, ErrNotAcquired)
+		case revokeErr == nil:
+			return Lease{}, fmt.Errorf("clients: etcd-mutex: lock %s: %w (lease revoked): %w", key, lockErr, ErrNotAcquired)
+		default:
+			return Lease{}, fmt.Errorf("clients: etcd-mutex: lock %s: %w; revoke: %w", key, lockErr, revokeErr)
+		}
+	}
+	e.mu.Lock()
+	e.sessions[m.Key()] = s
+	e.mu.Unlock()
+	return Lease{Key: key, Token: uint64(m.Header().Revision), Owner: m.Key()}, nil
+}
+
+// Lost returns the channel the lease's session closes when it ends; for a
+// lease that is not held it is already closed.
+func (e *EtcdMutex) Lost(l Lease) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.sessions[l.Owner]; ok {
+		return s.Done()
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
+}
+
+// Release deletes the lock key if it is still ours, then revokes the lease.
+func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.client.Txn(cctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.Owner), "=", int64(l.Token))).
+		Then(clientv3.OpDelete(l.Owner)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, err)
+	}
+	e.mu.Lock()
+	s, ok := e.sessions[l.Owner]
+	delete(e.sessions, l.Owner)
+	e.mu.Unlock()
+	if ok {
+		// The lock key is deleted (or was not ours); a failed revoke only
+		// leaves an idle lease that expires on its own.
+		_ = e.revoke(ctx, s)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, ErrNotHeld)
+	}
+	return nil
+}
+
+// Close stops every session's keep-alive (their leases then expire) and
+// closes the client.
+func (e *EtcdMutex) Close() error {
+	e.stop()
+	e.mu.Lock()
+	e.sessions = map[string]*concurrency.Session{}
+	e.mu.Unlock()
+	if err := e.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("clients: etcd-mutex: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,431 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DefaultPostgresTimeout bounds each PostgreSQL statement and connection
+// attempt (option "timeout").
+const DefaultPostgresTimeout = time.Second
+
+// Defaults of the PostgreSQL connection options "user" and "database".
+const (
+	DefaultPostgresUser     = "postgres"
+	DefaultPostgresDatabase = "postgres"
+)
+
+// postgresSetupLock is the advisory lock (two-int4 key space, so it never
+// meets pg-advisory's one-bigint locks) that serializes table creation by
+// concurrent workers.
+const postgresSetupLock = 0x6a6c
+
+// pgFlavor selects one of the PostgreSQL locks.
+type pgFlavor int
+
+const (
+	pgMutex pgFlavor = iota
+	pgTimeout
+	pgState
+	pgUniqueRow
+	pgAdvisory
+)
+
+func (f pgFlavor) String() string {
+	return [...]string{"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory"}[f]
+}
+
+// pgSchema creates each flavor's table, as the seeds write them.
+var pgSchema = map[pgFlavor][]string{
+	pgMutex: {`create table if not exists task_state (
+  id       text    not null,
+  acquired boolean not null,
+  constraint task_state_unique_id unique (id))`},
+	pgTimeout: {`create table if not exists task_timeout (
+  id      text   not null,
+  ts      bigint not null,
+  timeout bigint not null,
+  constraint task_timeout_unique_id unique (id))`},
+	pgState: {
+		`do $$ begin
+  create type task_status as enum ('done', 'in_progress', 'failed');
+exception when duplicate_object then null;
+end $$`,
+		`create table if not exists task (
+  id     text        not null,
+  status task_status not null,
+  constraint task_unique_id unique (id))`},
+	pgUniqueRow: {`create table if not exists lock_row (
+  id    text      primary key,
+  owner text      not null,
+  token bigserial not null)`},
+}
+
+// Postgres is one of the PostgreSQL locks, each exactly as its seed writes it,
+// weaknesses included, on one connection to the primary (or first) endpoint.
+// A Locker whose connection broke reconnects at its next call.
+//
+// pg-mutex (task_state): the row is created released; acquire is `update
+// task_state set acquired = $1 where id = $2 and acquired != $1` with true (1
+// row = acquired, 0 = ErrNotAcquired); release the same with false (0 rows =
+// ErrNotHeld). No expiry, no owner check, no token, no Until.
+//
+// pg-timeout (task_timeout): acquire is `update task_timeout set ts = $1 where
+// id = $2 and ts + timeout < $1` with ts the worker's own clock (Target.Clock)
+// in milliseconds; the row is created with ts 0 and timeout = the first
+// acquirer's ttl in milliseconds, as the seed stores one timeout per task.
+// Until = the acquire's start + the stored timeout − drift; the token is ts,
+// which the statement makes strictly increase per key. Release does nothing,
+// as in the seed. A skewed worker clock takes the lock early.
+//
+// pg-state (task, enum task_status): capture is the seed's `update task set
+// status = 'in_progress' where id in (select id from task where status =
+// any(array['done','failed']) and id = $1 limit 1) returning id, status`
+// (a row = acquired); release is SetStatus(done), an unconditional update (no
+// rows only when the task does not exist: ErrNotHeld). No expiry, no owner, no
+// token, no Until.
+//
+// pg-unique-row (lock_row): acquire inserts (id, owner); a unique violation is
+// ErrNotAcquired; release deletes the row where id and owner match (0 rows =
+// ErrNotHeld). No expiry. The token is the row's bigserial, strictly
+// increasing across acquisitions.
+//
+// pg-advisory: session-level pg_try_advisory_lock(hashtextextended(key, 0));
+// false = ErrNotAcquired; release is pg_advisory_unlock (false = ErrNotHeld).
+// The lock lives as long as the connection; the owner is the backend's pid.
+// No token, no Until.
+//
+// Options: "user" (default DefaultPostgresUser), "database" (default
+// DefaultPostgresDatabase), "timeout" (per statement and connect, default
+// DefaultPostgresTimeout). The connection uses sslmode=disable.
+type Postgres struct {
+	afterResponse
+	flavor  pgFlavor
+	config  *pgx.ConnConfig
+	conn    *pgx.Conn
+	timeout time.Duration
+	drift   time.Duration
+	clock   Clock
+	owners  ownerValues
+}
+
+var (
+	_ Locker         = (*Postgres)(nil)
+	_ ResponseHooker = (*Postgres)(nil)
+)
+
+// NewPgMutex is the pg-mutex Factory.
+func NewPgMutex(ctx context.Context, t Target) (Locker, error) { return newPostgres(ctx, pgMutex, t) }
+
+// NewPgTimeout is the pg-timeout Factory. It needs t.Clock.
+func NewPgTimeout(ctx context.Context, t Target) (Locker, error) {
+	return newPostgres(ctx, pgTimeout, t)
+}
+
+// NewPgState is the pg-state Factory.
+func NewPgState(ctx context.Context, t Target) (Locker, error) { return newPostgres(ctx, pgState, t) }
+
+// NewPgUniqueRow is the pg-unique-row Factory.
+func NewPgUniqueRow(ctx context.Context, t Target) (Locker, error) {
+	return newPostgres(ctx, pgUniqueRow, t)
+}
+
+// NewPgAdvisory is the pg-advisory Factory.
+func NewPgAdvisory(ctx context.Context, t Target) (Locker, error) {
+	return newPostgres(ctx, pgAdvisory, t)
+}
+
+// postgresConfig builds the connection config for ep from the options.
+func postgresConfig(name string, ep Endpoint, user, database string) (*pgx.ConnConfig, error) {
+	host, port, err := net.SplitHostPort(ep.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: endpoint %s: %w", name, ep.Addr, err)
+	}
+	if _, err := strconv.Atoi(port); err != nil {
+		return nil, fmt.Errorf("clients: %s: endpoint %s: bad port: %w", name, ep.Addr, err)
+	}
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s sslmode=disable", host, port, user, database)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: %w", name, err)
+	}
+	return cfg, nil
+}
+
+func newPostgres(ctx context.Context, f pgFlavor, t Target) (*Postgres, error) {
+	name := f.String()
+	opts := newOptionReader(name, t.Options)
+	user := opts.str("user", DefaultPostgresUser)
+	database := opts.str("database", DefaultPostgresDatabase)
+	timeout := opts.duration("timeout", DefaultPostgresTimeout)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	ep, err := primaryEndpoint(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := postgresConfig(name, ep, user, database)
+	if err != nil {
+		return nil, err
+	}
+	if f == pgTimeout && t.Clock == nil {
+		return nil, fmt.Errorf("clients: %s: target has no clock", name)
+	}
+	owners, err := newOwnerValues(name, t)
+	if err != nil {
+		return nil, err
+	}
+	p := &Postgres{flavor: f, config: cfg, timeout: timeout, drift: t.Drift, clock: t.Clock, owners: owners}
+	conn, err := p.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := postgresSetup(ctx, conn, timeout, pgSchema[f]); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("clients: %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// postgresSetup runs the schema statements in one transaction under an
+// advisory lock, so that workers creating the same table at once do not race
+// on the catalog.
+func postgresSetup(ctx context.Context, conn *pgx.Conn, timeout time.Duration, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*timeout)
+	defer cancel()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock($1, 0)`, int32(postgresSetupLock)); err != nil {
+		return fmt.Errorf("setup lock: %w", err)
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("setup commit: %w", err)
+	}
+	return nil
+}
+
+// connection returns the open connection, connecting first if there is none
+// or the last one broke.
+func (p *Postgres) connection(ctx context.Context) (*pgx.Conn, error) {
+	if p.conn != nil && !p.conn.IsClosed() {
+		return p.conn, nil
+	}
+	if p.conn != nil {
+		_ = p.conn.Close(ctx)
+		p.conn = nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, p.config)
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: connect: %w", p.flavor, err)
+	}
+	p.conn = conn
+	return conn, nil
+}
+
+// exec runs one statement with the per-statement timeout and returns the
+// number of rows it affected.
+func (p *Postgres) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	conn, err := p.connection(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	tag, err := conn.Exec(cctx, sql, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// queryRow runs one statement that returns at most one row and scans it;
+// found is false when it returned none.
+func (p *Postgres) queryRow(ctx context.Context, sql string, args []any, dest ...any) (found bool, err error) {
+	conn, err := p.connection(ctx)
+	if err != nil {
+		return false, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	err = conn.QueryRow(cctx, sql, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Acquire takes the lock once.
+func (p *Postgres) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	name := p.flavor.String()
+	lease, err := p.acquire(ctx, key, ttl)
+	switch {
+	case err == nil:
+		return lease, nil
+	case errors.Is(err, ErrNotAcquired):
+		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", name, key, err)
+	default:
+		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+	}
+}
+
+func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	switch p.flavor {
+	case pgMutex:
+		if _, err := p.exec(ctx, `insert into task_state (id, acquired) values ($1, false) on conflict (id) do nothing`, key); err != nil {
+			return Lease{}, err
+		}
+		n, err := p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, true, key)
+		if err != nil {
+			return Lease{}, err
+		}
+		p.runAfterResponse()
+		if n == 0 {
+			return Lease{}, ErrNotAcquired
+		}
+		return Lease{Key: key}, nil
+
+	case pgTimeout:
+		if err := checkTTL(p.flavor.String(), ttl); err != nil {
+			return Lease{}, err
+		}
+		if _, err := p.exec(ctx, `insert into task_timeout (id, ts, timeout) values ($1, 0, $2) on conflict (id) do nothing`,
+			key, ttl.Milliseconds()); err != nil {
+			return Lease{}, err
+		}
+		start := time.Now()
+		ts := p.clock.Now().UnixMilli()
+		var timeout int64
+		found, err := p.queryRow(ctx, `update task_timeout set ts = $1 where id = $2 and ts + timeout < $1 returning timeout`,
+			[]any{ts, key}, &timeout)
+		if err != nil {
+			return Lease{}, err
+		}
+		p.runAfterResponse()
+		if !found {
+			return Lease{}, ErrNotAcquired
+		}
+		if ts < 0 {
+			return Lease{}, fmt.Errorf("worker clock before 1970 gave ts %d", ts)
+		}
+		return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, time.Duration(timeout)*time.Millisecond, p.drift)}, nil
+
+	case pgState:
+		if _, err := p.exec(ctx, `insert into task (id, status) values ($1, 'done') on conflict (id) do nothing`, key); err != nil {
+			return Lease{}, err
+		}
+		var id, status string
+		found, err := p.queryRow(ctx, `update task set status = 'in_progress'
+where id in (
+  select id
+  from task
+  where status = any(array ['done', 'failed']::task_status[]) and id = $1
+  limit 1
+) returning id, status::text`, []any{key}, &id, &status)
+		if err != nil {
+			return Lease{}, err
+		}
+		p.runAfterResponse()
+		if !found {
+			return Lease{}, ErrNotAcquired
+		}
+		return Lease{Key: key}, nil
+
+	case pgUniqueRow:
+		owner := p.owners.next()
+		var token int64
+		_, err := p.queryRow(ctx, `insert into lock_row (id, owner) values ($1, $2) returning token`, []any{key, owner}, &token)
+		p.runAfterResponse()
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+				return Lease{}, ErrNotAcquired
+			}
+			return Lease{}, err
+		}
+		return Lease{Key: key, Owner: owner, Token: uint64(token)}, nil
+
+	default: // pgAdvisory
+		var ok bool
+		if _, err := p.queryRow(ctx, `select pg_try_advisory_lock(hashtextextended($1, 0))`, []any{key}, &ok); err != nil {
+			return Lease{}, err
+		}
+		p.runAfterResponse()
+		if !ok {
+			return Lease{}, ErrNotAcquired
+		}
+		return Lease{Key: key, Owner: "pid-" + strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10)}, nil
+	}
+}
+
+// Release gives the lock back as the flavor's seed does.
+func (p *Postgres) Release(ctx context.Context, l Lease) error {
+	name := p.flavor.String()
+	var held bool
+	var err error
+	switch p.flavor {
+	case pgTimeout:
+		return nil
+	case pgMutex:
+		var n int64
+		n, err = p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, false, l.Key)
+		held = n > 0
+	case pgState:
+		var n int64
+		n, err = p.exec(ctx, `update task set status = $1 where id = $2`, "done", l.Key)
+		held = n > 0
+	case pgUniqueRow:
+		var n int64
+		n, err = p.exec(ctx, `delete from lock_row where id = $1 and owner = $2`, l.Key, l.Owner)
+		held = n > 0
+	case pgAdvisory:
+		if p.conn == nil || p.conn.IsClosed() ||
+			"pid-"+strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10) != l.Owner {
+			// The session that held the lock is gone, and its locks with it.
+			return fmt.Errorf("clients: %s: release %s: session %s ended: %w", name, l.Key, l.Owner, ErrNotHeld)
+		}
+		_, err = p.queryRow(ctx, `select pg_advisory_unlock(hashtextextended($1, 0))`, []any{l.Key}, &held)
+	}
+	if err != nil {
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, err)
+	}
+	if !held {
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, ErrNotHeld)
+	}
+	return nil
+}
+
+// Close closes the connection.
+func (p *Postgres) Close() error {
+	if p.conn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	err := p.conn.Close(ctx)
+	p.conn = nil
+	if err != nil {
+		return fmt.Errorf("clients: %s: close: %w", p.flavor, err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRedisTimeout is the per-command timeout of redis-single,
+// redis-fenced and the ZADD locks (option "timeout").
+const DefaultRedisTimeout = 500 * time.Millisecond
+
+// compareAndDelete deletes KEYS[1] only while it still holds ARGV[1]: the
+// seed's release script.
+var compareAndDelete = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("del", KEYS[1])
+else
+    return 0
+end`)
+
+// newRedisClient returns a client for one node. It never retries a command
+// on its own (a retried SET NX could find its own key and report the lock as
+// taken), and every command is bounded by timeout.
+func newRedisClient(addr string, timeout time.Duration) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		MaxRetries:            -1,
+		DialTimeout:           timeout,
+		ReadTimeout:           timeout,
+		WriteTimeout:          timeout,
+		ContextTimeoutEnabled: true,
+		PoolSize:              2,
+		DisableIdentity:       true,
+	})
+}
+
+// RedisSingle is the single-instance Redis lock: SET key value NX PX ttl on
+// the primary, released by a Lua compare-and-delete. Its lease is valid until
+// the acquire's start plus ttl minus the target's drift; it has no token.
+// Options: "timeout" (per command, default DefaultRedisTimeout).
+type RedisSingle struct {
+	afterResponse
+	name    string
+	client  *redis.Client
+	timeout time.Duration
+	drift   time.Duration
+	owners  ownerValues
+}
+
+var (
+	_ Locker         = (*RedisSingle)(nil)
+	_ ResponseHooker = (*RedisSingle)(nil)
+)
+
+// NewRedisSingle is the redis-single Factory.
+func NewRedisSingle(ctx context.Context, t Target) (Locker, error) {
+	return newRedisSingle("redis-single", t)
+}
+
+func newRedisSingle(name string, t Target) (*RedisSingle, error) {
+	opts := newOptionReader(name, t.Options)
+	timeout := opts.duration("timeout", DefaultRedisTimeout)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	ep, err := primaryEndpoint(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := newOwnerValues(name, t)
+	if err != nil {
+		return nil, err
+	}
+	return &RedisSingle{
+		name:    name,
+		client:  newRedisClient(ep.Addr, timeout),
+		timeout: timeout,
+		drift:   t.Drift,
+		owners:  owners,
+	}, nil
+}
+
+// Acquire sends SET key value NX PX ttl once. A nil reply (the key exists)
+// is ErrNotAcquired; any other failure is indeterminate.
+func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkTTL(r.name, ttl); err != nil {
+		return Lease{}, err
+	}
+	value := r.owners.next()
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	ok, err := r.client.SetNX(cctx, key, value, ttl).Result()
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: %s: set %s: %w", r.name, key, err)
+	}
+	r.runAfterResponse()
+	if !ok {
+		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", r.name, key, ErrNotAcquired)
+	}
+	return Lease{Key: key, Owner: value, Until: validUntil(start, ttl, r.drift)}, nil
+}
+
+// Release deletes the key if it still holds the lease's value; ErrNotHeld when
+// it did not.
+func (r *RedisSingle) Release(ctx context.Context, l Lease) error {
+	return releaseRedisKey(ctx, r.name, r.client, r.timeout, l)
+}
+
+// Close closes the connections.
+func (r *RedisSingle) Close() error {
+	if err := r.client.Close(); err != nil {
+		return fmt.Errorf("clients: %s: close: %w", r.name, err)
+	}
+	return nil
+}
+
+func releaseRedisKey(ctx context.Context, name string, c *redis.Client, timeout time.Duration, l Lease) error {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n, err := compareAndDelete.Run(cctx, c, []string{l.Key}, l.Owner).Int64()
+	if err != nil {
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, ErrNotHeld)
+	}
+	return nil
+}
+
+// checkTTL rejects a ttl that a millisecond-resolution server cannot store.
+func checkTTL(name string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("clients: %s: ttl %v is below 1ms", name, ttl)
+	}
+	return nil
+}
+
+// isRedisNil reports a nil reply.
+func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,209 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRedlockNodeTimeout is Redlock's per-node timeout (option
+// "node-timeout"): small against the ttl, as the algorithm asks.
+const DefaultRedlockNodeTimeout = 50 * time.Millisecond
+
+// redlockFixedDrift and redlockDriftPerTTL are the reference implementation's
+// drift allowance (2 ms plus 1% of the ttl), added to the target's Drift.
+const (
+	redlockFixedDrift  = 2 * time.Millisecond
+	redlockDriftPerTTL = 100 // ttl / 100 = 1%
+)
+
+// ErrValidityExpired reports a Redlock acquire that reached a quorum too late:
+// the elapsed time and drift used up the whole ttl. It wraps ErrNotAcquired.
+var ErrValidityExpired = fmt.Errorf("clients: validity expired before the lock was taken: %w", ErrNotAcquired)
+
+// ErrOutcomeUnknown reports an acquire that failed in a way that may still
+// have taken the lock on some servers (a quorum of Redlock masters, say)
+// without the client learning it. It is indeterminate: it does not wrap
+// ErrNotAcquired.
+var ErrOutcomeUnknown = errors.New("clients: outcome unknown")
+
+// Redlock is our own implementation of the Redlock algorithm over N
+// independent masters, step by step as its documentation describes:
+//
+//  1. t0 = now;
+//  2. SET key value NX PX ttl with the same key and random value on every
+//     master, one after the other, each bounded by the per-node timeout;
+//  3. elapsed = now − t0;
+//  4. validity = ttl − elapsed − drift, where drift is the target's Drift
+//     plus 2 ms plus 1% of the ttl;
+//  5. the lock is taken when at least N/2+1 masters granted it and validity
+//     is positive; Until = t0 + validity. Otherwise every master is unlocked
+//     (even those that did not answer).
+//
+// An acquire that fails is ErrNotAcquired when its outcome is certain: every
+// master answered, or the masters that did not answer could not have made a
+// quorum even had they set the key. When unanswered masters could have
+// completed a quorum, the error is indeterminate (the recording notes it as
+// info). Release runs the compare-and-delete on every master: nil when at
+// least one master deleted our key, ErrNotHeld when every master answered that
+// the key was not ours, indeterminate otherwise. Redlock has no fencing token.
+// Options: "node-timeout" (default DefaultRedlockNodeTimeout).
+type Redlock struct {
+	afterResponse
+	clients     []*redis.Client
+	nodeTimeout time.Duration
+	drift       time.Duration
+	owners      ownerValues
+}
+
+var (
+	_ Locker         = (*Redlock)(nil)
+	_ ResponseHooker = (*Redlock)(nil)
+)
+
+// NewRedlock is the redlock Factory; it uses every endpoint that is not a
+// replica or sentinel as one master.
+func NewRedlock(ctx context.Context, t Target) (Locker, error) {
+	const name = "redlock"
+	opts := newOptionReader(name, t.Options)
+	nodeTimeout := opts.duration("node-timeout", DefaultRedlockNodeTimeout)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	masters, err := peerEndpoints(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := newOwnerValues(name, t)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redlock{nodeTimeout: nodeTimeout, drift: t.Drift, owners: owners}
+	for _, m := range masters {
+		r.clients = append(r.clients, newRedisClient(m.Addr, nodeTimeout))
+	}
+	return r, nil
+}
+
+// redlockVote is what one master answered to an acquire.
+type redlockVote int
+
+const (
+	voteGranted redlockVote = iota
+	voteTaken               // the key existed: a definite no
+	voteUnknown             // no answer or an error: the SET may have happened
+)
+
+// redlockOutcome decides an acquire from the masters' votes and the validity
+// left. It returns nil when the lock is taken.
+func redlockOutcome(votes []redlockVote, validity time.Duration) error {
+	quorum := len(votes)/2 + 1
+	var granted, unknown int
+	for _, v := range votes {
+		switch v {
+		case voteGranted:
+			granted++
+		case voteUnknown:
+			unknown++
+		}
+	}
+	switch {
+	case granted >= quorum && validity > 0:
+		return nil
+	case granted >= quorum:
+		if unknown > 0 {
+			return fmt.Errorf("clients: redlock: %d of %d masters granted too late (validity %v), %d did not answer: %w",
+				granted, len(votes), validity, unknown, ErrOutcomeUnknown)
+		}
+		return fmt.Errorf("clients: redlock: %d of %d masters, validity %v: %w", granted, len(votes), validity, ErrValidityExpired)
+	case unknown == 0 || granted+unknown < quorum:
+		return fmt.Errorf("clients: redlock: %d of %d masters granted, %d did not answer, quorum %d: %w",
+			granted, len(votes), unknown, quorum, ErrNotAcquired)
+	default:
+		return fmt.Errorf("clients: redlock: %d of %d masters granted, %d did not answer, quorum %d: %w",
+			granted, len(votes), unknown, quorum, ErrOutcomeUnknown)
+	}
+}
+
+// Acquire runs the algorithm once.
+func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkTTL("redlock", ttl); err != nil {
+		return Lease{}, err
+	}
+	value := r.owners.next()
+	t0 := time.Now()
+	votes := make([]redlockVote, len(r.clients))
+	for i, c := range r.clients {
+		votes[i] = r.setOn(ctx, c, key, value, ttl)
+	}
+	r.runAfterResponse()
+	elapsed := time.Since(t0)
+	validity := ttl - elapsed - r.drift - redlockFixedDrift - ttl/redlockDriftPerTTL
+	err := redlockOutcome(votes, validity)
+	if err == nil {
+		return Lease{Key: key, Owner: value, Until: t0.Add(validity)}, nil
+	}
+	// Unlock every master, also those that said no or did not answer.
+	_, _ = r.deleteOnAll(context.WithoutCancel(ctx), key, value)
+	return Lease{}, err
+}
+
+func (r *Redlock) setOn(ctx context.Context, c *redis.Client, key, value string, ttl time.Duration) redlockVote {
+	cctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
+	defer cancel()
+	ok, err := c.SetNX(cctx, key, value, ttl).Result()
+	switch {
+	case err != nil:
+		return voteUnknown
+	case ok:
+		return voteGranted
+	default:
+		return voteTaken
+	}
+}
+
+// deleteOnAll runs the compare-and-delete on every master and counts the
+// masters that deleted our key, that answered it was not ours, and that did
+// not answer.
+func (r *Redlock) deleteOnAll(ctx context.Context, key, value string) (deleted int, errs []error) {
+	for i, c := range r.clients {
+		cctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
+		n, err := compareAndDelete.Run(cctx, c, []string{key}, value).Int64()
+		cancel()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("master %d: %w", i, err))
+		case n > 0:
+			deleted++
+		}
+	}
+	return deleted, errs
+}
+
+// Release unlocks every master.
+func (r *Redlock) Release(ctx context.Context, l Lease) error {
+	deleted, errs := r.deleteOnAll(ctx, l.Key, l.Owner)
+	switch {
+	case deleted > 0:
+		return nil
+	case len(errs) == 0:
+		return fmt.Errorf("clients: redlock: release %s: no master held it: %w", l.Key, ErrNotHeld)
+	default:
+		return fmt.Errorf("clients: redlock: release %s: %w", l.Key, errors.Join(errs...))
+	}
+}
+
+// Close closes the connections to every master.
+func (r *Redlock) Close() error {
+	var errs []error
+	for _, c := range r.clients {
+		errs = append(errs, c.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clients: redlock: close: %w", err)
+	}
+	return nil
+}

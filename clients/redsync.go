@@ -1,0 +1,169 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// Redsync library defaults, restated so that the option docs can name them.
+const (
+	DefaultRedsyncDriftFactor   = 0.01 // redsync's own default
+	DefaultRedsyncTimeoutFactor = 0.05 // redsync's own default: per-node timeout = ttl × 0.05
+)
+
+// Redsync is github.com/go-redsync/redsync/v4, the real library, over the
+// same independent masters as Redlock (pools through its go-redis v9
+// adapter). One Acquire is one try (WithTries(1)); redsync queries the masters
+// concurrently, each bounded by ttl × timeout-factor, and its lease is valid
+// until now + ttl − elapsed − ttl × drift-factor (Mutex.Until), from which we
+// subtract the target's Drift as for every algorithm. Redsync has no fencing
+// token.
+//
+// Errors map as follows: ErrTaken, ErrFailed and per-master "taken" answers
+// are ErrNotAcquired when the masters that failed with a network error could
+// not have completed a quorum; otherwise the error is indeterminate. A release
+// that deleted the key on a quorum is nil; one that could not, with every
+// master answering, is ErrNotHeld. Options: "drift-factor" (default
+// DefaultRedsyncDriftFactor), "timeout-factor" (default
+// DefaultRedsyncTimeoutFactor).
+type Redsync struct {
+	clients       []*redis.Client
+	rs            *redsync.Redsync
+	nodes         int
+	driftFactor   float64
+	timeoutFactor float64
+	drift         time.Duration
+	owners        ownerValues
+}
+
+var _ Locker = (*Redsync)(nil)
+
+// NewRedsync is the redsync Factory; it uses every endpoint that is not a
+// replica or sentinel as one master.
+func NewRedsync(ctx context.Context, t Target) (Locker, error) {
+	const name = "redsync"
+	opts := newOptionReader(name, t.Options)
+	driftFactor := opts.fraction("drift-factor", DefaultRedsyncDriftFactor)
+	timeoutFactor := opts.fraction("timeout-factor", DefaultRedsyncTimeoutFactor)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	masters, err := peerEndpoints(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	owners, err := newOwnerValues(name, t)
+	if err != nil {
+		return nil, err
+	}
+	r := &Redsync{nodes: len(masters), driftFactor: driftFactor, timeoutFactor: timeoutFactor, drift: t.Drift, owners: owners}
+	var pools []redsyncredis.Pool
+	for _, m := range masters {
+		// Redsync bounds each call with its own context; the client's
+		// socket timeouts are only a backstop.
+		c := newRedisClient(m.Addr, time.Second)
+		r.clients = append(r.clients, c)
+		pools = append(pools, goredis.NewPool(c))
+	}
+	r.rs = redsync.New(pools...)
+	return r, nil
+}
+
+func (r *Redsync) mutex(key string, ttl time.Duration, opts ...redsync.Option) *redsync.Mutex {
+	opts = append([]redsync.Option{
+		redsync.WithExpiry(ttl),
+		redsync.WithTries(1),
+		redsync.WithDriftFactor(r.driftFactor),
+		redsync.WithTimeoutFactor(r.timeoutFactor),
+	}, opts...)
+	return r.rs.NewMutex(key, opts...)
+}
+
+// Acquire tries the mutex once.
+func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkTTL("redsync", ttl); err != nil {
+		return Lease{}, err
+	}
+	value := r.owners.next()
+	m := r.mutex(key, ttl, redsync.WithGenValueFunc(func() (string, error) { return value, nil }))
+	if err := m.LockContext(ctx); err != nil {
+		return Lease{}, r.classifyAcquire(key, err)
+	}
+	return Lease{Key: key, Owner: m.Value(), Until: m.Until().Add(-r.drift)}, nil
+}
+
+// redsyncAnswers counts, in an error redsync returned, the masters that
+// answered "taken" and those that failed with a Redis or network error.
+func redsyncAnswers(err error) (taken, failed int, quorumTaken bool) {
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+			return
+		case *redsync.ErrTaken:
+			quorumTaken = true
+			return
+		case *redsync.ErrNodeTaken:
+			taken++
+			return
+		case *redsync.RedisError:
+			failed++
+			return
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+			return
+		}
+		if inner := errors.Unwrap(err); inner != nil {
+			walk(inner)
+		}
+	}
+	walk(err)
+	return taken, failed, quorumTaken
+}
+
+func (r *Redsync) classifyAcquire(key string, err error) error {
+	taken, failed, quorumTaken := redsyncAnswers(err)
+	quorum := r.nodes/2 + 1
+	// The masters that neither said "taken" nor failed granted the lock.
+	granted := r.nodes - taken - failed
+	switch {
+	case quorumTaken || failed == 0 || granted+failed < quorum:
+		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrNotAcquired)
+	default:
+		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrOutcomeUnknown)
+	}
+}
+
+// Release unlocks the mutex on every master.
+func (r *Redsync) Release(ctx context.Context, l Lease) error {
+	m := r.mutex(l.Key, time.Second, redsync.WithValue(l.Owner))
+	ok, err := m.UnlockContext(ctx)
+	if ok {
+		return nil
+	}
+	if _, failed, _ := redsyncAnswers(err); failed > 0 {
+		return fmt.Errorf("clients: redsync: unlock %s: %w", l.Key, err)
+	}
+	return fmt.Errorf("clients: redsync: unlock %s: %w: %w", l.Key, err, ErrNotHeld)
+}
+
+// Close closes the connections to every master.
+func (r *Redsync) Close() error {
+	var errs []error
+	for _, c := range r.clients {
+		errs = append(errs, c.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clients: redsync: close: %w", err)
+	}
+	return nil
+}

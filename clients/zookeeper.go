@@ -1,0 +1,350 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Defaults of the zk-recipe options.
+const (
+	// DefaultZKSessionTimeout is the session timeout the client asks for
+	// (option "session-timeout"); the server clamps it to between 2 and 20
+	// of its ticks.
+	DefaultZKSessionTimeout = 2 * time.Second
+	// DefaultZKWait is how long one Acquire waits for its predecessor to go
+	// away before giving up (option "wait"; 0 gives up at once).
+	DefaultZKWait = time.Second
+)
+
+// zkLocksRoot is the parent of every lock's directory: /locks/<key>.
+const zkLocksRoot = "/locks"
+
+// zkSeqDigits is the width of ZooKeeper's sequence suffix.
+const zkSeqDigits = 10
+
+// ZKRecipe is ZooKeeper's lock recipe with ephemeral sequential nodes, via
+// go-zookeeper/zk: Acquire creates a protected ephemeral sequential node
+// /locks/<key>/_c_<guid>-lock-<seq>; the lowest sequence holds the lock; any
+// other node watches only its predecessor (ExistsW) and re-reads the children
+// when the predecessor goes. One Acquire waits at most the "wait" option (and
+// never past ctx's deadline); if it still is not lowest it deletes its node
+// and returns ErrNotAcquired (an indeterminate error if that delete failed:
+// the node is then deleted at the next Acquire). ZooKeeper calls cannot be
+// cancelled: a call on a broken connection returns when the client gives up
+// on the connection, within about the session timeout.
+//
+// The token is the node's creation zxid (Stat.Czxid), ensemble-wide
+// monotonic. Leases have no Until: the lock lasts as long as the session. As
+// a LeaseWatcher, a lease is lost when its session expires, when the client
+// has been disconnected for longer than the session timeout, or when a new
+// session replaced it. Release deletes the node; ErrNotHeld when it was gone.
+// Options: "session-timeout" (default DefaultZKSessionTimeout), "wait"
+// (default DefaultZKWait).
+type ZKRecipe struct {
+	conn           *zk.Conn
+	sessionTimeout time.Duration
+	wait           time.Duration
+	parents        map[string]bool
+	orphans        []string // our nodes whose delete failed
+
+	mu           sync.Mutex
+	session      int64 // the current session's id, 0 while there is none
+	disconnected *time.Timer
+	leases       map[string]zkLease // by node path
+}
+
+// zkLease is a held lease and the session it belongs to.
+type zkLease struct {
+	session int64
+	lost    chan struct{}
+}
+
+var (
+	_ Locker       = (*ZKRecipe)(nil)
+	_ LeaseWatcher = (*ZKRecipe)(nil)
+)
+
+type zkSilentLogger struct{}
+
+func (zkSilentLogger) Printf(string, ...any) {}
+
+// NewZKRecipe is the zk-recipe Factory; the client connects to every
+// endpoint that is not a replica or sentinel.
+func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
+	const name = "zk-recipe"
+	opts := newOptionReader(name, t.Options)
+	sessionTimeout := opts.duration("session-timeout", DefaultZKSessionTimeout)
+	wait := opts.duration("wait", DefaultZKWait)
+	if err := opts.done(); err != nil {
+		return nil, err
+	}
+	peers, err := peerEndpoints(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	var servers []string
+	for _, p := range peers {
+		servers = append(servers, p.Addr)
+	}
+	z := &ZKRecipe{
+		sessionTimeout: sessionTimeout,
+		wait:           wait,
+		parents:        map[string]bool{},
+		leases:         map[string]zkLease{},
+	}
+	// Events wait on z.mu until z.conn is set.
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	conn, _, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(zkSilentLogger{}), zk.WithLogInfo(false), zk.WithEventCallback(z.onEvent))
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
+	}
+	z.conn = conn
+	return z, nil
+}
+
+// onEvent follows the session's state; it runs on the client's own goroutine
+// and must not call the client.
+func (z *ZKRecipe) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	switch ev.State {
+	case zk.StateHasSession:
+		z.stopDisconnectTimer()
+		z.session = z.conn.SessionID()
+		z.loseLeasesLocked(func(l zkLease) bool { return l.session != z.session })
+	case zk.StateExpired:
+		z.stopDisconnectTimer()
+		z.session = 0
+		z.loseLeasesLocked(func(zkLease) bool { return true })
+	case zk.StateDisconnected:
+		if z.disconnected == nil {
+			z.disconnected = time.AfterFunc(z.sessionTimeout, func() {
+				z.mu.Lock()
+				defer z.mu.Unlock()
+				z.loseLeasesLocked(func(zkLease) bool { return true })
+			})
+		}
+	}
+}
+
+func (z *ZKRecipe) stopDisconnectTimer() {
+	if z.disconnected != nil {
+		z.disconnected.Stop()
+		z.disconnected = nil
+	}
+}
+
+// loseLeasesLocked closes the Lost channel of every lease that match selects
+// and forgets it. z.mu is held.
+func (z *ZKRecipe) loseLeasesLocked(match func(zkLease) bool) {
+	for path, l := range z.leases {
+		if match(l) {
+			close(l.lost)
+			delete(z.leases, path)
+		}
+	}
+}
+
+// Lost returns a channel closed when the lease's session ended; for a lease
+// that is not held (released, lost, never ours) it is already closed.
+func (z *ZKRecipe) Lost(l Lease) <-chan struct{} {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if held, ok := z.leases[l.Owner]; ok {
+		return held.lost
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
+}
+
+// zkSequence returns the sequence number a sequential node's name ends with.
+func zkSequence(name string) (int64, error) {
+	if len(name) < zkSeqDigits {
+		return 0, fmt.Errorf("clients: zk-recipe: %q has no sequence", name)
+	}
+	seq, err := strconv.ParseInt(name[len(name)-zkSeqDigits:], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("clients: zk-recipe: %q has no sequence: %w", name, err)
+	}
+	return seq, nil
+}
+
+// zkPredecessor returns the child just below ours in sequence order, or ""
+// when ours is the lowest. Children that are not lock nodes are ignored.
+func zkPredecessor(children []string, ours string) (string, error) {
+	mySeq, err := zkSequence(ours)
+	if err != nil {
+		return "", err
+	}
+	type node struct {
+		name string
+		seq  int64
+	}
+	var lower []node
+	for _, c := range children {
+		if !strings.Contains(c, "lock-") {
+			continue
+		}
+		seq, err := zkSequence(c)
+		if err != nil {
+			continue
+		}
+		if seq < mySeq {
+			lower = append(lower, node{c, seq})
+		}
+	}
+	if len(lower) == 0 {
+		return "", nil
+	}
+	best := slices.MaxFunc(lower, func(a, b node) int { return int(a.seq - b.seq) })
+	return best.name, nil
+}
+
+func (z *ZKRecipe) ensureParent(key string) (string, error) {
+	if key == "" || strings.Contains(key, "/") {
+		return "", fmt.Errorf("clients: zk-recipe: key %q must be a non-empty node name without '/'", key)
+	}
+	dir := zkLocksRoot + "/" + key
+	if z.parents[dir] {
+		return dir, nil
+	}
+	for _, p := range []string{zkLocksRoot, dir} {
+		if _, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return "", fmt.Errorf("clients: zk-recipe: create %s: %w", p, err)
+		}
+	}
+	z.parents[dir] = true
+	return dir, nil
+}
+
+// deleteOrphans deletes the nodes earlier Acquires could not delete.
+func (z *ZKRecipe) deleteOrphans() {
+	var left []string
+	for _, p := range z.orphans {
+		if err := z.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			left = append(left, p)
+		}
+	}
+	z.orphans = left
+}
+
+// Acquire runs the recipe once; ttl is not used (the session is the lease).
+func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	z.deleteOrphans()
+	dir, err := z.ensureParent(key)
+	if err != nil {
+		return Lease{}, err
+	}
+	path, err := z.conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: zk-recipe: create node under %s: %w", dir, err)
+	}
+	name := path[strings.LastIndex(path, "/")+1:]
+
+	deadline := time.Now().Add(z.wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	giveUp := func(cause error) (Lease, error) {
+		if err := z.conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			z.orphans = append(z.orphans, path)
+			return Lease{}, fmt.Errorf("clients: zk-recipe: %v; delete %s: %w: %w", cause, path, err, ErrOutcomeUnknown)
+		}
+		if errors.Is(cause, ErrNotAcquired) {
+			return Lease{}, cause
+		}
+		// Our node is gone again: nothing is left to undo.
+		return Lease{}, fmt.Errorf("clients: zk-recipe: %w: %w", cause, ErrNotAcquired)
+	}
+	for {
+		children, _, err := z.conn.Children(dir)
+		if err != nil {
+			return giveUp(fmt.Errorf("children of %s: %w", dir, err))
+		}
+		pred, err := zkPredecessor(children, name)
+		if err != nil {
+			return giveUp(err)
+		}
+		if pred == "" {
+			break
+		}
+		exists, _, watch, err := z.conn.ExistsW(dir + "/" + pred)
+		if err != nil {
+			return giveUp(fmt.Errorf("watch %s: %w", pred, err))
+		}
+		if !exists {
+			continue
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired))
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-watch:
+			timer.Stop()
+		case <-timer.C:
+			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired))
+		case <-ctx.Done():
+			timer.Stop()
+			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w: %w", key, pred, ctx.Err(), ErrNotAcquired))
+		}
+	}
+	exists, stat, err := z.conn.Exists(path)
+	if err != nil {
+		return giveUp(fmt.Errorf("stat %s: %w", path, err))
+	}
+	if !exists {
+		return Lease{}, fmt.Errorf("clients: zk-recipe: our node %s vanished (session expired): %w", path, ErrOutcomeUnknown)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.session == 0 || stat.EphemeralOwner != z.session {
+		// The node belongs to a session that is gone or going.
+		return Lease{}, fmt.Errorf("clients: zk-recipe: session changed during acquire of %s: %w", key, ErrOutcomeUnknown)
+	}
+	z.leases[path] = zkLease{session: z.session, lost: make(chan struct{})}
+	return Lease{Key: key, Token: uint64(stat.Czxid), Owner: path}, nil
+}
+
+// Release deletes the lease's node.
+func (z *ZKRecipe) Release(ctx context.Context, l Lease) error {
+	z.mu.Lock()
+	if held, ok := z.leases[l.Owner]; ok {
+		delete(z.leases, l.Owner)
+		close(held.lost)
+	}
+	z.mu.Unlock()
+	err := z.conn.Delete(l.Owner, -1)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("clients: zk-recipe: release %s: %w", l.Owner, ErrNotHeld)
+	default:
+		return fmt.Errorf("clients: zk-recipe: release %s: %w", l.Owner, err)
+	}
+}
+
+// Close closes the session, which deletes its ephemeral nodes.
+func (z *ZKRecipe) Close() error {
+	z.conn.Close()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.stopDisconnectTimer()
+	return nil
+}
