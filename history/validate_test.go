@@ -1,0 +1,71 @@
+package history
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	inv := func(p int, f string) Op { return Op{Process: p, Client: p, Type: Invoke, F: f, Key: "k"} }
+	done := func(p int, ty Type, f string) Op { return Op{Process: p, Client: p, Type: ty, F: f, Key: "k"} }
+	nem := func(ty Type, f string) Op { return Op{Process: NemesisProcess, Type: ty, F: f} }
+	tests := []struct {
+		name    string
+		ops     []Op
+		badAt   int // -1: well-formed
+		message string
+	}{
+		{"empty", nil, -1, ""},
+		{"pairs and nemesis", []Op{inv(0, FAcquire), nem(Info, "partition"), inv(1, FAcquire), done(1, Fail, FAcquire), done(0, OK, FAcquire), nem(Invoke, "heal"), nem(OK, "heal")}, -1, ""},
+		{"crash then new process", []Op{inv(0, FAcquire), done(0, Info, FAcquire), inv(16, FAcquire), done(16, OK, FAcquire)}, -1, ""},
+		{"lone nemesis completion", []Op{nem(OK, "kill")}, -1, ""},
+		{"completion without invoke", []Op{done(0, OK, FAcquire)}, 0, "without an outstanding invoke"},
+		{"completion of another f", []Op{inv(0, FAcquire), done(0, OK, FRelease)}, 1, "outstanding invoke (op 0) is acquire"},
+		{"two outstanding", []Op{inv(0, FAcquire), inv(0, FRelease)}, 1, "while its acquire (op 0) is outstanding"},
+		{"invoke after info", []Op{inv(0, FAcquire), done(0, Info, FAcquire), inv(0, FAcquire)}, 2, "after it crashed"},
+		{"unknown type", []Op{{Process: 0, Type: "done", F: FRead}}, 0, "unknown type"},
+		{"negative process", []Op{{Process: -2, Type: Invoke, F: FRead}}, 0, "negative"},
+		{"no f", []Op{{Process: 0, Type: Invoke}}, 0, "no f"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := make(History, len(tc.ops))
+			for i, op := range tc.ops {
+				op.Index = i
+				op.Time = 10 * timeUnit(i)
+				h[i] = op
+			}
+			err := Validate(h)
+			if tc.badAt < 0 {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			var oe *OpError
+			if !errors.As(err, &oe) || oe.Index != tc.badAt || oe.Line != tc.badAt+1 || !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.message) {
+				t.Fatalf("Validate = %v, want an OpError at op %d containing %q", err, tc.badAt, tc.message)
+			}
+		})
+	}
+}
+
+func timeUnit(i int) time.Duration { return time.Duration(i) }
+
+func TestValidateIndexAndTime(t *testing.T) {
+	h := History{{Index: 0, Time: 5, Process: 0, Type: Invoke, F: FRead}, {Index: 2, Time: 6, Process: 0, Type: OK, F: FRead}}
+	if err := Validate(h); err == nil || !strings.Contains(err.Error(), "index is 2, want 1") {
+		t.Fatalf("gap in indexes: %v", err)
+	}
+	h[1].Index = 1
+	h[1].Time = 4
+	if err := Validate(h); err == nil || !strings.Contains(err.Error(), "line 2 (op 1): time 4 is before") {
+		t.Fatalf("time going back: %v", err)
+	}
+	h[1].Time = 5
+	if err := Validate(h); err != nil {
+		t.Fatalf("equal times: %v", err)
+	}
+}
