@@ -65,3 +65,22 @@ type Pauser interface {
 type ClockSkewer interface {
 	SetClockOffset(node string, offset time.Duration) error
 }
+
+// Failoverer is a replicated cluster (Redis "primary-replica" and "sentinel"
+// topologies) whose primary can be replaced by a replica. Replication is
+// asynchronous: writes acknowledged by the old primary may be missing on the
+// new one. Promote does not move clients: the nemesis points the clients'
+// links at the new primary with Network.SetUpstream (the old primary's
+// client links to the Addr of the node returned by Primary).
+type Failoverer interface {
+	// Primary returns the name of the node that currently serves as primary:
+	// in the "sentinel" topology the one the sentinels report, otherwise the
+	// node last promoted (n1 at start).
+	Primary(ctx context.Context) (string, error)
+	// Promote makes node the primary. Without sentinels it sends REPLICAOF
+	// NO ONE to node and points the other replicas at it; the old primary is
+	// left running as a primary of its own (a split brain until it is
+	// killed or demoted). With sentinels it asks them to fail over
+	// (SENTINEL FAILOVER) and waits until they report node as primary.
+	Promote(ctx context.Context, node string) error
+}

@@ -1,0 +1,119 @@
+package local
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// Environment variables of the clock-skew library.
+const (
+	// ClockSkewLibraryEnv names the environment variable that gives the path
+	// of libclockskew.so, overriding the search.
+	ClockSkewLibraryEnv = "JEPSEN_LITE_CLOCKSKEW"
+	// clockFileEnv is read by the library in the node: the path of the file
+	// whose first 8 bytes hold the clock offset in nanoseconds.
+	clockFileEnv = "JEPSEN_LITE_CLOCK_FILE"
+)
+
+// clockSkewLibraryName is the library's file name.
+const clockSkewLibraryName = "libclockskew.so"
+
+// FindClockSkewLibrary returns the path of libclockskew.so: the value of
+// JEPSEN_LITE_CLOCKSKEW when set; else build/libclockskew.so in the module
+// root found by walking up from the working directory to go.mod; else
+// libclockskew.so or build/libclockskew.so next to the executable. When none
+// exists but the source clockskew/clockskew.c is in the module root and cc is
+// on PATH, it builds the library into buildDir. Otherwise it returns an
+// error that says what is missing.
+func FindClockSkewLibrary(buildDir string) (string, error) {
+	if p := os.Getenv(ClockSkewLibraryEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("local: %s=%s: %w", ClockSkewLibraryEnv, p, err)
+		}
+		return filepath.Abs(p)
+	}
+	root := moduleRoot()
+	if root != "" {
+		p := filepath.Join(root, "build", clockSkewLibraryName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		for _, p := range []string{
+			filepath.Join(filepath.Dir(exe), clockSkewLibraryName),
+			filepath.Join(filepath.Dir(exe), "..", "build", clockSkewLibraryName),
+		} {
+			if _, err := os.Stat(p); err == nil {
+				return filepath.Abs(p)
+			}
+		}
+	}
+	if root != "" && buildDir != "" {
+		src := filepath.Join(root, "clockskew", "clockskew.c")
+		cc, ccErr := exec.LookPath("cc")
+		if _, err := os.Stat(src); err == nil && ccErr == nil {
+			out := filepath.Join(buildDir, clockSkewLibraryName)
+			cmd := exec.Command(cc, "-shared", "-fPIC", "-O2", "-Wall", "-o", out, src, "-ldl")
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				return "", fmt.Errorf("local: build %s: %w: %s", clockSkewLibraryName, err, msg)
+			}
+			if err := os.Chmod(out, 0o755); err != nil {
+				return "", fmt.Errorf("local: build %s: %w", clockSkewLibraryName, err)
+			}
+			return out, nil
+		}
+	}
+	return "", fmt.Errorf("local: %s not found (set %s, or run `make build` to create build/%s)",
+		clockSkewLibraryName, ClockSkewLibraryEnv, clockSkewLibraryName)
+}
+
+// moduleRoot returns the nearest directory at or above the working directory
+// that holds go.mod, or "".
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// createClockFile creates a clock file holding a zero offset, readable by
+// every user (nodes may run unprivileged).
+func createClockFile(path string) error {
+	if err := os.WriteFile(path, make([]byte, 8), 0o644); err != nil {
+		return fmt.Errorf("local: clock file: %w", err)
+	}
+	return os.Chmod(path, 0o644)
+}
+
+// writeClockOffset writes offset, in nanoseconds, over the first 8 bytes of
+// the clock file in place (the node has it mapped: it is never truncated).
+func writeClockOffset(path string, offset time.Duration) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("local: clock file: %w", err)
+	}
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(int64(offset)))
+	_, werr := f.WriteAt(b[:], 0)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("local: write clock offset: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// requireBinaries skips the test when a server binary is not installed.
+func requireBinaries(t *testing.T, bins ...string) {
+	t.Helper()
+	for _, b := range bins {
+		if _, err := exec.LookPath(b); err != nil {
+			if _, serr := os.Stat(b); serr != nil {
+				t.Skipf("%s is not installed", b)
+			}
+		}
+	}
+}
+
+// startCluster starts a cluster and its network, both closed at cleanup, and
+// checks at cleanup that nothing is left behind.
+func startCluster(t *testing.T, spec cluster.Spec, opts ...Option) (*Cluster, *cluster.Network) {
+	t.Helper()
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := Start(ctx, spec, nw, opts...)
+	if err != nil {
+		t.Fatalf("Start %s/%s: %v", spec.System, spec.Topology, err)
+	}
+	t.Cleanup(func() { closeAndCheck(t, c) })
+	return c, nw
+}
+
+// closeAndCheck closes the cluster and checks that no process, temp dir or
+// listening port of it remains.
+func closeAndCheck(t *testing.T, c *Cluster) {
+	t.Helper()
+	pids := c.Pids()
+	root := c.root
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.addr())
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for name, pid := range pids {
+		if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process group of %s (pid %d) still exists after Close (kill 0: %v)", name, pid, err)
+		}
+		if out, err := exec.Command("pgrep", "-g", itoa(pid)).Output(); err == nil {
+			t.Errorf("pgrep -g %d finds %s after Close", pid, out)
+		}
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s remains after Close (%v)", root, err)
+	}
+	for _, a := range addrs {
+		if conn, err := net.DialTimeout("tcp", a, 200*time.Millisecond); err == nil {
+			conn.Close()
+			t.Errorf("%s still listens after Close", a)
+		}
+	}
+}
+
+func itoa(i int) string { return string(appendInt(nil, i)) }
+
+func appendInt(b []byte, i int) []byte {
+	if i >= 10 {
+		b = appendInt(b, i/10)
+	}
+	return append(b, byte('0'+i%10))
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustDo(t *testing.T, addr string, args ...string) any {
+	t.Helper()
+	r, err := redisDo(ctxT(t, 5*time.Second), addr, args...)
+	if err != nil {
+		t.Fatalf("%v on %s: %v", args, addr, err)
+	}
+	return r
+}
+
+func TestRedisMasters(t *testing.T) {
+	requireBinaries(t, "redis-server")
+	logDir := t.TempDir()
+	began := time.Now()
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 5, LogDir: logDir})
+	t.Logf("5 masters ready in %v", time.Since(began))
+
+	var names []string
+	for _, n := range c.Nodes() {
+		names = append(names, n.Name)
+		if n.Role != RolePrimary {
+			t.Errorf("%s has role %q, want %q", n.Name, n.Role, RolePrimary)
+		}
+		if got := mustDo(t, n.Addr, "SET", "k", n.Name); got != "OK" {
+			t.Fatalf("SET on %s: %v", n.Name, got)
+		}
+		if _, err := os.Stat(filepath.Join(logDir, n.Name+".log")); err != nil {
+			t.Errorf("log of %s: %v", n.Name, err)
+		}
+	}
+	if want := []string{"n1", "n2", "n3", "n4", "n5"}; !slices.Equal(names, want) {
+		t.Fatalf("nodes %v, want %v", names, want)
+	}
+	if c.System() != cluster.Redis {
+		t.Errorf("System() = %q", c.System())
+	}
+	n1 := c.Nodes()[0].Addr
+	n2 := c.Nodes()[1].Addr
+
+	t.Run("kill and restart without persistence loses keys", func(t *testing.T) {
+		if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := redisDo(ctxT(t, time.Second), n1, "PING"); err == nil {
+			t.Fatal("killed node still answers")
+		}
+		if err := c.Start(ctxT(t, 10*time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustDo(t, n1, "GET", "k"); got != nil {
+			t.Errorf("GET k after restart = %v, want nil (no persistence)", got)
+		}
+		if got := mustDo(t, n2, "GET", "k"); got != "n2" {
+			t.Errorf("other node lost its key: %v", got)
+		}
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		if err := c.Pause(ctxT(t, time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := redisDo(ctxT(t, 300*time.Millisecond), n2, "PING")
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("PING to a paused node: got %v, want a timeout", err)
+		}
+		if err := c.Resume(ctxT(t, time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustDo(t, n2, "GET", "k"); got != "n2" {
+			t.Errorf("GET k after resume = %v", got)
+		}
+	})
+
+	t.Run("paused node can be killed and closed", func(t *testing.T) {
+		if err := c.Pause(ctxT(t, time.Second), "n3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Kill(ctxT(t, 5*time.Second), "n3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctxT(t, 10*time.Second), "n3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Pause(ctxT(t, time.Second), "n4"); err != nil {
+			t.Fatal(err)
+		}
+		// n4 stays paused: Close must still kill it (checked at cleanup).
+	})
+
+	t.Run("unknown node", func(t *testing.T) {
+		if err := c.Kill(ctxT(t, time.Second), "n9"); !errors.Is(err, ErrUnknownNode) {
+			t.Errorf("Kill(n9) = %v, want ErrUnknownNode", err)
+		}
+	})
+
+	t.Run("no failover without replicas", func(t *testing.T) {
+		if _, err := c.Primary(ctxT(t, time.Second)); !errors.Is(err, cluster.ErrUnavailable) {
+			t.Errorf("Primary on masters = %v, want ErrUnavailable", err)
+		}
+	})
+}
+
+func TestRedisPersistenceSurvivesRestart(t *testing.T) {
+	requireBinaries(t, "redis-server")
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 1, Persistence: true})
+	addr := c.Nodes()[0].Addr
+	mustDo(t, addr, "SET", "k", "v")
+	if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctxT(t, 10*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustDo(t, addr, "GET", "k"); got != "v" {
+		t.Errorf("GET k after restart with appendonly = %v, want v", got)
+	}
+}
+
+func TestRedisClockSkewExpiresKeys(t *testing.T) {
+	requireBinaries(t, "redis-server")
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 2})
+	if c.skewLib == "" {
+		t.Skipf("clock-skew library unavailable: %v", c.skewErr)
+	}
+	n1, n2 := c.Nodes()[0].Addr, c.Nodes()[1].Addr
+	for _, a := range []string{n1, n2} {
+		mustDo(t, a, "SET", "k", "v", "PX", "10000")
+	}
+	if err := c.SetClockOffset("n1", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustDo(t, n1, "GET", "k"); got != nil {
+		t.Errorf("GET k on n1 after +20s = %v, want nil (expired)", got)
+	}
+	if got := mustDo(t, n2, "GET", "k"); got != "v" {
+		t.Errorf("GET k on n2 = %v, want v (its clock is untouched)", got)
+	}
+	// TIME follows the skewed clock.
+	r := mustDo(t, n1, "TIME").([]any)
+	var sec int64
+	for _, ch := range r[0].(string) {
+		sec = sec*10 + int64(ch-'0')
+	}
+	if d := sec - time.Now().Unix(); d < 18 || d > 22 {
+		t.Errorf("n1's TIME is %ds off the true time, want about +20s", d)
+	}
+	if err := c.SetClockOffset("n1", 0); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, n1, "SET", "k2", "v", "PX", "10000")
+	if got := mustDo(t, n1, "GET", "k2"); got != "v" {
+		t.Errorf("GET k2 after resetting the offset = %v", got)
+	}
+	if err := c.SetClockOffset("n7", time.Second); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("SetClockOffset(n7) = %v", err)
+	}
+}
+
+func TestClockSkewUnavailableWithout(t *testing.T) {
+	requireBinaries(t, "redis-server")
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 1}, WithoutClockSkew())
+	if err := c.SetClockOffset("n1", time.Second); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("SetClockOffset without the library = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestStartFailsCleanly(t *testing.T) {
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	tests := []struct {
+		name string
+		spec cluster.Spec
+	}{
+		{"unknown system", cluster.Spec{System: "mongodb", Nodes: 1}},
+		{"unknown topology", cluster.Spec{System: cluster.Redis, Topology: "ring", Nodes: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := filepath.Glob(filepath.Join(os.TempDir(), "jepsen-lite-*"))
+			if _, err := Start(ctxT(t, 5*time.Second), tt.spec, nw); err == nil {
+				t.Fatal("Start succeeded")
+			}
+			after, _ := filepath.Glob(filepath.Join(os.TempDir(), "jepsen-lite-*"))
+			for _, d := range after {
+				if !slices.Contains(before, d) {
+					t.Errorf("temp dir %s left behind by a failed Start", d)
+				}
+			}
+		})
+	}
+}
