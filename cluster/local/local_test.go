@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
@@ -289,4 +291,89 @@ func TestStartFailsCleanly(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestPostgres(t *testing.T) {
+	bin, err := postgresBinDir()
+	if err != nil {
+		t.Skipf("PostgreSQL not installed: %v", err)
+	}
+	requireBinaries(t, filepath.Join(bin, "postgres"))
+	began := time.Now()
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Postgres, Nodes: 1})
+	t.Logf("postgres ready in %v", time.Since(began))
+	nodes := c.Nodes()
+	if len(nodes) != 1 || nodes[0].Name != "n1" {
+		t.Fatalf("nodes %v", nodes)
+	}
+	dsn := PostgresDSN(nodes[0].Addr)
+	exec := func(sql string) error {
+		ctx := ctxT(t, 5*time.Second)
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("create table t (k text primary key)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec("insert into t values ('a')"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("kill and restart keeps committed rows", func(t *testing.T) {
+		if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec("select 1"); err == nil {
+			t.Fatal("killed postgres still answers")
+		}
+		if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec("insert into t values ('a')"); err == nil {
+			t.Error("row inserted before the crash is missing after restart")
+		}
+	})
+
+	t.Run("pause holds queries", func(t *testing.T) {
+		if err := c.Pause(ctxT(t, time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t, 300*time.Millisecond)
+		if _, err := pgx.Connect(ctx, dsn); err == nil {
+			t.Error("connected to a paused postgres")
+		}
+		if err := c.Resume(ctxT(t, time.Second), "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := exec("select 1"); err != nil {
+			t.Errorf("after resume: %v", err)
+		}
+	})
+
+	t.Run("clock skew", func(t *testing.T) {
+		if c.skewLib == "" {
+			t.Skipf("clock-skew library unavailable: %v", c.skewErr)
+		}
+		if err := c.SetClockOffset("n1", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t, 5*time.Second)
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var skew float64
+		if err := conn.QueryRow(ctx, "select extract(epoch from clock_timestamp()) - $1::float8", float64(time.Now().UnixNano())/1e9).Scan(&skew); err != nil {
+			t.Fatal(err)
+		}
+		if skew < 3590 || skew > 3610 {
+			t.Errorf("postgres clock is %.1fs off, want about +3600s", skew)
+		}
+	})
 }

@@ -1,0 +1,151 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PostgreSQL connection facts: clients connect over TCP to the node's Addr
+// as this superuser, to this database, without a password (trust auth).
+const (
+	PostgresUser     = "postgres"
+	PostgresDatabase = "postgres"
+)
+
+// postgresUnprivileged is the user initdb and postgres run as when the
+// harness runs as root (PostgreSQL refuses to run as root).
+const postgresUnprivileged = "nobody"
+
+// PostgresDSN returns the connection string of a PostgreSQL node at addr
+// ("127.0.0.1:port").
+func PostgresDSN(addr string) string {
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", PostgresUser, addr, PostgresDatabase)
+}
+
+// setupPostgres creates one PostgreSQL node: initdb into its temp dir, then
+// a postgres command line that listens on 127.0.0.1 only, with its Unix
+// socket in the temp dir, and fsync off unless the spec asks for persistence.
+func (c *Cluster) setupPostgres() error {
+	if c.spec.Nodes > 1 {
+		return fmt.Errorf("local: postgres runs a single node, not %d", c.spec.Nodes)
+	}
+	bin := c.opts.pgBinDir
+	if bin == "" {
+		var err error
+		if bin, err = postgresBinDir(); err != nil {
+			return err
+		}
+	}
+	n, err := c.addNode("n1", RolePrimary)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		cred, err := unprivilegedCredential()
+		if err != nil {
+			return err
+		}
+		n.cred = cred
+		if err := chownTree(n.dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	data := filepath.Join(n.dir, "data")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", PostgresUser,
+		"--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions")
+	initdb.Dir = n.dir
+	initdb.Env = append(os.Environ(), "LC_ALL=C")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("local: initdb: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	durable := "off"
+	if c.spec.Persistence {
+		durable = "on"
+	}
+	n.argv = []string{
+		filepath.Join(bin, "postgres"), "-D", data,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "port=" + strconv.Itoa(n.port),
+		"-c", "unix_socket_directories=" + n.dir,
+		"-c", "fsync=" + durable,
+		"-c", "synchronous_commit=" + durable,
+		"-c", "full_page_writes=" + durable,
+		"-c", "max_connections=300",
+		"-c", "shared_buffers=32MB",
+		"-c", "logging_collector=off",
+	}
+	n.env = []string{"LC_ALL=C"}
+	addr := n.addr()
+	n.ready = func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, PostgresDSN(addr))
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		return conn.Ping(ctx)
+	}
+	return nil
+}
+
+// postgresBinDir returns the newest /usr/lib/postgresql/<version>/bin that
+// has initdb, else the directory of initdb on PATH.
+func postgresBinDir() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
+	if len(dirs) > 0 {
+		return filepath.Dir(dirs[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", fmt.Errorf("local: PostgreSQL not found (no /usr/lib/postgresql/*/bin/initdb, no initdb on PATH)")
+}
+
+// pgVersion returns the major version in a /usr/lib/postgresql/<v>/bin path.
+func pgVersion(path string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(path))))
+	return v
+}
+
+// unprivilegedCredential returns the credential of the unprivileged user.
+func unprivilegedCredential() (*syscall.Credential, error) {
+	u, err := user.Lookup(postgresUnprivileged)
+	if err != nil {
+		return nil, fmt.Errorf("local: postgres cannot run as root and user %q is missing: %w", postgresUnprivileged, err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return nil, fmt.Errorf("local: uid of %s: %w", u.Username, err)
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return nil, fmt.Errorf("local: gid of %s: %w", u.Username, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+// chownTree gives dir and everything under it to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("local: chown %s: %w", dir, err)
+	}
+	return nil
+}
