@@ -30,6 +30,12 @@ docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker in
 
 if [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
 	say "$IMAGE exists; skipping (FORCE=1 rebuilds)"
+	# Say so when the image's clock-skew library differs from this checkout's.
+	if [ -f "$ROOT/clockskew/clockskew.c" ]; then
+		want="$(sha256sum "$ROOT/clockskew/clockskew.c" | cut -d' ' -f1)"
+		have="$(docker image inspect -f '{{index .Config.Labels "org.jepsen-lite.clockskew-source"}}' "$IMAGE" 2>/dev/null || true)"
+		[ "$have" = "$want" ] || say "warning: $IMAGE was built from another clockskew/clockskew.c; FORCE=1 rebuilds"
+	fi
 	exit 0
 fi
 
@@ -82,6 +88,9 @@ if [ ! -f "$CLOCKSKEW_LIB" ]; then
 	${CC:-cc} -shared -fPIC -O2 -Wall -o "$CLOCKSKEW_LIB" "$ROOT/clockskew/clockskew.c" -ldl
 fi
 
+CLOCKSKEW_SOURCE=none
+[ -f "$ROOT/clockskew/clockskew.c" ] && CLOCKSKEW_SOURCE="$(sha256sum "$ROOT/clockskew/clockskew.c" | cut -d' ' -f1)"
+
 start=$(date +%s)
 say "debootstrap $SUITE (minbase) with: $PACKAGES"
 debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$ROOTFS" "$MIRROR" >"$WORK/debootstrap.log" 2>&1 || {
@@ -104,6 +113,7 @@ rm -f "$ROOTFS/etc/apt/sources.list" "$ROOTFS"/etc/apt/sources.list.d/* 2>/dev/n
 
 awk -v w="$WORK" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
 
+old_id="$(docker image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 say "importing $IMAGE"
 tar --numeric-owner -C "$ROOTFS" -c . | docker import \
 	--change 'ENV LANG=C.UTF-8' \
@@ -111,6 +121,11 @@ tar --numeric-owner -C "$ROOTFS" -c . | docker import \
 	--change 'CMD ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no"]' \
 	--change "LABEL org.jepsen-lite.packages=\"$PACKAGES\"" \
 	--change "LABEL org.jepsen-lite.suite=$SUITE" \
+	--change "LABEL org.jepsen-lite.clockskew-source=$CLOCKSKEW_SOURCE" \
 	- "$IMAGE" >/dev/null
+# A rebuild leaves the previous image untagged: remove it unless in use.
+if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$IMAGE")" ]; then
+	docker rmi "$old_id" >/dev/null 2>&1 || true
+fi
 
 say "built $IMAGE in $(( $(date +%s) - start ))s, $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }')"

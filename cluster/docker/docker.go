@@ -10,6 +10,12 @@
 // data), paused (docker pause), and have their wall clock skewed through the
 // clock-skew preload library installed in the image, whose offset file lives
 // in a host directory bind-mounted into every container.
+//
+// In the "primary-replica" topology, replication goes through the harness's
+// cluster.Network like every other link: each replica reaches its primary at
+// 127.0.0.1:<relay port> inside its own container, where the harness listens
+// (in the container's network namespace, which needs CAP_SYS_ADMIN) and
+// pipes to the link "nJ->nK" on the host's loopback; see relay.go.
 package docker
 
 import (
@@ -62,6 +68,15 @@ const (
 	logDir           = "/jepsen/log"
 	dataDir          = "/data"
 	redisPort        = "6379/tcp"
+	// relayPortBase + i is the port, on a container's loopback, of the relay
+	// to node n<i>.
+	relayPortBase = 16000
+)
+
+// Topologies of Redis this backend runs.
+const (
+	TopologyMasters        = "masters"
+	TopologyPrimaryReplica = "primary-replica"
 )
 
 // Errors of this package, to be tested with errors.Is.
@@ -118,17 +133,26 @@ type Cluster struct {
 	dir     string // host temp dir: clock files, and logs when spec.LogDir is empty
 	logDir  string
 	nodes   []*node
+	net     *cluster.Network
 
-	mu     sync.Mutex
-	closed bool
+	mu      sync.Mutex
+	closed  bool
+	links   []string // node-to-node links this cluster created
+	primary string   // primary-replica: the node last made primary
 }
 
 // node is one container of the cluster.
 type node struct {
 	cluster.Node
 	container *testcontainers.DockerContainer
+	index     int // n<index>
 	hostPort  int
-	clock     *os.File // the offset file, mapped by the node's processes
+	clock     *os.File          // the offset file, mapped by the node's processes
+	relays    map[string]*relay // by target node; guarded by Cluster.mu
+	// killedRelays are the targets of the relays closed by Kill, reopened
+	// by Start in the container's new network namespace; guarded by
+	// Cluster.mu.
+	killedRelays []string
 }
 
 var (
@@ -136,16 +160,17 @@ var (
 	_ cluster.Killer      = (*Cluster)(nil)
 	_ cluster.Pauser      = (*Cluster)(nil)
 	_ cluster.ClockSkewer = (*Cluster)(nil)
+	_ cluster.Failoverer  = (*Cluster)(nil)
 )
 
 // Start starts the cluster described by spec as containers and waits until
-// every node answers. Only Redis with the "masters" topology (N independent
-// redis-server nodes) is supported; other systems and topologies return an
-// error wrapping cluster.ErrUnavailable. The network is where node-to-node
-// links would be made; masters need none, so it may be nil. On error,
-// everything Start created is removed.
+// every node answers. It runs Redis in the "masters" topology (spec.Nodes
+// independent redis-server nodes) and the "primary-replica" topology (n1 the
+// primary, n2..nN its replicas, replicating through the links "nJ->n1" of
+// network); other systems and topologies return an error wrapping
+// cluster.ErrUnavailable. Masters make no links, so network may be nil for
+// them. On error, everything Start created is removed.
 func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opts ...Option) (*Cluster, error) {
-	_ = network // masters have no node-to-node links
 	o := options{image: os.Getenv(ImageEnv), startTimeout: 30 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
@@ -159,6 +184,9 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
+	if spec.Topology == TopologyPrimaryReplica && network == nil {
+		return nil, errors.New("docker: the primary-replica topology needs a network for its replication links")
+	}
 	disableReaper()
 
 	cli, err := Engine(ctx)
@@ -170,7 +198,7 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 		return nil, err
 	}
 
-	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli}
+	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli, net: network}
 	if err := c.create(ctx); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
@@ -213,19 +241,24 @@ func checkImage(ctx context.Context, cli *testcontainers.DockerClient, image str
 	return nil
 }
 
-// disableReaper turns testcontainers' reaper off unless the user chose.
+var quietOnce sync.Once
+
+// disableReaper turns testcontainers' reaper off unless the user chose, and
+// silences testcontainers' process-wide default logger (its banner and
+// network messages); this package reports through its errors.
 func disableReaper() {
 	if _, set := os.LookupEnv(ryukEnv); !set {
 		_ = os.Setenv(ryukEnv, "true")
 	}
+	quietOnce.Do(func() { tclog.SetDefault(tclog.NewNoopLogger()) })
 }
 
 func checkSpec(spec cluster.Spec) error {
 	if spec.System != cluster.Redis {
 		return fmt.Errorf("docker: system %q: %w (the docker backend runs redis)", spec.System, cluster.ErrUnavailable)
 	}
-	if spec.Topology != "" && spec.Topology != "masters" {
-		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs masters; replication would need node-to-node links through the harness's loopback proxies, which containers cannot reach)", spec.Topology, cluster.ErrUnavailable)
+	if spec.Topology != "" && spec.Topology != TopologyMasters && spec.Topology != TopologyPrimaryReplica {
+		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs %s and %s)", spec.Topology, cluster.ErrUnavailable, TopologyMasters, TopologyPrimaryReplica)
 	}
 	if spec.Nodes < 1 {
 		return fmt.Errorf("docker: a cluster needs at least one node, got %d", spec.Nodes)
@@ -275,10 +308,15 @@ func (c *Cluster) create(ctx context.Context) error {
 			return err
 		}
 		c.nodes = append(c.nodes, &node{
-			Node:     cluster.Node{Name: name, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+			Node:     cluster.Node{Name: name, Role: c.initialRole(i), Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+			index:    i + 1,
 			hostPort: port,
 			clock:    clock,
+			relays:   map[string]*relay{},
 		})
+	}
+	if c.spec.Topology == TopologyPrimaryReplica {
+		c.primary = c.nodes[0].Name
 	}
 
 	// Containers start concurrently: most of the time is the engine's.
@@ -305,7 +343,7 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 			"LD_PRELOAD":             clockSkewLibrary,
 			"JEPSEN_LITE_CLOCK_FILE": clockDir + "/" + n.Name,
 		}),
-		testcontainers.WithCmd(c.redisArgs(n.Name)...),
+		testcontainers.WithCmd(c.redisArgs(n.Name, n.index-1)...),
 		testcontainers.WithExposedPorts(redisPort),
 		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Hostname = n.Name }),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
@@ -325,11 +363,78 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", n.Name, err)
 	}
+	if n.Role == "replica" {
+		if err := c.openRelay(ctx, n, c.nodes[0]); err != nil {
+			return err
+		}
+	}
 	return c.waitReady(ctx, n)
 }
 
+// initialRole returns the role of the i-th node (from 0) at start.
+func (c *Cluster) initialRole(i int) string {
+	switch {
+	case c.spec.Topology != TopologyPrimaryReplica:
+		return ""
+	case i == 0:
+		return "primary"
+	default:
+		return "replica"
+	}
+}
+
+// relayAddr is where, inside a container, the relay to target listens.
+func relayAddr(target *node) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(relayPortBase+target.index))
+}
+
+// openRelay makes the link from n to target (if new) and a relay to it
+// inside n's container, replacing an older relay.
+func (c *Cluster) openRelay(ctx context.Context, n, target *node) error {
+	link := cluster.LinkName(n.Name, target.Name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.net.Addr(link) == "" {
+		if _, err := c.net.Link(link, target.Addr); err != nil {
+			return fmt.Errorf("docker: %w", err)
+		}
+		c.links = append(c.links, link)
+	}
+	inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return fmt.Errorf("docker: inspect node %s: %w", n.Name, err)
+	}
+	if inspect.Container.State == nil || inspect.Container.State.Pid == 0 {
+		return fmt.Errorf("docker: node %s is not running", n.Name)
+	}
+	if old := n.relays[target.Name]; old != nil {
+		_ = old.close()
+		delete(n.relays, target.Name)
+	}
+	r, err := startRelay(inspect.Container.State.Pid, relayAddr(target), link, c.net)
+	if err != nil {
+		return fmt.Errorf("docker: link %s: %w", link, err)
+	}
+	n.relays[target.Name] = r
+	return nil
+}
+
+// closeRelays closes the relays inside n's container and returns their
+// targets.
+func (c *Cluster) closeRelays(n *node) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var targets []string
+	for t, r := range n.relays {
+		_ = r.close()
+		targets = append(targets, t)
+	}
+	clear(n.relays)
+	return targets
+}
+
 // redisArgs returns the node's redis-server command line.
-func (c *Cluster) redisArgs(name string) []string {
+func (c *Cluster) redisArgs(name string, idx int) []string {
 	args := []string{"redis-server",
 		"--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no",
 		"--dir", dataDir, "--logfile", logDir + "/" + name + ".log",
@@ -338,6 +443,9 @@ func (c *Cluster) redisArgs(name string) []string {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		args = append(args, "--save", "", "--appendonly", "no")
+	}
+	if c.initialRole(idx) == "replica" {
+		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(relayPortBase+1))
 	}
 	return append(args, c.extra...)
 }
@@ -468,6 +576,10 @@ func (c *Cluster) Kill(ctx context.Context, name string) error {
 	if _, err := c.docker.ContainerKill(ctx, n.container.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return fmt.Errorf("docker: kill node %s: %w", name, err)
 	}
+	targets := c.closeRelays(n)
+	c.mu.Lock()
+	n.killedRelays = append(n.killedRelays, targets...)
+	c.mu.Unlock()
 	return nil
 }
 
@@ -480,6 +592,19 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 	}
 	if _, err := c.docker.ContainerStart(ctx, n.container.ID, client.ContainerStartOptions{}); err != nil {
 		return fmt.Errorf("docker: start node %s: %w", name, err)
+	}
+	c.mu.Lock()
+	targets := n.killedRelays
+	n.killedRelays = nil
+	c.mu.Unlock()
+	for _, t := range targets {
+		target, err := c.node(t)
+		if err != nil {
+			return err
+		}
+		if err := c.openRelay(ctx, n, target); err != nil {
+			return err
+		}
 	}
 	return c.waitReady(ctx, n)
 }
@@ -525,8 +650,8 @@ func (c *Cluster) SetClockOffset(name string, offset time.Duration) error {
 }
 
 // Close removes every container and the network the cluster created (found
-// by their run label, so also those of a Start that failed halfway) and its
-// temp dir. Node logs written to spec.LogDir stay. It is safe to call more
+// by their run label, so also those of a Start that failed halfway), the
+// node-to-node links it made and its temp dir. Node logs written to spec.LogDir stay. It is safe to call more
 // than once.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
@@ -539,8 +664,14 @@ func (c *Cluster) Close() error {
 
 	var errs []error
 	for _, n := range c.nodes {
+		c.closeRelays(n)
 		if n.clock != nil {
 			errs = append(errs, n.clock.Close())
+		}
+	}
+	for _, l := range c.links {
+		if err := c.net.Remove(l); err != nil && !errors.Is(err, cluster.ErrNoLink) && !errors.Is(err, cluster.ErrNetworkClosed) {
+			errs = append(errs, fmt.Errorf("docker: %w", err))
 		}
 	}
 	if c.docker != nil {
@@ -596,4 +727,89 @@ func sweep(ctx context.Context, cli *testcontainers.DockerClient, runID string) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Primary returns the node last made primary (n1 at start) in the
+// primary-replica topology, and an error wrapping cluster.ErrUnavailable in
+// the masters topology.
+func (c *Cluster) Primary(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", ErrClosed
+	}
+	if c.primary == "" {
+		return "", fmt.Errorf("docker: %s topology has no primary: %w", c.spec.Topology, cluster.ErrUnavailable)
+	}
+	return c.primary, nil
+}
+
+// Promote makes name the primary: it sends REPLICAOF NO ONE to it and points
+// every other replica at it through the links "nJ->name" (made on first
+// use). The old primary is left running as a primary of its own. Roles in
+// Nodes stay those of the start. A node restarted after a promotion follows
+// its command line again (n1).
+func (c *Cluster) Promote(ctx context.Context, name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	old := c.primary
+	c.mu.Unlock()
+	if old == "" {
+		return fmt.Errorf("docker: %s topology cannot fail over: %w", c.spec.Topology, cluster.ErrUnavailable)
+	}
+	if err := command(ctx, n.Addr, "REPLICAOF", "NO", "ONE"); err != nil {
+		return fmt.Errorf("docker: promote %s: %w", name, err)
+	}
+	for _, r := range c.nodes {
+		if r.Name == name || r.Name == old {
+			continue
+		}
+		if err := c.openRelay(ctx, r, n); err != nil {
+			return err
+		}
+		host, port, _ := net.SplitHostPort(relayAddr(n))
+		if err := command(ctx, r.Addr, "REPLICAOF", host, port); err != nil {
+			return fmt.Errorf("docker: point %s at %s: %w", r.Name, name, err)
+		}
+	}
+	c.mu.Lock()
+	c.primary = name
+	c.mu.Unlock()
+	return nil
+}
+
+// command sends one command to a Redis node directly (not through a proxy)
+// and expects a simple-string reply.
+func command(ctx context.Context, addr string, args ...string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		return err
+	}
+	buf := make([]byte, 512)
+	k, err := conn.Read(buf)
+	if err != nil {
+		return err
+	}
+	if reply := string(buf[:k]); !strings.HasPrefix(reply, "+") {
+		return fmt.Errorf("reply %q", strings.TrimSpace(reply))
+	}
+	return nil
 }

@@ -73,7 +73,8 @@ func TestCheckSpec(t *testing.T) {
 	}{
 		{name: "redis masters", spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 3}, ok: true},
 		{name: "redis default topology", spec: cluster.Spec{System: cluster.Redis, Nodes: 1}, ok: true},
-		{name: "redis primary-replica", spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 1}, unavailable: true},
+		{name: "redis primary-replica", spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 3}, ok: true},
+		{name: "redis sentinel", spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3}, unavailable: true},
 		{name: "etcd", spec: cluster.Spec{System: cluster.Etcd, Nodes: 3}, unavailable: true},
 		{name: "no nodes", spec: cluster.Spec{System: cluster.Redis, Nodes: 0}},
 	}
@@ -276,4 +277,128 @@ func pingEventually(ctx context.Context, rc *redis.Client) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return err
+}
+
+func TestPrimaryReplica(t *testing.T) {
+	requireEngineAndImage(t)
+	net, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 3, LogDir: t.TempDir()}, net)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	wantRoles := map[string]string{"n1": "primary", "n2": "replica", "n3": "replica"}
+	clients := map[string]*redis.Client{}
+	for _, n := range c.Nodes() {
+		if n.Role != wantRoles[n.Name] {
+			t.Errorf("node %s: role %q, want %q", n.Name, n.Role, wantRoles[n.Name])
+		}
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		t.Cleanup(func() { _ = rc.Close() })
+		clients[n.Name] = rc
+	}
+	if got := net.Links(); strings.Join(got, " ") != "n2->n1 n3->n1" {
+		t.Fatalf("links: %v, want n2->n1 n3->n1", got)
+	}
+	if p, err := c.Primary(ctx); err != nil || p != "n1" {
+		t.Fatalf("Primary = %q, %v; want n1", p, err)
+	}
+
+	// replicated reports whether key reaches the node within d.
+	replicated := func(node, key string, d time.Duration) bool {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if n, err := clients[node].Exists(ctx, key).Result(); err == nil && n == 1 {
+				return true
+			}
+		}
+		return false
+	}
+
+	if err := clients["n1"].Set(ctx, "a", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"n2", "n3"} {
+		if !replicated(r, "a", 20*time.Second) {
+			t.Fatalf("key a never reached %s", r)
+		}
+	}
+
+	t.Run("cutting a replication link stops that replica only", func(t *testing.T) {
+		if err := net.Cut("n2->n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := clients["n1"].Set(ctx, "b", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !replicated("n3", "b", 10*time.Second) {
+			t.Fatal("key b never reached n3")
+		}
+		if replicated("n2", "b", time.Second) {
+			t.Fatal("key b reached n2 through a cut link")
+		}
+		if err := net.Heal("n2->n1"); err != nil {
+			t.Fatal(err)
+		}
+		if !replicated("n2", "b", 30*time.Second) {
+			t.Fatal("key b never reached n2 after the heal")
+		}
+	})
+
+	t.Run("a restarted replica replicates again", func(t *testing.T) {
+		if err := c.Kill(ctx, "n3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := clients["n1"].Set(ctx, "c", "1", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx, "n3"); err != nil {
+			t.Fatal(err)
+		}
+		if !replicated("n3", "c", 30*time.Second) {
+			t.Fatal("key c never reached the restarted n3")
+		}
+	})
+
+	t.Run("promote", func(t *testing.T) {
+		if err := c.Promote(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.Primary(ctx); err != nil || p != "n2" {
+			t.Fatalf("Primary = %q, %v; want n2", p, err)
+		}
+		if err := clients["n2"].Set(ctx, "d", "1", 0).Err(); err != nil {
+			t.Fatalf("write to the promoted n2: %v", err)
+		}
+		if !replicated("n3", "d", 30*time.Second) {
+			t.Fatal("key d never reached n3 through n3->n2")
+		}
+		if net.Addr("n3->n2") == "" {
+			t.Fatal("no link n3->n2 after the promotion")
+		}
+		if replicated("n1", "d", 500*time.Millisecond) {
+			t.Fatal("the old primary n1 got a write of the new primary")
+		}
+	})
+
+	t.Run("close removes links and containers", func(t *testing.T) {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := net.Links(); len(got) != 0 {
+			t.Fatalf("links left after Close: %v", got)
+		}
+		if left := leftovers(t, c.RunID()); left != "" {
+			t.Fatalf("left behind after Close: %s", left)
+		}
+	})
 }
