@@ -2,7 +2,6 @@ package clients
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -139,6 +138,3 @@ func checkTTL(name string, ttl time.Duration) error {
 	}
 	return nil
 }
-
-// isRedisNil reports a nil reply.
-func isRedisNil(err error) bool { return errors.Is(err, redis.Nil) }
