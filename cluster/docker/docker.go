@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	mobynet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -71,6 +72,12 @@ const (
 	// relayPortBase + i is the port, on a container's loopback, of the relay
 	// to node n<i>.
 	relayPortBase = 16000
+)
+
+// Roles of Redis nodes.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
 )
 
 // Topologies of Redis this backend runs.
@@ -296,7 +303,7 @@ func (c *Cluster) create(ctx context.Context) error {
 	}
 	c.network = nw
 
-	for i := range c.spec.Nodes {
+	for i := range c.dataNodes() {
 		name := "n" + strconv.Itoa(i+1)
 		clock, err := newClockFile(filepath.Join(dir, "clock", name))
 		if err != nil {
@@ -363,7 +370,7 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", n.Name, err)
 	}
-	if n.Role == "replica" {
+	if n.Role == RoleReplica {
 		if err := c.openRelay(ctx, n, c.nodes[0]); err != nil {
 			return err
 		}
@@ -371,16 +378,22 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	return c.waitReady(ctx, n)
 }
 
-// initialRole returns the role of the i-th node (from 0) at start.
-func (c *Cluster) initialRole(i int) string {
-	switch {
-	case c.spec.Topology != TopologyPrimaryReplica:
-		return ""
-	case i == 0:
-		return "primary"
-	default:
-		return "replica"
+// dataNodes returns the number of redis-server nodes: spec.Nodes, and at
+// least two (a primary and a replica) in the primary-replica topology.
+func (c *Cluster) dataNodes() int {
+	if c.spec.Topology == TopologyPrimaryReplica {
+		return max(c.spec.Nodes, 2)
 	}
+	return c.spec.Nodes
+}
+
+// initialRole returns the role of the i-th node (from 0) at start: every
+// master is a primary; in primary-replica, n1 is the primary.
+func (c *Cluster) initialRole(i int) string {
+	if c.spec.Topology == TopologyPrimaryReplica && i > 0 {
+		return RoleReplica
+	}
+	return RolePrimary
 }
 
 // relayAddr is where, inside a container, the relay to target listens.
@@ -438,13 +451,14 @@ func (c *Cluster) redisArgs(name string, idx int) []string {
 	args := []string{"redis-server",
 		"--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no",
 		"--dir", dataDir, "--logfile", logDir + "/" + name + ".log",
+		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
 	}
 	if c.spec.Persistence {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
 		args = append(args, "--save", "", "--appendonly", "no")
 	}
-	if c.initialRole(idx) == "replica" {
+	if c.initialRole(idx) == RoleReplica {
 		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(relayPortBase+1))
 	}
 	return append(args, c.extra...)
@@ -461,8 +475,8 @@ func (c *Cluster) waitReady(ctx context.Context, n *node) error {
 		}
 		inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
 		if err == nil && inspect.Container.State != nil && !inspect.Container.State.Running {
-			return fmt.Errorf("docker: node %s exited with code %d before answering (log in %s)",
-				n.Name, inspect.Container.State.ExitCode, filepath.Join(c.logDir, n.Name+".log"))
+			return fmt.Errorf("docker: node %s exited with code %d before answering: %s",
+				n.Name, inspect.Container.State.ExitCode, c.logTail(ctx, n))
 		}
 		select {
 		case <-ctx.Done():
@@ -470,6 +484,20 @@ func (c *Cluster) waitReady(ctx context.Context, n *node) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// logTail returns the last lines the node's container wrote to its output,
+// or where its log file is.
+func (c *Cluster) logTail(ctx context.Context, n *node) string {
+	logs, err := c.docker.ContainerLogs(ctx, n.container.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "5"})
+	if err == nil {
+		defer logs.Close()
+		var out strings.Builder
+		if _, err := stdcopy.StdCopy(&out, &out, logs); err == nil && strings.TrimSpace(out.String()) != "" {
+			return strings.Join(strings.Fields(out.String()), " ")
+		}
+	}
+	return "see " + filepath.Join(c.logDir, n.Name+".log")
 }
 
 // ping sends one inline PING to a Redis server and expects +PONG. The Docker
@@ -537,6 +565,8 @@ func (c *Cluster) Image() string { return c.image }
 // Nodes returns the cluster's nodes; Addr is 127.0.0.1 and the node's
 // published port, stable across Kill and Start.
 func (c *Cluster) Nodes() []cluster.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]cluster.Node, len(c.nodes))
 	for i, n := range c.nodes {
 		out[i] = n.Node
@@ -746,8 +776,8 @@ func (c *Cluster) Primary(ctx context.Context) (string, error) {
 
 // Promote makes name the primary: it sends REPLICAOF NO ONE to it and points
 // every other replica at it through the links "nJ->name" (made on first
-// use). The old primary is left running as a primary of its own. Roles in
-// Nodes stay those of the start. A node restarted after a promotion follows
+// use); replicas that are down are skipped. The old primary is left running
+// as a primary of its own (and keeps its role in Nodes). A node restarted after a promotion follows
 // its command line again (n1).
 func (c *Cluster) Promote(ctx context.Context, name string) error {
 	n, err := c.node(name)
@@ -763,22 +793,37 @@ func (c *Cluster) Promote(ctx context.Context, name string) error {
 	if err := command(ctx, n.Addr, "REPLICAOF", "NO", "ONE"); err != nil {
 		return fmt.Errorf("docker: promote %s: %w", name, err)
 	}
+	c.mu.Lock()
 	for _, r := range c.nodes {
-		if r.Name == name || r.Name == old {
+		if r.Name == name {
+			r.Role = RolePrimary
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, r := range c.nodes {
+		if r.Name == name || r.Name == old || !c.running(ctx, r) {
 			continue
 		}
 		if err := c.openRelay(ctx, r, n); err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		host, port, _ := net.SplitHostPort(relayAddr(n))
 		if err := command(ctx, r.Addr, "REPLICAOF", host, port); err != nil {
-			return fmt.Errorf("docker: point %s at %s: %w", r.Name, name, err)
+			errs = append(errs, fmt.Errorf("docker: point %s at %s: %w", r.Name, name, err))
 		}
 	}
 	c.mu.Lock()
 	c.primary = name
 	c.mu.Unlock()
-	return nil
+	return errors.Join(errs...)
+}
+
+// running reports whether the node's container runs (paused counts).
+func (c *Cluster) running(ctx context.Context, n *node) bool {
+	inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
+	return err == nil && inspect.Container.State != nil && inspect.Container.State.Running
 }
 
 // command sends one command to a Redis node directly (not through a proxy)

@@ -140,6 +140,9 @@ func TestMasters(t *testing.T) {
 	}
 	clients := map[string]*redis.Client{}
 	for _, n := range nodes {
+		if n.Role != RolePrimary {
+			t.Errorf("node %s: role %q, want %q", n.Name, n.Role, RolePrimary)
+		}
 		if !strings.HasPrefix(n.Addr, "127.0.0.1:") {
 			t.Fatalf("node %s: Addr %s is not on 127.0.0.1", n.Name, n.Addr)
 		}
@@ -222,6 +225,21 @@ func TestMasters(t *testing.T) {
 		}
 	})
 
+	t.Run("kill a paused node", func(t *testing.T) {
+		if err := c.Pause(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Kill(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pingEventually(ctx, clients["n1"]); err != nil {
+			t.Fatalf("n1 after pause, kill, start: %v", err)
+		}
+	})
+
 	t.Run("clock skew expires keys on one node only", func(t *testing.T) {
 		for _, name := range []string{"n1", "n3"} {
 			if err := clients[name].Set(ctx, "lease", "x", 10*time.Second).Err(); err != nil {
@@ -264,6 +282,70 @@ func TestMasters(t *testing.T) {
 			t.Fatalf("Pause after Close: got %v, want ErrClosed", err)
 		}
 	})
+}
+
+// TestPersistence checks that a node started with persistence keeps an
+// acknowledged write across kill and start.
+func TestPersistence(t *testing.T) {
+	requireEngineAndImage(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Nodes: 1, Persistence: true}, nil)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	rc := redis.NewClient(&redis.Options{Addr: c.Nodes()[0].Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	if err := rc.Set(ctx, "k", "kept", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Kill(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pingEventually(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := rc.Get(ctx, "k").Result(); err != nil || v != "kept" {
+		t.Fatalf("GET k after kill and start with persistence = %q, %v; want kept", v, err)
+	}
+}
+
+// BenchmarkColdStart5 measures starting and closing a 5-node Redis masters
+// cluster (containers created, started, answering PING; then removed).
+func BenchmarkColdStart5(b *testing.B) {
+	ctx := context.Background()
+	cli, err := Engine(ctx)
+	if err != nil {
+		b.Skipf("skipping: no working Docker engine (%v)", err)
+	}
+	defer cli.Close()
+	if err := CheckImage(ctx, cli, ImageName()); err != nil {
+		b.Skipf("skipping: the node image %s is not in the local engine; run `make images` (%v)", ImageName(), err)
+	}
+	var start, stop time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Topology: TopologyMasters, Nodes: 5}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		start += t1.Sub(t0)
+		stop += time.Since(t1)
+	}
+	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms/op")
+	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "close-ms/op")
 }
 
 // pingEventually retries PING for a few seconds (a resumed or restarted
