@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -21,6 +19,19 @@ type ClientPause struct{}
 // Name returns "client-pause".
 func (ClientPause) Name() string { return "client-pause" }
 
+// Describe says what the fault does and what it takes.
+func (ClientPause) Describe() string {
+	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, or after-response) for the duration (default 5s): a stop-the-world GC pause"
+}
+
+// Check checks the pause point and rejects options.
+func (ClientPause) Check(step Step) error {
+	if step.Point != "" && step.Point != AfterResponse && step.Point != BeforeWrite {
+		return fmt.Errorf("%w: client-pause point %q (known: %s, %s)", ErrOption, step.Point, AfterResponse, BeforeWrite)
+	}
+	return checkOptions(step, nil)
+}
+
 // Available reports whether the run has workers to pause.
 func (ClientPause) Available(env *Env) error {
 	if env.Workers == nil || env.Workers.Count() == 0 {
@@ -35,7 +46,7 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	if point == "" {
 		point = BeforeWrite
 	}
-	workers, err := ParseWorkers(step.Targets, env.Workers.Count())
+	workers, err := ResolveWorkers(step.Targets, env.Workers.Count(), env.Rand)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,16 +70,24 @@ type ClientClock struct{}
 // Name returns "client-clock".
 func (ClientClock) Name() string { return "client-clock" }
 
+// Describe says what the fault does and what it takes.
+func (ClientClock) Describe() string {
+	return "offset the wall clock of workers (targets w0, w1, one, minority, majority, all) by offset until the heal; for locks that send client timestamps"
+}
+
+// Check requires an offset and rejects options.
+func (ClientClock) Check(step Step) error { return checkClockStep(step) }
+
 // Available reports whether the run has workers.
 func (ClientClock) Available(env *Env) error { return ClientPause{}.Available(env) }
 
 // Inject skews each target worker's clock.
 func (ClientClock) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	workers, err := ParseWorkers(step.Targets, env.Workers.Count())
+	workers, err := ResolveWorkers(step.Targets, env.Workers.Count(), env.Rand)
 	if err != nil {
 		return nil, nil, err
 	}
-	desc := map[string]any{"workers": workers, "offset": step.Offset.String()}
+	desc := map[string]any{"workers": workers, "offset": signed(step.Offset)}
 	for _, w := range workers {
 		if err := env.Workers.SetClockOffset(w, step.Offset); err != nil {
 			return nil, desc, err
@@ -84,28 +103,10 @@ func (ClientClock) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	return heal, desc, nil
 }
 
-// ParseWorkers turns worker targets ("w0", "w3", "all") into worker numbers
-// below count.
+// ParseWorkers turns fixed worker targets ("w0", "w3", "all") into worker
+// numbers below count; random specs need ResolveWorkers.
 func ParseWorkers(targets []string, count int) ([]int, error) {
-	if len(targets) == 0 {
-		return nil, errors.New("nemesis: no worker targets (want w0, w1, ... or all)")
-	}
-	var out []int
-	for _, t := range targets {
-		if t == "all" {
-			out = out[:0]
-			for i := 0; i < count; i++ {
-				out = append(out, i)
-			}
-			return out, nil
-		}
-		n, err := strconv.Atoi(strings.TrimPrefix(t, "w"))
-		if err != nil || !strings.HasPrefix(t, "w") || n < 0 || n >= count {
-			return nil, fmt.Errorf("nemesis: worker target %q: want w0..w%d or all", t, count-1)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return ResolveWorkers(targets, count, nil)
 }
 
 // DefaultPause is the length of a client pause whose step has no Duration.

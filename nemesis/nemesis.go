@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ type Env struct {
 	Network  *cluster.Network
 	Workers  Workers
 	Recorder *history.Recorder
+	// Rand resolves random target specs ("one", "minority", ...). The
+	// runner seeds it from the run's seed, so a replay picks the same
+	// nodes; NewRunner supplies a fixed-seed source when it is nil.
+	Rand *rand.Rand
 }
 
 // Step is one timed fault of a schedule. At is measured from the start of the
@@ -148,8 +153,14 @@ type Runner struct {
 	errs   []error
 }
 
-// NewRunner returns a Runner for env.
-func NewRunner(env *Env) *Runner { return &Runner{env: env} }
+// NewRunner returns a Runner for env. When env.Rand is nil it is set to a
+// source with a fixed seed, so target choices are still reproducible.
+func NewRunner(env *Env) *Runner {
+	if env.Rand == nil {
+		env.Rand = rand.New(rand.NewPCG(0, 0))
+	}
+	return &Runner{env: env}
+}
 
 // Run executes schedule, each step at its time since start, until the
 // schedule is done or ctx ends. Faults with a Duration are healed when it
@@ -168,7 +179,6 @@ func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) er
 			r.mu.Lock()
 			r.errs = append(r.errs, err)
 			r.mu.Unlock()
-			continue
 		}
 		if a != nil && step.Duration > 0 {
 			wg.Add(1)
@@ -201,18 +211,23 @@ func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
 		return nil, fmt.Errorf("nemesis: %s: %w", step, err)
 	}
 	heal, desc, err := f.Inject(ctx, r.env, step)
+	op := history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc)}
 	if err != nil {
-		r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc), Error: err.Error()})
-		return nil, fmt.Errorf("nemesis: %s: %w", step, err)
+		op.Error = err.Error()
 	}
-	r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc)})
-	if heal == nil {
-		return nil, nil
+	r.record(op)
+	var a *active
+	if heal != nil {
+		// A fault that failed half-way still returns the heal of what it
+		// did; it is kept so that HealAll undoes it.
+		a = &active{step: step, heal: heal, desc: desc}
+		r.mu.Lock()
+		r.active = append(r.active, a)
+		r.mu.Unlock()
 	}
-	a := &active{step: step, heal: heal, desc: desc}
-	r.mu.Lock()
-	r.active = append(r.active, a)
-	r.mu.Unlock()
+	if err != nil {
+		return a, fmt.Errorf("nemesis: %s: %w", step, err)
+	}
 	return a, nil
 }
 
@@ -257,20 +272,41 @@ func (r *Runner) healMatching(ctx context.Context, targets []string) error {
 	return errors.Join(errs...)
 }
 
-// HealAll heals every fault still active, newest first, and returns the
-// joined errors. It is safe to call more than once.
+// HealAll heals every fault still active, newest first: paused nodes are
+// resumed, killed nodes started, skewed clocks reset and toxics removed.
+// Then, as a safety net for heals that failed, it removes every toxic of the
+// Network and resets the clock of every node that can be skewed. It returns
+// the joined errors and is safe to call more than once.
 func (r *Runner) HealAll(ctx context.Context) error {
 	var errs []error
 	for {
 		r.mu.Lock()
 		if len(r.active) == 0 {
 			r.mu.Unlock()
-			return errors.Join(errs...)
+			break
 		}
 		a := r.active[len(r.active)-1]
 		r.mu.Unlock()
 		errs = append(errs, r.heal(ctx, a))
 	}
+	errs = append(errs, sweep(r.env))
+	return errors.Join(errs...)
+}
+
+// sweep removes every toxic and resets every skewable node's clock.
+func sweep(env *Env) error {
+	var errs []error
+	if env.Network != nil {
+		errs = append(errs, env.Network.HealAll())
+	}
+	if sk, ok := env.Cluster.(cluster.ClockSkewer); ok {
+		for _, n := range env.Cluster.Nodes() {
+			if err := sk.SetClockOffset(n.Name, 0); err != nil && !errors.Is(err, cluster.ErrUnavailable) {
+				errs = append(errs, fmt.Errorf("nemesis: resetting the clock of %s: %w", n.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Active returns the steps of the faults active now.

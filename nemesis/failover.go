@@ -1,0 +1,460 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// Promoter is a cluster that promotes a replica to primary itself. Without
+// it, the failover fault sends REPLICAOF NO ONE to the replica directly.
+type Promoter interface {
+	Promote(ctx context.Context, node string) error
+}
+
+// Follower is a cluster that makes a node a replica of another node itself.
+// Without it, the failover heal sends REPLICAOF to the old primary directly.
+type Follower interface {
+	Follow(ctx context.Context, node, primary string) error
+}
+
+// PrimaryReporter is a cluster that knows which node is its primary now
+// (for instance by asking its sentinels). Without it, sentinel-failover asks
+// the sentinel nodes itself.
+type PrimaryReporter interface {
+	Primary(ctx context.Context) (string, error)
+}
+
+// ErrFailover reports a failover that could not be carried out.
+var ErrFailover = errors.New("nemesis: failover failed")
+
+// redisAdminTimeout bounds each administrative command sent to a node.
+const redisAdminTimeout = 2 * time.Second
+
+// redisDo sends one command to addr directly (not through a proxy).
+func redisDo(ctx context.Context, addr string, args ...any) *redis.Cmd {
+	c := redis.NewClient(&redis.Options{
+		Addr: addr, DialTimeout: redisAdminTimeout, ReadTimeout: redisAdminTimeout, WriteTimeout: redisAdminTimeout,
+		MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
+	})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, redisAdminTimeout)
+	defer cancel()
+	return c.Do(ctx, args...)
+}
+
+// redisRole returns a node's replication role: "master", "slave" or
+// "sentinel".
+func redisRole(ctx context.Context, addr string) (string, error) {
+	v, err := redisDo(ctx, addr, "ROLE").Slice()
+	if err != nil {
+		return "", err
+	}
+	if len(v) == 0 {
+		return "", fmt.Errorf("nemesis: empty ROLE reply from %s", addr)
+	}
+	role, _ := v[0].(string)
+	return role, nil
+}
+
+// primaryEndpoint returns the node the workers know as "the primary" (its
+// links "wX->name"), and the node its links point to now (after an earlier
+// failover, another node).
+func primaryEndpoint(env *Env) (endpoint, current cluster.Node, err error) {
+	nodes := env.Cluster.Nodes()
+	found := false
+	for _, n := range nodes {
+		if n.Role == "primary" {
+			endpoint, found = n, true
+			break
+		}
+	}
+	if !found {
+		return endpoint, current, fmt.Errorf("%w: no node has the primary role", cluster.ErrUnavailable)
+	}
+	current = endpoint
+	for _, l := range env.Network.LinksTo(endpoint.Name) {
+		from, _, _ := cluster.SplitLinkName(l)
+		if !IsWorkerTarget(from) {
+			continue
+		}
+		if n, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
+			current = n
+		}
+		break
+	}
+	return endpoint, current, nil
+}
+
+// nodeByAddr finds the node listening on addr, directly or behind a link.
+func nodeByAddr(env *Env, addr string) (cluster.Node, bool) {
+	nodes := env.Cluster.Nodes()
+	for _, n := range nodes {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	if env.Network != nil {
+		for _, l := range env.Network.Links() {
+			if env.Network.Addr(l) != addr {
+				continue
+			}
+			if _, to, ok := cluster.SplitLinkName(l); ok {
+				for _, n := range nodes {
+					if n.Name == to {
+						return n, true
+					}
+				}
+			}
+		}
+	}
+	return cluster.Node{}, false
+}
+
+// switchWorkers points every worker link that reaches from.Addr at to.Addr
+// and returns how many it switched. Existing connections are closed.
+func switchWorkers(env *Env, from, to cluster.Node) (int, error) {
+	n := 0
+	for _, l := range env.Network.Links() {
+		f, _, ok := cluster.SplitLinkName(l)
+		if !ok || !IsWorkerTarget(f) || env.Network.Upstream(l) != from.Addr {
+			continue
+		}
+		if err := env.Network.SetUpstream(l, to.Addr); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func redisPrimaryAvailable(env *Env) error {
+	if err := networkAvailable(env); err != nil {
+		return err
+	}
+	if env.Cluster.System() != cluster.Redis {
+		return fmt.Errorf("%w: failover is for redis, not %s", cluster.ErrUnavailable, env.Cluster.System())
+	}
+	return nil
+}
+
+// Failover promotes a Redis replica whose replication is asynchronous, the
+// way an operator or a script would: it cuts the replication links into the
+// current primary (writes acknowledged from then on are never replicated),
+// waits for the lag option (default 0), promotes the replica (the target
+// node, or the first node that replicates; REPLICAOF NO ONE, or the
+// cluster's Promoter), and points every worker link that reached the old
+// primary at the promoted node, which closes the workers' connections.
+//
+// Its heal (option heal) is rejoin (the default): the cut links are healed
+// and the old primary becomes a replica of the new one, dropping the writes
+// that were never replicated; or keep: the cut links are healed and the old
+// primary stays an isolated primary that no worker reaches. The workers
+// stay switched to the new primary either way.
+type Failover struct{}
+
+// Name returns "failover".
+func (Failover) Name() string { return "failover" }
+
+// Describe says what the fault does and what it takes.
+func (Failover) Describe() string {
+	return "cut replication into the redis primary, wait lag (option, default 0), promote a replica (target, default the first replica), " +
+		"switch the workers' primary links to it; heal (option): rejoin (old primary follows the new one, default) or keep; " +
+		"needs the primary-replica topology"
+}
+
+// Available reports whether the cluster is Redis with a replica.
+func (Failover) Available(env *Env) error {
+	if err := redisPrimaryAvailable(env); err != nil {
+		return err
+	}
+	if _, err := ResolveNodes([]string{TargetReplicas}, env.Cluster.Nodes(), nil); err != nil {
+		return fmt.Errorf("%w: failover needs a replica (topology primary-replica)", cluster.ErrUnavailable)
+	}
+	return nil
+}
+
+// Check checks the options.
+func (Failover) Check(step Step) error {
+	if err := checkOptions(step, []string{"lag", "heal"}, "lag"); err != nil {
+		return err
+	}
+	_, err := choiceOption(step, "heal", "rejoin", "keep")
+	return err
+}
+
+// Inject carries out the failover.
+func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) {
+	lag, err := durationOption(step, "lag", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	healMode, err := choiceOption(step, "heal", "rejoin", "keep")
+	if err != nil {
+		return nil, nil, err
+	}
+	_, old, err := primaryEndpoint(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	promoted, err := pickReplica(ctx, env, step, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	desc := map[string]any{"old": old.Name, "new": promoted.Name}
+	if lag > 0 {
+		desc["lag"] = lag.String()
+	}
+
+	// Cut replication into the old primary.
+	var cut []string
+	for _, l := range env.Network.LinksTo(old.Name) {
+		from, _, _ := cluster.SplitLinkName(l)
+		if isNode(env.Cluster.Nodes(), from) {
+			cut = append(cut, l)
+		}
+	}
+	if len(cut) > 0 {
+		if err := env.Network.Cut(cut...); err != nil {
+			return nil, desc, err
+		}
+	}
+	healLinks := func() error {
+		if len(cut) == 0 {
+			return nil
+		}
+		return env.Network.Heal(cut...)
+	}
+	partial := func(context.Context) error { return healLinks() }
+	if err := sleepCtx(ctx, lag); err != nil {
+		return partial, desc, err
+	}
+
+	if p, ok := env.Cluster.(Promoter); ok {
+		err = p.Promote(ctx, promoted.Name)
+	} else {
+		err = redisDo(ctx, promoted.Addr, "REPLICAOF", "NO", "ONE").Err()
+	}
+	if err != nil {
+		return partial, desc, fmt.Errorf("%w: promoting %s: %w", ErrFailover, promoted.Name, err)
+	}
+	switched, err := switchWorkers(env, old, promoted)
+	desc["switched"] = switched
+	if err != nil {
+		return partial, desc, err
+	}
+	heal := func(ctx context.Context) error {
+		errs := []error{healLinks()}
+		if healMode == "rejoin" {
+			errs = append(errs, follow(ctx, env, old, promoted))
+		}
+		return errors.Join(errs...)
+	}
+	return heal, desc, nil
+}
+
+// pickReplica returns the node to promote: the step's single target, or the
+// first server node other than current that replicates.
+func pickReplica(ctx context.Context, env *Env, step Step, current cluster.Node) (cluster.Node, error) {
+	nodes := env.Cluster.Nodes()
+	if len(step.Targets) > 0 {
+		names, err := ResolveNodes(step.Targets, nodes, env.Rand)
+		if err != nil {
+			return cluster.Node{}, err
+		}
+		if len(names) != 1 || names[0] == current.Name {
+			return cluster.Node{}, fmt.Errorf("%w: targets %v must name one node other than the primary %s", ErrTarget, step.Targets, current.Name)
+		}
+		for _, n := range nodes {
+			if n.Name == names[0] {
+				return n, nil
+			}
+		}
+	}
+	for _, n := range serverNodes(nodes) {
+		if n.Name == current.Name {
+			continue
+		}
+		if role, err := redisRole(ctx, n.Addr); err == nil && role == "slave" {
+			return n, nil
+		}
+	}
+	return cluster.Node{}, fmt.Errorf("%w: no replica of %s answers", ErrFailover, current.Name)
+}
+
+// follow makes node a replica of primary, through the link node->primary
+// when there is one.
+func follow(ctx context.Context, env *Env, node, primary cluster.Node) error {
+	if f, ok := env.Cluster.(Follower); ok {
+		return f.Follow(ctx, node.Name, primary.Name)
+	}
+	addr := primary.Addr
+	if a := env.Network.Addr(cluster.LinkName(node.Name, primary.Name)); a != "" {
+		addr = a
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("nemesis: %w", err)
+	}
+	if err := redisDo(ctx, node.Addr, "REPLICAOF", host, port).Err(); err != nil {
+		return fmt.Errorf("%w: making %s a replica of %s: %w", ErrFailover, node.Name, primary.Name, err)
+	}
+	return nil
+}
+
+// DefaultSentinelTimeout bounds how long sentinel-failover waits for the
+// sentinels to promote a replica.
+const DefaultSentinelTimeout = 30 * time.Second
+
+// SentinelFailover lets Redis Sentinel do the promotion: it pauses (option
+// how: pause, the default) or kills (how: kill) the current primary, waits
+// until the sentinels report another primary (option master, the
+// monitored name, default "mymaster"; option timeout, default 30s), and
+// points every worker link that reached the old primary at the new one.
+// Its heal resumes or starts the old primary, which the sentinels then turn
+// into a replica of the new one. Injection blocks the schedule while the
+// sentinels elect.
+type SentinelFailover struct{}
+
+// Name returns "sentinel-failover".
+func (SentinelFailover) Name() string { return "sentinel-failover" }
+
+// Describe says what the fault does and what it takes.
+func (SentinelFailover) Describe() string {
+	return "pause (option how: pause|kill) the redis primary until the sentinels promote a replica (options master, default mymaster; timeout, default 30s), " +
+		"then switch the workers' primary links to it; the heal brings the old primary back as a replica; needs the sentinel topology"
+}
+
+// Available reports whether the cluster is Redis with sentinels.
+func (SentinelFailover) Available(env *Env) error {
+	if err := redisPrimaryAvailable(env); err != nil {
+		return err
+	}
+	if _, ok := env.Cluster.(PrimaryReporter); ok {
+		return nil
+	}
+	for _, n := range env.Cluster.Nodes() {
+		if n.Role == "sentinel" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: sentinel-failover needs sentinels (topology sentinel)", cluster.ErrUnavailable)
+}
+
+// Check checks the options.
+func (SentinelFailover) Check(step Step) error {
+	if err := checkOptions(step, []string{"how", "master", "timeout"}, "timeout"); err != nil {
+		return err
+	}
+	_, err := choiceOption(step, "how", "pause", "kill")
+	return err
+}
+
+// Inject takes the primary down and waits for the sentinels.
+func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) {
+	how, err := choiceOption(step, "how", "pause", "kill")
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout, err := durationOption(step, "timeout", DefaultSentinelTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	master := step.Options["master"]
+	if master == "" {
+		master = "mymaster"
+	}
+	_, old, err := primaryEndpoint(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	desc := map[string]any{"old": old.Name, "how": how}
+	var heal Heal
+	switch how {
+	case "kill":
+		k, ok := env.Cluster.(cluster.Killer)
+		if !ok {
+			return nil, desc, fmt.Errorf("%w: the cluster cannot kill nodes", cluster.ErrUnavailable)
+		}
+		if err := k.Kill(ctx, old.Name); err != nil {
+			return nil, desc, err
+		}
+		heal = func(ctx context.Context) error { return k.Start(context.WithoutCancel(ctx), old.Name) }
+	default:
+		p, ok := env.Cluster.(cluster.Pauser)
+		if !ok {
+			return nil, desc, fmt.Errorf("%w: the cluster cannot pause nodes", cluster.ErrUnavailable)
+		}
+		if err := p.Pause(ctx, old.Name); err != nil {
+			return nil, desc, err
+		}
+		heal = func(ctx context.Context) error { return p.Resume(context.WithoutCancel(ctx), old.Name) }
+	}
+	began := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	promoted, err := awaitNewPrimary(wctx, env, master, old)
+	if err != nil {
+		return heal, desc, fmt.Errorf("%w: sentinels did not promote a replica of %s: %w", ErrFailover, old.Name, err)
+	}
+	desc["new"] = promoted.Name
+	desc["elected-after"] = time.Since(began).Round(time.Millisecond).String()
+	switched, err := switchWorkers(env, old, promoted)
+	desc["switched"] = switched
+	return heal, desc, err
+}
+
+// awaitNewPrimary polls until the cluster or its sentinels report a primary
+// other than old.
+func awaitNewPrimary(ctx context.Context, env *Env, master string, old cluster.Node) (cluster.Node, error) {
+	var last error
+	for {
+		n, err := reportedPrimary(ctx, env, master)
+		if err == nil && n.Name != old.Name {
+			return n, nil
+		}
+		if err != nil {
+			last = err
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return cluster.Node{}, errors.Join(err, last)
+		}
+	}
+}
+
+func reportedPrimary(ctx context.Context, env *Env, master string) (cluster.Node, error) {
+	if r, ok := env.Cluster.(PrimaryReporter); ok {
+		name, err := r.Primary(ctx)
+		if err != nil {
+			return cluster.Node{}, err
+		}
+		for _, n := range env.Cluster.Nodes() {
+			if n.Name == name {
+				return n, nil
+			}
+		}
+		return cluster.Node{}, fmt.Errorf("nemesis: the cluster reports an unknown primary %q", name)
+	}
+	var errs []error
+	for _, s := range env.Cluster.Nodes() {
+		if s.Role != "sentinel" {
+			continue
+		}
+		v, err := redisDo(ctx, s.Addr, "SENTINEL", "get-master-addr-by-name", master).StringSlice()
+		if err != nil || len(v) != 2 {
+			errs = append(errs, fmt.Errorf("nemesis: sentinel %s: %v %w", s.Name, v, err))
+			continue
+		}
+		if n, ok := nodeByAddr(env, net.JoinHostPort(v[0], v[1])); ok {
+			return n, nil
+		}
+		errs = append(errs, fmt.Errorf("nemesis: sentinel %s reports %s:%s, which is no node", s.Name, v[0], v[1]))
+	}
+	return cluster.Node{}, errors.Join(errs...)
+}

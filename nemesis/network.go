@@ -1,0 +1,325 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// TargetHalves is the partition target that splits the server nodes at
+// random into a minority (n/2 of n) and a majority, and the workers in the
+// same proportion: the links between the two sides are cut, and each worker
+// reaches only its own side's nodes.
+const TargetHalves = "halves"
+
+// The values of the links option of the network faults.
+const (
+	// LinksAll hits client links and node-to-node links (the default).
+	LinksAll = "all"
+	// LinksClients hits only the links from workers to nodes.
+	LinksClients = "clients"
+	// LinksNodes hits only node-to-node links (replication, quorum).
+	LinksNodes = "nodes"
+)
+
+// DefaultLatency is the delay of a latency step without a delay option.
+const DefaultLatency = 100 * time.Millisecond
+
+// linkShapes documents the target shapes shared by the network faults.
+const linkShapes = "targets: node names or one, minority, majority, all, primaries, replicas " +
+	"(those nodes are cut off from every worker and from the other nodes); " +
+	"halves (random minority and majority of the nodes, workers split likewise); " +
+	"or workers (w0, w1, one, all: those workers lose the nodes of option nodes, default all). " +
+	"Option links: all (default), clients (worker links only), nodes (node-to-node links only). " +
+	"Needs the proxied network; node-to-node shapes need a topology with node links."
+
+// Partition cuts links like a cut cable: connections stay open and data is
+// dropped in both directions; new connections hang the same way. Its heal
+// removes the cut, which closes the connections that lived through it.
+type Partition struct{}
+
+// Name returns "partition".
+func (Partition) Name() string { return "partition" }
+
+// Describe says what the fault does and what it takes.
+func (Partition) Describe() string {
+	return "cut links, holding connections open and dropping data; " + linkShapes
+}
+
+// Available reports whether the run has a proxied network.
+func (Partition) Available(env *Env) error { return networkAvailable(env) }
+
+// Check checks the step's options.
+func (Partition) Check(step Step) error { return checkLinkStep(step) }
+
+// Inject cuts the links the step's targets select.
+func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultCut})
+}
+
+// Reset makes links reset (TCP RST) their connections as soon as data flows,
+// until healed.
+type Reset struct{}
+
+// Name returns "reset".
+func (Reset) Name() string { return "reset" }
+
+// Describe says what the fault does and what it takes.
+func (Reset) Describe() string {
+	return "reset every connection of the links as soon as data flows; " + linkShapes
+}
+
+// Available reports whether the run has a proxied network.
+func (Reset) Available(env *Env) error { return networkAvailable(env) }
+
+// Check checks the step's options.
+func (Reset) Check(step Step) error { return checkLinkStep(step) }
+
+// Inject resets the links the step's targets select.
+func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultReset})
+}
+
+// Latency delays the replies on links by the delay option (default
+// DefaultLatency) plus or minus the jitter option (default 0).
+type Latency struct{}
+
+// Name returns "latency".
+func (Latency) Name() string { return "latency" }
+
+// Describe says what the fault does and what it takes.
+func (Latency) Describe() string {
+	return "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes
+}
+
+// Available reports whether the run has a proxied network.
+func (Latency) Available(env *Env) error { return networkAvailable(env) }
+
+// Check checks the step's options.
+func (Latency) Check(step Step) error { return checkLinkStep(step, "delay", "jitter") }
+
+// Inject delays the links the step's targets select.
+func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
+	delay, err := durationOption(step, "delay", DefaultLatency)
+	if err != nil {
+		return nil, nil, err
+	}
+	jitter, err := durationOption(step, "jitter", 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter})
+}
+
+func networkAvailable(env *Env) error {
+	if env.Network == nil || env.Cluster == nil {
+		return fmt.Errorf("%w: no proxied network", cluster.ErrUnavailable)
+	}
+	return nil
+}
+
+func checkLinkStep(step Step, extra ...string) error {
+	if err := checkOptions(step, append([]string{"links", "nodes"}, extra...), extra...); err != nil {
+		return err
+	}
+	_, err := choiceOption(step, "links", LinksAll, LinksClients, LinksNodes)
+	return err
+}
+
+// injectLinks applies f to the links the step selects; its heal removes the
+// faults of those links.
+func injectLinks(env *Env, step Step, f cluster.Fault) (Heal, any, error) {
+	sel, err := SelectLinks(step, env.Cluster.Nodes(), env.Network.Links(), workerCount(env), env.Rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	desc := sel.describe()
+	if f.Kind == cluster.FaultLatency {
+		desc["delay"] = f.Delay.String()
+		if f.Jitter > 0 {
+			desc["jitter"] = f.Jitter.String()
+		}
+	}
+	if err := env.Network.Apply(f, sel.Links...); err != nil {
+		return nil, desc, err
+	}
+	heal := func(context.Context) error { return env.Network.Heal(sel.Links...) }
+	return heal, desc, nil
+}
+
+func workerCount(env *Env) int {
+	if env.Workers == nil {
+		return 0
+	}
+	return env.Workers.Count()
+}
+
+// LinkSelection is what a network fault's targets resolved to.
+type LinkSelection struct {
+	Mode    string   // LinksAll, LinksClients or LinksNodes
+	Nodes   []string // the isolated nodes (the minority for halves; the unreachable nodes for worker targets)
+	Others  []string // halves: the majority
+	Workers []int    // worker targets, or halves: the workers on the minority side
+	Links   []string // the links the fault hits, sorted
+}
+
+func (s LinkSelection) describe() map[string]any {
+	d := map[string]any{"nodes": s.Nodes, "links": len(s.Links)}
+	if s.Mode != LinksAll {
+		d["mode"] = s.Mode
+	}
+	if s.Others != nil {
+		d["majority"] = s.Others
+	}
+	if s.Workers != nil {
+		d["workers"] = s.Workers
+	}
+	return d
+}
+
+// SelectLinks resolves the targets of a network step against the nodes, the
+// existing links and the number of workers. Links are named "from->to"
+// (cluster.LinkName); a link whose "from" end is a node is a node-to-node
+// link, one whose "from" end is a worker ("w3") a client link. It returns
+// an error wrapping cluster.ErrUnavailable when the shape selects no link
+// (for instance node-to-node links in a topology that has none).
+func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, rng *rand.Rand) (LinkSelection, error) {
+	mode, err := choiceOption(step, "links", LinksAll, LinksClients, LinksNodes)
+	if err != nil {
+		return LinkSelection{}, err
+	}
+	sel := LinkSelection{Mode: mode}
+	workerTargets := 0
+	for _, t := range step.Targets {
+		if IsWorkerTarget(t) {
+			workerTargets++
+		}
+	}
+	var cut func(from, to string) bool
+	switch {
+	case workerTargets > 0:
+		if workerTargets != len(step.Targets) {
+			return sel, fmt.Errorf("%w: %v mixes workers and nodes; name workers in targets and nodes in option nodes", ErrTarget, step.Targets)
+		}
+		ws, err := ResolveWorkers(step.Targets, workers, rng)
+		if err != nil {
+			return sel, err
+		}
+		nodeSpecs := splitList(step.Options["nodes"])
+		if len(nodeSpecs) == 0 {
+			nodeSpecs = []string{TargetAll}
+		}
+		ns, err := ResolveNodes(nodeSpecs, nodes, rng)
+		if err != nil {
+			return sel, err
+		}
+		sel.Workers, sel.Nodes, sel.Mode = ws, ns, LinksClients
+		inW, inN := setOf(workerNames(ws)), setOf(ns)
+		cut = func(from, to string) bool { return inW[from] && inN[to] }
+	case len(step.Targets) == 1 && step.Targets[0] == TargetHalves:
+		servers := serverNodes(nodes)
+		if len(servers) < 2 {
+			return sel, fmt.Errorf("%w: halves needs at least 2 server nodes, the cluster has %d", ErrTarget, len(servers))
+		}
+		if rng == nil {
+			return sel, fmt.Errorf("%w: halves needs a random source", ErrTarget)
+		}
+		k := len(servers) / 2
+		minority := map[string]bool{}
+		for _, i := range rng.Perm(len(servers))[:k] {
+			minority[servers[i].Name] = true
+		}
+		for _, n := range servers {
+			if minority[n.Name] {
+				sel.Nodes = append(sel.Nodes, n.Name)
+			} else {
+				sel.Others = append(sel.Others, n.Name)
+			}
+		}
+		sel.Workers = []int{}
+		if workers > 0 {
+			kw := (workers*k + len(servers)/2) / len(servers)
+			perm := rng.Perm(workers)
+			ws := map[int]bool{}
+			for _, i := range perm[:kw] {
+				ws[i] = true
+			}
+			for i := range workers {
+				if ws[i] {
+					sel.Workers = append(sel.Workers, i)
+				}
+			}
+		}
+		minorityWorkers := setOf(workerNames(sel.Workers))
+		majority := setOf(sel.Others)
+		side := func(end string) (known, inMinority bool) {
+			switch {
+			case minority[end] || minorityWorkers[end]:
+				return true, true
+			case majority[end]:
+				return true, false
+			case IsWorkerTarget(end):
+				return true, false
+			}
+			return false, false // sentinels and unknown ends are on no side
+		}
+		cut = func(from, to string) bool {
+			kf, mf := side(from)
+			kt, mt := side(to)
+			return kf && kt && mf != mt
+		}
+	default:
+		ns, err := ResolveNodes(step.Targets, nodes, rng)
+		if err != nil {
+			return sel, err
+		}
+		sel.Nodes = ns
+		in := setOf(ns)
+		cut = func(from, to string) bool {
+			if IsWorkerTarget(from) {
+				return in[to]
+			}
+			return in[from] != in[to]
+		}
+	}
+	for _, l := range links {
+		from, to, ok := cluster.SplitLinkName(l)
+		if !ok || !isNode(nodes, to) {
+			continue
+		}
+		client := IsWorkerTarget(from)
+		if !client && !isNode(nodes, from) {
+			continue
+		}
+		if (client && sel.Mode == LinksNodes) || (!client && sel.Mode == LinksClients) {
+			continue
+		}
+		if cut(from, to) {
+			sel.Links = append(sel.Links, l)
+		}
+	}
+	if len(sel.Links) == 0 {
+		return sel, fmt.Errorf("%w: %s %s selects none of the %d links (mode %s)", cluster.ErrUnavailable, step.Fault, strings.Join(step.Targets, ","), len(links), sel.Mode)
+	}
+	return sel, nil
+}
+
+func workerNames(ws []int) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, workerName(w))
+	}
+	return out
+}
+
+func setOf(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}

@@ -1,0 +1,242 @@
+package nemesis
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrRandomSpec reports a random schedule spec with an impossible value.
+var ErrRandomSpec = errors.New("nemesis: bad random schedule")
+
+// RandomSpec describes a seeded random schedule: one fault at a time, drawn
+// from a mix of kinds, with random quiet gaps, durations, targets and
+// offsets. Generate expands it into steps; the same spec, duration and seed
+// always give the same steps.
+type RandomSpec struct {
+	// Faults is the mix of fault kinds; a kind listed twice is drawn twice
+	// as often.
+	Faults []string `yaml:"faults" json:"faults"`
+	// Start is when the first fault may begin; default Interval.
+	Start time.Duration `yaml:"start,omitempty" json:"start,omitempty"`
+	// Interval is the mean quiet gap between one fault's heal and the next
+	// fault; each gap is drawn uniformly from [Interval/2, 3*Interval/2].
+	Interval time.Duration `yaml:"interval" json:"interval"`
+	// MinDuration and MaxDuration bound each fault's duration, drawn
+	// uniformly in milliseconds; both default to Interval.
+	MinDuration time.Duration `yaml:"min-duration,omitempty" json:"min-duration,omitempty"`
+	MaxDuration time.Duration `yaml:"max-duration,omitempty" json:"max-duration,omitempty"`
+	// Targets are the node target specs drawn from for node faults
+	// (default [one]); for failover they are left empty.
+	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+	// Workers are the worker target specs drawn from for client faults
+	// (default [one]).
+	Workers []string `yaml:"workers,omitempty" json:"workers,omitempty"`
+	// Offsets are the clock offsets drawn from for clock faults (default
+	// [+30s]).
+	Offsets []time.Duration `yaml:"offsets,omitempty" json:"offsets,omitempty"`
+	// Options are per fault kind options copied into its steps, for
+	// instance {latency: {delay: 200ms}}.
+	Options map[string]map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+}
+
+// DefaultRandomOffset is the clock offset of random clock faults when the
+// spec lists none.
+const DefaultRandomOffset = 30 * time.Second
+
+// Validate checks the spec against the known fault names.
+func (s *RandomSpec) Validate(known []string) error {
+	if len(s.Faults) == 0 {
+		return fmt.Errorf("%w: faults: list at least one fault kind", ErrRandomSpec)
+	}
+	for _, f := range s.Faults {
+		if !slices.Contains(known, f) {
+			return fmt.Errorf("%w: faults: unknown fault %q (known: %s)", ErrRandomSpec, f, strings.Join(known, ", "))
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.Options)) {
+		if !slices.Contains(s.Faults, f) {
+			return fmt.Errorf("%w: options: %q is not one of the faults %v", ErrRandomSpec, f, s.Faults)
+		}
+	}
+	switch {
+	case s.Interval <= 0:
+		return fmt.Errorf("%w: interval: must be a positive duration such as 2s", ErrRandomSpec)
+	case s.Start < 0:
+		return fmt.Errorf("%w: start: must not be negative", ErrRandomSpec)
+	case s.MinDuration < 0 || s.MaxDuration < 0:
+		return fmt.Errorf("%w: min-duration, max-duration: must not be negative", ErrRandomSpec)
+	}
+	lo, hi := s.durations()
+	if lo > hi {
+		return fmt.Errorf("%w: min-duration %v is above max-duration %v", ErrRandomSpec, lo, hi)
+	}
+	for _, o := range s.Offsets {
+		if o == 0 {
+			return fmt.Errorf("%w: offsets: a clock offset must not be zero", ErrRandomSpec)
+		}
+	}
+	// Each kind must accept the steps the spec gives it.
+	for _, f := range s.Faults {
+		step := s.step(f, 0, lo, nil)
+		if err := CheckStep(step); err != nil {
+			return fmt.Errorf("%w: %w", ErrRandomSpec, err)
+		}
+	}
+	return nil
+}
+
+func (s *RandomSpec) durations() (lo, hi time.Duration) {
+	lo, hi = s.MinDuration, s.MaxDuration
+	if lo == 0 && hi == 0 {
+		return s.Interval, s.Interval
+	}
+	if hi == 0 {
+		hi = max(lo, s.Interval)
+	}
+	return lo, hi
+}
+
+// step builds the step of fault at at lasting d, drawing targets and
+// offsets from rng (the first choice when rng is nil).
+func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Step {
+	pick := func(n int) int {
+		if rng == nil || n <= 1 {
+			return 0
+		}
+		return rng.IntN(n)
+	}
+	st := Step{At: at, Fault: fault, Duration: d}
+	switch fault {
+	case ClientPause{}.Name(), ClientClock{}.Name():
+		ws := s.Workers
+		if len(ws) == 0 {
+			ws = []string{TargetOne}
+		}
+		st.Targets = []string{ws[pick(len(ws))]}
+	case Failover{}.Name(), SentinelFailover{}.Name():
+	default:
+		ts := s.Targets
+		if len(ts) == 0 {
+			ts = []string{TargetOne}
+		}
+		st.Targets = []string{ts[pick(len(ts))]}
+	}
+	switch fault {
+	case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
+		os := s.Offsets
+		if len(os) == 0 {
+			os = []time.Duration{DefaultRandomOffset}
+		}
+		st.Offset = os[pick(len(os))]
+	}
+	if o := s.Options[fault]; len(o) > 0 {
+		st.Options = maps.Clone(o)
+	}
+	return st
+}
+
+// Generate expands spec into the steps of a run of the given duration: one
+// fault at a time, each starting after a random quiet gap and healed after
+// its random duration. Every choice is drawn from rng, in a fixed order, so
+// the same seed always gives the same schedule. Durations are whole
+// milliseconds.
+func Generate(rng *rand.Rand, duration time.Duration, spec RandomSpec) Schedule {
+	if len(spec.Faults) == 0 || spec.Interval <= 0 {
+		return nil
+	}
+	lo, hi := spec.durations()
+	ms := func(lo, hi time.Duration) time.Duration {
+		a, b := lo.Milliseconds(), hi.Milliseconds()
+		if b <= a {
+			return time.Duration(a) * time.Millisecond
+		}
+		return time.Duration(a+rng.Int64N(b-a+1)) * time.Millisecond
+	}
+	at := spec.Start
+	if at == 0 {
+		at = spec.Interval
+	}
+	var out Schedule
+	for at < duration {
+		fault := spec.Faults[rng.IntN(len(spec.Faults))]
+		d := ms(lo, hi)
+		out = append(out, spec.step(fault, at, d, rng))
+		at += d + ms(spec.Interval/2, spec.Interval*3/2)
+	}
+	return out
+}
+
+// Merge returns the steps of both schedules ordered by time; at equal times
+// the steps of a come first.
+func Merge(a, b Schedule) Schedule {
+	return append(append(Schedule(nil), a...), b...).Sorted()
+}
+
+// scheduleStream distinguishes the random stream of schedule generation
+// from the run's other streams derived from the same seed.
+const scheduleStream = 0x6e656d65736973 // "nemesis"
+
+// Resolve returns the exact schedule of a run: the scripted steps that start
+// within duration, merged with random expanded by a source derived from seed
+// alone (nil random adds nothing). Stored in place of the spec, the result
+// replays the run's faults exactly.
+func Resolve(scripted Schedule, random *RandomSpec, seed uint64, duration time.Duration) Schedule {
+	var out Schedule
+	for _, st := range scripted {
+		if st.At <= duration {
+			out = append(out, st)
+		}
+	}
+	if random != nil {
+		out = Merge(out, Generate(rand.New(rand.NewPCG(seed, scheduleStream)), duration, *random))
+	}
+	return out.Sorted()
+}
+
+// TargetRand returns the source that resolves a run's random target specs
+// (Env.Rand), derived from the run's seed alone, so a replay with the same
+// seed resolves every target the same way.
+func TargetRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, scheduleStream+1))
+}
+
+// WriteSchedule writes s as JSON Lines, one step per line (durations in
+// nanoseconds).
+func WriteSchedule(w io.Writer, s Schedule) error {
+	enc := json.NewEncoder(w)
+	for _, st := range s {
+		if err := enc.Encode(st); err != nil {
+			return fmt.Errorf("nemesis: writing schedule: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadSchedule reads a schedule written by WriteSchedule.
+func ReadSchedule(r io.Reader) (Schedule, error) {
+	var out Schedule
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var st Step
+		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {
+			return nil, fmt.Errorf("nemesis: schedule line %d: %w", line, err)
+		}
+		out = append(out, st)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("nemesis: reading schedule: %w", err)
+	}
+	return out, nil
+}
