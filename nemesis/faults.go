@@ -20,17 +20,17 @@ func Faults() []Fault {
 
 // Compile-time checks that every fault kind is a Fault with a description.
 var (
-	_ Fault       = Partition{}
-	_ StepChecker = Partition{}
-	_ Fault       = Reset{}
-	_ Fault       = Latency{}
-	_ Fault       = ClockBump{}
-	_ StepChecker = ClockStrobe{}
-	_ Fault       = Pause{}
-	_ Fault       = Kill{}
-	_ Fault       = Failover{}
-	_ Fault       = SentinelFailover{}
-	_ Fault       = ClientPause{}
-	_ Fault       = ClientClock{}
+	_ Fault                          = Partition{}
+	_ StepChecker                    = Partition{}
+	_ Fault                          = Reset{}
+	_ Fault                          = Latency{}
+	_ Fault                          = ClockBump{}
+	_ StepChecker                    = ClockStrobe{}
+	_ Fault                          = Pause{}
+	_ Fault                          = Kill{}
+	_ Fault                          = Failover{}
+	_ Fault                          = SentinelFailover{}
+	_ Fault                          = ClientPause{}
+	_ Fault                          = ClientClock{}
 	_ interface{ Describe() string } = Failover{}
 )

@@ -88,7 +88,9 @@ func (Kill) Available(env *Env) error {
 }
 
 // Check checks the restart-after option.
-func (Kill) Check(step Step) error { return checkOptions(step, []string{"restart-after"}, "restart-after") }
+func (Kill) Check(step Step) error {
+	return checkOptions(step, []string{"restart-after"}, "restart-after")
+}
 
 // Inject kills every target node.
 func (Kill) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) {
