@@ -12,23 +12,11 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
-// Promoter is a cluster that promotes a replica to primary itself. Without
-// it, the failover fault sends REPLICAOF NO ONE to the replica directly.
-type Promoter interface {
-	Promote(ctx context.Context, node string) error
-}
-
 // Follower is a cluster that makes a node a replica of another node itself.
-// Without it, the failover heal sends REPLICAOF to the old primary directly.
+// Without it, the failover heal sends REPLICAOF to the old primary directly,
+// through the link "old->new" (created when missing).
 type Follower interface {
 	Follow(ctx context.Context, node, primary string) error
-}
-
-// PrimaryReporter is a cluster that knows which node is its primary now
-// (for instance by asking its sentinels). Without it, sentinel-failover asks
-// the sentinel nodes itself.
-type PrimaryReporter interface {
-	Primary(ctx context.Context) (string, error)
 }
 
 // ErrFailover reports a failover that could not be carried out.
@@ -63,33 +51,40 @@ func redisRole(ctx context.Context, addr string) (string, error) {
 	return role, nil
 }
 
-// primaryEndpoint returns the node the workers know as "the primary" (its
-// links "wX->name"), and the node its links point to now (after an earlier
-// failover, another node).
-func primaryEndpoint(env *Env) (endpoint, current cluster.Node, err error) {
+// currentPrimary returns the node that serves as primary now: the one the
+// cluster reports (cluster.Failoverer), or else the node that the workers'
+// links to the first node with the primary role point at.
+func currentPrimary(ctx context.Context, env *Env) (cluster.Node, error) {
 	nodes := env.Cluster.Nodes()
-	found := false
-	for _, n := range nodes {
-		if n.Role == "primary" {
-			endpoint, found = n, true
-			break
+	if f, ok := env.Cluster.(cluster.Failoverer); ok {
+		name, err := f.Primary(ctx)
+		if err != nil {
+			return cluster.Node{}, err
 		}
+		for _, n := range nodes {
+			if n.Name == name {
+				return n, nil
+			}
+		}
+		return cluster.Node{}, fmt.Errorf("%w: the cluster reports an unknown primary %q", ErrFailover, name)
 	}
-	if !found {
-		return endpoint, current, fmt.Errorf("%w: no node has the primary role", cluster.ErrUnavailable)
-	}
-	current = endpoint
-	for _, l := range env.Network.LinksTo(endpoint.Name) {
-		from, _, _ := cluster.SplitLinkName(l)
-		if !IsWorkerTarget(from) {
+	for _, n := range nodes {
+		if n.Role != "primary" {
 			continue
 		}
-		if n, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
-			current = n
+		for _, l := range env.Network.LinksTo(n.Name) {
+			from, _, _ := cluster.SplitLinkName(l)
+			if !IsWorkerTarget(from) {
+				continue
+			}
+			if cur, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
+				return cur, nil
+			}
+			break
 		}
-		break
+		return n, nil
 	}
-	return endpoint, current, nil
+	return cluster.Node{}, fmt.Errorf("%w: no node has the primary role", cluster.ErrUnavailable)
 }
 
 // nodeByAddr finds the node listening on addr, directly or behind a link.
@@ -148,8 +143,9 @@ func redisPrimaryAvailable(env *Env) error {
 // way an operator or a script would: it cuts the replication links into the
 // current primary (writes acknowledged from then on are never replicated),
 // waits for the lag option (default 0), promotes the replica (the target
-// node, or the first node that replicates; REPLICAOF NO ONE, or the
-// cluster's Promoter), and points every worker link that reached the old
+// node, or the first node that replicates) with the cluster's
+// cluster.Failoverer (which also repoints the other replicas) or else with
+// REPLICAOF NO ONE, and points every worker link that reached the old
 // primary at the promoted node, which closes the workers' connections.
 //
 // Its heal (option heal) is rejoin (the default): the cut links are healed
@@ -199,7 +195,7 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	if err != nil {
 		return nil, nil, err
 	}
-	_, old, err := primaryEndpoint(env)
+	old, err := currentPrimary(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,8 +232,8 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 		return partial, desc, err
 	}
 
-	if p, ok := env.Cluster.(Promoter); ok {
-		err = p.Promote(ctx, promoted.Name)
+	if f, ok := env.Cluster.(cluster.Failoverer); ok && !hasSentinels(env) {
+		err = f.Promote(ctx, promoted.Name)
 	} else {
 		err = redisDo(ctx, promoted.Addr, "REPLICAOF", "NO", "ONE").Err()
 	}
@@ -294,8 +290,13 @@ func follow(ctx context.Context, env *Env, node, primary cluster.Node) error {
 	if f, ok := env.Cluster.(Follower); ok {
 		return f.Follow(ctx, node.Name, primary.Name)
 	}
-	addr := primary.Addr
-	if a := env.Network.Addr(cluster.LinkName(node.Name, primary.Name)); a != "" {
+	link := cluster.LinkName(node.Name, primary.Name)
+	addr := env.Network.Addr(link)
+	if addr == "" {
+		a, err := env.Network.Link(link, primary.Addr)
+		if err != nil {
+			return fmt.Errorf("nemesis: %w", err)
+		}
 		addr = a
 	}
 	host, port, err := net.SplitHostPort(addr)
@@ -314,8 +315,9 @@ const DefaultSentinelTimeout = 30 * time.Second
 
 // SentinelFailover lets Redis Sentinel do the promotion: it pauses (option
 // how: pause, the default) or kills (how: kill) the current primary, waits
-// until the sentinels report another primary (option master, the
-// monitored name, default "mymaster"; option timeout, default 30s), and
+// until the sentinels report another primary (asked through the cluster's
+// cluster.Failoverer, or else directly with option master, the monitored
+// name, default "mymaster"; option timeout, default 30s), and
 // points every worker link that reached the old primary at the new one.
 // Its heal resumes or starts the old primary, which the sentinels then turn
 // into a replica of the new one. Injection blocks the schedule while the
@@ -336,13 +338,8 @@ func (SentinelFailover) Available(env *Env) error {
 	if err := redisPrimaryAvailable(env); err != nil {
 		return err
 	}
-	if _, ok := env.Cluster.(PrimaryReporter); ok {
+	if hasSentinels(env) {
 		return nil
-	}
-	for _, n := range env.Cluster.Nodes() {
-		if n.Role == "sentinel" {
-			return nil
-		}
 	}
 	return fmt.Errorf("%w: sentinel-failover needs sentinels (topology sentinel)", cluster.ErrUnavailable)
 }
@@ -370,7 +367,7 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 	if master == "" {
 		master = "mymaster"
 	}
-	_, old, err := primaryEndpoint(env)
+	old, err := currentPrimary(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -410,6 +407,16 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 	return heal, desc, err
 }
 
+// hasSentinels reports whether the cluster has sentinel nodes.
+func hasSentinels(env *Env) bool {
+	for _, n := range env.Cluster.Nodes() {
+		if n.Role == "sentinel" {
+			return true
+		}
+	}
+	return false
+}
+
 // awaitNewPrimary polls until the cluster or its sentinels report a primary
 // other than old.
 func awaitNewPrimary(ctx context.Context, env *Env, master string, old cluster.Node) (cluster.Node, error) {
@@ -429,17 +436,8 @@ func awaitNewPrimary(ctx context.Context, env *Env, master string, old cluster.N
 }
 
 func reportedPrimary(ctx context.Context, env *Env, master string) (cluster.Node, error) {
-	if r, ok := env.Cluster.(PrimaryReporter); ok {
-		name, err := r.Primary(ctx)
-		if err != nil {
-			return cluster.Node{}, err
-		}
-		for _, n := range env.Cluster.Nodes() {
-			if n.Name == name {
-				return n, nil
-			}
-		}
-		return cluster.Node{}, fmt.Errorf("nemesis: the cluster reports an unknown primary %q", name)
+	if _, ok := env.Cluster.(cluster.Failoverer); ok {
+		return currentPrimary(ctx, env)
 	}
 	var errs []error
 	for _, s := range env.Cluster.Nodes() {

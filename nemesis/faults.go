@@ -18,19 +18,28 @@ func Faults() []Fault {
 	}
 }
 
-// Compile-time checks that every fault kind is a Fault with a description.
+// describer is what `jepsen-lite list --faults` asks a fault for.
+type describer interface{ Describe() string }
+
+// faultKind is what every fault kind of Faults() implements.
+type faultKind interface {
+	Fault
+	StepChecker
+	describer
+}
+
+// Compile-time checks that every fault kind checks its steps and describes
+// itself.
 var (
-	_ Fault                          = Partition{}
-	_ StepChecker                    = Partition{}
-	_ Fault                          = Reset{}
-	_ Fault                          = Latency{}
-	_ Fault                          = ClockBump{}
-	_ StepChecker                    = ClockStrobe{}
-	_ Fault                          = Pause{}
-	_ Fault                          = Kill{}
-	_ Fault                          = Failover{}
-	_ Fault                          = SentinelFailover{}
-	_ Fault                          = ClientPause{}
-	_ Fault                          = ClientClock{}
-	_ interface{ Describe() string } = Failover{}
+	_ faultKind = Partition{}
+	_ faultKind = Reset{}
+	_ faultKind = Latency{}
+	_ faultKind = ClockBump{}
+	_ faultKind = ClockStrobe{}
+	_ faultKind = Pause{}
+	_ faultKind = Kill{}
+	_ faultKind = Failover{}
+	_ faultKind = SentinelFailover{}
+	_ faultKind = ClientPause{}
+	_ faultKind = ClientClock{}
 )

@@ -183,8 +183,10 @@ func (s LinkSelection) describe() map[string]any {
 
 // SelectLinks resolves the targets of a network step against the nodes, the
 // existing links and the number of workers. Links are named "from->to"
-// (cluster.LinkName); a link whose "from" end is a node is a node-to-node
-// link, one whose "from" end is a worker ("w3") a client link. It returns
+// (cluster.LinkName); a link whose "from" end is a worker ("w3") is a
+// client link, any other link into a node is a node-to-node link (its
+// "from" end a node, or a shared end such as "peers" that stands for every
+// other node: isolating n1 cuts "peers->n1"). It returns
 // an error wrapping cluster.ErrUnavailable when the shape selects no link
 // (for instance node-to-node links in a topology that has none).
 func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, rng *rand.Rand) (LinkSelection, error) {
@@ -291,10 +293,9 @@ func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, r
 		if !ok || !isNode(nodes, to) {
 			continue
 		}
+		// Every other link into a node is node-to-node, including shared
+		// ones whose "from" end names no single node ("peers->n1").
 		client := IsWorkerTarget(from)
-		if !client && !isNode(nodes, from) {
-			continue
-		}
 		if (client && sel.Mode == LinksNodes) || (!client && sel.Mode == LinksClients) {
 			continue
 		}
