@@ -68,7 +68,9 @@ const (
 	clockDir         = "/jepsen/clock"
 	logDir           = "/jepsen/log"
 	dataDir          = "/data"
+	confDir          = "/jepsen/conf"
 	redisPort        = "6379/tcp"
+	sentinelPort     = "26379/tcp"
 	// relayPortBase + i is the port, on a container's loopback, of the relay
 	// to node n<i>.
 	relayPortBase = 16000
@@ -76,14 +78,33 @@ const (
 
 // Roles of Redis nodes.
 const (
-	RolePrimary = "primary"
-	RoleReplica = "replica"
+	RolePrimary  = "primary"
+	RoleReplica  = "replica"
+	RoleSentinel = "sentinel"
+)
+
+// SentinelMaster is the name the sentinels monitor the primary under.
+const SentinelMaster = "mymaster"
+
+// PeersLink is the "from" end of the shared links through which, in the
+// sentinel topology, every container reaches a data node ("peers->n1"):
+// replicas and sentinels learn each other's addresses from the servers, so
+// per-pair links cannot be kept there.
+const PeersLink = "peers"
+
+// The sentinel topology: three sentinels, with short timings so a failover
+// happens within a test run.
+const (
+	sentinels               = 3
+	sentinelDownAfter       = time.Second
+	sentinelFailoverTimeout = 3 * time.Second
 )
 
 // Topologies of Redis this backend runs.
 const (
 	TopologyMasters        = "masters"
 	TopologyPrimaryReplica = "primary-replica"
+	TopologySentinel       = "sentinel"
 )
 
 // Errors of this package, to be tested with errors.Is.
@@ -191,8 +212,8 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 	if err := checkSpec(spec); err != nil {
 		return nil, err
 	}
-	if spec.Topology == TopologyPrimaryReplica && network == nil {
-		return nil, errors.New("docker: the primary-replica topology needs a network for its replication links")
+	if (spec.Topology == TopologyPrimaryReplica || spec.Topology == TopologySentinel) && network == nil {
+		return nil, fmt.Errorf("docker: the %s topology needs a network for its node-to-node links", spec.Topology)
 	}
 	disableReaper()
 
@@ -264,8 +285,10 @@ func checkSpec(spec cluster.Spec) error {
 	if spec.System != cluster.Redis {
 		return fmt.Errorf("docker: system %q: %w (the docker backend runs redis)", spec.System, cluster.ErrUnavailable)
 	}
-	if spec.Topology != "" && spec.Topology != TopologyMasters && spec.Topology != TopologyPrimaryReplica {
-		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs %s and %s)", spec.Topology, cluster.ErrUnavailable, TopologyMasters, TopologyPrimaryReplica)
+	switch spec.Topology {
+	case "", TopologyMasters, TopologyPrimaryReplica, TopologySentinel:
+	default:
+		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs %s, %s and %s)", spec.Topology, cluster.ErrUnavailable, TopologyMasters, TopologyPrimaryReplica, TopologySentinel)
 	}
 	if spec.Nodes < 1 {
 		return fmt.Errorf("docker: a cluster needs at least one node, got %d", spec.Nodes)
@@ -303,33 +326,75 @@ func (c *Cluster) create(ctx context.Context) error {
 	}
 	c.network = nw
 
-	for i := range c.dataNodes() {
-		name := "n" + strconv.Itoa(i+1)
-		clock, err := newClockFile(filepath.Join(dir, "clock", name))
-		if err != nil {
+	data := c.dataNodes()
+	for i := range data {
+		if err := c.addNode("n"+strconv.Itoa(i+1), c.initialRole(i), i+1); err != nil {
 			return err
 		}
-		port, err := freePort()
-		if err != nil {
-			_ = clock.Close()
-			return err
-		}
-		c.nodes = append(c.nodes, &node{
-			Node:     cluster.Node{Name: name, Role: c.initialRole(i), Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
-			index:    i + 1,
-			hostPort: port,
-			clock:    clock,
-			relays:   map[string]*relay{},
-		})
 	}
-	if c.spec.Topology == TopologyPrimaryReplica {
+	if c.spec.Topology == TopologySentinel {
+		for i := range sentinels {
+			if err := c.addNode("s"+strconv.Itoa(i+1), RoleSentinel, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if c.replicated() {
 		c.primary = c.nodes[0].Name
 	}
 
-	// Containers start concurrently: most of the time is the engine's.
-	errs := make([]error, len(c.nodes))
+	// Containers start concurrently: most of the time is the engine's. The
+	// sentinels start once the servers they watch answer.
+	if err := c.runAll(ctx, c.nodes[:data]); err != nil {
+		return err
+	}
+	if err := c.runAll(ctx, c.nodes[data:]); err != nil {
+		return err
+	}
+	for _, n := range c.nodes[data:] {
+		if err := c.waitSentinel(ctx, n, data-1, sentinels-1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addNode adds a node with its clock file and host port; index is k for a
+// data node nk, 0 for a sentinel.
+func (c *Cluster) addNode(name, role string, index int) error {
+	clock, err := newClockFile(filepath.Join(c.dir, "clock", name))
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		_ = clock.Close()
+		return err
+	}
+	c.nodes = append(c.nodes, &node{
+		Node:     cluster.Node{Name: name, Role: role, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
+		index:    index,
+		hostPort: port,
+		clock:    clock,
+		relays:   map[string]*relay{},
+	})
+	if role == RoleSentinel {
+		confDir := filepath.Join(c.dir, "conf", name)
+		if err := os.MkdirAll(confDir, 0o755); err != nil {
+			return fmt.Errorf("docker: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(confDir, "sentinel.conf"), []byte(c.sentinelConf(name)), 0o644); err != nil {
+			return fmt.Errorf("docker: sentinel config: %w", err)
+		}
+	}
+	return nil
+}
+
+// runAll runs the nodes' containers concurrently.
+func (c *Cluster) runAll(ctx context.Context, nodes []*node) error {
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, n := range c.nodes {
+	for i, n := range nodes {
 		wg.Go(func() { errs[i] = c.run(ctx, n) })
 	}
 	wg.Wait()
@@ -339,7 +404,13 @@ func (c *Cluster) create(ctx context.Context) error {
 // run creates and starts the node's container and waits until it answers.
 func (c *Cluster) run(ctx context.Context, n *node) error {
 	hostIP := netip.MustParseAddr("127.0.0.1")
-	port := mobynet.MustParsePort(redisPort)
+	exposed, cmd := redisPort, c.redisArgs(n.Name, n.index-1)
+	binds := []string{filepath.Join(c.dir, "clock") + ":" + clockDir, c.logDir + ":" + logDir}
+	if n.Role == RoleSentinel {
+		exposed, cmd = sentinelPort, []string{"redis-sentinel", confDir + "/sentinel.conf"}
+		binds = append(binds, filepath.Join(c.dir, "conf", n.Name)+":"+confDir)
+	}
+	port := mobynet.MustParsePort(exposed)
 	labels := c.labels()
 	labels[NodeLabel] = n.Name
 	ctr, err := testcontainers.Run(ctx, c.image,
@@ -350,15 +421,12 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 			"LD_PRELOAD":             clockSkewLibrary,
 			"JEPSEN_LITE_CLOCK_FILE": clockDir + "/" + n.Name,
 		}),
-		testcontainers.WithCmd(c.redisArgs(n.Name, n.index-1)...),
-		testcontainers.WithExposedPorts(redisPort),
+		testcontainers.WithCmd(cmd...),
+		testcontainers.WithExposedPorts(exposed),
 		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Hostname = n.Name }),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.PortBindings = mobynet.PortMap{port: {{HostIP: hostIP, HostPort: strconv.Itoa(n.hostPort)}}}
-			hc.Binds = append(hc.Binds,
-				filepath.Join(c.dir, "clock")+":"+clockDir,
-				c.logDir+":"+logDir,
-			)
+			hc.Binds = append(hc.Binds, binds...)
 		}),
 		tcnetwork.WithNetwork([]string{n.Name}, c.network),
 	)
@@ -370,27 +438,77 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", n.Name, err)
 	}
-	if n.Role == RoleReplica {
-		if err := c.openRelay(ctx, n, c.nodes[0]); err != nil {
+	for _, target := range c.initialRelays(n) {
+		if err := c.openRelay(ctx, n, target); err != nil {
 			return err
 		}
 	}
 	return c.waitReady(ctx, n)
 }
 
+// initialRelays returns the nodes n reaches through relays at start: in
+// primary-replica a replica reaches the primary; in sentinel every node
+// reaches every data node (replicas and sentinels learn the addresses of
+// the others from the servers and the sentinels).
+func (c *Cluster) initialRelays(n *node) []*node {
+	switch {
+	case c.spec.Topology == TopologySentinel:
+		return c.nodes[:c.dataNodes()]
+	case c.spec.Topology == TopologyPrimaryReplica && n.Role == RoleReplica:
+		return c.nodes[:1]
+	}
+	return nil
+}
+
+// replicated reports whether the topology has replicas.
+func (c *Cluster) replicated() bool {
+	return c.spec.Topology == TopologyPrimaryReplica || c.spec.Topology == TopologySentinel
+}
+
+// linkName returns the name of the link node from uses to reach data node
+// to: "from->to", or in the sentinel topology the shared "peers->to".
+func (c *Cluster) linkName(from, to string) string {
+	if c.spec.Topology == TopologySentinel {
+		return cluster.LinkName(PeersLink, to)
+	}
+	return cluster.LinkName(from, to)
+}
+
+// sentinelConf returns a sentinel's config: it watches n1 through its relay,
+// announces itself by its host name on the run's network (sentinels talk to
+// each other directly, as on one host), and fails over fast.
+func (c *Cluster) sentinelConf(name string) string {
+	host, port, _ := net.SplitHostPort(relayAddr(c.nodes[0]))
+	return strings.Join([]string{
+		"port 26379",
+		"bind 0.0.0.0",
+		"protected-mode no",
+		"daemonize no",
+		"logfile " + logDir + "/" + name + ".log",
+		"dir " + dataDir,
+		"sentinel resolve-hostnames yes",
+		"sentinel announce-ip " + name,
+		"sentinel announce-port 26379",
+		fmt.Sprintf("sentinel monitor %s %s %s 2", SentinelMaster, host, port),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, sentinelFailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
+	}, "\n") + "\n"
+}
+
 // dataNodes returns the number of redis-server nodes: spec.Nodes, and at
-// least two (a primary and a replica) in the primary-replica topology.
+// least two (a primary and a replica) in the replicated topologies.
 func (c *Cluster) dataNodes() int {
-	if c.spec.Topology == TopologyPrimaryReplica {
+	if c.replicated() {
 		return max(c.spec.Nodes, 2)
 	}
 	return c.spec.Nodes
 }
 
-// initialRole returns the role of the i-th node (from 0) at start: every
-// master is a primary; in primary-replica, n1 is the primary.
+// initialRole returns the role of the i-th data node (from 0) at start:
+// every master is a primary; in the replicated topologies n1 is the primary.
 func (c *Cluster) initialRole(i int) string {
-	if c.spec.Topology == TopologyPrimaryReplica && i > 0 {
+	if c.replicated() && i > 0 {
 		return RoleReplica
 	}
 	return RolePrimary
@@ -404,7 +522,7 @@ func relayAddr(target *node) string {
 // openRelay makes the link from n to target (if new) and a relay to it
 // inside n's container, replacing an older relay.
 func (c *Cluster) openRelay(ctx context.Context, n, target *node) error {
-	link := cluster.LinkName(n.Name, target.Name)
+	link := c.linkName(n.Name, target.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.net.Addr(link) == "" {
@@ -460,6 +578,10 @@ func (c *Cluster) redisArgs(name string, idx int) []string {
 	}
 	if c.initialRole(idx) == RoleReplica {
 		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(relayPortBase+1))
+	}
+	if c.spec.Topology == TopologySentinel {
+		// Sentinels reach a replica through their relay to it.
+		args = append(args, "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(relayPortBase+idx+1))
 	}
 	return append(args, c.extra...)
 }
@@ -759,25 +881,33 @@ func sweep(ctx context.Context, cli *testcontainers.DockerClient, runID string) 
 	return errors.Join(errs...)
 }
 
-// Primary returns the node last made primary (n1 at start) in the
-// primary-replica topology, and an error wrapping cluster.ErrUnavailable in
-// the masters topology.
+// Primary returns the node the sentinels name as primary in the sentinel
+// topology, the node last made primary (n1 at start) in the primary-replica
+// topology, and an error wrapping cluster.ErrUnavailable in the masters
+// topology.
 func (c *Cluster) Primary(ctx context.Context) (string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	closed, primary := c.closed, c.primary
+	c.mu.Unlock()
+	if closed {
 		return "", ErrClosed
 	}
-	if c.primary == "" {
+	if primary == "" {
 		return "", fmt.Errorf("docker: %s topology has no primary: %w", c.spec.Topology, cluster.ErrUnavailable)
 	}
-	return c.primary, nil
+	if c.spec.Topology == TopologySentinel {
+		return c.sentinelsPrimary(ctx)
+	}
+	return primary, nil
 }
 
-// Promote makes name the primary: it sends REPLICAOF NO ONE to it and points
-// every other replica at it through the links "nJ->name" (made on first
-// use); replicas that are down are skipped. The old primary is left running
-// as a primary of its own (and keeps its role in Nodes). A node restarted after a promotion follows
+// Promote makes name the primary. In the sentinel topology it asks a
+// sentinel to fail over to it (SENTINEL FAILOVER, the other replicas made
+// ineligible meanwhile) and waits until the sentinels name it. Otherwise it
+// sends REPLICAOF NO ONE to it and points every other replica at it through
+// the links "nJ->name" (made on first use); replicas that are down are
+// skipped, and the old primary is left running as a primary of its own
+// (keeping its role in Nodes). A replica restarted after a promotion follows
 // its command line again (n1).
 func (c *Cluster) Promote(ctx context.Context, name string) error {
 	n, err := c.node(name)
@@ -789,6 +919,12 @@ func (c *Cluster) Promote(ctx context.Context, name string) error {
 	c.mu.Unlock()
 	if old == "" {
 		return fmt.Errorf("docker: %s topology cannot fail over: %w", c.spec.Topology, cluster.ErrUnavailable)
+	}
+	if n.Role == RoleSentinel {
+		return fmt.Errorf("docker: %s is a sentinel, not a data node", name)
+	}
+	if c.spec.Topology == TopologySentinel {
+		return c.sentinelFailover(ctx, n)
 	}
 	if err := command(ctx, n.Addr, "REPLICAOF", "NO", "ONE"); err != nil {
 		return fmt.Errorf("docker: promote %s: %w", name, err)

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -74,7 +75,8 @@ func TestCheckSpec(t *testing.T) {
 		{name: "redis masters", spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 3}, ok: true},
 		{name: "redis default topology", spec: cluster.Spec{System: cluster.Redis, Nodes: 1}, ok: true},
 		{name: "redis primary-replica", spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 3}, ok: true},
-		{name: "redis sentinel", spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3}, unavailable: true},
+		{name: "redis sentinel", spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3}, ok: true},
+		{name: "redis unknown topology", spec: cluster.Spec{System: cluster.Redis, Topology: "ring", Nodes: 3}, unavailable: true},
 		{name: "etcd", spec: cluster.Spec{System: cluster.Etcd, Nodes: 3}, unavailable: true},
 		{name: "no nodes", spec: cluster.Spec{System: cluster.Redis, Nodes: 0}},
 	}
@@ -469,6 +471,107 @@ func TestPrimaryReplica(t *testing.T) {
 		}
 		if replicated("n1", "d", 500*time.Millisecond) {
 			t.Fatal("the old primary n1 got a write of the new primary")
+		}
+	})
+
+	t.Run("close removes links and containers", func(t *testing.T) {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := net.Links(); len(got) != 0 {
+			t.Fatalf("links left after Close: %v", got)
+		}
+		if left := leftovers(t, c.RunID()); left != "" {
+			t.Fatalf("left behind after Close: %s", left)
+		}
+	})
+}
+
+func TestSentinel(t *testing.T) {
+	requireEngineAndImage(t)
+	net, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = net.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2, LogDir: t.TempDir()}, net)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	var got []string
+	clients := map[string]*redis.Client{}
+	for _, n := range c.Nodes() {
+		got = append(got, n.Name+"="+n.Role)
+		rc := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		t.Cleanup(func() { _ = rc.Close() })
+		clients[n.Name] = rc
+	}
+	if want := "n1=primary n2=replica s1=sentinel s2=sentinel s3=sentinel"; strings.Join(got, " ") != want {
+		t.Fatalf("nodes: %s, want %s", strings.Join(got, " "), want)
+	}
+	if links := strings.Join(net.Links(), " "); links != "peers->n1 peers->n2" {
+		t.Fatalf("links: %s, want peers->n1 peers->n2", links)
+	}
+	primaryIs := func(want string, d time.Duration) error {
+		var p string
+		var err error
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if p, err = c.Primary(ctx); err == nil && p == want {
+				return nil
+			}
+		}
+		return fmt.Errorf("primary is %q (%v), want %s", p, err, want)
+	}
+	replicated := func(node, key string, d time.Duration) bool {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if n, err := clients[node].Exists(ctx, key).Result(); err == nil && n == 1 {
+				return true
+			}
+		}
+		return false
+	}
+	if err := primaryIs("n1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := clients["n1"].Set(ctx, "a", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !replicated("n2", "a", 20*time.Second) {
+		t.Fatal("key a never reached n2")
+	}
+
+	t.Run("promote through the sentinels", func(t *testing.T) {
+		if err := c.Promote(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := primaryIs("n2", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := clients["n2"].Set(ctx, "b", "1", 0).Err(); err != nil {
+			t.Fatalf("write to the new primary: %v", err)
+		}
+		// The sentinels turn the old primary into a replica of the new one.
+		if !replicated("n1", "b", 30*time.Second) {
+			t.Fatal("key b never reached the old primary n1")
+		}
+	})
+
+	t.Run("the sentinels fail over when the primary dies", func(t *testing.T) {
+		if err := c.Kill(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := primaryIs("n1", 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx, "n2"); err != nil {
+			t.Fatal(err)
 		}
 	})
 
