@@ -23,17 +23,26 @@ var ErrNoLink = errors.New("cluster: no such link")
 var ErrNetworkClosed = errors.New("cluster: network closed")
 
 // LinkSeparator separates the two ends of a link name: "w3->n1" is worker 3's
-// link to node n1, "n2->n1" is node n2's link to node n1.
+// link to node n1, "n2->n1" is node n2's link to node n1. When one pair of
+// ends needs several links (a ZooKeeper server reaches a peer on a quorum
+// port and an election port), the extra ones carry a purpose after
+// LinkPurposeSeparator: "n2->n1/election".
 const LinkSeparator = "->"
+
+// LinkPurposeSeparator separates a link's "to" end from its purpose.
+const LinkPurposeSeparator = "/"
 
 // LinkName returns the conventional name of the link from one end to another,
 // for instance LinkName("w3", "n1") == "w3->n1".
 func LinkName(from, to string) string { return from + LinkSeparator + to }
 
-// SplitLinkName returns the two ends of a link name; ok is false when the
-// name does not follow the "from->to" convention.
+// SplitLinkName returns the two ends of a link name, without the purpose
+// ("n2->n1/election" gives "n2", "n1"); ok is false when the name does not
+// follow the "from->to" convention.
 func SplitLinkName(name string) (from, to string, ok bool) {
-	return strings.Cut(name, LinkSeparator)
+	from, to, ok = strings.Cut(name, LinkSeparator)
+	to, _, _ = strings.Cut(to, LinkPurposeSeparator)
+	return from, to, ok
 }
 
 // FaultKind names what a Fault does to a link.

@@ -88,7 +88,7 @@ func TestLinkNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	for _, name := range []string{"w1->n1", "w1->n2", "w2->n1", "n2->n1", "peers->n3"} {
+	for _, name := range []string{"w1->n1", "w1->n2", "w2->n1", "n2->n1", "n2->n1/election", "peers->n3"} {
 		if _, err := n.Link(name, "127.0.0.1:1"); err != nil {
 			t.Fatal(err)
 		}
@@ -101,9 +101,10 @@ func TestLinkNames(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"all", n.Links(), []string{"n2->n1", "peers->n3", "w1->n1", "w1->n2", "w2->n1"}},
+		{"all", n.Links(), []string{"n2->n1", "n2->n1/election", "peers->n3", "w1->n1", "w1->n2", "w2->n1"}},
+		{"from n2", n.LinksFrom("n2"), []string{"n2->n1", "n2->n1/election"}},
 		{"from w1", n.LinksFrom("w1"), []string{"w1->n1", "w1->n2"}},
-		{"to n1", n.LinksTo("n1"), []string{"n2->n1", "w1->n1", "w2->n1"}},
+		{"to n1", n.LinksTo("n1"), []string{"n2->n1", "n2->n1/election", "w1->n1", "w2->n1"}},
 		{"to nobody", n.LinksTo("n9"), nil},
 	}
 	for _, tt := range tests {

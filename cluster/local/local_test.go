@@ -377,3 +377,116 @@ func TestPostgres(t *testing.T) {
 		}
 	})
 }
+
+func TestZooKeeperStandalone(t *testing.T) {
+	requireBinaries(t, "java", zookeeperJar)
+	began := time.Now()
+	c, _ := startCluster(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 1})
+	t.Logf("zookeeper ready in %v", time.Since(began))
+	addr := c.Nodes()[0].Addr
+	if out, err := zkFourLetter(ctxT(t, 2*time.Second), addr, "ruok"); err != nil || out != "imok" {
+		t.Fatalf("ruok: %q, %v", out, err)
+	}
+	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+		t.Fatalf("mode %q, %v", m, err)
+	}
+	if c.skewLib != "" {
+		if err := c.SetClockOffset("n1", time.Minute); err != nil {
+			t.Errorf("SetClockOffset on zookeeper: %v", err)
+		}
+		if _, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil {
+			t.Errorf("zookeeper after a clock jump: %v", err)
+		}
+	}
+	if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+		t.Fatalf("mode after restart %q, %v", m, err)
+	}
+}
+
+func TestZooKeeperEnsemble(t *testing.T) {
+	requireBinaries(t, "java", zookeeperJar)
+	began := time.Now()
+	c, nw := startCluster(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 3})
+	t.Logf("3-node ensemble ready in %v", time.Since(began))
+	modes := map[string]string{}
+	leader := ""
+	for _, n := range c.Nodes() {
+		m, err := ZooKeeperMode(ctxT(t, 2*time.Second), n.Addr)
+		if err != nil {
+			t.Fatalf("%s: %v", n.Name, err)
+		}
+		modes[n.Name] = m
+		if m == "leader" {
+			leader = n.Name
+		}
+	}
+	if leader == "" {
+		t.Fatalf("no leader: %v", modes)
+	}
+	if got := nw.LinksTo("n1"); len(got) != 4 {
+		t.Errorf("links to n1: %v, want quorum and election links from n2 and n3", got)
+	}
+	// Isolate a follower: it stops serving, the leader and the other
+	// follower keep serving; after the heal it serves again.
+	var follower string
+	for _, n := range c.Nodes() {
+		if modes[n.Name] == "follower" {
+			follower = n.Name
+			break
+		}
+	}
+	var cut []string
+	for _, l := range nw.Links() {
+		from, to, _ := cluster.SplitLinkName(l)
+		if from == follower || to == follower {
+			cut = append(cut, l)
+		}
+	}
+	if err := nw.Cut(cut...); err != nil {
+		t.Fatal(err)
+	}
+	cutAt := time.Now()
+	f, _ := c.node(follower)
+	waitFor(t, 20*time.Second, "isolated follower stops serving", func() bool {
+		_, err := ZooKeeperMode(ctxT(t, time.Second), f.addr())
+		return err != nil
+	})
+	t.Logf("%s stopped serving %v after the cut", follower, time.Since(cutAt))
+	for _, n := range c.Nodes() {
+		if n.Name == follower {
+			continue
+		}
+		if m, err := ZooKeeperMode(ctxT(t, time.Second), n.Addr); err != nil {
+			t.Errorf("%s stopped serving when %s was isolated: %v", n.Name, follower, err)
+		} else if m != modes[n.Name] {
+			t.Errorf("%s went from %s to %s when %s was isolated", n.Name, modes[n.Name], m, follower)
+		}
+	}
+	if err := nw.Heal(cut...); err != nil {
+		t.Fatal(err)
+	}
+	healAt := time.Now()
+	waitFor(t, 20*time.Second, "follower serves again after the heal", func() bool {
+		m, err := ZooKeeperMode(ctxT(t, time.Second), f.addr())
+		return err == nil && m == "follower"
+	})
+	t.Logf("%s serves again %v after the heal", follower, time.Since(healAt))
+}
+
+// waitFor polls cond until it holds or the timeout ends the test.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting: %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
