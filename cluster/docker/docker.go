@@ -166,7 +166,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	closed  bool
 	links   []string // node-to-node links this cluster created
-	primary string   // primary-replica: the node last made primary
+	primary string   // replicated topologies: the node last made primary
 }
 
 // node is one container of the cluster.
@@ -192,12 +192,15 @@ var (
 )
 
 // Start starts the cluster described by spec as containers and waits until
-// every node answers. It runs Redis in the "masters" topology (spec.Nodes
-// independent redis-server nodes) and the "primary-replica" topology (n1 the
-// primary, n2..nN its replicas, replicating through the links "nJ->n1" of
-// network); other systems and topologies return an error wrapping
-// cluster.ErrUnavailable. Masters make no links, so network may be nil for
-// them. On error, everything Start created is removed.
+// every node answers. It runs Redis in three topologies, as cluster/local
+// does: "masters" (spec.Nodes independent redis-server nodes, each a
+// primary), "primary-replica" (n1 the primary, n2..nN its replicas, at least
+// one, replicating through the links "nJ->n1" of network) and "sentinel"
+// (primary-replica watched by three sentinels s1..s3; replicas and sentinels
+// reach data node nK through the shared link "peers->nK"). Other systems and
+// topologies return an error wrapping cluster.ErrUnavailable. Masters make
+// no links, so network may be nil for them. On error, everything Start
+// created is removed.
 func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opts ...Option) (*Cluster, error) {
 	o := options{image: os.Getenv(ImageEnv), startTimeout: 30 * time.Second}
 	for _, opt := range opts {
@@ -229,6 +232,16 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli, net: network}
 	if err := c.create(ctx); err != nil {
 		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
+}
+
+// Backend is Start with the default options, returning the cluster.Cluster
+// interface (nil on error), as a runner's backend function.
+func Backend(ctx context.Context, spec cluster.Spec, network *cluster.Network) (cluster.Cluster, error) {
+	c, err := Start(ctx, spec, network)
+	if err != nil {
+		return nil, err
 	}
 	return c, nil
 }
