@@ -1,0 +1,163 @@
+package nemesis
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+func mixSpec() RandomSpec {
+	return RandomSpec{
+		Faults:      []string{"partition", "partition", "kill", "clock-bump", "client-pause", "failover"},
+		Interval:    2 * time.Second,
+		MinDuration: 500 * time.Millisecond,
+		MaxDuration: 3 * time.Second,
+		Targets:     []string{"one", "minority", "n1"},
+		Workers:     []string{"w0", "one"},
+		Offsets:     []time.Duration{20 * time.Second, -5 * time.Second},
+		Options:     map[string]map[string]string{"kill": {"restart-after": "1s"}},
+	}
+}
+
+func TestGenerateSameSeedSameSchedule(t *testing.T) {
+	spec := mixSpec()
+	a := Generate(rand.New(rand.NewPCG(42, 1)), time.Minute, spec)
+	b := Generate(rand.New(rand.NewPCG(42, 1)), time.Minute, spec)
+	c := Generate(rand.New(rand.NewPCG(43, 1)), time.Minute, spec)
+	if len(a) < 5 {
+		t.Fatalf("a minute at a 2s interval gave only %d steps: %v", len(a), a)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed, different schedules:\n%v\n%v", a, b)
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Fatalf("seeds 42 and 43 gave the same schedule %v", a)
+	}
+}
+
+func TestGenerateFollowsSpec(t *testing.T) {
+	spec := mixSpec()
+	s := Generate(rand.New(rand.NewPCG(9, 9)), 2*time.Minute, spec)
+	kinds := map[string]bool{}
+	var end time.Duration
+	for i, st := range s {
+		kinds[st.Fault] = true
+		if st.At < spec.Interval || st.At >= 2*time.Minute {
+			t.Errorf("step %d at %v, outside [interval, duration)", i, st.At)
+		}
+		if st.At < end+spec.Interval/2 {
+			t.Errorf("step %d at %v overlaps the previous fault (healed at %v) or its quiet gap", i, st.At, end)
+		}
+		end = st.At + st.Duration
+		if st.Duration < spec.MinDuration || st.Duration > spec.MaxDuration || st.Duration%time.Millisecond != 0 {
+			t.Errorf("step %d lasts %v, want whole ms in [%v, %v]", i, st.Duration, spec.MinDuration, spec.MaxDuration)
+		}
+		switch st.Fault {
+		case "client-pause":
+			if len(st.Targets) != 1 || !slices.Contains(spec.Workers, st.Targets[0]) {
+				t.Errorf("step %d: client-pause targets %v, want one of %v", i, st.Targets, spec.Workers)
+			}
+		case "failover":
+			if len(st.Targets) != 0 {
+				t.Errorf("step %d: failover with targets %v", i, st.Targets)
+			}
+		default:
+			if len(st.Targets) != 1 || !slices.Contains(spec.Targets, st.Targets[0]) {
+				t.Errorf("step %d: %s targets %v, want one of %v", i, st.Fault, st.Targets, spec.Targets)
+			}
+		}
+		if st.Fault == "clock-bump" && !slices.Contains(spec.Offsets, st.Offset) {
+			t.Errorf("step %d: offset %v, want one of %v", i, st.Offset, spec.Offsets)
+		}
+		if st.Fault == "kill" && st.Options["restart-after"] != "1s" {
+			t.Errorf("step %d: kill options %v, want restart-after 1s", i, st.Options)
+		}
+		if err := CheckStep(st); err != nil {
+			t.Errorf("step %d: %v", i, err)
+		}
+	}
+	for _, f := range spec.Faults {
+		if !kinds[f] {
+			t.Errorf("two minutes of the mix never drew %s: %v", f, s)
+		}
+	}
+}
+
+func TestRandomSpecValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*RandomSpec)
+	}{
+		{"no faults", func(s *RandomSpec) { s.Faults = nil }},
+		{"unknown fault", func(s *RandomSpec) { s.Faults = []string{"meteor"} }},
+		{"no interval", func(s *RandomSpec) { s.Interval = 0 }},
+		{"min above max", func(s *RandomSpec) { s.MinDuration = 5 * time.Second }},
+		{"zero offset", func(s *RandomSpec) { s.Offsets = []time.Duration{0} }},
+		{"options of a fault not in the mix", func(s *RandomSpec) { s.Options = map[string]map[string]string{"latency": {"delay": "1s"}} }},
+		{"option the fault does not know", func(s *RandomSpec) { s.Options = map[string]map[string]string{"kill": {"delay": "1s"}} }},
+	}
+	known := Names()
+	good := mixSpec()
+	if err := good.Validate(known); err != nil {
+		t.Fatalf("valid spec rejected: %v", err)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mixSpec()
+			tc.change(&s)
+			if err := s.Validate(known); !errors.Is(err, ErrRandomSpec) {
+				t.Fatalf("Validate = %v, want ErrRandomSpec", err)
+			}
+		})
+	}
+}
+
+func TestResolveMergesAndReplays(t *testing.T) {
+	scripted := Schedule{
+		{At: 5 * time.Second, Fault: "pause", Targets: []string{"n1"}, Duration: time.Second},
+		{At: 90 * time.Second, Fault: "kill", Targets: []string{"n2"}}, // after the run
+		{At: 0, Fault: "client-pause", Targets: []string{"w0"}},
+	}
+	spec := mixSpec()
+	a := Resolve(scripted, &spec, 11, time.Minute)
+	b := Resolve(scripted, &spec, 11, time.Minute)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed, different resolved schedules")
+	}
+	if a[0].Fault != "client-pause" || a[0].At != 0 {
+		t.Fatalf("first step %v, want the scripted client-pause at 0", a[0])
+	}
+	for i, st := range a {
+		if st.At > time.Minute {
+			t.Fatalf("step %d at %v after the run's minute", i, st.At)
+		}
+		if i > 0 && st.At < a[i-1].At {
+			t.Fatalf("steps out of order at %d: %v", i, a)
+		}
+	}
+	if !slices.ContainsFunc(a, func(s Step) bool { return s.Fault == "pause" && s.At == 5*time.Second }) {
+		t.Fatalf("the scripted pause is missing from %v", a)
+	}
+	if got := Resolve(scripted, nil, 11, time.Minute); len(got) != 2 {
+		t.Fatalf("without a random spec: %v, want the 2 scripted steps inside the run", got)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteSchedule(&buf, a); err != nil {
+		t.Fatal(err)
+	}
+	if lines := bytes.Count(buf.Bytes(), []byte("\n")); lines != len(a) {
+		t.Fatalf("nemesis.jsonl has %d lines for %d steps", lines, len(a))
+	}
+	back, err := ReadSchedule(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, a) {
+		t.Fatalf("JSONL round trip changed the schedule:\n%v\n%v", a, back)
+	}
+}
