@@ -490,3 +490,63 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestEtcdSingle(t *testing.T) {
+	requireBinaries(t, "etcd")
+	began := time.Now()
+	c, _ := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 1})
+	t.Logf("etcd ready in %v", time.Since(began))
+	url := "http://" + c.Nodes()[0].Addr + "/health"
+	if err := etcdHealthy(ctxT(t, 2*time.Second), url); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetClockOffset("n1", time.Second); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Errorf("SetClockOffset on etcd = %v, want ErrUnavailable", err)
+	}
+	if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcdHealthy(ctxT(t, time.Second), url); err == nil {
+		t.Fatal("killed etcd is healthy")
+	}
+	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEtcdCluster(t *testing.T) {
+	requireBinaries(t, "etcd")
+	began := time.Now()
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 3})
+	t.Logf("3-member etcd ready in %v", time.Since(began))
+	if got := nw.LinksTo("n1"); !slices.Contains(got, etcdPeerLink("n1")) {
+		t.Fatalf("links to n1: %v", got)
+	}
+	// Silence n1: it loses its quorum and stops being healthy; the others
+	// stay healthy. After the heal it is healthy again.
+	if err := nw.Cut(etcdPeerLink("n1")); err != nil {
+		t.Fatal(err)
+	}
+	n1 := "http://" + c.Nodes()[0].Addr + "/health"
+	waitFor(t, 20*time.Second, "silenced n1 unhealthy", func() bool {
+		return etcdHealthy(ctxT(t, time.Second), n1) != nil
+	})
+	for _, n := range c.Nodes()[1:] {
+		waitFor(t, 10*time.Second, n.Name+" healthy while n1 is silenced", func() bool {
+			return etcdHealthy(ctxT(t, time.Second), "http://"+n.Addr+"/health") == nil
+		})
+	}
+	if err := nw.HealAll(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "n1 healthy after the heal", func() bool {
+		return etcdHealthy(ctxT(t, time.Second), n1) == nil
+	})
+	// A killed member rejoins with its data dir.
+	if err := c.Kill(ctxT(t, 5*time.Second), "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctxT(t, 30*time.Second), "n2"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,5 +1,0 @@
-package local
-
-import "errors"
-
-func (c *Cluster) setupEtcd() error { return errors.New("local: etcd not yet") }
