@@ -156,6 +156,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	logger := log.New(logw, "", log.Ltime|log.Lmicroseconds)
 	logger.Printf("scenario %s, seed %d, %d workers, %v + %v quiet, store %s", s.Name, s.Seed, s.Workers, s.Duration, s.Quiet, dir)
+	// The stored scenario holds the exact schedule, so a replay repeats it.
+	s.Nemesis = scenarios.Nemesis{Steps: schedule(&s)}
+	if err := writeSchedule(dir, s.Nemesis.Steps); err != nil {
+		return res, err
+	}
 
 	if y, err := scenarios.Marshal(&s); err == nil {
 		err = os.WriteFile(filepath.Join(dir, reports.ScenarioFile), y, 0o644)
@@ -291,7 +296,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))
 
-	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec}
+	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec, Rand: nemesis.TargetRand(s.Seed)}
 	nem := nemesis.NewRunner(env)
 	defer func() {
 		if herr := nem.HealAll(teardown); herr != nil {
@@ -356,15 +361,26 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	return ctx.Err() != nil, nil
 }
 
-// schedule returns the nemesis steps of s that fall inside its duration.
+// schedule returns the exact nemesis schedule of s: its steps that fall
+// inside its duration, merged with its random spec expanded from its seed.
 func schedule(s *scenarios.Scenario) nemesis.Schedule {
-	var out nemesis.Schedule
-	for _, st := range s.Nemesis.Steps {
-		if st.At <= s.Duration {
-			out = append(out, st)
-		}
+	return nemesis.Resolve(s.Nemesis.Steps, s.Nemesis.Random, s.Seed, s.Duration)
+}
+
+// writeSchedule writes the schedule as nemesis.jsonl, one step per line.
+func writeSchedule(dir string, steps nemesis.Schedule) error {
+	f, err := os.Create(filepath.Join(dir, reports.NemesisFile))
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
 	}
-	return out
+	if err := nemesis.WriteSchedule(f, steps); err != nil {
+		f.Close()
+		return fmt.Errorf("runner: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
 }
 
 // resolveSeed picks the run's seed: the option, else the scenario's, else

@@ -66,10 +66,14 @@ type Lock struct {
 	Options   map[string]string `yaml:"options,omitempty"`
 }
 
-// Nemesis is the fault schedule: scripted steps (and, when set, a seeded
-// random schedule that is expanded into steps before the run).
+// Nemesis is the fault schedule: scripted steps and, when Random is set, a
+// seeded random schedule. Before a run the random spec is expanded with the
+// run's seed and merged with the steps (nemesis.Resolve); the resolved
+// scenario stored with the run holds the exact steps and no random spec, so
+// replaying it repeats the faults exactly.
 type Nemesis struct {
-	Steps nemesis.Schedule `yaml:"steps,omitempty"`
+	Steps  nemesis.Schedule    `yaml:"steps,omitempty"`
+	Random *nemesis.RandomSpec `yaml:"random,omitempty"`
 }
 
 // The resource modes.
@@ -201,6 +205,14 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		}
 		if st.Point != "" && st.Point != nemesis.AfterResponse && st.Point != nemesis.BeforeWrite {
 			return fail(fmt.Sprintf("unknown pause point %q (known: %s, %s)", st.Point, nemesis.AfterResponse, nemesis.BeforeWrite), "nemesis", "steps", idx, "point")
+		}
+		if err := nemesis.CheckStep(st); err != nil {
+			return fail(err.Error(), "nemesis", "steps", idx)
+		}
+	}
+	if r := s.Nemesis.Random; r != nil {
+		if err := r.Validate(names.Faults); err != nil {
+			return fail(err.Error(), "nemesis", "random")
 		}
 	}
 	return nil
