@@ -53,6 +53,9 @@ func (Pause) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error)
 		}
 		done = append(done, n)
 	}
+	if len(done) == 0 {
+		return nil, desc, errors.Join(errs...)
+	}
 	heal := func(ctx context.Context) error {
 		var errs []error
 		for _, n := range done {
@@ -115,6 +118,9 @@ func (Kill) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) 
 			continue
 		}
 		done = append(done, n)
+	}
+	if len(done) == 0 {
+		return nil, desc, errors.Join(errs...)
 	}
 	killed := time.Now()
 	heal := func(ctx context.Context) error {
@@ -201,6 +207,9 @@ func (ClockBump) Inject(_ context.Context, env *Env, step Step) (Heal, any, erro
 	}
 	desc := map[string]any{"nodes": nodes, "offset": signed(step.Offset)}
 	done, err := setClocks(sk, nodes, step.Offset)
+	if len(done) == 0 {
+		return nil, desc, err
+	}
 	heal := func(context.Context) error { return resetClocks(sk, done) }
 	return heal, desc, err
 }
@@ -254,6 +263,9 @@ func (ClockStrobe) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	}
 	desc := map[string]any{"nodes": nodes, "offset": signed(step.Offset), "period": period.String()}
 	done, err := setClocks(sk, nodes, step.Offset)
+	if len(done) == 0 {
+		return nil, desc, err
+	}
 	if err != nil {
 		return func(context.Context) error { return resetClocks(sk, done) }, desc, err
 	}

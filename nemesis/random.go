@@ -34,7 +34,8 @@ type RandomSpec struct {
 	MinDuration time.Duration `yaml:"min-duration,omitempty" json:"min-duration,omitempty"`
 	MaxDuration time.Duration `yaml:"max-duration,omitempty" json:"max-duration,omitempty"`
 	// Targets are the node target specs drawn from for node faults
-	// (default [one]); for failover they are left empty.
+	// (default [one]); halves is drawn only for network faults; failover
+	// steps get no targets.
 	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
 	// Workers are the worker target specs drawn from for client faults
 	// (default [one]).
@@ -123,7 +124,13 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 		st.Targets = []string{ws[pick(len(ws))]}
 	case Failover{}.Name(), SentinelFailover{}.Name():
 	default:
-		ts := s.Targets
+		var ts []string
+		for _, t := range s.Targets {
+			// halves is a shape of the network faults only.
+			if t != TargetHalves || networkFault(fault) {
+				ts = append(ts, t)
+			}
+		}
 		if len(ts) == 0 {
 			ts = []string{TargetOne}
 		}
@@ -239,4 +246,14 @@ func ReadSchedule(r io.Reader) (Schedule, error) {
 		return nil, fmt.Errorf("nemesis: reading schedule: %w", err)
 	}
 	return out, nil
+}
+
+// networkFault reports whether fault is one of the link faults, whose
+// targets may also be TargetHalves.
+func networkFault(fault string) bool {
+	switch fault {
+	case Partition{}.Name(), Reset{}.Name(), Latency{}.Name():
+		return true
+	}
+	return false
 }

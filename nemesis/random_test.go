@@ -16,7 +16,7 @@ func mixSpec() RandomSpec {
 		Interval:    2 * time.Second,
 		MinDuration: 500 * time.Millisecond,
 		MaxDuration: 3 * time.Second,
-		Targets:     []string{"one", "minority", "n1"},
+		Targets:     []string{"one", "minority", "n1", "halves"},
 		Workers:     []string{"w0", "one"},
 		Offsets:     []time.Duration{20 * time.Second, -5 * time.Second},
 		Options:     map[string]map[string]string{"kill": {"restart-after": "1s"}},
@@ -68,6 +68,9 @@ func TestGenerateFollowsSpec(t *testing.T) {
 		default:
 			if len(st.Targets) != 1 || !slices.Contains(spec.Targets, st.Targets[0]) {
 				t.Errorf("step %d: %s targets %v, want one of %v", i, st.Fault, st.Targets, spec.Targets)
+			}
+			if st.Targets[0] == TargetHalves && !networkFault(st.Fault) {
+				t.Errorf("step %d: %s drew halves, a shape of network faults only", i, st.Fault)
 			}
 		}
 		if st.Fault == "clock-bump" && !slices.Contains(spec.Offsets, st.Offset) {
