@@ -352,14 +352,38 @@ func (c *Cluster) link(from, to, upstream string) (string, error) {
 // launchAll starts every node's process and waits, in parallel, until all
 // of them answer.
 func (c *Cluster) launchAll(ctx context.Context) error {
+	// Sentinels start once the data nodes serve and replicate: they find
+	// the replicas in their first INFO of the primary, not 10s later.
+	var first, second []*node
 	for _, n := range c.nodes {
+		if n.role == RoleSentinel {
+			second = append(second, n)
+		} else {
+			first = append(first, n)
+		}
+	}
+	if err := c.launch(ctx, first); err != nil {
+		return err
+	}
+	if len(second) == 0 {
+		return nil
+	}
+	if err := c.waitReplicating(ctx); err != nil {
+		return err
+	}
+	return c.launch(ctx, second)
+}
+
+// launch starts the nodes and waits, in parallel, until all of them answer.
+func (c *Cluster) launch(ctx context.Context, nodes []*node) error {
+	for _, n := range nodes {
 		if err := n.launch(); err != nil {
 			return err
 		}
 	}
-	errs := make([]error, len(c.nodes))
+	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
-	for i, n := range c.nodes {
+	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -550,3 +550,124 @@ func TestEtcdCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// redisRole returns the role INFO replication reports ("master", "slave").
+func redisRole(t *testing.T, addr string) string {
+	t.Helper()
+	r, err := redisInfoField(ctxT(t, 2*time.Second), addr, "replication", "role")
+	if err != nil {
+		t.Fatalf("INFO replication on %s: %v", addr, err)
+	}
+	return r
+}
+
+func TestRedisPrimaryReplica(t *testing.T) {
+	requireBinaries(t, "redis-server")
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 2})
+	nodes := c.Nodes()
+	if len(nodes) != 2 || nodes[0].Role != RolePrimary || nodes[1].Role != RoleReplica {
+		t.Fatalf("nodes %+v", nodes)
+	}
+	n1, n2 := nodes[0].Addr, nodes[1].Addr
+	if got := nw.Upstream("n2->n1"); got != n1 {
+		t.Fatalf("replication link n2->n1 goes to %q, want %s", got, n1)
+	}
+	if p, err := c.Primary(ctxT(t, time.Second)); err != nil || p != "n1" {
+		t.Fatalf("Primary = %q, %v", p, err)
+	}
+	mustDo(t, n1, "SET", "a", "1")
+	waitFor(t, 10*time.Second, "replica receives a", func() bool { return mustDo(t, n2, "GET", "a") == "1" })
+
+	t.Run("cut replication link", func(t *testing.T) {
+		if err := nw.Cut("n2->n1"); err != nil {
+			t.Fatal(err)
+		}
+		mustDo(t, n1, "SET", "b", "1")
+		time.Sleep(300 * time.Millisecond)
+		if got := mustDo(t, n2, "GET", "b"); got != nil {
+			t.Fatalf("write reached the replica through a cut link: %v", got)
+		}
+		if err := nw.Heal("n2->n1"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 15*time.Second, "replica catches up after the heal", func() bool { return mustDo(t, n2, "GET", "b") == "1" })
+	})
+
+	t.Run("promote the replica", func(t *testing.T) {
+		if err := c.Promote(ctxT(t, 5*time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.Primary(ctxT(t, time.Second)); err != nil || p != "n2" {
+			t.Fatalf("Primary after promote = %q, %v", p, err)
+		}
+		if r := redisRole(t, n2); r != "master" {
+			t.Errorf("n2 role %q after promote", r)
+		}
+		if got := mustDo(t, n2, "SET", "c", "1"); got != "OK" {
+			t.Errorf("write on promoted n2: %v", got)
+		}
+		// The old primary is left running as a primary: a split brain.
+		if r := redisRole(t, n1); r != "master" {
+			t.Errorf("n1 role %q after promote, want master (left alone)", r)
+		}
+		if got := c.Nodes()[1].Role; got != RolePrimary {
+			t.Errorf("n2's Node.Role after promote = %q", got)
+		}
+	})
+}
+
+func TestRedisSentinel(t *testing.T) {
+	requireBinaries(t, "redis-server", "redis-sentinel")
+	began := time.Now()
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2})
+	t.Logf("primary, replica and 3 sentinels ready in %v", time.Since(began))
+	var names, roles []string
+	for _, n := range c.Nodes() {
+		names = append(names, n.Name)
+		roles = append(roles, n.Role)
+	}
+	if want := []string{"n1", "n2", "s1", "s2", "s3"}; !slices.Equal(names, want) {
+		t.Fatalf("nodes %v, want %v", names, want)
+	}
+	if want := []string{RolePrimary, RoleReplica, RoleSentinel, RoleSentinel, RoleSentinel}; !slices.Equal(roles, want) {
+		t.Fatalf("roles %v, want %v", roles, want)
+	}
+	if got := nw.LinksTo("n1"); !slices.Equal(got, []string{"peers->n1"}) {
+		t.Fatalf("links to n1: %v", got)
+	}
+	if p, err := c.Primary(ctxT(t, 2*time.Second)); err != nil || p != "n1" {
+		t.Fatalf("Primary = %q, %v", p, err)
+	}
+	n1, n2 := c.Nodes()[0].Addr, c.Nodes()[1].Addr
+	mustDo(t, n1, "SET", "a", "1")
+	waitFor(t, 10*time.Second, "replica receives a", func() bool { return mustDo(t, n2, "GET", "a") == "1" })
+
+	t.Run("promote asks the sentinels", func(t *testing.T) {
+		began := time.Now()
+		if err := c.Promote(ctxT(t, 10*time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("sentinel failover to n2 took %v", time.Since(began))
+		if p, err := c.Primary(ctxT(t, time.Second)); err != nil || p != "n2" {
+			t.Fatalf("Primary after promote = %q, %v", p, err)
+		}
+		if r := redisRole(t, n2); r != "master" {
+			t.Errorf("n2 role %q after the failover", r)
+		}
+	})
+
+	t.Run("sentinels fail over when the primary stops", func(t *testing.T) {
+		if err := c.Pause(ctxT(t, time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+		pausedAt := time.Now()
+		waitFor(t, 30*time.Second, "sentinels promote n1", func() bool {
+			p, err := c.Primary(ctxT(t, time.Second))
+			return err == nil && p == "n1"
+		})
+		t.Logf("sentinels promoted n1 %v after n2 stopped", time.Since(pausedAt))
+		if err := c.Resume(ctxT(t, time.Second), "n2"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -155,13 +155,20 @@ func (c *Cluster) setupRedis() error {
 		s.argv = []string{sbin, path}
 		addr := s.addr()
 		s.ready = func(ctx context.Context) error {
-			// Ready once it has found the replicas through the primary.
-			r, err := redisDo(ctx, addr, "SENTINEL", "REPLICAS", SentinelMaster)
+			// Ready once it knows the replicas and the other sentinels, so
+			// it can agree on a failover from the start.
+			r, err := redisDo(ctx, addr, "SENTINEL", "MASTER", SentinelMaster)
 			if err != nil {
 				return err
 			}
-			if l, _ := r.([]any); len(l) < data-1 {
-				return fmt.Errorf("local: sentinel knows %d replicas, want %d", len(l), data-1)
+			l, _ := r.([]any)
+			fields := map[string]string{}
+			for i := 0; i+1 < len(l); i += 2 {
+				fields[fmt.Sprint(l[i])] = fmt.Sprint(l[i+1])
+			}
+			if fields["num-slaves"] != strconv.Itoa(data-1) || fields["num-other-sentinels"] != "2" {
+				return fmt.Errorf("local: sentinel knows %s replicas and %s other sentinels, want %d and 2",
+					fields["num-slaves"], fields["num-other-sentinels"], data-1)
 			}
 			return nil
 		}
@@ -364,4 +371,30 @@ func (c *Cluster) checkReplicated() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s/%s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System, c.spec.Topology)
+}
+
+// waitReplicating waits until every replica reports its link to the
+// primary up.
+func (c *Cluster) waitReplicating(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
+	defer cancel()
+	for _, n := range c.nodes {
+		if n.role != RoleReplica {
+			continue
+		}
+		for {
+			attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
+			s, err := redisInfoField(attempt, n.addr(), "replication", "master_link_status")
+			cancelAttempt()
+			if err == nil && s == "up" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("local: replica %s not replicating (link %q, %v): %w", n.name, s, err, ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
