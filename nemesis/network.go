@@ -30,12 +30,9 @@ const (
 const DefaultLatency = 100 * time.Millisecond
 
 // linkShapes documents the target shapes shared by the network faults.
-const linkShapes = "targets: node names or one, minority, majority, all, primaries, replicas " +
-	"(those nodes are cut off from every worker and from the other nodes); " +
-	"halves (random minority and majority of the nodes, workers split likewise); " +
-	"or workers (w0, w1, one, all: those workers lose the nodes of option nodes, default all). " +
-	"Option links: all (default), clients (worker links only), nodes (node-to-node links only). " +
-	"Needs the proxied network; node-to-node shapes need a topology with node links."
+const linkShapes = "targets: nodes (names, one, minority, majority, all, primaries, replicas: cut off from the workers and the other nodes), " +
+	"halves (a random split of nodes and workers), or workers (w0, one, all: they lose the nodes of option nodes, default all); " +
+	"option links: all (default), clients, nodes"
 
 // Partition cuts links like a cut cable: connections stay open and data is
 // dropped in both directions; new connections hang the same way. Its heal
