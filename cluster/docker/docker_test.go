@@ -320,9 +320,10 @@ func TestPersistence(t *testing.T) {
 	}
 }
 
-// BenchmarkColdStart5 measures starting and closing a 5-node Redis masters
-// cluster (containers created, started, answering PING; then removed).
-func BenchmarkColdStart5(b *testing.B) {
+// BenchmarkColdStart measures starting (containers created, started,
+// answering; sentinels knowing each other) and closing a cluster per
+// topology.
+func BenchmarkColdStart(b *testing.B) {
 	ctx := context.Background()
 	cli, err := Engine(ctx)
 	if err != nil {
@@ -332,22 +333,39 @@ func BenchmarkColdStart5(b *testing.B) {
 	if err := CheckImage(ctx, cli, ImageName()); err != nil {
 		b.Skipf("skipping: the node image %s is not in the local engine; run `make images` (%v)", ImageName(), err)
 	}
-	var start, stop time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Topology: TopologyMasters, Nodes: 5}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if err := c.Close(); err != nil {
-			b.Fatal(err)
-		}
-		start += t1.Sub(t0)
-		stop += time.Since(t1)
+	for _, bc := range []struct {
+		name string
+		spec cluster.Spec
+	}{
+		{"masters-5", cluster.Spec{System: cluster.Redis, Topology: TopologyMasters, Nodes: 5}},
+		{"primary-replica-3", cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 3}},
+		{"sentinel-2+3", cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var start, stop time.Duration
+			for b.Loop() {
+				net, err := cluster.NewNetwork()
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				c, err := Start(ctx, bc.spec, net)
+				if err != nil {
+					_ = net.Close()
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := c.Close(); err != nil {
+					b.Fatal(err)
+				}
+				start += t1.Sub(t0)
+				stop += time.Since(t1)
+				_ = net.Close()
+			}
+			b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms/op")
+			b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "close-ms/op")
+		})
 	}
-	b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms/op")
-	b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "close-ms/op")
 }
 
 // pingEventually retries PING for a few seconds (a resumed or restarted
