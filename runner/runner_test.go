@@ -1,0 +1,133 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+func names() scenarios.Names {
+	var algs []string
+	for _, a := range clients.Algorithms() {
+		algs = append(algs, a.Name)
+	}
+	return scenarios.Names{Algorithms: algs, Systems: []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd}, Faults: nemesis.Names()}
+}
+
+func load(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Load(name, names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestGCPauseScenarios runs the walking skeleton's scenarios end to end
+// against a real redis-server and requires each to end as it expects, and
+// the stored history to give the same verdict when checked again offline.
+func TestGCPauseScenarios(t *testing.T) {
+	tests := []struct {
+		scenario string
+		verdict  checker.Verdict
+		kinds    []string
+	}{
+		{"redis-single-gc-pause", checker.Invalid, []string{checker.StaleWrite, checker.LostUpdate}},
+		{"redis-fenced-gc-pause", checker.Valid, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			store := t.TempDir()
+			res, err := runner.Run(context.Background(), load(t, tt.scenario), runner.WithStore(store), runner.WithSeed(1), runner.WithTimeLimit(4*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res.Results
+			if r.Verdict != tt.verdict || !r.ExpectationMet {
+				t.Fatalf("verdict %s, expectation met %v; checkers: %+v", r.Verdict, r.ExpectationMet, r.Checkers)
+			}
+			var found []string
+			for _, c := range r.Checkers {
+				for _, a := range c.Anomalies {
+					found = append(found, a.Kind)
+					if len(a.Ops) == 0 || a.Message == "" {
+						t.Errorf("anomaly %s has no ops or no sentence: %+v", a.Kind, a)
+					}
+				}
+			}
+			for _, k := range tt.kinds {
+				if !slices.Contains(found, k) {
+					t.Errorf("anomaly %s not found; found %v", k, found)
+				}
+			}
+			if tt.verdict == checker.Valid && len(found) > 0 {
+				t.Errorf("a valid run reported anomalies %v", found)
+			}
+			// Offline, from the store alone, the verdict is the same.
+			h, info, err := history.ReadFile(filepath.Join(store, reports.LatestLink, reports.HistoryFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Truncated {
+				t.Error("a finished run's history is truncated")
+			}
+			if err := history.Validate(h); err != nil {
+				t.Errorf("the recorded history is malformed: %v", err)
+			}
+			again := checker.Overall(checker.Check(context.Background(), h, checker.Options{}))
+			if again != r.Verdict {
+				t.Errorf("offline verdict %s, run verdict %s", again, r.Verdict)
+			}
+			for _, f := range []string{reports.ScenarioFile, reports.ResultsFile, reports.RunLogFile, "n1.log"} {
+				if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+					t.Errorf("run dir lacks %s: %v", f, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSeedIsRecordedAndReplayed checks that the resolved scenario.yaml holds
+// the seed and schedule, and that replaying a run dir reproduces both.
+func TestSeedIsRecordedAndReplayed(t *testing.T) {
+	store := t.TempDir()
+	sc := load(t, "redis-single-gc-pause")
+	first, err := runner.Run(context.Background(), sc, runner.WithStore(store), runner.WithSeed(42), runner.WithTimeLimit(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed := load(t, first.Dir)
+	if replayed.Seed != 42 {
+		t.Fatalf("stored seed %d, want 42", replayed.Seed)
+	}
+	second, err := runner.Run(context.Background(), replayed, runner.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.ReadFile(filepath.Join(first.Dir, reports.ScenarioFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(second.Dir, reports.ScenarioFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Errorf("replay resolved a different scenario:\n%s\n---\n%s", a, b)
+	}
+	if len(replayed.Nemesis.Steps) == 0 {
+		t.Error("the stored scenario lost its fault schedule")
+	}
+}
