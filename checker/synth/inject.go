@@ -1,0 +1,324 @@
+package synth
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// Kinds lists the anomaly kinds Inject can plant.
+var Kinds = []string{
+	checker.DoubleHold, checker.EarlyGrant, checker.ForeignRelease, checker.StaleWrite,
+	checker.LostUpdate, checker.TokenReuse, checker.TokenRegression,
+}
+
+// Inject returns a copy of h (a history from Generate) with one violation of
+// the given anomaly kind planted at a place chosen with rng; h itself is not
+// modified. The result stays well-formed. What is planted:
+//   - double-hold, early-grant: one lock cycle of a process on another key
+//     (acquire to release, with its reads and writes) is moved onto a key
+//     that another process holds at that moment, well inside its lease;
+//   - foreign-release: one successful release is moved onto a key the
+//     releasing process does not hold;
+//   - stale-write: a write accepted from an older lease gets an applied time
+//     just after a later write from a newer lease;
+//   - lost-update: the last accepted write of a key, every later read and
+//     every unknown write of that key end at 0;
+//   - token-reuse: an acquisition gets the token of the acquisition before
+//     it; token-regression: an acquisition that began after another had
+//     finished gets a token one below that one's.
+//
+// It returns ErrNoSpot when h offers no place (for instance a single key for
+// double-hold, or no tokens for the token kinds).
+func Inject(rng *rand.Rand, h history.History, kind string) (history.History, error) {
+	out := slices.Clone(h)
+	var err error
+	switch kind {
+	case checker.DoubleHold, checker.EarlyGrant:
+		err = injectOverlap(rng, out)
+	case checker.ForeignRelease:
+		err = injectForeignRelease(rng, out)
+	case checker.StaleWrite:
+		err = injectStaleWrite(rng, out)
+	case checker.LostUpdate:
+		err = injectLostUpdate(rng, out)
+	case checker.TokenReuse, checker.TokenRegression:
+		err = injectToken(rng, out, kind == checker.TokenReuse)
+	default:
+		return nil, fmt.Errorf("synth: cannot inject %q", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// cycle is one lock cycle of a process: its acquire invoke to the
+// completion of its release (or its last op before the next acquire).
+type cycle struct {
+	key           string
+	p             int
+	invoke, ok    int
+	release, last int // release invoke (-1 if none) and the cycle's last op
+}
+
+func cycles(h history.History) []cycle {
+	var out []cycle
+	open := map[int]*cycle{}
+	var pending = map[int]int{}
+	for i, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			pending[op.Process] = i
+			if c := open[op.Process]; c != nil {
+				if op.F == history.FAcquire {
+					out = append(out, *c)
+					delete(open, op.Process)
+				} else if op.F == history.FRelease && op.Key == c.key {
+					c.release = i
+				}
+			}
+			continue
+		}
+		if op.F == history.FAcquire && op.Type == history.OK {
+			open[op.Process] = &cycle{key: op.Key, p: op.Process, invoke: pending[op.Process], ok: i, release: -1, last: i}
+			continue
+		}
+		if c := open[op.Process]; c != nil {
+			c.last = i
+			if op.Type == history.Info {
+				out = append(out, *c)
+				delete(open, op.Process)
+			}
+		}
+	}
+	for _, c := range open {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b cycle) int { return a.ok - b.ok })
+	return out
+}
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+func injectOverlap(rng *rand.Rand, h history.History) error {
+	cs := cycles(h)
+	type pair struct{ holder, mover cycle }
+	var pairs []pair
+	for _, a := range cs {
+		if h[a.ok].Until == 0 || a.release < 0 {
+			continue
+		}
+		end := min(h[a.release].Time, h[a.ok].Until)
+		for _, b := range cs {
+			if b.key == a.key || b.p == a.p || b.invoke <= a.ok {
+				continue
+			}
+			if h[b.ok].Time >= end {
+				break
+			}
+			// the mover asks for the lock after a got it and gets it while a
+			// still holds it
+			if h[b.invoke].Time > h[a.ok].Time {
+				pairs = append(pairs, pair{a, b})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return ErrNoSpot
+	}
+	pr := pick(rng, pairs)
+	for i := pr.mover.invoke; i <= pr.mover.last; i++ {
+		if h[i].Process == pr.mover.p {
+			h[i].Key = pr.holder.key
+		}
+	}
+	return nil
+}
+
+func injectForeignRelease(rng *rand.Rand, h history.History) error {
+	keys := map[string]bool{}
+	for _, op := range h {
+		if op.Key != "" {
+			keys[op.Key] = true
+		}
+	}
+	if len(keys) < 2 {
+		return ErrNoSpot
+	}
+	var spots []cycle
+	for _, c := range cycles(h) {
+		if c.release >= 0 && c.last > c.release && h[c.last].F == history.FRelease && h[c.last].Type == history.OK {
+			spots = append(spots, c)
+		}
+	}
+	if len(spots) == 0 {
+		return ErrNoSpot
+	}
+	c := pick(rng, spots)
+	var other []string
+	for k := range keys {
+		if k != c.key {
+			other = append(other, k)
+		}
+	}
+	slices.Sort(other)
+	k := pick(rng, other)
+	h[c.release].Key = k
+	h[c.last].Key = k
+	return nil
+}
+
+type acceptedWrite struct{ done, lease int }
+
+func injectStaleWrite(rng *rand.Rand, h history.History) error {
+	lease := map[[2]any]int{}
+	perKey := map[string][]acceptedWrite{}
+	for i, op := range h {
+		if op.F == history.FAcquire && op.Type == history.OK {
+			lease[[2]any{op.Process, op.Key}] = i
+		}
+		if op.F == history.FWrite && op.Type == history.OK {
+			if l, ok := lease[[2]any{op.Process, op.Key}]; ok {
+				perKey[op.Key] = append(perKey[op.Key], acceptedWrite{i, l})
+			}
+		}
+	}
+	var keys []string
+	for k, ws := range perKey {
+		if len(ws) >= 2 && ws[0].lease != ws[len(ws)-1].lease {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ErrNoSpot
+	}
+	slices.Sort(keys)
+	ws := perKey[pick(rng, keys)]
+	for {
+		i, j := rng.IntN(len(ws)), rng.IntN(len(ws))
+		if ws[i].lease < ws[j].lease {
+			h[ws[i].done].Applied = h[ws[j].done].Applied + 1
+			return nil
+		}
+	}
+}
+
+func injectLostUpdate(rng *rand.Rand, h history.History) error {
+	lastWrite := map[string]int{}
+	for i, op := range h {
+		if op.F == history.FWrite && op.Type == history.OK {
+			if j, ok := lastWrite[op.Key]; !ok || op.Applied >= h[j].Applied {
+				lastWrite[op.Key] = i
+			}
+		}
+	}
+	var keys []string
+	for k, i := range lastWrite {
+		if v, ok := h[i].Int(); ok && v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ErrNoSpot
+	}
+	slices.Sort(keys)
+	k := pick(rng, keys)
+	w := lastWrite[k]
+	zero := history.IntValue(0)
+	pending := map[int]int{}
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			pending[op.Process] = i
+		}
+		if op.Key != k {
+			continue
+		}
+		switch {
+		case i == w:
+			op.Value = zero
+			h[pending[op.Process]].Value = zero
+		case op.F == history.FRead && op.Type == history.OK && i > w:
+			op.Value = zero
+		case op.F == history.FWrite && op.Type == history.Info:
+			op.Value = zero
+			h[pending[op.Process]].Value = zero
+		}
+		if op.Type != history.Invoke {
+			delete(pending, op.Process)
+		}
+	}
+	for _, i := range pending {
+		if h[i].F == history.FWrite && h[i].Key == k {
+			h[i].Value = zero
+		}
+	}
+	return nil
+}
+
+func injectToken(rng *rand.Rand, h history.History, reuse bool) error {
+	type acq struct{ invoke, ok int }
+	perKey := map[string][]acq{}
+	pending := map[int]int{}
+	for i, op := range h {
+		if op.F != history.FAcquire || op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			pending[op.Process] = i
+		} else if op.Type == history.OK && op.Token != 0 {
+			perKey[op.Key] = append(perKey[op.Key], acq{pending[op.Process], i})
+		}
+	}
+	type pair struct{ a, b acq }
+	var pairs []pair
+	for _, as := range perKey {
+		for j := 1; j < len(as); j++ {
+			a, b := as[j-1], as[j]
+			if reuse || (h[a.ok].Time < h[b.invoke].Time && h[a.ok].Token >= 2) {
+				pairs = append(pairs, pair{a, b})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return ErrNoSpot
+	}
+	slices.SortFunc(pairs, func(x, y pair) int { return x.b.ok - y.b.ok })
+	p := pick(rng, pairs)
+	if reuse {
+		h[p.b.ok].Token = h[p.a.ok].Token
+	} else {
+		h[p.b.ok].Token = h[p.a.ok].Token - 1
+	}
+	return nil
+}
+
+// WriteFile generates a history with rng and opts and writes it to path as
+// JSON Lines.
+func WriteFile(path string, rng *rand.Rand, opts Options) (int, error) {
+	h := Generate(rng, opts)
+	w, err := history.CreateFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
+	for _, op := range h {
+		if err := w.Append(op); err != nil {
+			w.Close()
+			return 0, fmt.Errorf("synth: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
+	return len(h), nil
+}
+

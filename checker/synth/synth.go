@@ -1,0 +1,341 @@
+// Package synth generates synthetic histories: a simulated correct lock with
+// leases, several workers and keys, unknown outcomes and fenced writes, run in
+// virtual time. Its histories are valid by construction, so checkers must
+// find nothing in them; Inject then plants one known violation. The package
+// serves the checker's tests, its benchmarks, and anyone who needs a large
+// realistic history (WriteFile).
+package synth
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// Options shape a synthetic history. Zero fields take the documented
+// defaults.
+type Options struct {
+	Workers int           // simulated workers; default 4
+	Keys    int           // lock keys k0, k1, ...; default 1
+	Ops     int           // stop invoking once the history has this many ops; default 10000
+	TTL     time.Duration // lease length asked for; default 1s
+	// InfoRate is the probability that an op's outcome is unknown (info);
+	// default 0, negative for none. Half of the unknown ops took effect.
+	InfoRate float64
+	// Tokens makes the lock hand out fencing tokens (a per-key counter) and
+	// the resource reject writes with a token lower than the highest it has
+	// accepted.
+	Tokens bool
+	// Latency is the largest one-way delay between a worker and a server;
+	// default 2ms. Delays are uniform in [Latency/20, Latency].
+	Latency time.Duration
+	// NemesisEvery records a nemesis info op (a partition or a heal, which
+	// changes nothing in the simulation) about once per this many ops;
+	// default 1000, negative for none.
+	NemesisEvery int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Keys <= 0 {
+		o.Keys = 1
+	}
+	if o.Ops <= 0 {
+		o.Ops = 10000
+	}
+	if o.TTL <= 0 {
+		o.TTL = time.Second
+	}
+	if o.InfoRate < 0 {
+		o.InfoRate = 0
+	}
+	if o.Latency <= 0 {
+		o.Latency = 2 * time.Millisecond
+	}
+	if o.NemesisEvery == 0 {
+		o.NemesisEvery = 1000
+	}
+	return o
+}
+
+// Drift is the client-side validity margin of the simulated lock: a client
+// considers its lease valid until its acquire's invoke + TTL × (1 − Drift).
+const Drift = 0.01
+
+type phase int
+
+const (
+	phAcquire phase = iota
+	phRead
+	phWrite
+	phRelease
+)
+
+type lockState struct {
+	holder int // process; -1 free
+	token  uint64
+	expiry time.Duration
+}
+
+type register struct {
+	value    int64
+	maxToken uint64
+}
+
+type worker struct {
+	id, proc int
+	phase    phase
+	key      string
+	token    uint64 // the lease's token as recorded (0 without tokens)
+	lease    uint64 // the server's identity of the lease
+	until    time.Duration
+	read     int64
+	// outcome of the op in flight
+	info    bool
+	reached bool
+	okay    bool
+	applied time.Duration
+	value   int64
+	gotTok  uint64
+	gotTill time.Duration
+	invokeT time.Duration
+}
+
+type event struct {
+	at   time.Duration
+	seq  int
+	kind int // 0 invoke, 1 server, 2 complete
+	w    *worker
+}
+
+type events []event
+
+func (e events) Len() int { return len(e) }
+func (e events) Less(i, j int) bool {
+	if e[i].at != e[j].at {
+		return e[i].at < e[j].at
+	}
+	return e[i].seq < e[j].seq
+}
+func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+type sim struct {
+	o     Options
+	rng   *rand.Rand
+	h     history.History
+	q     events
+	seq   int
+	locks map[string]*lockState
+	regs  map[string]*register
+	ctr   map[string]uint64
+}
+
+// Generate runs the simulation with rng and returns its history. The same
+// options and the same rng state give the same history.
+func Generate(rng *rand.Rand, opts Options) history.History {
+	o := opts.withDefaults()
+	s := &sim{o: o, rng: rng, locks: map[string]*lockState{}, regs: map[string]*register{}, ctr: map[string]uint64{}}
+	s.h = make(history.History, 0, o.Ops+4*o.Workers)
+	for k := 0; k < o.Keys; k++ {
+		key := fmt.Sprintf("k%d", k)
+		s.locks[key] = &lockState{holder: -1}
+		s.regs[key] = &register{}
+	}
+	for i := 0; i < o.Workers; i++ {
+		w := &worker{id: i, proc: i}
+		s.schedule(time.Duration(rng.Int64N(int64(time.Millisecond))), 0, w)
+	}
+	nextNemesis := 0
+	for s.q.Len() > 0 {
+		e := heap.Pop(&s.q).(event)
+		switch e.kind {
+		case 0:
+			if len(s.h) >= o.Ops {
+				continue
+			}
+			if o.NemesisEvery > 0 && len(s.h) >= nextNemesis {
+				f := "partition"
+				if nextNemesis/o.NemesisEvery%2 == 1 {
+					f = "heal"
+				}
+				s.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: history.JSONValue("n1")}, e.at)
+				nextNemesis += o.NemesisEvery/2 + rng.IntN(o.NemesisEvery)
+			}
+			s.invoke(e.w, e.at)
+		case 1:
+			s.server(e.w, e.at)
+		case 2:
+			s.complete(e.w, e.at)
+		}
+	}
+	return s.h
+}
+
+func (s *sim) schedule(at time.Duration, kind int, w *worker) {
+	s.seq++
+	heap.Push(&s.q, event{at: at, seq: s.seq, kind: kind, w: w})
+}
+
+func (s *sim) delay() time.Duration {
+	lo := s.o.Latency / 20
+	return lo + time.Duration(s.rng.Int64N(int64(s.o.Latency-lo)+1))
+}
+
+func (s *sim) emit(op history.Op, at time.Duration) {
+	op.Index = len(s.h)
+	op.Time = at
+	if op.Process != history.NemesisProcess && op.Client == 0 {
+		op.Client = op.Process % s.o.Workers
+	}
+	s.h = append(s.h, op)
+}
+
+func (s *sim) fOf(w *worker) string {
+	return [...]string{history.FAcquire, history.FRead, history.FWrite, history.FRelease}[w.phase]
+}
+
+func (s *sim) invoke(w *worker, at time.Duration) {
+	op := history.Op{Process: w.proc, Client: w.id, Type: history.Invoke, F: s.fOf(w), Key: w.key}
+	switch w.phase {
+	case phAcquire:
+		w.key = fmt.Sprintf("k%d", s.rng.IntN(s.o.Keys))
+		op.Key = w.key
+		op.TTL = s.o.TTL
+	case phWrite:
+		op.Token = w.token
+		op.Value = history.IntValue(w.read + 1)
+	case phRelease:
+		op.Token = w.token
+	}
+	s.emit(op, at)
+	w.invokeT = at
+	w.info = s.rng.Float64() < s.o.InfoRate
+	w.reached = !w.info || s.rng.IntN(2) == 0
+	d1, d2 := s.delay(), s.delay()
+	if w.reached {
+		s.schedule(at+d1, 1, w)
+	}
+	if w.info {
+		d2 += 5 * s.o.Latency // the client times out
+	}
+	s.schedule(at+d1+d2, 2, w)
+}
+
+// server applies the op in flight at the server (or the resource) at time at.
+func (s *sim) server(w *worker, at time.Duration) {
+	l, r := s.locks[w.key], s.regs[w.key]
+	switch w.phase {
+	case phAcquire:
+		w.okay = false
+		if l.holder < 0 || at >= l.expiry {
+			s.ctr[w.key]++
+			l.holder, l.expiry = w.proc, at+s.o.TTL
+			l.token = s.ctr[w.key]
+			w.okay = true
+			w.gotTok = l.token
+			w.gotTill = w.invokeT + time.Duration(float64(s.o.TTL)*(1-Drift))
+		}
+	case phRead:
+		w.value = r.value
+		w.okay = true
+	case phWrite:
+		w.applied = at
+		w.okay = !(s.o.Tokens && w.token < r.maxToken)
+		if w.okay {
+			r.value = w.read + 1
+			r.maxToken = max(r.maxToken, w.token)
+		}
+	case phRelease:
+		w.okay = l.holder == w.proc && l.token == w.lease && at < l.expiry
+		if w.okay {
+			l.holder = -1
+		}
+	}
+}
+
+func (s *sim) complete(w *worker, at time.Duration) {
+	op := history.Op{Process: w.proc, Client: w.id, F: s.fOf(w), Key: w.key}
+	if w.info {
+		op.Type = history.Info
+		op.Error = "timeout"
+		if w.phase == phWrite || w.phase == phRelease {
+			op.Token = w.token
+		}
+		if w.phase == phWrite {
+			op.Value = history.IntValue(w.read + 1)
+		}
+		s.emit(op, at)
+		w.proc += s.o.Workers
+		w.phase = phAcquire
+		s.schedule(at+s.think(), 0, w)
+		return
+	}
+	next := phAcquire
+	switch w.phase {
+	case phAcquire:
+		if w.okay {
+			op.Type = history.OK
+			if s.o.Tokens {
+				op.Token = w.gotTok
+			}
+			op.Until = w.gotTill
+			w.token, w.until, w.lease = op.Token, w.gotTill, w.gotTok
+			next = phRead
+		} else {
+			op.Type = history.Fail
+			op.Error = "lock is held"
+		}
+	case phRead:
+		op.Type = history.OK
+		op.Value = history.IntValue(w.value)
+		w.read = w.value
+		next = phWrite
+		// write only when it surely lands before the lease can expire
+		if at+3*s.o.Latency >= w.until {
+			next = phRelease
+		}
+	case phWrite:
+		op.Token = w.token
+		op.Value = history.IntValue(w.read + 1)
+		op.Applied = w.applied
+		if w.okay {
+			op.Type = history.OK
+		} else {
+			op.Type = history.Fail
+			op.Error = "stale token"
+		}
+		next = phRelease
+	case phRelease:
+		op.Token = w.token
+		if w.okay {
+			op.Type = history.OK
+		} else {
+			op.Type = history.Fail
+			op.Error = "not held"
+		}
+	}
+	s.emit(op, at)
+	w.phase = next
+	s.schedule(at+s.think(), 0, w)
+}
+
+func (s *sim) think() time.Duration {
+	return time.Duration(s.rng.Int64N(int64(s.o.Latency)))
+}
+
+// ErrNoSpot is returned by Inject when the history has no place where the
+// asked-for violation can be planted.
+var ErrNoSpot = errors.New("synth: no place to inject the violation")

@@ -1,0 +1,103 @@
+package checker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/synth"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+func kindsOf(results []checker.Result) []string {
+	var ks []string
+	for _, r := range results {
+		for _, a := range r.Anomalies {
+			if !slices.Contains(ks, a.Kind) {
+				ks = append(ks, a.Kind)
+			}
+		}
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func describe(results []checker.Result) string {
+	s := ""
+	for _, r := range results {
+		s += fmt.Sprintf("%s: %s %s\n", r.Name, r.Verdict, r.Note)
+		for i, a := range r.Anomalies {
+			if i == 3 {
+				break
+			}
+			s += fmt.Sprintf("  %s %v %s\n", a.Kind, a.Ops, a.Message)
+		}
+	}
+	return s
+}
+
+func synthOptions(seed uint64) synth.Options {
+	r := rand.New(rand.NewPCG(seed, 99))
+	return synth.Options{
+		Workers:  2 + r.IntN(6),
+		Keys:     2 + r.IntN(3),
+		Ops:      1500,
+		TTL:      time.Duration(5+r.IntN(50)) * time.Millisecond,
+		InfoRate: 0.03,
+		Tokens:   seed%2 == 0,
+	}
+}
+
+// TestSyntheticValid requires no anomaly at all in histories of a correct
+// simulated lock.
+func TestSyntheticValid(t *testing.T) {
+	for seed := uint64(0); seed < 40; seed++ {
+		h := synth.Generate(rand.New(rand.NewPCG(seed, 1)), synthOptions(seed))
+		if err := history.Validate(h); err != nil {
+			t.Fatalf("seed %d: generator made a malformed history: %v", seed, err)
+		}
+		res := checker.Check(context.Background(), h, checker.Options{})
+		if v := checker.Overall(res); v != checker.Valid {
+			t.Fatalf("seed %d (%+v): verdict %s on a valid history:\n%s", seed, synthOptions(seed), v, describe(res))
+		}
+	}
+}
+
+// TestSyntheticInjected requires every planted violation to be found.
+func TestSyntheticInjected(t *testing.T) {
+	for _, kind := range synth.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			injected := 0
+			for seed := uint64(0); seed < 30; seed++ {
+				opts := synthOptions(seed)
+				if kind == checker.TokenReuse || kind == checker.TokenRegression {
+					opts.Tokens = true
+				}
+				h := synth.Generate(rand.New(rand.NewPCG(seed, 1)), opts)
+				bad, err := synth.Inject(rand.New(rand.NewPCG(seed, 2)), h, kind)
+				if errors.Is(err, synth.ErrNoSpot) {
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				injected++
+				if err := history.Validate(bad); err != nil {
+					t.Fatalf("seed %d: injection made the history malformed: %v", seed, err)
+				}
+				res := checker.Check(context.Background(), bad, checker.Options{})
+				if v := checker.Overall(res); v != checker.Invalid || !slices.Contains(kindsOf(res), kind) {
+					t.Fatalf("seed %d: injected %s, got %s %v:\n%s", seed, kind, v, kindsOf(res), describe(res))
+				}
+			}
+			if injected < 20 {
+				t.Fatalf("only %d of 30 seeds had a place for %s", injected, kind)
+			}
+		})
+	}
+}
