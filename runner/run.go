@@ -208,7 +208,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		runErr = err
 	}
 	res.Results = results
-	if err := writeReport(dir); err != nil {
+	if err := reports.WriteHTML(dir); err != nil {
 		logger.Printf("report: %v", err)
 	}
 	if err := reports.SetLatest(cfg.store, dir); err != nil && runErr == nil {

@@ -47,6 +47,8 @@ func commands() []command {
 		{"check", "check a stored history offline", checkCmd},
 		{"list", "list scenarios, algorithms or faults", listCmd},
 		{"gate", "run scenarios over seeds as a CI regression gate", gateCmd},
+		{"report", "regenerate a run's report.html offline", reportCmd},
+		{"serve", "browse the stored runs in a web page", serveCmd},
 	}
 }
 

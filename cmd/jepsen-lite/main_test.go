@@ -84,7 +84,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestHelpTeachesWithExamples(t *testing.T) {
-	for _, cmd := range []string{"run", "check", "list", "gate"} {
+	for _, cmd := range []string{"run", "check", "list", "gate", "report", "serve"} {
 		t.Run(cmd, func(t *testing.T) {
 			code, _, stderr := runCLI(t, cmd, "--help")
 			if code != 0 {

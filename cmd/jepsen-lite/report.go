@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/jepsen-lite/jepsen-lite/reports"
+)
+
+const reportUsage = `Usage: jepsen-lite report <run dir>
+
+Regenerates report.html in a run directory, offline, from its stored
+history.jsonl, results.json and scenario.yaml.
+
+Examples:
+  jepsen-lite report store/latest
+  jepsen-lite check store/latest --json > /dev/null && jepsen-lite report store/latest`
+
+func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("report", reportUsage, stderr)
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("want exactly one run dir")
+	}
+	if st, err := os.Stat(pos[0]); err != nil || !st.IsDir() {
+		return exitUsage, usagef("%s is not a run directory", pos[0])
+	}
+	if err := reports.WriteHTML(pos[0]); err != nil {
+		return exitUsage, usageError{err}
+	}
+	fmt.Fprintln(stdout, filepath.Join(pos[0], reports.ReportFile))
+	return exitHeld, nil
+}
+
+const serveUsage = `Usage: jepsen-lite serve [--store DIR] [--addr 127.0.0.1:8080]
+
+Serves a page listing the stored runs (scenario, time, verdict, expectation,
+anomalies; filter by scenario and verdict; newest first) with links to each
+report and file. Binds to loopback unless --allow-remote is given.
+
+Examples:
+  jepsen-lite serve
+  jepsen-lite serve --store /tmp/store --addr 127.0.0.1:9000`
+
+func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("serve", serveUsage, stderr)
+	store := fs.String("store", "store", "the store directory")
+	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
+	remote := fs.Bool("allow-remote", false, "allow a non-loopback --addr")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) > 0 {
+		return exitUsage, usagef("unexpected argument %q", pos[0])
+	}
+	opts := []reports.ServeOption{reports.OnListen(func(a net.Addr) {
+		fmt.Fprintf(stdout, "serving %s on http://%s/ (Ctrl-C to stop)\n", *store, a)
+	})}
+	if *remote {
+		opts = append(opts, reports.AllowNonLoopback())
+	}
+	if err := reports.Serve(ctx, *store, *addr, opts...); err != nil {
+		if ctx.Err() != nil {
+			return exitHeld, nil
+		}
+		return exitUsage, usageError{err}
+	}
+	return exitHeld, nil
+}
