@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,4 +114,52 @@ func TestRunnerRecordsFaultsAndHeals(t *testing.T) {
 			t.Errorf("recorded %d %s ops in %v, want %d", c, f, fs, n)
 		}
 	}
+}
+
+func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	for _, l := range []string{"w0->n1", "w0->n2", "w1->n1"} {
+		// Nothing listens upstream: no connection is ever made here.
+		if _, err := nw.Link(l, "127.0.0.1:9"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := []cluster.Node{{Name: "n1"}, {Name: "n2"}}
+	env := &Env{Cluster: bareCluster{system: cluster.Redis, nodes: nodes}, Network: nw, Workers: &quietWorkers{n: 2}}
+	ctx := context.Background()
+	healNode, _, err := Partition{}.Inject(ctx, env, Step{Fault: "partition", Targets: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	healWorker, _, err := Partition{}.Inject(ctx, env, Step{Fault: "partition", Targets: []string{"w0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	healSlow, _, err := Latency{}.Inject(ctx, env, Step{Fault: "latency", Targets: []string{"n2"}, Options: map[string]string{"delay": "10ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want ...string) {
+		t.Helper()
+		if got := nw.Faulty(); !slices.Equal(got, want) {
+			t.Fatalf("%s: faulty links %v, want %v", when, got, want)
+		}
+	}
+	check("three faults", "w0->n1", "w0->n2", "w1->n1")
+	if err := healNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after healing the n1 partition", "w0->n1", "w0->n2")
+	if err := healWorker(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after healing the w0 partition", "w0->n2") // the latency stays
+	if err := healSlow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after every heal")
 }

@@ -216,8 +216,9 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 			cut = append(cut, l)
 		}
 	}
+	cable := cluster.Fault{Kind: cluster.FaultCut}
 	if len(cut) > 0 {
-		if err := env.Network.Cut(cut...); err != nil {
+		if err := env.links.apply(env.Network, cable, cut...); err != nil {
 			return nil, desc, err
 		}
 	}
@@ -225,7 +226,7 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 		if len(cut) == 0 {
 			return nil
 		}
-		return env.Network.Heal(cut...)
+		return env.links.heal(env.Network, cable, cut...)
 	}
 	partial := func(context.Context) error { return healLinks() }
 	if err := sleepCtx(ctx, lag); err != nil {

@@ -54,6 +54,9 @@ type Env struct {
 	// runner seeds it from the run's seed, so a replay picks the same
 	// nodes; NewRunner supplies a fixed-seed source when it is nil.
 	Rand *rand.Rand
+
+	// links records the network faults applied through the Env.
+	links linkLedger
 }
 
 // Step is one timed fault of a schedule. At is measured from the start of the
@@ -298,6 +301,7 @@ func sweep(env *Env) error {
 	var errs []error
 	if env.Network != nil {
 		errs = append(errs, env.Network.HealAll())
+		env.links.forget()
 	}
 	if sk, ok := env.Cluster.(cluster.ClockSkewer); ok {
 		for _, n := range env.Cluster.Nodes() {

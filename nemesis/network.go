@@ -141,10 +141,10 @@ func injectLinks(env *Env, step Step, f cluster.Fault) (Heal, any, error) {
 			desc["jitter"] = f.Jitter.String()
 		}
 	}
-	if err := env.Network.Apply(f, sel.Links...); err != nil {
+	if err := env.links.apply(env.Network, f, sel.Links...); err != nil {
 		return nil, desc, err
 	}
-	heal := func(context.Context) error { return env.Network.Heal(sel.Links...) }
+	heal := func(context.Context) error { return env.links.heal(env.Network, f, sel.Links...) }
 	return heal, desc, nil
 }
 

@@ -1,0 +1,70 @@
+package nemesis
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// linkLedger remembers the network faults the nemesis applied to each link,
+// so that healing one of two overlapping faults (a partition of n1 and a
+// partition of worker 0 both cut "w0->n1") leaves the other in place. Its
+// zero value is ready to use.
+type linkLedger struct {
+	mu sync.Mutex
+	on map[string][]cluster.Fault // the faults applied to a link, oldest first
+}
+
+// apply applies f to links and records it.
+func (l *linkLedger) apply(nw *cluster.Network, f cluster.Fault, links ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := nw.Apply(f, links...); err != nil {
+		return err
+	}
+	if l.on == nil {
+		l.on = map[string][]cluster.Fault{}
+	}
+	for _, name := range links {
+		l.on[name] = append(l.on[name], f)
+	}
+	return nil
+}
+
+// heal removes one application of f from each link: the link is healed and
+// the faults still recorded on it are applied again.
+func (l *linkLedger) heal(nw *cluster.Network, f cluster.Fault, links ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, name := range links {
+		rest := l.on[name]
+		for i, g := range rest {
+			if g == f {
+				rest = append(rest[:i:i], rest[i+1:]...)
+				break
+			}
+		}
+		if len(rest) == 0 {
+			delete(l.on, name)
+		} else {
+			l.on[name] = rest
+		}
+		if err := nw.Heal(name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, g := range rest {
+			errs = append(errs, nw.Apply(g, name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forget drops every record, after the whole network was healed.
+func (l *linkLedger) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on = nil
+}
