@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,8 +45,8 @@ var ErrOutcomeUnknown = errors.New("clients: outcome unknown")
 //     (even those that did not answer).
 //
 // An acquire that fails is ErrNotAcquired when its outcome is certain: every
-// master answered, or the masters that did not answer could not have made a
-// quorum even had they set the key. When unanswered masters could have
+// master answered or could not even be connected to, or the masters that did
+// not answer could not have made a quorum even had they set the key. When unanswered masters could have
 // completed a quorum, the error is indeterminate (the recording notes it as
 // info). Release runs the compare-and-delete on every master: nil when at
 // least one master deleted our key, ErrNotHeld when every master answered that
@@ -93,9 +94,16 @@ type redlockVote int
 
 const (
 	voteGranted redlockVote = iota
-	voteTaken               // the key existed: a definite no
+	voteTaken               // the key existed, or the master could not be reached: a definite no
 	voteUnknown             // no answer or an error: the SET may have happened
 )
+
+// neverSent reports an error that proves the command never left the client:
+// the connection to the server could not be established.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // redlockOutcome decides an acquire from the masters' votes and the validity
 // left. It returns nil when the lock is taken.
@@ -156,6 +164,8 @@ func (r *Redlock) setOn(ctx context.Context, c *redis.Client, key, value string,
 	defer cancel()
 	ok, err := c.SetNX(cctx, key, value, ttl).Result()
 	switch {
+	case err != nil && neverSent(err):
+		return voteTaken
 	case err != nil:
 		return voteUnknown
 	case ok:

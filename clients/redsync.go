@@ -100,7 +100,9 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 }
 
 // redsyncAnswers counts, in an error redsync returned, the masters that
-// answered "taken" and those that failed with a Redis or network error.
+// definitely did not set the key (answered "taken", or could not be connected
+// to) and those that failed with another error, after which the key may have
+// been set.
 func redsyncAnswers(err error) (taken, failed int, quorumTaken bool) {
 	var walk func(error)
 	walk = func(err error) {
@@ -114,7 +116,11 @@ func redsyncAnswers(err error) (taken, failed int, quorumTaken bool) {
 			taken++
 			return
 		case *redsync.RedisError:
-			failed++
+			if neverSent(e.Err) {
+				taken++ // the command never reached the master: a definite no
+			} else {
+				failed++
+			}
 			return
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
