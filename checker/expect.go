@@ -1,15 +1,18 @@
 package checker
 
-// Expectation is what a scenario expects of its run: a verdict and, for an
-// invalid verdict, the anomaly kinds that must all be found.
+// Expectation is what a scenario expects of its run: a verdict, the anomaly
+// kinds that must all be found and the kinds that must not be found (for
+// instance: two workers believed they held the lock, but fencing kept the
+// resource exact, so no stale-write and no lost-update).
 type Expectation struct {
 	Verdict   Verdict  `json:"verdict" yaml:"verdict"`
 	Anomalies []string `json:"anomalies,omitempty" yaml:"anomalies,omitempty"`
+	Absent    []string `json:"absent,omitempty" yaml:"absent,omitempty"`
 }
 
-// Met reports whether results satisfy e: the overall verdict equals e.Verdict
-// and every kind in e.Anomalies was found by some checker. A zero Expectation
-// expects a valid verdict.
+// Met reports whether results satisfy e: the overall verdict equals
+// e.Verdict, every kind in e.Anomalies was found by some checker and no kind
+// in e.Absent was. A zero Expectation expects a valid verdict.
 func (e Expectation) Met(verdict Verdict, results []Result) bool {
 	want := e.Verdict
 	if want == "" {
@@ -29,6 +32,11 @@ func (e Expectation) Met(verdict Verdict, results []Result) bool {
 			return false
 		}
 	}
+	for _, k := range e.Absent {
+		if found[k] {
+			return false
+		}
+	}
 	return true
 }
 
@@ -42,4 +50,9 @@ func Overall(results []Result) Verdict {
 		v = Worse(v, r.Verdict)
 	}
 	return v
+}
+
+// Kinds returns every anomaly kind a checker can report.
+func Kinds() []string {
+	return []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression, Malformed}
 }

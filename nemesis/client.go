@@ -21,7 +21,7 @@ func (ClientPause) Name() string { return "client-pause" }
 
 // Describe says what the fault does and what it takes.
 func (ClientPause) Describe() string {
-	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, or after-response) for the duration (default 5s): a stop-the-world GC pause"
+	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, or after-response) for the duration (default 5s): a stop-the-world GC pause; option isolate: true also cuts the workers' links for the pause, as when the whole process stops (its lock client's heartbeats with it)"
 }
 
 // Check checks the pause point and rejects options.
@@ -29,7 +29,10 @@ func (ClientPause) Check(step Step) error {
 	if step.Point != "" && step.Point != AfterResponse && step.Point != BeforeWrite {
 		return fmt.Errorf("%w: client-pause point %q (known: %s, %s)", ErrOption, step.Point, AfterResponse, BeforeWrite)
 	}
-	return checkOptions(step, nil)
+	if _, err := choiceOption(step, "isolate", "false", "true"); err != nil {
+		return err
+	}
+	return checkOptions(step, []string{"isolate"})
 }
 
 // Available reports whether the run has workers to pause.
@@ -54,10 +57,15 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	if d <= 0 {
 		d = DefaultPause
 	}
-	desc := map[string]any{"workers": workers, "point": point, "duration": d.String(), "armed": true}
+	iso, err := choiceOption(step, "isolate", "false", "true")
+	if err != nil {
+		return nil, nil, err
+	}
+	isolate := iso == "true"
+	desc := map[string]any{"workers": workers, "point": point, "duration": d.String(), "armed": true, "isolate": isolate}
 	var errs []error
 	for _, w := range workers {
-		errs = append(errs, env.Workers.PauseAt(w, point, d))
+		errs = append(errs, env.Workers.PauseAt(w, point, d, isolate))
 	}
 	return nil, desc, errors.Join(errs...)
 }

@@ -28,7 +28,7 @@ type quietWorkers struct {
 }
 
 func (w *quietWorkers) Count() int                               { return w.n }
-func (w *quietWorkers) PauseAt(int, string, time.Duration) error { return nil }
+func (w *quietWorkers) PauseAt(int, string, time.Duration, bool) error { return nil }
 func (w *quietWorkers) SetClockOffset(i int, off time.Duration) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -432,5 +432,57 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestClockStrobeFlipsTheNodeClock(t *testing.T) {
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 1}, 1)
+	c := tr.direct(t, "n1")
+	skew := func() time.Duration {
+		now, err := c.Time(context.Background()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Until(now).Round(time.Minute)
+	}
+	tr.run(t, Step{Fault: "clock-strobe", Targets: []string{"n1"}, Offset: time.Hour, Options: map[string]string{"period": "100ms"}})
+	seen := map[time.Duration]int{}
+	for range 25 {
+		seen[skew()]++
+		time.Sleep(30 * time.Millisecond)
+	}
+	if len(seen) != 2 || seen[0] == 0 || seen[time.Hour] == 0 {
+		t.Fatalf("during the strobe n1's clock was off by %v, want both 0 and 1h", seen)
+	}
+	tr.healAll(t)
+	time.Sleep(250 * time.Millisecond) // a strobe still running would flip by now
+	if s := skew(); s != 0 {
+		t.Fatalf("after the heal n1's clock is off by %v", s)
+	}
+}
+
+func TestLatencySlowsOnlyTheTargetNode(t *testing.T) {
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 2}, 1)
+	rtt := func(node string) time.Duration {
+		c := tr.worker(t, 0, node)
+		began := time.Now()
+		if err := c.Ping(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(began)
+	}
+	tr.run(t, Step{Fault: "latency", Targets: []string{"n2"}, Options: map[string]string{"delay": "150ms"}})
+	if d := rtt("n2"); d < 150*time.Millisecond {
+		t.Fatalf("a round trip to n2 under 150ms latency took %v", d)
+	}
+	if d := rtt("n1"); d >= 150*time.Millisecond {
+		t.Fatalf("a round trip to the unaffected n1 took %v", d)
+	}
+	tr.healAll(t)
+	if d := rtt("n2"); d >= 150*time.Millisecond {
+		t.Fatalf("after the heal a round trip to n2 took %v", d)
+	}
+	if l := tr.nemesisOps(t, "latency"); len(l) != 1 || l[0]["delay"] != "150ms" || fmt.Sprint(l[0]["nodes"]) != "[n2]" {
+		t.Fatalf("recorded %v, want a 150ms latency on [n2]", l)
 	}
 }

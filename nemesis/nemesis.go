@@ -39,7 +39,9 @@ type Workers interface {
 	Count() int
 	// PauseAt arms a pause: the next time worker reaches point it stops
 	// for d. The worker records the pause in the history when it begins.
-	PauseAt(worker int, point string, d time.Duration) error
+	// With isolate, the worker's links are cut for the pause too, as when
+	// a whole process stops: its lock client's heartbeats stop with it.
+	PauseAt(worker int, point string, d time.Duration, isolate bool) error
 	// SetClockOffset skews worker's own wall clock by offset (0 restores).
 	SetClockOffset(worker int, offset time.Duration) error
 }

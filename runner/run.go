@@ -290,8 +290,10 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			keys:     s.Lock.Keys,
 			ttl:      s.Lock.TTL,
 			think:    s.Think,
+			hold:     s.Hold,
 			opTime:   max(s.Lock.TTL, time.Second),
-			pauses:   map[string]time.Duration{},
+			pauses:   map[string]pause{},
+			isolate:  isolator(net, fmt.Sprintf("w%d", i)),
 		})
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))
@@ -359,6 +361,17 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	logger.Printf("workers stopped after %d ops", rec.Len())
 	return ctx.Err() != nil, nil
+}
+
+// isolator returns a function that cuts (or heals) every link of worker.
+func isolator(net *cluster.Network, worker string) func(cut bool) error {
+	return func(cut bool) error {
+		links := net.LinksFrom(worker)
+		if cut {
+			return net.Cut(links...)
+		}
+		return net.Heal(links...)
+	}
 }
 
 // schedule returns the exact nemesis schedule of s: its steps that fall

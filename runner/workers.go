@@ -31,18 +31,28 @@ type worker struct {
 	keys     []string
 	ttl      time.Duration
 	think    time.Duration
+	hold     time.Duration // how long the holder keeps the lock after its write
 	opTime   time.Duration
 
+	// isolate cuts and heals the worker's own links (set by the runner).
+	isolate func(cut bool) error
+
 	mu     sync.Mutex
-	pauses map[string]time.Duration // armed pauses by point
+	pauses map[string]pause // armed pauses by point
+}
+
+// pause is an armed client pause.
+type pause struct {
+	d       time.Duration
+	isolate bool
 }
 
 // armPause arms a pause at point for d; the next time the worker reaches
 // point it stops for d.
-func (w *worker) armPause(point string, d time.Duration) {
+func (w *worker) armPause(point string, p pause) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pauses[point] = d
+	w.pauses[point] = p
 }
 
 // pauseAt stops the worker if a pause is armed at point. The pause is
@@ -51,25 +61,37 @@ func (w *worker) armPause(point string, d time.Duration) {
 // late write it delays still happens.
 func (w *worker) pauseAt(abort context.Context, point string) {
 	w.mu.Lock()
-	d, ok := w.pauses[point]
+	p, ok := w.pauses[point]
 	delete(w.pauses, point)
 	w.mu.Unlock()
 	if !ok {
 		return
 	}
-	desc := map[string]any{"worker": w.id, "point": point, "duration": d.String()}
+	desc := map[string]any{"worker": w.id, "point": point, "duration": p.d.String(), "isolate": p.isolate}
 	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-pause", Value: history.JSONValue(desc)})
-	t := time.NewTimer(d)
+	var cutErr error
+	if p.isolate && w.isolate != nil {
+		cutErr = w.isolate(true)
+	}
+	t := time.NewTimer(p.d)
 	select {
 	case <-t.C:
 	case <-abort.Done():
 		t.Stop()
 	}
-	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-resume", Value: history.JSONValue(desc)})
+	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-resume", Value: history.JSONValue(desc)}
+	if p.isolate && w.isolate != nil {
+		cutErr = errors.Join(cutErr, w.isolate(false))
+	}
+	if cutErr != nil {
+		resume.Error = cutErr.Error()
+	}
+	w.rec.Record(resume)
 }
 
 // run is the workload loop (DESIGN §4): acquire; check the lease is still
-// valid; read the resource; write read+1 with the lease's token; release.
+// valid; read the resource; write read+1 with the lease's token; hold the
+// lock for the scenario's hold time (the holder's other work); release.
 // It stops between iterations when stop ends, and everywhere when abort ends.
 func (w *worker) run(stop, abort context.Context) {
 	if h, ok := w.locker.Locker.(interface{ SetAfterResponse(func()) }); ok {
@@ -126,6 +148,7 @@ func (w *worker) iterate(abort context.Context) {
 		done.Error = err.Error()
 	}
 	w.rec.Record(done)
+	w.sleep(abort, w.hold)
 }
 
 // lost reports whether a session lock already knows lease is gone, and
@@ -167,11 +190,11 @@ var _ nemesis.Workers = workerSet(nil)
 
 func (ws workerSet) Count() int { return len(ws) }
 
-func (ws workerSet) PauseAt(worker int, point string, d time.Duration) error {
+func (ws workerSet) PauseAt(worker int, point string, d time.Duration, isolate bool) error {
 	if worker < 0 || worker >= len(ws) {
 		return errors.New("runner: no such worker")
 	}
-	ws[worker].armPause(point, d)
+	ws[worker].armPause(point, pause{d: d, isolate: isolate})
 	return nil
 }
 

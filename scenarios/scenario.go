@@ -29,20 +29,23 @@ var ErrUnknownScenario = errors.New("scenarios: unknown scenario")
 
 // Scenario is one test: what runs, under which faults, and what is expected.
 type Scenario struct {
-	Name        string              `yaml:"name"`
-	Description string              `yaml:"description,omitempty"`
-	Source      string              `yaml:"source,omitempty"`
-	Tags        []string            `yaml:"tags,omitempty"`
-	System      System              `yaml:"system"`
-	Lock        Lock                `yaml:"lock"`
-	Resource    string              `yaml:"resource,omitempty"`
-	Workers     int                 `yaml:"workers"`
-	Duration    time.Duration       `yaml:"duration"`
-	Quiet       time.Duration       `yaml:"quiet,omitempty"`
-	Think       time.Duration       `yaml:"think,omitempty"`
-	Seed        uint64              `yaml:"seed,omitempty"`
-	Nemesis     Nemesis             `yaml:"nemesis,omitempty"`
-	Expect      checker.Expectation `yaml:"expect,omitempty"`
+	Name        string        `yaml:"name"`
+	Description string        `yaml:"description,omitempty"`
+	Source      string        `yaml:"source,omitempty"`
+	Tags        []string      `yaml:"tags,omitempty"`
+	System      System        `yaml:"system"`
+	Lock        Lock          `yaml:"lock"`
+	Resource    string        `yaml:"resource,omitempty"`
+	Workers     int           `yaml:"workers"`
+	Duration    time.Duration `yaml:"duration"`
+	Quiet       time.Duration `yaml:"quiet,omitempty"`
+	Think       time.Duration `yaml:"think,omitempty"`
+	// Hold is how long a holder keeps the lock after its write, standing
+	// for the work it does under the lock; zero by default.
+	Hold    time.Duration       `yaml:"hold,omitempty"`
+	Seed    uint64              `yaml:"seed,omitempty"`
+	Nemesis Nemesis             `yaml:"nemesis,omitempty"`
+	Expect  checker.Expectation `yaml:"expect,omitempty"`
 
 	// File is where the scenario was read from ("catalog/x.yaml" for the
 	// built-in ones); it is not part of the YAML.
@@ -186,11 +189,20 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must not be negative", "quiet")
 	case s.Think < 0:
 		return fail("must not be negative", "think")
+	case s.Hold < 0:
+		return fail("must not be negative", "hold")
 	}
 	switch s.Expect.Verdict {
 	case "", checker.Valid, checker.Invalid, checker.Unknown:
 	default:
 		return fail(fmt.Sprintf("unknown verdict %q (known: valid, invalid, unknown)", s.Expect.Verdict), "expect", "verdict")
+	}
+	for field, kinds := range map[string][]string{"anomalies": s.Expect.Anomalies, "absent": s.Expect.Absent} {
+		for i, k := range kinds {
+			if !slices.Contains(checker.Kinds(), k) {
+				return fail(fmt.Sprintf("unknown anomaly kind %q (known: %s)", k, strings.Join(checker.Kinds(), ", ")), "expect", field, fmt.Sprint(i))
+			}
+		}
 	}
 	for i, st := range s.Nemesis.Steps {
 		idx := fmt.Sprint(i)

@@ -72,6 +72,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown fault", [2]string{"fault: client-pause", "fault: meteor"}, []string{"t.yaml:13", "meteor", "client-pause, partition"}},
 		{"step after the end", [2]string{"- at: 1s", "- at: 10s"}, []string{"t.yaml:12", "at"}},
 		{"unknown pause point", [2]string{"point: before-write", "point: during-lunch"}, []string{"t.yaml:15", "during-lunch", "after-response"}},
+		{"unknown anomaly kind", [2]string{"anomalies: [stale-write]", "anomalies: [stale-wrote]"}, []string{"t.yaml:19", "stale-wrote", "double-hold"}},
 		{"unknown verdict", [2]string{"verdict: invalid", "verdict: broken"}, []string{"t.yaml:18", "broken"}},
 		{"not a duration", [2]string{"ttl: 1s", "ttl: soon"}, []string{"t.yaml", "line 7", "soon"}},
 		{"bad yaml", [2]string{"workers: 2", "workers: [2"}, []string{"t.yaml", "line"}},
