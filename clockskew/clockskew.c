@@ -16,14 +16,26 @@
  * allocator initialising itself) use the system call directly, so the
  * library never allocates or takes a lock on the clock path.
  *
+ * It also redirects outgoing TCP connections, for servers that dial a peer
+ * at an address the peer announces itself (ZooKeeper's leader election does)
+ * rather than at the address configured for it: the environment variable
+ * JEPSEN_LITE_CONNECT_MAP holds comma-separated "ip:port=ip:port" pairs
+ * (IPv4; also matched as IPv4-mapped IPv6), and connect() to the left address
+ * goes to the right one instead (the harness's proxy for that link). Other
+ * connections pass through untouched.
+ *
  * Build: cc -shared -fPIC -O2 -Wall -o build/libclockskew.so clockskew/clockskew.c -ldl
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -32,10 +44,54 @@
 
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+
 static clock_gettime_fn real_clock_gettime;
 static const int64_t *offset_ns;
 
+/* A connect() redirection; addresses and ports in network byte order. */
+struct redirect {
+    uint32_t from_addr, to_addr;
+    uint16_t from_port, to_port;
+};
+
+#define MAX_REDIRECTS 64
+static struct redirect redirects[MAX_REDIRECTS];
+static int redirect_count;
+static connect_fn real_connect;
+
+static int parse_endpoint(const char *s, uint32_t *addr, uint16_t *port) {
+    unsigned a, b, c, d, p;
+    if (sscanf(s, "%u.%u.%u.%u:%u", &a, &b, &c, &d, &p) != 5 || a > 255 || b > 255 || c > 255 ||
+        d > 255 || p > 65535) {
+        return -1;
+    }
+    *addr = htonl((a << 24) | (b << 16) | (c << 8) | d);
+    *port = htons((uint16_t)p);
+    return 0;
+}
+
+static void parse_redirects(const char *spec) {
+    while (spec != NULL && *spec != '\0' && redirect_count < MAX_REDIRECTS) {
+        const char *eq = strchr(spec, '=');
+        if (eq == NULL) {
+            return;
+        }
+        struct redirect r;
+        if (parse_endpoint(spec, &r.from_addr, &r.from_port) == 0 &&
+            parse_endpoint(eq + 1, &r.to_addr, &r.to_port) == 0) {
+            redirects[redirect_count++] = r;
+        }
+        spec = strchr(eq, ',');
+        if (spec != NULL) {
+            spec++;
+        }
+    }
+}
+
 __attribute__((constructor)) static void clockskew_init(void) {
+    real_connect = (connect_fn)dlsym(RTLD_NEXT, "connect");
+    parse_redirects(getenv("JEPSEN_LITE_CONNECT_MAP"));
     clock_gettime_fn fn = (clock_gettime_fn)dlsym(RTLD_NEXT, "clock_gettime");
     const char *path = getenv("JEPSEN_LITE_CLOCK_FILE");
     if (path != NULL && *path != '\0') {
@@ -122,4 +178,39 @@ time_t time(time_t *out) {
         *out = ts.tv_sec;
     }
     return ts.tv_sec;
+}
+
+int connect(int fd, const struct sockaddr *sa, socklen_t len) {
+    connect_fn fn = real_connect;
+    if (fn == NULL) {
+        fn = (connect_fn)dlsym(RTLD_NEXT, "connect");
+    }
+    if (sa != NULL && redirect_count > 0) {
+        if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+            struct sockaddr_in in;
+            memcpy(&in, sa, sizeof in);
+            for (int i = 0; i < redirect_count; i++) {
+                if (in.sin_addr.s_addr == redirects[i].from_addr && in.sin_port == redirects[i].from_port) {
+                    in.sin_addr.s_addr = redirects[i].to_addr;
+                    in.sin_port = redirects[i].to_port;
+                    return fn(fd, (const struct sockaddr *)&in, sizeof in);
+                }
+            }
+        } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+            struct sockaddr_in6 in6;
+            memcpy(&in6, sa, sizeof in6);
+            if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+                uint32_t v4;
+                memcpy(&v4, &in6.sin6_addr.s6_addr[12], 4);
+                for (int i = 0; i < redirect_count; i++) {
+                    if (v4 == redirects[i].from_addr && in6.sin6_port == redirects[i].from_port) {
+                        memcpy(&in6.sin6_addr.s6_addr[12], &redirects[i].to_addr, 4);
+                        in6.sin6_port = redirects[i].to_port;
+                        return fn(fd, (const struct sockaddr *)&in6, sizeof in6);
+                    }
+                }
+            }
+        }
+    }
+    return fn(fd, sa, len);
 }

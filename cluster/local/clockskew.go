@@ -18,6 +18,10 @@ const (
 	// clockFileEnv is read by the library in the node: the path of the file
 	// whose first 8 bytes hold the clock offset in nanoseconds.
 	clockFileEnv = "JEPSEN_LITE_CLOCK_FILE"
+	// connectMapEnv is read by the library in the node: comma-separated
+	// "ip:port=ip:port" pairs, each redirecting connect() from the left
+	// address to the right one.
+	connectMapEnv = "JEPSEN_LITE_CONNECT_MAP"
 )
 
 // clockSkewLibraryName is the library's file name.

@@ -35,13 +35,15 @@ const zkElection = "election"
 // an ensemble every server has its own zoo.cfg: its own quorum and election
 // ports are real, and each peer's are the links "self->peer" (quorum) and
 // "self->peer/election", so the nemesis can cut any pair. Followers reach the
-// leader through those links, so cutting them partitions the quorum
-// traffic. Leader election is not fully covered: when the lower-numbered
-// server of a pair dials first, the higher one answers by dialling back the
-// address the lower one announces (its real port), and that connection
-// bypasses the links. Isolating a follower therefore behaves like a clean
-// partition; isolating the leader can leave the majority still hearing its
-// votes over such a connection (an asymmetric partition) until it dies.
+// leader through those links. Leader election needs one more step: when the
+// lower-numbered server of a pair dials first, the higher one dials back the
+// address the lower one announces (its real port). The clock-skew library,
+// preloaded into every ZooKeeper JVM, redirects such connections to the
+// right link (JEPSEN_LITE_CONNECT_MAP), so every byte between two servers
+// crosses a link. Without the library (WithoutClockSkew, or not found) those
+// dial-backs bypass the links: isolating a follower still behaves like a
+// clean partition, but an isolated leader can keep the majority voting for
+// it (an asymmetric partition) until the heal.
 func (c *Cluster) setupZooKeeper() error {
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -97,6 +99,7 @@ func (c *Cluster) setupZooKeeper() error {
 				return fmt.Errorf("local: zookeeper myid: %w", err)
 			}
 			conf = append(conf, "standaloneEnabled=false", "reconfigEnabled=false", "cnxTimeout=500")
+			var redirects []string
 			for j, other := range c.nodes {
 				q, e := peer[j].quorum, peer[j].election
 				if j != i {
@@ -108,10 +111,13 @@ func (c *Cluster) setupZooKeeper() error {
 					if err != nil {
 						return err
 					}
+					redirects = append(redirects,
+						fmt.Sprintf("127.0.0.1:%d=%s", q, qa), fmt.Sprintf("127.0.0.1:%d=%s", e, ea))
 					q, e = portOf(qa), portOf(ea)
 				}
 				conf = append(conf, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", j+1, q, e))
 			}
+			n.env = append(n.env, connectMapEnv+"="+strings.Join(redirects, ","))
 		}
 		path := filepath.Join(n.dir, "zoo.cfg")
 		if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
