@@ -137,11 +137,11 @@ func TestRedsyncAnswers(t *testing.T) {
 		{name: "quorum taken", err: &redsync.ErrTaken{Nodes: []int{0, 1, 2}}, quorumTaken: true, definite: true},
 		{name: "two taken", err: errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}), taken: 2, definite: true},
 		{name: "network errors could hide a quorum",
-			err:    errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.RedisError{Node: 1, Err: errors.New("i/o timeout")}, &redsync.RedisError{Node: 2, Err: errors.New("i/o timeout")}),
-			taken:  1, failed: 2, definite: false},
+			err:   errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.RedisError{Node: 1, Err: errors.New("i/o timeout")}, &redsync.RedisError{Node: 2, Err: errors.New("i/o timeout")}),
+			taken: 1, failed: 2, definite: false},
 		{name: "network errors cannot make a quorum",
-			err:    errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, &redsync.ErrNodeTaken{Node: 2}, &redsync.RedisError{Node: 3, Err: errors.New("refused")}),
-			taken:  3, failed: 1, definite: true},
+			err:   errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, &redsync.ErrNodeTaken{Node: 2}, &redsync.RedisError{Node: 3, Err: errors.New("refused")}),
+			taken: 3, failed: 1, definite: true},
 	}
 	r := &Redsync{nodes: 5}
 	for _, tt := range tests {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +51,11 @@ func (c *clusters) endpoints(t *testing.T, spec cluster.Spec) []Endpoint {
 		return eps
 	}
 	for _, bin := range serverBinaries[spec.System] {
-		if _, err := exec.LookPath(bin); err != nil {
+		if filepath.IsAbs(bin) {
+			if _, err := os.Stat(bin); err != nil {
+				t.Skipf("%s is not installed: %v", bin, err)
+			}
+		} else if _, err := exec.LookPath(bin); err != nil {
 			t.Skipf("%s is not installed: %v", bin, err)
 		}
 	}
@@ -106,6 +112,7 @@ func newLocker(t *testing.T, name string, eps []Endpoint, worker int, options ma
 // contract is what one algorithm promises.
 type contract struct {
 	name    string
+	label   string // subtest name when it differs from name
 	spec    cluster.Spec
 	options map[string]string
 	ttl     time.Duration
@@ -124,15 +131,18 @@ type contract struct {
 }
 
 var (
-	redisMasters = cluster.Spec{System: cluster.Redis, Nodes: 3}
-	postgresOne  = cluster.Spec{System: cluster.Postgres, Nodes: 1}
-	zkOne        = cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}
-	etcdOne      = cluster.Spec{System: cluster.Etcd, Nodes: 1}
+	redisMasters        = cluster.Spec{System: cluster.Redis, Nodes: 3}
+	redisPrimaryReplica = cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 2}
+	postgresOne         = cluster.Spec{System: cluster.Postgres, Nodes: 1}
+	zkOne               = cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}
+	etcdOne             = cluster.Spec{System: cluster.Etcd, Nodes: 1}
 )
 
 var contracts = []contract{
 	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
+	{name: "redis-single", label: "redis-single/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, until: true, ownedRelease: true},
+	{name: "redis-fenced", label: "redis-fenced/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
 	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-zadd-mutex", spec: redisMasters, ttl: 5 * time.Second, freeReleaseNotHeld: true},
@@ -164,7 +174,11 @@ func TestContractCoversEveryAlgorithm(t *testing.T) {
 func TestContract(t *testing.T) {
 	cs := newClusters(t)
 	for _, c := range contracts {
-		t.Run(c.name, func(t *testing.T) {
+		label := c.label
+		if label == "" {
+			label = c.name
+		}
+		t.Run(label, func(t *testing.T) {
 			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
