@@ -49,8 +49,9 @@ import (
 // lease may have expired) into independent pieces that start with a free
 // lock and the highest token granted so far; pieces whose ops do not overlap
 // are stepped through directly, the others go to porcupine, in parallel. An
-// acquire that cannot be linearized is an early-grant (or a token-regression
-// when only its token is at fault); a release is a foreign-release. When the
+// acquire that cannot be linearized is an early-grant (or, when only its
+// token is at fault, a token-reuse for a token equal to the highest granted
+// before it and a token-regression for a lower one); a release is a foreign-release. When the
 // check fails and OutDir is set, porcupine's visualization of the first
 // failing piece is written to OutDir/linearizability.html, with the
 // nemesis's ops as annotations.
@@ -549,6 +550,10 @@ func describe(h history.History, key string, s lockState, o *lockOp, why string)
 	}
 	switch why {
 	case "token":
+		if o.token == s.maxTok {
+			return Anomaly{Kind: TokenReuse, Key: key, Ops: ops,
+				Message: fmt.Sprintf("%s was granted %s with token %d at %s, a token already granted before it", who, key, o.token, at)}
+		}
 		return Anomaly{Kind: TokenRegression, Key: key, Ops: ops,
 			Message: fmt.Sprintf("%s was granted %s with token %d at %s, not above token %d granted before it", who, key, o.token, at, s.maxTok)}
 	case "foreign":

@@ -101,3 +101,10 @@ func TestSyntheticInjected(t *testing.T) {
 		})
 	}
 }
+
+func TestSynthKindsAreCheckerKinds(t *testing.T) {
+	want := []string{checker.DoubleHold, checker.EarlyGrant, checker.ForeignRelease, checker.StaleWrite, checker.LostUpdate, checker.TokenReuse, checker.TokenRegression}
+	if !slices.Equal(synth.Kinds, want) {
+		t.Fatalf("synth.Kinds = %v, want %v", synth.Kinds, want)
+	}
+}

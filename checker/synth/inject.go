@@ -5,15 +5,24 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
+// The anomaly kinds Inject can plant; they are the checker package's names
+// (the checker imports this package in its benchmarks, so it cannot be
+// imported here).
+const (
+	DoubleHold      = "double-hold"
+	EarlyGrant      = "early-grant"
+	ForeignRelease  = "foreign-release"
+	StaleWrite      = "stale-write"
+	LostUpdate      = "lost-update"
+	TokenReuse      = "token-reuse"
+	TokenRegression = "token-regression"
+)
+
 // Kinds lists the anomaly kinds Inject can plant.
-var Kinds = []string{
-	checker.DoubleHold, checker.EarlyGrant, checker.ForeignRelease, checker.StaleWrite,
-	checker.LostUpdate, checker.TokenReuse, checker.TokenRegression,
-}
+var Kinds = []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression}
 
 // Inject returns a copy of h (a history from Generate) with one violation of
 // the given anomaly kind planted at a place chosen with rng; h itself is not
@@ -37,16 +46,16 @@ func Inject(rng *rand.Rand, h history.History, kind string) (history.History, er
 	out := slices.Clone(h)
 	var err error
 	switch kind {
-	case checker.DoubleHold, checker.EarlyGrant:
+	case DoubleHold, EarlyGrant:
 		err = injectOverlap(rng, out)
-	case checker.ForeignRelease:
+	case ForeignRelease:
 		err = injectForeignRelease(rng, out)
-	case checker.StaleWrite:
+	case StaleWrite:
 		err = injectStaleWrite(rng, out)
-	case checker.LostUpdate:
+	case LostUpdate:
 		err = injectLostUpdate(rng, out)
-	case checker.TokenReuse, checker.TokenRegression:
-		err = injectToken(rng, out, kind == checker.TokenReuse)
+	case TokenReuse, TokenRegression:
+		err = injectToken(rng, out, kind == TokenReuse)
 	default:
 		return nil, fmt.Errorf("synth: cannot inject %q", kind)
 	}
@@ -321,4 +330,3 @@ func WriteFile(path string, rng *rand.Rand, opts Options) (int, error) {
 	}
 	return len(h), nil
 }
-

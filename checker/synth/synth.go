@@ -297,6 +297,11 @@ func (s *sim) complete(w *worker, at time.Duration) {
 		} else {
 			op.Type = history.Fail
 			op.Error = "lock is held"
+			s.emit(op, at)
+			w.phase = phAcquire
+			// back off like a real client: 5 to 25 round trips
+			s.schedule(at+time.Duration(5+s.rng.IntN(21))*s.o.Latency, 0, w)
+			return
 		}
 	case phRead:
 		op.Type = history.OK

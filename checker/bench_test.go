@@ -1,0 +1,121 @@
+package checker
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/jepsen-lite/jepsen-lite/checker/synth"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// bigOptions is the benchmark history of docs/performance-checker.md:
+// 1,000,000 ops, 16 workers, 4 keys, 1% unknown outcomes, fenced.
+var bigOptions = synth.Options{Workers: 16, Keys: 4, Ops: 1_000_000, TTL: time.Second, InfoRate: 0.01, Tokens: true}
+
+func benchHistory(b *testing.B, opts synth.Options) history.History {
+	b.Helper()
+	h := synth.Generate(rand.New(rand.NewPCG(1, 1)), opts)
+	b.ReportMetric(float64(len(h)), "ops")
+	return h
+}
+
+func BenchmarkCheck1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	b.ResetTimer()
+	for b.Loop() {
+		res := Check(context.Background(), h, Options{})
+		if v := Overall(res); v != Valid {
+			b.Fatalf("verdict %s: %+v", v, res)
+		}
+	}
+}
+
+func BenchmarkCheckEach1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	for _, c := range Checkers(Options{}) {
+		b.Run(c.Name(), func(b *testing.B) {
+			for b.Loop() {
+				if r := c.Check(context.Background(), h); r.Verdict != Valid {
+					b.Fatalf("%s: %s %s", c.Name(), r.Verdict, r.Note)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkCheck100kSingleKey(b *testing.B) {
+	h := benchHistory(b, synth.Options{Workers: 16, Keys: 1, Ops: 100_000, TTL: time.Second, InfoRate: 0.01, Tokens: true})
+	b.ResetTimer()
+	for b.Loop() {
+		if v := Overall(Check(context.Background(), h, Options{})); v != Valid {
+			b.Fatalf("verdict %s", v)
+		}
+	}
+}
+
+// BenchmarkPlainPorcupine1M runs the same model over the same history as
+// porcupine alone would: one partition per key, no cuts, no dropping of
+// unknown acquires, capped at the timeout below.
+func BenchmarkPlainPorcupine1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	const limit = 2 * time.Minute
+	b.ResetTimer()
+	for b.Loop() {
+		res, elapsed := plainPorcupine(h, limit)
+		b.ReportMetric(elapsed.Seconds(), "s/check")
+		b.Logf("plain porcupine: %s after %v (cap %v)", res, elapsed, limit)
+	}
+}
+
+func plainPorcupine(h history.History, limit time.Duration) (porcupine.CheckResult, time.Duration) {
+	var ops []porcupine.Operation
+	keys := map[*lockOp]string{}
+	pending := map[int]*lockOp{}
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() || (op.F != history.FAcquire && op.F != history.FRelease) {
+			continue
+		}
+		if op.Type == history.Invoke {
+			lo := &lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time), ret: open, invoke: i, done: -1, fixedE: open, crash: open}
+			if lo.acquire {
+				lo.ttl = int64(float64(op.TTL) * (1 - DefaultDrift))
+			}
+			pending[op.Process] = lo
+			keys[lo] = op.Key
+			continue
+		}
+		lo := pending[op.Process]
+		delete(pending, op.Process)
+		if lo == nil || op.Type == history.Fail {
+			continue
+		}
+		if op.Type == history.OK {
+			lo.ret, lo.token = int64(op.Time), op.Token
+		}
+	}
+	for lo, k := range keys {
+		_ = k
+		ops = append(ops, porcupine.Operation{ClientId: lo.client, Input: lo, Call: lo.call, Return: lo.ret})
+	}
+	model := pieceModel(piece{})
+	model.Partition = func(all []porcupine.Operation) [][]porcupine.Operation {
+		byKey := map[string][]porcupine.Operation{}
+		for _, o := range all {
+			k := keys[o.Input.(*lockOp)]
+			byKey[k] = append(byKey[k], o)
+		}
+		var out [][]porcupine.Operation
+		for _, p := range byKey {
+			out = append(out, p)
+		}
+		return out
+	}
+	start := time.Now()
+	res := porcupine.CheckOperationsTimeout(model, ops, limit)
+	return res, time.Since(start)
+}
