@@ -149,11 +149,19 @@ func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
 			t.Fatalf("%s: faulty links %v, want %v", when, got, want)
 		}
 	}
+	cable := cluster.Fault{Kind: cluster.FaultCut}
+	if err := env.ApplyLinks(cable, "w1->n1"); err != nil { // an isolated worker, say
+		t.Fatal(err)
+	}
 	check("three faults", "w0->n1", "w0->n2", "w1->n1")
 	if err := healNode(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("after healing the n1 partition", "w0->n1", "w0->n2")
+	check("after healing the n1 partition", "w0->n1", "w0->n2", "w1->n1")
+	if err := env.HealLinks(cable, "w1->n1"); err != nil {
+		t.Fatal(err)
+	}
+	check("after healing the isolated worker", "w0->n1", "w0->n2")
 	if err := healWorker(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -68,3 +68,17 @@ func (l *linkLedger) forget() {
 	defer l.mu.Unlock()
 	l.on = nil
 }
+
+// ApplyLinks applies f to the named links of env.Network and records it, so
+// that healing another fault on the same links keeps this one. Code outside
+// the fault kinds that cuts links during a run (an isolating client pause)
+// should go through it rather than through the Network.
+func (env *Env) ApplyLinks(f cluster.Fault, links ...string) error {
+	return env.links.apply(env.Network, f, links...)
+}
+
+// HealLinks removes one application of f, made with ApplyLinks, from the
+// named links; other faults recorded on them stay.
+func (env *Env) HealLinks(f cluster.Fault, links ...string) error {
+	return env.links.heal(env.Network, f, links...)
+}
