@@ -27,7 +27,7 @@ type quietWorkers struct {
 	clocks map[int]time.Duration
 }
 
-func (w *quietWorkers) Count() int                               { return w.n }
+func (w *quietWorkers) Count() int                                     { return w.n }
 func (w *quietWorkers) PauseAt(int, string, time.Duration, bool) error { return nil }
 func (w *quietWorkers) SetClockOffset(i int, off time.Duration) error {
 	w.mu.Lock()
