@@ -311,22 +311,27 @@ func injectToken(rng *rand.Rand, h history.History, reuse bool) error {
 	return nil
 }
 
-// WriteFile generates a history with rng and opts and writes it to path as
-// JSON Lines.
+// WriteFile generates a history with rng and opts, writes it to path as
+// JSON Lines and returns its number of ops.
 func WriteFile(path string, rng *rand.Rand, opts Options) (int, error) {
 	h := Generate(rng, opts)
+	return len(h), Write(path, h)
+}
+
+// Write writes h to path as JSON Lines.
+func Write(path string, h history.History) error {
 	w, err := history.CreateFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
+		return fmt.Errorf("synth: %w", err)
 	}
 	for _, op := range h {
 		if err := w.Append(op); err != nil {
 			w.Close()
-			return 0, fmt.Errorf("synth: %w", err)
+			return fmt.Errorf("synth: %w", err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		return 0, fmt.Errorf("synth: %w", err)
+		return fmt.Errorf("synth: %w", err)
 	}
-	return len(h), nil
+	return nil
 }
