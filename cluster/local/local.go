@@ -262,6 +262,9 @@ func (c *Cluster) Close() error {
 	var wg sync.WaitGroup
 	var emu sync.Mutex
 	for _, n := range c.nodes {
+		n.mu.Lock()
+		n.closed = true
+		n.mu.Unlock()
 		if n.clockPath != "" {
 			if _, err := os.Stat(n.clockPath); err == nil {
 				if err := writeClockOffset(n.clockPath, 0); err != nil {

@@ -67,8 +67,14 @@ func (c *Cluster) setupPostgres() error {
 	initdb.Dir = n.dir
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fmt.Errorf("local: initdb: %w: %s", err, strings.TrimSpace(string(out)))
+	var out strings.Builder
+	initdb.Stdout, initdb.Stderr = &out, &out
+	err = startChild(initdb)
+	if err == nil {
+		err = initdb.Wait()
+	}
+	if err != nil {
+		return fmt.Errorf("local: initdb: %w: %s", err, strings.TrimSpace(out.String()))
 	}
 	durable := "off"
 	if c.spec.Persistence {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type node struct {
 	cmd    *exec.Cmd
 	done   chan struct{} // closed when the process has been reaped
 	paused bool
+	closed bool // set by Cluster.Close: the node is never launched again
 }
 
 // info returns the node as the cluster package describes it.
@@ -55,6 +57,9 @@ func (n *node) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa
 func (n *node) launch() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
 	if n.cmd != nil {
 		select {
 		case <-n.done:
@@ -77,7 +82,7 @@ func (n *node) launch() error {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, clockFileEnv+"="+n.clockPath)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd); err != nil {
 		return fmt.Errorf("local: start %s: %w", n.name, err)
 	}
 	done := make(chan struct{})
@@ -151,8 +156,10 @@ func (n *node) kill(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("local: kill %s: %w", n.name, ctx.Err())
 	}
-	// Wait for the rest of the group to disappear too.
-	for syscall.Kill(-pgid, 0) == nil {
+	// Wait a little for the rest of the group (already sent SIGKILL) to be
+	// reaped by init; an init that does not reap would leave zombies, which
+	// hold no port and no file, so the wait is bounded.
+	for end := time.Now().Add(2 * time.Second); syscall.Kill(-pgid, 0) == nil && time.Now().Before(end); {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		select {
 		case <-ctx.Done():
@@ -224,6 +231,34 @@ func (n *node) logTail() string {
 		b = b[len(b)-800:]
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// spawnRequest asks the spawner thread to start a command.
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// spawner returns the channel of the one goroutine that starts every child.
+// It is locked to its OS thread for the life of the process: Pdeathsig
+// fires when the thread that forked the child exits, and the Go runtime may
+// end other threads, so children are only ever forked from this one.
+var spawner = sync.OnceValue(func() chan spawnRequest {
+	ch := make(chan spawnRequest)
+	go func() {
+		runtime.LockOSThread()
+		for req := range ch {
+			req.done <- req.cmd.Start()
+		}
+	}()
+	return ch
+})
+
+// startChild starts cmd from the spawner thread.
+func startChild(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	spawner() <- spawnRequest{cmd: cmd, done: done}
+	return <-done
 }
 
 var (
