@@ -4,7 +4,8 @@
 # with the servers under test and the clock-skew library installed, imported
 # into the local Docker engine with `docker import`.
 #
-# Usage: images/build.sh            (from the repository root)
+# Usage: images/build.sh [--dry-run]
+#   --dry-run   print the image, mirror, suite and packages it would use, and stop
 #
 # Environment (all optional):
 #   JEPSEN_LITE_NODE_IMAGE  image name and tag       (default jepsen-lite/node:latest)
@@ -25,10 +26,19 @@ CLOCKSKEW_LIB="${CLOCKSKEW_LIB:-$ROOT/build/libclockskew.so}"
 say() { echo "images: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-command -v docker >/dev/null 2>&1 || die "docker not found in PATH"
-docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info failed)"
+DRY_RUN=0
+case "${1:-}" in
+--dry-run) DRY_RUN=1 ;;
+"") ;;
+*) die "unknown argument $1 (usage: images/build.sh [--dry-run])" ;;
+esac
 
-if [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
+if [ "$DRY_RUN" = 0 ]; then
+	command -v docker >/dev/null 2>&1 || die "docker not found in PATH"
+	docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info failed)"
+fi
+
+if [ "$DRY_RUN" = 0 ] && [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
 	say "$IMAGE exists; skipping (FORCE=1 rebuilds)"
 	# Say so when the image's clock-skew library differs from this checkout's.
 	if [ -f "$ROOT/clockskew/clockskew.c" ]; then
@@ -39,8 +49,6 @@ if [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
 	exit 0
 fi
 
-[ "$(id -u)" = 0 ] || die "debootstrap needs root; run as root"
-command -v debootstrap >/dev/null 2>&1 || die "debootstrap not found (apt-get install debootstrap)"
 
 # The mirror: the first non-security Debian URI this machine's apt uses.
 mirror_from_apt() {
@@ -48,11 +56,11 @@ mirror_from_apt() {
 		[ -f "$f" ] || continue
 		# deb822 stanzas: print the URIs of stanzas whose Suites has no "-security".
 		awk '
-			/^[[:space:]]*$/ { if (uris != "" && suites !~ /-security/ && types ~ /(^| )deb( |$)/) { print uris; exit } uris=""; suites=""; types=""; next }
+			/^[[:space:]]*$/ { if (uris != "" && suites !~ /-security/ && types ~ /(^| )deb( |$)/) { print uris; done = 1; exit } uris=""; suites=""; types=""; next }
 			/^URIs:/   { uris=$2 }
 			/^Suites:/ { $1=""; suites=$0 }
 			/^Types:/  { $1=""; types=$0 " " }
-			END { if (uris != "" && suites !~ /-security/ && types ~ /(^| )deb( |$)/) print uris }
+			END { if (!done && uris != "" && suites !~ /-security/ && types ~ /(^| )deb( |$)/) print uris }
 		' "$f" | head -n1
 	done | head -n1
 	if [ -f /etc/apt/sources.list ]; then
@@ -67,6 +75,21 @@ SUITE="${DEBIAN_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-}")}"
 PACKAGES="$(echo ${NODE_PACKAGES:-$(grep -v '^[[:space:]]*#' "$HERE/packages.txt")})"
 INCLUDE="$(echo $PACKAGES | tr ' ' ',')"
 
+if [ "$DRY_RUN" = 1 ]; then
+	echo "image=$IMAGE"
+	echo "mirror=$MIRROR"
+	echo "suite=$SUITE"
+	echo "packages=$PACKAGES"
+	exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "debootstrap needs root; run as root"
+if ! command -v debootstrap >/dev/null 2>&1; then
+	command -v apt-get >/dev/null 2>&1 || die "debootstrap not found and no apt-get to install it"
+	say "installing debootstrap"
+	apt-get install -y debootstrap >/dev/null || die "apt-get install debootstrap failed"
+fi
+
 WORK="$(mktemp -d "${TMPDIR:-/var/tmp}/jepsen-lite-rootfs.XXXXXX")"
 cleanup() {
 	# debootstrap mounts proc/sys into the root filesystem; never delete through a mount.
@@ -77,7 +100,8 @@ cleanup() {
 		rm -rf --one-file-system "$WORK"
 	fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
 ROOTFS="$WORK/rootfs"
 
 # The clock-skew library: the built one, or compiled here from its source.
@@ -127,5 +151,9 @@ tar --numeric-owner -C "$ROOTFS" -c . | docker import \
 if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$IMAGE")" ]; then
 	docker rmi "$old_id" >/dev/null 2>&1 || true
 fi
+
+# Smoke test: the servers start and the clock-skew library loads.
+docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" redis-server --version >/dev/null ||
+	die "the new image $IMAGE does not run redis-server"
 
 say "built $IMAGE in $(( $(date +%s) - start ))s, $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }')"

@@ -271,6 +271,10 @@ func TestMasters(t *testing.T) {
 		if left := leftovers(t, c.RunID()); left == "" {
 			t.Fatal("no labelled containers or network while the cluster runs")
 		}
+		// A paused node is removed too.
+		if err := c.Pause(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
