@@ -28,6 +28,21 @@ var serverBinaries = map[string][]string{
 	cluster.Etcd:      {"etcd"},
 }
 
+// requireServer skips the test when the binaries system's servers need are
+// not installed.
+func requireServer(t *testing.T, system string) {
+	t.Helper()
+	for _, bin := range serverBinaries[system] {
+		if filepath.IsAbs(bin) {
+			if _, err := os.Stat(bin); err != nil {
+				t.Skipf("%s is not installed: %v", bin, err)
+			}
+		} else if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed: %v", bin, err)
+		}
+	}
+}
+
 // clusters starts each system's local cluster once per test and closes it
 // when the test ends.
 type clusters struct {
@@ -50,15 +65,7 @@ func (c *clusters) endpoints(t *testing.T, spec cluster.Spec) []Endpoint {
 	if eps, ok := c.byID[id]; ok {
 		return eps
 	}
-	for _, bin := range serverBinaries[spec.System] {
-		if filepath.IsAbs(bin) {
-			if _, err := os.Stat(bin); err != nil {
-				t.Skipf("%s is not installed: %v", bin, err)
-			}
-		} else if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
-	}
+	requireServer(t, spec.System)
 	nw, err := cluster.NewNetwork()
 	if err != nil {
 		t.Fatalf("network: %v", err)

@@ -23,11 +23,13 @@ end`)
 
 // newRedisClient returns a client for one node. It never retries a command
 // on its own (a retried SET NX could find its own key and report the lock as
-// taken), and every command is bounded by timeout.
+// taken) nor a failed dial (the dial error must reach the caller, as proof the
+// command was not sent), and every command is bounded by timeout.
 func newRedisClient(addr string, timeout time.Duration) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		MaxRetries:            -1,
+		DialerRetries:         1,
 		DialTimeout:           timeout,
 		ReadTimeout:           timeout,
 		WriteTimeout:          timeout,

@@ -1,0 +1,276 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
+)
+
+// startOwnCluster starts a cluster only this test uses (it will break it),
+// closed at cleanup.
+func startOwnCluster(t *testing.T, spec cluster.Spec) (*local.Cluster, []Endpoint) {
+	t.Helper()
+	requireServer(t, spec.System)
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatalf("network: %v", err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := local.Start(ctx, spec, nw)
+	if err != nil {
+		t.Fatalf("start %s: %v", spec.System, err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	var eps []Endpoint
+	for _, n := range cl.Nodes() {
+		eps = append(eps, Endpoint{Name: n.Name, Addr: n.Addr, Role: n.Role})
+	}
+	return cl, eps
+}
+
+// TestRedisLeasesExpire checks that a ttl lock frees itself after its ttl,
+// that Until had ended by then, and that the late holder's release is
+// ErrNotHeld.
+func TestRedisLeasesExpire(t *testing.T) {
+	cs := newClusters(t)
+	for _, name := range []string{"redis-single", "redis-fenced", "redlock", "redsync"} {
+		t.Run(name, func(t *testing.T) {
+			eps := cs.endpoints(t, redisMasters)
+			ctx := t.Context()
+			// Redsync's per-master timeout is ttl × timeout-factor:
+			// 7.5ms with its default factor and this ttl.
+			var opts map[string]string
+			if name == "redsync" {
+				opts = map[string]string{"timeout-factor": "0.5"}
+			}
+			a := newLocker(t, name, eps, 0, opts)
+			b := newLocker(t, name, eps, 1, opts)
+			key := "expire-" + name
+			const ttl = 150 * time.Millisecond
+			la, err := a.Acquire(ctx, key, ttl)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			time.Sleep(ttl + 50*time.Millisecond)
+			if time.Now().Before(la.Until) {
+				t.Fatalf("Until %v still ahead after the ttl", time.Until(la.Until))
+			}
+			lb, err := b.Acquire(ctx, key, 5*time.Second)
+			if err != nil {
+				t.Fatalf("acquire after expiry: %v", err)
+			}
+			if err := a.Release(ctx, la); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("release of the expired lease: err = %v, want ErrNotHeld", err)
+			}
+			if _, err := a.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("the stale release freed b's lock: err = %v, want ErrNotAcquired", err)
+			}
+			if err := b.Release(ctx, lb); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+		})
+	}
+}
+
+// TestAfterResponseHook checks the after-response pause point: Redlock's
+// validity check sees a pause there, gives up and unlocks every master; the
+// single-instance locks run the hook once per acquire.
+func TestAfterResponseHook(t *testing.T) {
+	cs := newClusters(t)
+	eps := cs.endpoints(t, redisMasters)
+	ctx := t.Context()
+
+	t.Run("redlock pause longer than the ttl", func(t *testing.T) {
+		a := newLocker(t, "redlock", eps, 0, nil)
+		b := newLocker(t, "redlock", eps, 1, nil)
+		const ttl = 100 * time.Millisecond
+		a.(ResponseHooker).SetAfterResponse(func() { time.Sleep(ttl) })
+		_, err := a.Acquire(ctx, "hook-redlock", ttl)
+		if !errors.Is(err, ErrValidityExpired) || !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("acquire with a pause: err = %v, want ErrValidityExpired", err)
+		}
+		// Every master was unlocked: b gets it at once, long before the ttl.
+		lb, err := b.Acquire(ctx, "hook-redlock", 5*time.Second)
+		if err != nil {
+			t.Fatalf("acquire after the abandoned one: %v", err)
+		}
+		a.(ResponseHooker).SetAfterResponse(nil)
+		if err := b.Release(ctx, lb); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Acquire(ctx, "hook-redlock", time.Second); err != nil {
+			t.Fatalf("acquire without the hook: %v", err)
+		}
+	})
+
+	for _, name := range []string{"redis-single", "redis-fenced", "redis-zadd-timeout"} {
+		t.Run(name, func(t *testing.T) {
+			l := newLocker(t, name, eps, 0, nil)
+			calls := 0
+			l.(ResponseHooker).SetAfterResponse(func() { calls++ })
+			lease, err := l.Acquire(ctx, "hook-"+name, 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls != 1 {
+				t.Fatalf("hook ran %d times, want 1", calls)
+			}
+			if err := l.Release(ctx, lease); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRedlockQuorum kills masters: with 2 of 3 alive the lock is taken; with
+// 1 of 3 it is definitely not (the dead masters refuse connections).
+func TestRedlockQuorum(t *testing.T) {
+	cl, eps := startOwnCluster(t, redisMasters)
+	ctx := t.Context()
+	if err := cl.Kill(ctx, eps[2].Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"redlock", "redsync"} {
+		l := newLocker(t, name, eps, 0, nil)
+		lease, err := l.Acquire(ctx, "quorum-"+name, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s with 2 of 3 masters: %v", name, err)
+		}
+		if err := l.Release(ctx, lease); err != nil {
+			t.Fatalf("%s release with 2 of 3 masters: %v", name, err)
+		}
+	}
+	if err := cl.Kill(ctx, eps[1].Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"redlock", "redsync"} {
+		l := newLocker(t, name, eps, 1, nil)
+		if _, err := l.Acquire(ctx, "quorum-"+name, 5*time.Second); !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("%s with 1 of 3 masters: err = %v, want ErrNotAcquired", name, err)
+		}
+	}
+}
+
+// TestEtcdLeaseLost revokes a lock's lease behind the holder's back: its Lost
+// channel closes and the lock is free. The token is the lock key's
+// CreateRevision.
+func TestEtcdLeaseLost(t *testing.T) {
+	cs := newClusters(t)
+	eps := cs.endpoints(t, etcdOne)
+	ctx := t.Context()
+	a := newLocker(t, "etcd-mutex", eps, 0, nil)
+	b := newLocker(t, "etcd-mutex", eps, 1, nil)
+	la, err := a.Acquire(ctx, "lost", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := a.(LeaseWatcher).Lost(la)
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while the lease is held")
+	default:
+	}
+
+	admin, err := clientv3.New(clientv3.Config{Endpoints: []string{eps[0].Addr}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	got, err := admin.Get(ctx, la.Owner)
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("get lock key %s: %v, %v", la.Owner, got, err)
+	}
+	if uint64(got.Kvs[0].CreateRevision) != la.Token {
+		t.Fatalf("token %d, lock key created at revision %d", la.Token, got.Kvs[0].CreateRevision)
+	}
+	if _, err := admin.Revoke(ctx, clientv3.LeaseID(got.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost did not close after the lease was revoked")
+	}
+	lb, err := b.Acquire(ctx, "lost", 5*time.Second)
+	if err != nil {
+		t.Fatalf("acquire after the loss: %v", err)
+	}
+	if err := a.Release(ctx, la); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release of the lost lease: err = %v, want ErrNotHeld", err)
+	}
+	if err := b.Release(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.(LeaseWatcher).Lost(lb):
+	default:
+		t.Fatal("Lost of a released lease is not closed")
+	}
+}
+
+// TestZKSessionLost checks the ZooKeeper recipe's session handling: the token
+// is the node's czxid, closing a holder frees the lock at once (its ephemeral
+// node goes with its session), and a holder cut off from the ensemble learns
+// it lost the lease within about the session timeout.
+func TestZKSessionLost(t *testing.T) {
+	cl, eps := startOwnCluster(t, zkOne)
+	ctx := t.Context()
+	opts := map[string]string{"wait": "50ms", "session-timeout": "500ms"}
+
+	a := newLocker(t, "zk-recipe", eps, 0, opts)
+	b := newLocker(t, "zk-recipe", eps, 1, opts)
+	la, err := a.Acquire(ctx, "lost", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _, err := zk.Connect([]string{eps[0].Addr}, time.Second, zk.WithLogger(zkSilentLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, stat, err := conn.Get(la.Owner)
+	if err != nil {
+		t.Fatalf("get %s: %v", la.Owner, err)
+	}
+	if uint64(stat.Czxid) != la.Token {
+		t.Fatalf("token %d, node czxid %d", la.Token, stat.Czxid)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Acquire(ctx, "lost", time.Second)
+	if err != nil {
+		t.Fatalf("acquire after the holder closed: %v", err)
+	}
+	lost := b.(LeaseWatcher).Lost(lb)
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while the lease is held")
+	default:
+	}
+	if err := cl.Kill(ctx, eps[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost did not close after the ensemble went away")
+	}
+	if err := b.Release(ctx, lb); err == nil {
+		t.Fatal("release with the ensemble down succeeded")
+	}
+}
