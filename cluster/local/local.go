@@ -30,6 +30,9 @@ var (
 	_ cluster.Pauser      = (*Cluster)(nil)
 	_ cluster.ClockSkewer = (*Cluster)(nil)
 	_ cluster.Failoverer  = (*Cluster)(nil)
+	_ interface {
+		Follow(ctx context.Context, node, primary string) error
+	} = (*Cluster)(nil)
 )
 
 // ErrUnknownNode reports a node name the cluster does not have.
@@ -148,6 +151,10 @@ func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ..
 func (c *Cluster) System() string { return c.spec.System }
 
 // Nodes returns the nodes in order n1, n2, ... (then sentinels s1, s2, ...).
+// A node's Role is the one it had at start (Redis: "primary" for n1 and for
+// every independent master, "replica", "sentinel"; "" for ZooKeeper and etcd
+// peers; "primary" for PostgreSQL); after a failover, Primary tells which
+// node serves as primary.
 func (c *Cluster) Nodes() []cluster.Node {
 	out := make([]cluster.Node, 0, len(c.nodes))
 	for _, n := range c.nodes {

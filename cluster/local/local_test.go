@@ -623,8 +623,21 @@ func TestRedisPrimaryReplica(t *testing.T) {
 		if r := redisRole(t, n1); r != "master" {
 			t.Errorf("n1 role %q after promote, want master (left alone)", r)
 		}
-		if got := c.Nodes()[1].Role; got != RolePrimary {
-			t.Errorf("n2's Node.Role after promote = %q", got)
+		if got := c.Nodes()[1].Role; got != RoleReplica {
+			t.Errorf("n2's Node.Role after promote = %q, want its role at start", got)
+		}
+	})
+
+	t.Run("old primary follows the new one", func(t *testing.T) {
+		if err := c.Follow(ctxT(t, 5*time.Second), "n1", "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if got := nw.Upstream("n1->n2"); got != n2 {
+			t.Fatalf("link n1->n2 goes to %q, want %s", got, n2)
+		}
+		waitFor(t, 10*time.Second, "n1 receives c from n2", func() bool { return mustDo(t, n1, "GET", "c") == "1" })
+		if r := redisRole(t, n1); r != "slave" {
+			t.Errorf("n1 role %q after Follow", r)
 		}
 	})
 }

@@ -306,8 +306,43 @@ func (c *Cluster) Promote(ctx context.Context, node string) error {
 			errs = append(errs, fmt.Errorf("local: repoint %s at %s: %w", r.name, node, err))
 		}
 	}
-	c.setRoles(node, old)
 	return errors.Join(errs...)
+}
+
+// Follow makes node a replica of primary: through the link "node->primary"
+// (created when missing), or in the sentinel topology through the link
+// "peers->primary" the sentinels also use. It does not change Node.Role,
+// which stays the role a node had at start; Primary tells the current one.
+func (c *Cluster) Follow(ctx context.Context, node, primary string) error {
+	if err := c.checkReplicated(); err != nil {
+		return err
+	}
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if _, err := c.node(primary); err != nil {
+		return err
+	}
+	if node == primary || n.role == RoleSentinel {
+		return fmt.Errorf("local: %s cannot follow %s", node, primary)
+	}
+	var via string
+	if c.spec.Topology == TopologySentinel {
+		via = c.net.Addr(cluster.LinkName(peersLink, primary))
+	} else if via, err = c.replicationLink(node, primary); err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(via)
+	if _, err := redisDo(ctx, n.addr(), "REPLICAOF", host, port); err != nil {
+		return fmt.Errorf("local: make %s follow %s: %w", node, primary, err)
+	}
+	c.mu.Lock()
+	if c.primary == node {
+		c.primary = primary
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // replicationLink returns the address of the link from -> to, creating it.
@@ -322,18 +357,6 @@ func (c *Cluster) replicationLink(from, to string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.link(from, to, t.addr())
-}
-
-// setRoles records primary's new role; old keeps its role, as it is left
-// running as a primary of its own.
-func (c *Cluster) setRoles(primary, old string) {
-	for _, n := range c.nodes {
-		if n.name == primary {
-			n.mu.Lock()
-			n.role = RolePrimary
-			n.mu.Unlock()
-		}
-	}
 }
 
 // sentinelFailover asks a sentinel to fail over and waits until the
