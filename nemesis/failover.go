@@ -68,23 +68,19 @@ func currentPrimary(ctx context.Context, env *Env) (cluster.Node, error) {
 		}
 		return cluster.Node{}, fmt.Errorf("%w: the cluster reports an unknown primary %q", ErrFailover, name)
 	}
-	for _, n := range nodes {
-		if n.Role != "primary" {
-			continue
-		}
-		for _, l := range env.Network.LinksTo(n.Name) {
-			from, _, _ := cluster.SplitLinkName(l)
-			if !IsWorkerTarget(from) {
-				continue
-			}
+	endpoint, err := primaryEndpoint(env)
+	if err != nil {
+		return cluster.Node{}, err
+	}
+	for _, l := range env.Network.LinksTo(endpoint.Name) {
+		if from, _, _ := cluster.SplitLinkName(l); IsWorkerTarget(from) {
 			if cur, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
 				return cur, nil
 			}
 			break
 		}
-		return n, nil
 	}
-	return cluster.Node{}, fmt.Errorf("%w: no node has the primary role", cluster.ErrUnavailable)
+	return endpoint, nil
 }
 
 // nodeByAddr finds the node listening on addr, directly or behind a link.
@@ -112,13 +108,29 @@ func nodeByAddr(env *Env, addr string) (cluster.Node, bool) {
 	return cluster.Node{}, false
 }
 
-// switchWorkers points every worker link that reaches from.Addr at to.Addr
-// and returns how many it switched. Existing connections are closed.
-func switchWorkers(env *Env, from, to cluster.Node) (int, error) {
+// primaryEndpoint returns the node the workers know as "the primary": the
+// first node with the primary role. Its worker links ("w3->n1") are the
+// workers' way to whichever node serves as primary.
+func primaryEndpoint(env *Env) (cluster.Node, error) {
+	for _, n := range env.Cluster.Nodes() {
+		if n.Role == "primary" {
+			return n, nil
+		}
+	}
+	return cluster.Node{}, fmt.Errorf("%w: no node has the primary role", cluster.ErrUnavailable)
+}
+
+// switchWorkers points every worker link to the primary endpoint at to.Addr
+// and returns how many links changed. Their connections are closed.
+func switchWorkers(env *Env, to cluster.Node) (int, error) {
+	endpoint, err := primaryEndpoint(env)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, l := range env.Network.Links() {
-		f, _, ok := cluster.SplitLinkName(l)
-		if !ok || !IsWorkerTarget(f) || env.Network.Upstream(l) != from.Addr {
+	for _, l := range env.Network.LinksTo(endpoint.Name) {
+		f, _, _ := cluster.SplitLinkName(l)
+		if !IsWorkerTarget(f) || env.Network.Upstream(l) == to.Addr {
 			continue
 		}
 		if err := env.Network.SetUpstream(l, to.Addr); err != nil {
@@ -145,8 +157,9 @@ func redisPrimaryAvailable(env *Env) error {
 // waits for the lag option (default 0), promotes the replica (the target
 // node, or the first node that replicates) with the cluster's
 // cluster.Failoverer (which also repoints the other replicas) or else with
-// REPLICAOF NO ONE, and points every worker link that reached the old
-// primary at the promoted node, which closes the workers' connections.
+// REPLICAOF NO ONE, and points the workers' links to the primary endpoint
+// (the first node with the primary role, "w3->n1") at the promoted node,
+// which closes the workers' connections.
 //
 // Its heal (option heal) is rejoin (the default): the cut links are healed
 // and the old primary becomes a replica of the new one, dropping the writes
@@ -169,6 +182,17 @@ func (Failover) Describe() string {
 func (Failover) Available(env *Env) error {
 	if err := redisPrimaryAvailable(env); err != nil {
 		return err
+	}
+	if f, ok := env.Cluster.(cluster.Failoverer); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), redisAdminTimeout)
+		defer cancel()
+		if _, err := f.Primary(ctx); err != nil {
+			if errors.Is(err, cluster.ErrUnavailable) {
+				return err
+			}
+			return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
+		}
+		return nil
 	}
 	if _, err := ResolveNodes([]string{TargetReplicas}, env.Cluster.Nodes(), nil); err != nil {
 		return fmt.Errorf("%w: failover needs a replica (topology primary-replica)", cluster.ErrUnavailable)
@@ -241,7 +265,7 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	if err != nil {
 		return partial, desc, fmt.Errorf("%w: promoting %s: %w", ErrFailover, promoted.Name, err)
 	}
-	switched, err := switchWorkers(env, old, promoted)
+	switched, err := switchWorkers(env, promoted)
 	desc["switched"] = switched
 	if err != nil {
 		return partial, desc, err
@@ -318,8 +342,8 @@ const DefaultSentinelTimeout = 30 * time.Second
 // how: pause, the default) or kills (how: kill) the current primary, waits
 // until the sentinels report another primary (asked through the cluster's
 // cluster.Failoverer, or else directly with option master, the monitored
-// name, default "mymaster"; option timeout, default 30s), and
-// points every worker link that reached the old primary at the new one.
+// name, default "mymaster"; option timeout, default 30s), and points the
+// workers' links to the primary endpoint at the new one.
 // Its heal resumes or starts the old primary, which the sentinels then turn
 // into a replica of the new one. Injection blocks the schedule while the
 // sentinels elect.
@@ -403,7 +427,7 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 	}
 	desc["new"] = promoted.Name
 	desc["elected-after"] = time.Since(began).Round(time.Millisecond).String()
-	switched, err := switchWorkers(env, old, promoted)
+	switched, err := switchWorkers(env, promoted)
 	desc["switched"] = switched
 	return heal, desc, err
 }

@@ -222,6 +222,9 @@ func TestPartitionedWorkerEndsInfoAndRecovers(t *testing.T) {
 
 func TestClockBumpExpiresKeysOnOneNode(t *testing.T) {
 	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 3}, 1)
+	if err := (Failover{}).Available(tr.env); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("failover on independent masters: Available = %v, want cluster.ErrUnavailable", err)
+	}
 	ctx := context.Background()
 	for _, n := range []string{"n1", "n2", "n3"} {
 		if err := tr.direct(t, n).Set(ctx, "lock", "w0", 10*time.Second).Err(); err != nil {
@@ -355,6 +358,27 @@ func TestFailoverLosesTheUnreplicatedLock(t *testing.T) {
 	})
 	if got, _ := acquire(tr.worker(t, 0, "n1"), "lock", "w0", time.Minute); got != history.Fail {
 		t.Fatalf("w0 acquire after the heal ended %v, want fail (w1 holds the lock on the new primary)", got)
+	}
+
+	// A second failover promotes the rejoined n1 again; the workers' links
+	// to n2 as a node stay where they were.
+	tr.run(t, Step{Fault: "failover"})
+	fo = tr.nemesisOps(t, "failover")
+	if len(fo) != 2 || fo[1]["old"] != "n2" || fo[1]["new"] != "n1" {
+		t.Fatalf("recorded failovers %v, want a second one n2 -> n1", fo)
+	}
+	addr := map[string]string{}
+	for _, n := range tr.c.Nodes() {
+		addr[n.Name] = n.Addr
+	}
+	for _, l := range []string{"w0->n1", "w1->n1", "w0->n2"} {
+		_, to, _ := cluster.SplitLinkName(l)
+		if got := tr.net.Upstream(l); got != addr[to] {
+			t.Errorf("after failing back, link %s leads to %s, want %s's %s", l, got, to, addr[to])
+		}
+	}
+	if got, err := acquire(tr.worker(t, 0, "n1"), "fresh", "w0", time.Minute); got != history.OK {
+		t.Fatalf("acquire after failing back: %v %v", got, err)
 	}
 }
 
