@@ -94,6 +94,14 @@ func (s Step) String() string {
 	if s.Duration > 0 {
 		fmt.Fprintf(&b, " for %v", s.Duration)
 	}
+	keys := make([]string, 0, len(s.Options))
+	for k := range s.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, s.Options[k])
+	}
 	return b.String()
 }
 

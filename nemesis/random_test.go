@@ -164,3 +164,11 @@ func TestResolveMergesAndReplays(t *testing.T) {
 		t.Fatalf("JSONL round trip changed the schedule:\n%v\n%v", a, back)
 	}
 }
+
+func TestStepString(t *testing.T) {
+	st := Step{At: time.Second, Fault: "partition", Targets: []string{"w0"}, Duration: 2 * time.Second,
+		Options: map[string]string{"nodes": "n4,n5", "links": "clients"}}
+	if got, want := st.String(), "at 1s partition w0 for 2s links=clients nodes=n4,n5"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
