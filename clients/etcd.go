@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +16,10 @@ import (
 // DefaultEtcdTimeout bounds each etcd request of etcd-mutex (option
 // "timeout").
 const DefaultEtcdTimeout = time.Second
+
+// etcdResourcePrefix is the prefix of the guarded registers:
+// /resource/<key>.
+const etcdResourcePrefix = "/resource/"
 
 // etcdLocksPrefix is the prefix of every lock's keys: /locks/<key>/<lease>.
 const etcdLocksPrefix = "/locks/"
@@ -44,8 +49,9 @@ type EtcdMutex struct {
 }
 
 var (
-	_ Locker       = (*EtcdMutex)(nil)
-	_ LeaseWatcher = (*EtcdMutex)(nil)
+	_ Locker          = (*EtcdMutex)(nil)
+	_ LeaseWatcher    = (*EtcdMutex)(nil)
+	_ GuardedResource = (*EtcdMutex)(nil)
 )
 
 // NewEtcdMutex is the etcd-mutex Factory; the client talks to every endpoint
@@ -173,6 +179,42 @@ func (e *EtcdMutex) Close() error {
 	e.mu.Unlock()
 	if err := e.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("clients: etcd-mutex: close: %w", err)
+	}
+	return nil
+}
+
+// ReadGuarded returns the guarded register's value for l.Key.
+func (e *EtcdMutex) ReadGuarded(ctx context.Context, l Lease) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.client.Get(cctx, etcdResourcePrefix+l.Key)
+	if err != nil {
+		return 0, fmt.Errorf("clients: etcd-mutex: read %s: %w", l.Key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("clients: etcd-mutex: read %s: %w", l.Key, err)
+	}
+	return v, nil
+}
+
+// WriteGuarded puts value for l.Key in a transaction that applies only while
+// the lock key still has the lease's create revision.
+func (e *EtcdMutex) WriteGuarded(ctx context.Context, l Lease, value int64) error {
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	resp, err := e.client.Txn(cctx).
+		If(clientv3.Compare(clientv3.CreateRevision(l.Owner), "=", int64(l.Token))).
+		Then(clientv3.OpPut(etcdResourcePrefix+l.Key, strconv.FormatInt(value, 10))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("clients: etcd-mutex: write %s: %w", l.Key, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("clients: etcd-mutex: write %s: lock key %s is gone: %w: %w", l.Key, l.Owner, ErrStaleToken, ErrNotHeld)
 	}
 	return nil
 }

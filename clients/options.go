@@ -153,9 +153,11 @@ func (o ownerValues) next() string {
 // moment the servers' replies to an acquire have arrived and the moment the
 // algorithm processes them (computes or checks the lease's validity). The
 // workload uses it for the `after-response` pause point: a pause injected
-// there is seen by Redlock's elapsed-time check. Implemented by redis-single,
-// redis-fenced, redlock, redis-zadd-timeout and pg-timeout. A nil function
-// removes the hook.
+// there is seen by Redlock's elapsed-time check. Implemented by every
+// algorithm whose acquire is our own code: redis-single, redis-fenced,
+// redlock, the three redis-zadd locks and the five pg locks; not by redsync,
+// zk-recipe and etcd-mutex, whose acquire runs inside a library. A nil
+// function removes the hook.
 type ResponseHooker interface {
 	SetAfterResponse(func())
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,6 +43,12 @@ const (
 func (f pgFlavor) String() string {
 	return [...]string{"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory"}[f]
 }
+
+// pgResourceSchema creates the register of GuardedResource.
+const pgResourceSchema = `create table if not exists guarded_resource (
+  key   text   primary key,
+  value bigint not null,
+  token bigint not null)`
 
 // pgSchema creates each flavor's table, as the seeds write them.
 var pgSchema = map[pgFlavor][]string{
@@ -117,8 +125,9 @@ type Postgres struct {
 }
 
 var (
-	_ Locker         = (*Postgres)(nil)
-	_ ResponseHooker = (*Postgres)(nil)
+	_ Locker          = (*Postgres)(nil)
+	_ ResponseHooker  = (*Postgres)(nil)
+	_ GuardedResource = (*Postgres)(nil)
 )
 
 // NewPgMutex is the pg-mutex Factory.
@@ -188,7 +197,7 @@ func newPostgres(ctx context.Context, f pgFlavor, t Target) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := postgresSetup(ctx, conn, timeout, pgSchema[f]); err != nil {
+	if err := postgresSetup(ctx, conn, timeout, append(slices.Clone(pgSchema[f]), pgResourceSchema)); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("clients: %s: %w", name, err)
 	}
@@ -426,6 +435,33 @@ func (p *Postgres) Close() error {
 	p.conn = nil
 	if err != nil {
 		return fmt.Errorf("clients: %s: close: %w", p.flavor, err)
+	}
+	return nil
+}
+
+// ReadGuarded returns the guarded register's value for l.Key.
+func (p *Postgres) ReadGuarded(ctx context.Context, l Lease) (int64, error) {
+	var value int64
+	if _, err := p.queryRow(ctx, `select value from guarded_resource where key = $1`, []any{l.Key}, &value); err != nil {
+		return 0, fmt.Errorf("clients: %s: read %s: %w", p.flavor, l.Key, err)
+	}
+	return value, nil
+}
+
+// WriteGuarded stores value for l.Key in one statement that applies only
+// while the stored token is not above the lease's.
+func (p *Postgres) WriteGuarded(ctx context.Context, l Lease, value int64) error {
+	if l.Token > math.MaxInt64 {
+		return fmt.Errorf("clients: %s: token %d does not fit a bigint", p.flavor, l.Token)
+	}
+	n, err := p.exec(ctx, `insert into guarded_resource (key, value, token) values ($1, $2, $3)
+on conflict (key) do update set value = excluded.value, token = excluded.token
+where guarded_resource.token <= excluded.token`, l.Key, value, int64(l.Token))
+	if err != nil {
+		return fmt.Errorf("clients: %s: write %s: %w", p.flavor, l.Key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("clients: %s: write %s with token %d: %w", p.flavor, l.Key, l.Token, ErrStaleToken)
 	}
 	return nil
 }
