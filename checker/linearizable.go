@@ -165,6 +165,7 @@ type piece struct {
 type pieceResult struct {
 	verdict  Verdict
 	anomaly  *Anomaly
+	against  uint64 // for a token failure: the highest token granted before
 	info     *porcupine.LinearizationInfo
 	timedOut bool
 }
@@ -197,8 +198,27 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 	var anomalies []Anomaly
 	unknown := 0
 	firstBad := -1
+	// token failures that repeat a key's earlier one (the same highest token
+	// carried into later pieces) are counted, not listed
+	type tokenCause struct {
+		key string
+		tok uint64
+	}
+	tokenGroup := map[tokenCause]int{}
+	more := map[int]int{}
 	for i, r := range results {
 		switch {
+		case r.anomaly != nil && r.against != 0:
+			tc := tokenCause{pieces[i].key, r.against}
+			if g, ok := tokenGroup[tc]; ok {
+				more[g]++
+				continue
+			}
+			tokenGroup[tc] = len(anomalies)
+			anomalies = append(anomalies, *r.anomaly)
+			if firstBad < 0 || pieces[i].ops[0].invoke < pieces[firstBad].ops[0].invoke {
+				firstBad = i
+			}
 		case r.anomaly != nil:
 			anomalies = append(anomalies, *r.anomaly)
 			if firstBad < 0 || pieces[i].ops[0].invoke < pieces[firstBad].ops[0].invoke {
@@ -206,6 +226,11 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 			}
 		case r.verdict != Valid:
 			unknown++
+		}
+	}
+	for g, n := range more {
+		if n > 0 {
+			anomalies[g].Message += fmt.Sprintf("; %d later acquisitions got tokens not above it too", n)
 		}
 	}
 	note := ""
@@ -260,6 +285,13 @@ func splitPieces(h history.History, drift float64) []piece {
 		}
 		return open
 	}
+	n := 0
+	for i := range h {
+		if h[i].Type == history.Invoke && (h[i].F == history.FAcquire || h[i].F == history.FRelease) {
+			n++
+		}
+	}
+	slab := make([]lockOp, 0, n) // one allocation for all lock ops
 	pending := map[int]*lockOp{}
 	latest := map[procKey]*lockOp{} // each process's latest ok acquire per key
 	perKey := map[string][]*lockOp{}
@@ -282,8 +314,9 @@ func splitPieces(h history.History, drift float64) []piece {
 			continue
 		}
 		if op.Type == history.Invoke {
-			lo := &lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time),
-				ret: open, invoke: i, done: -1, ttlAsked: op.TTL, fixedE: crashOf(op.Process), crash: crashOf(op.Process)}
+			slab = append(slab, lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time),
+				ret: open, invoke: i, done: -1, ttlAsked: op.TTL, fixedE: crashOf(op.Process), crash: crashOf(op.Process)})
+			lo := &slab[len(slab)-1]
 			if lo.acquire && op.TTL > 0 {
 				lo.ttl = int64(float64(op.TTL) * (1 - drift))
 			}
@@ -405,7 +438,11 @@ func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) p
 			ok, n, why := step(s, o)
 			if !ok {
 				a := describe(h, p.key, s, o, why)
-				return pieceResult{verdict: Invalid, anomaly: &a}
+				r := pieceResult{verdict: Invalid, anomaly: &a}
+				if why == "token" {
+					r.against = s.maxTok
+				}
+				return r
 			}
 			s = n
 		}
@@ -438,8 +475,8 @@ func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) p
 	case porcupine.Unknown:
 		return pieceResult{verdict: Unknown, timedOut: true, info: &info}
 	}
-	a := culprit(h, p, info)
-	return pieceResult{verdict: Invalid, anomaly: &a, info: &info}
+	a, against := culprit(h, p, info)
+	return pieceResult{verdict: Invalid, anomaly: &a, info: &info, against: against}
 }
 
 func pieceModel(p piece) porcupine.Model {
@@ -495,7 +532,7 @@ func pieceModel(p piece) porcupine.Model {
 
 // culprit finds the op porcupine could not linearize: after the longest
 // partial linearization, the op left out that returned first.
-func culprit(h history.History, p piece, info porcupine.LinearizationInfo) Anomaly {
+func culprit(h history.History, p piece, info porcupine.LinearizationInfo) (Anomaly, uint64) {
 	var longest []int
 	for _, part := range info.PartialLinearizations() {
 		for _, lin := range part {
@@ -532,7 +569,11 @@ func culprit(h history.History, p piece, info porcupine.LinearizationInfo) Anoma
 			why = "foreign"
 		}
 	}
-	return describe(h, p.key, s, o, why)
+	var against uint64
+	if why == "token" {
+		against = s.maxTok
+	}
+	return describe(h, p.key, s, o, why), against
 }
 
 // describe writes the anomaly of op o failing in state s.

@@ -32,8 +32,10 @@ import (
 //     write whose lease is older than the lease behind some write accepted
 //     before it is stale. Writes without any such acquire are not judged.
 //
-// Each stale write is reported once, against the newest lease accepted before
-// it.
+// A stale write is reported against the write of the newest lease accepted
+// before it; later stale writes against the same write are counted in that
+// anomaly's message rather than listed, so one rogue write does not bury the
+// report.
 //
 // lost-update: each write of the workload writes the value it read plus one,
 // so after n acknowledged (ok) writes of a key the register must hold at
@@ -169,11 +171,19 @@ func staleWrites(h history.History, key string, ws []write) []Anomaly {
 		}
 	}
 	var out []Anomaly
-	newest := -1 // position in ws of the write with the newest lease so far
+	group := map[int]int{} // newer write's op -> its anomaly in out
+	var more []int         // per anomaly: later stale writes against the same newer write
+	newest := -1           // position in ws of the write with the newest lease so far
 	for i, w := range ws {
 		if fenced {
 			if newest >= 0 && w.token < ws[newest].token {
 				n := ws[newest]
+				if g, ok := group[n.done]; ok {
+					more[g]++
+					continue
+				}
+				group[n.done] = len(out)
+				more = append(more, 0)
 				out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{w.done, n.done},
 					Message: fmt.Sprintf("the resource accepted %s's write to %s with token %d at %s, after it had accepted %s's write with token %d at %s",
 						worker(h[w.done]), key, w.token, secs(w.applied), worker(h[n.done]), n.token, secs(n.applied))})
@@ -189,6 +199,12 @@ func staleWrites(h history.History, key string, ws []write) []Anomaly {
 		}
 		if newest >= 0 && w.lease < ws[newest].lease {
 			n := ws[newest]
+			if g, ok := group[n.done]; ok {
+				more[g]++
+				continue
+			}
+			group[n.done] = len(out)
+			more = append(more, 0)
 			out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{w.done, n.done, w.lease, n.lease},
 				Message: fmt.Sprintf("%s wrote %s at %s with the lease it took at %s, after %s (lease from %s) had written at %s",
 					worker(h[w.done]), key, secs(w.applied), secs(h[w.lease].Time), worker(h[n.done]), secs(h[n.lease].Time), secs(n.applied))})
@@ -196,6 +212,11 @@ func staleWrites(h history.History, key string, ws []write) []Anomaly {
 		}
 		if newest < 0 || w.lease > ws[newest].lease {
 			newest = i
+		}
+	}
+	for i, n := range more {
+		if n > 0 {
+			out[i].Message += fmt.Sprintf("; %d later writes from older leases were accepted after it too", n)
 		}
 	}
 	return out

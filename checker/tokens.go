@@ -21,7 +21,9 @@ import (
 // token-regression: an acquisition that began (its invoke) after another
 // acquisition of the same key had finished (its ok) got a lower token. Each
 // such acquisition is reported once, against the highest token finished
-// before it began. An equal token is token-reuse, not a regression.
+// before it began; later regressions against the same acquisition are
+// counted in that anomaly's message rather than listed. An equal token is
+// token-reuse, not a regression.
 type TokenChecker struct{}
 
 var _ Checker = TokenChecker{}
@@ -62,6 +64,7 @@ func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result 
 		}
 	}
 	var anomalies []Anomaly
+	more := map[int]int{} // anomaly -> later regressions against the same acquisition
 	for key, as := range perKey {
 		first := map[uint64]acquisition{}
 		for _, a := range as { // in ok order
@@ -78,6 +81,7 @@ func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result 
 		// as is in ok order; walk it as acquisitions finish before each
 		// invoke, keeping the highest token finished so far.
 		next, best := 0, -1
+		group := map[int]int{} // the higher acquisition's ok -> its anomaly
 		for _, b := range byInvoke {
 			for next < len(as) && h[as[next].ok].Time < h[b.invoke].Time {
 				if best < 0 || as[next].token > as[best].token {
@@ -87,10 +91,21 @@ func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result 
 			}
 			if best >= 0 && b.token < as[best].token {
 				a := as[best]
+				if g, ok := group[a.ok]; ok {
+					more[g]++
+					continue
+				}
+				group[a.ok] = len(anomalies)
+				more[len(anomalies)] = 0
 				anomalies = append(anomalies, Anomaly{Kind: TokenRegression, Key: key, Ops: []int{a.ok, b.ok},
 					Message: fmt.Sprintf("%s acquired %s with token %d at %s (asked at %s), after %s's acquisition with token %d had finished at %s",
 						worker(h[b.ok]), key, b.token, secs(h[b.ok].Time), secs(h[b.invoke].Time), worker(h[a.ok]), a.token, secs(h[a.ok].Time))})
 			}
+		}
+	}
+	for i, n := range more {
+		if n > 0 {
+			anomalies[i].Message += fmt.Sprintf("; %d later acquisitions got tokens below it too", n)
 		}
 	}
 	return finish(c.Name(), start, anomalies, "")
