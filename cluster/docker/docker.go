@@ -379,7 +379,7 @@ func (c *Cluster) addNode(name, role string, index int) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := pickPort()
 	if err != nil {
 		_ = clock.Close()
 		return err
@@ -404,17 +404,70 @@ func (c *Cluster) addNode(name, role string, index int) error {
 }
 
 // runAll runs the nodes' containers concurrently.
+// runAll starts the nodes' containers concurrently, then opens their relays
+// (every node's address is final by then), then waits until they answer.
 func (c *Cluster) runAll(ctx context.Context, nodes []*node) error {
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = c.run(ctx, n) })
+	each := func(fn func(n *node) error) error {
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() { errs[i] = fn(n) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	if err := each(func(n *node) error { return c.runRetrying(ctx, n) }); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		for _, target := range c.initialRelays(n) {
+			if err := c.openRelay(ctx, n, target); err != nil {
+				return err
+			}
+		}
+	}
+	return each(func(n *node) error { return c.waitReady(ctx, n) })
 }
 
-// run creates and starts the node's container and waits until it answers.
+// portAttempts is how many host ports a node tries: a free port found by
+// freePort may be taken by another process before the engine binds it.
+const portAttempts = 3
+
+// runRetrying runs the node's container, on another host port when its port
+// was taken meanwhile.
+func (c *Cluster) runRetrying(ctx context.Context, n *node) error {
+	for attempt := 1; ; attempt++ {
+		err := c.run(ctx, n)
+		if err == nil || attempt == portAttempts || !portTaken(err) {
+			return err
+		}
+		c.mu.Lock()
+		ctr := n.container
+		n.container = nil
+		c.mu.Unlock()
+		if ctr != nil {
+			if _, rerr := c.docker.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil {
+				return errors.Join(err, fmt.Errorf("docker: remove node %s: %w", n.Name, rerr))
+			}
+		}
+		port, perr := pickPort()
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
+		c.mu.Lock()
+		n.hostPort = port
+		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		c.mu.Unlock()
+	}
+}
+
+// portTaken reports whether the engine failed to bind a published port.
+func portTaken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use")
+}
+
+// run creates and starts the node's container.
 func (c *Cluster) run(ctx context.Context, n *node) error {
 	hostIP := netip.MustParseAddr("127.0.0.1")
 	exposed, cmd := redisPort, c.redisArgs(n.Name, n.index-1)
@@ -451,12 +504,7 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", n.Name, err)
 	}
-	for _, target := range c.initialRelays(n) {
-		if err := c.openRelay(ctx, n, target); err != nil {
-			return err
-		}
-	}
-	return c.waitReady(ctx, n)
+	return nil
 }
 
 // initialRelays returns the nodes n reaches through relays at start: in
@@ -663,6 +711,9 @@ func ping(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// pickPort is how a node's host port is chosen (freePort; tests replace it).
+var pickPort = freePort
 
 // freePort returns a port that was free on 127.0.0.1. The node keeps it for
 // its whole life, so its address survives kill and start.

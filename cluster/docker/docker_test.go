@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -288,6 +289,50 @@ func TestMasters(t *testing.T) {
 			t.Fatalf("Pause after Close: got %v, want ErrClosed", err)
 		}
 	})
+}
+
+// TestPortTakenMeanwhile gives a node a host port that another process
+// holds, as happens when the port is taken between its choice and the
+// container's start, and checks that Start moves the node to another port.
+func TestPortTakenMeanwhile(t *testing.T) {
+	requireEngineAndImage(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	calls := 0
+	pickPort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return heldPort, nil
+		}
+		return freePort()
+	}
+	defer func() { pickPort = freePort }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Nodes: 1}, nil)
+	if err != nil {
+		t.Fatalf("Start with its first port taken: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	addr := c.Nodes()[0].Addr
+	if addr == held.Addr().String() {
+		t.Fatalf("node kept the taken address %s", addr)
+	}
+	if calls < 2 {
+		t.Fatalf("port picked %d times, want a second pick", calls)
+	}
+	if err := ping(ctx, addr); err != nil {
+		t.Fatalf("PING %s: %v", addr, err)
+	}
 }
 
 // TestPersistence checks that a node started with persistence keeps an
