@@ -227,7 +227,7 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	if err != nil {
 		return nil, nil, err
 	}
-	desc := map[string]any{"old": old.Name, "new": promoted.Name}
+	desc := map[string]any{"old": old.Name, "new": promoted.Name, "heal": healMode}
 	if lag > 0 {
 		desc["lag"] = lag.String()
 	}
