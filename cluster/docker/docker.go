@@ -11,11 +11,15 @@
 // clock-skew preload library installed in the image, whose offset file lives
 // in a host directory bind-mounted into every container.
 //
-// In the "primary-replica" topology, replication goes through the harness's
-// cluster.Network like every other link: each replica reaches its primary at
-// 127.0.0.1:<relay port> inside its own container, where the harness listens
-// (in the container's network namespace, which needs CAP_SYS_ADMIN) and
-// pipes to the link "nJ->nK" on the host's loopback; see relay.go.
+// Node-to-node traffic goes through the harness's cluster.Network like every
+// other link, although the proxies listen on the host's loopback only: a node
+// reaches data node nK at 127.0.0.1:16000+K inside its own container, where
+// the harness listens (in the container's network namespace, which needs
+// CAP_SYS_ADMIN) and pipes to the link's proxy; see relay.go. In the
+// "primary-replica" topology replica nJ uses the link "nJ->nK"; in the
+// "sentinel" topology every replica and sentinel uses the shared link
+// "peers->nK", as cluster/local does. Sentinels talk to each other directly
+// over the run's Docker network, as local sentinels do over loopback.
 package docker
 
 import (

@@ -335,6 +335,32 @@ func TestPortTakenMeanwhile(t *testing.T) {
 	}
 }
 
+// TestSweep leaves a cluster running and removes it by its run label, as a
+// clean-up after a harness that died would.
+func TestSweep(t *testing.T) {
+	requireEngineAndImage(t)
+	const runID = "test-sweep"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, cluster.Spec{System: cluster.Redis, Nodes: 2}, nil, WithRunID(runID))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if left := leftovers(t, runID); len(strings.Fields(left)) != 3 {
+		t.Fatalf("labelled objects while running: %q, want 2 containers and 1 network", left)
+	}
+	if err := Sweep(ctx, runID); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if left := leftovers(t, runID); left != "" {
+		t.Fatalf("left behind after Sweep: %s", left)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close after Sweep: %v", err)
+	}
+}
+
 // TestPersistence checks that a node started with persistence keeps an
 // acknowledged write across kill and start.
 func TestPersistence(t *testing.T) {
