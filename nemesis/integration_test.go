@@ -20,6 +20,9 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
+// The local cluster lets the failover heal rejoin the old primary itself.
+var _ Follower = (*local.Cluster)(nil)
+
 // quietWorkers is a Workers for runs whose workers are driven by the test.
 type quietWorkers struct {
 	n      int
