@@ -153,7 +153,10 @@ if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$IMA
 fi
 
 # Smoke test: the servers start and the clock-skew library loads.
-docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" redis-server --version >/dev/null ||
-	die "the new image $IMAGE does not run redis-server"
+smoke="$(docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" redis-server --version 2>&1)" ||
+	die "the new image $IMAGE does not run redis-server: $smoke"
+case "$smoke" in
+*"cannot be preloaded"*) die "the clock-skew library does not load in $IMAGE: $smoke" ;;
+esac
 
 say "built $IMAGE in $(( $(date +%s) - start ))s, $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }')"
