@@ -176,9 +176,18 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		return res, fmt.Errorf("runner: %w", err)
 	}
 	counts := &countingSink{}
-	rec := history.NewRecorder(hw, counts)
-
-	interrupted, runErr := execute(ctx, &s, &cfg, factory, rec, counts, dir, logger)
+	// The run's clock starts when the cluster and every lock client are
+	// ready, so that setup time does not eat into the scenario's duration
+	// and "at: 1s" means one second of workload.
+	var rec *history.Recorder
+	startClock := func() *history.Recorder {
+		rec = history.NewRecorder(hw, counts)
+		return rec
+	}
+	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger)
+	if rec == nil {
+		rec = history.NewRecorder()
+	}
 	if err := hw.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("runner: writing history: %w", err)
 	}
@@ -224,7 +233,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 
 // execute runs the cluster, workers and nemesis, and tears all of it down
 // before it returns, on every path. It reports whether ctx was cancelled.
-func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, rec *history.Recorder, counts *countingSink, dir string, logger *log.Logger) (interrupted bool, err error) {
+func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger) (interrupted bool, err error) {
 	teardown := context.WithoutCancel(ctx)
 	net, err := cluster.NewNetwork()
 	if err != nil {
@@ -255,13 +264,25 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 
 	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
-	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
 	var ws workerSet
 	defer func() {
 		for _, w := range ws {
 			_ = w.locker.Close()
 		}
 	}()
+	var lockers []clients.Locker
+	defer func() {
+		if len(ws) == 0 {
+			for _, l := range lockers {
+				_ = l.Close()
+			}
+		}
+	}()
+	type setup struct {
+		clock *workerClock
+		rng   *rand.Rand
+	}
+	var setups []setup
 	for i := 0; i < s.Workers; i++ {
 		var eps []clients.Endpoint
 		for _, n := range c.Nodes() {
@@ -280,6 +301,13 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		if err != nil {
 			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
+		lockers = append(lockers, l)
+		setups = append(setups, setup{clock: clock, rng: wrng})
+	}
+	rec := startClock()
+	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
+	for i, l := range lockers {
+		clock, wrng := setups[i].clock, setups[i].rng
 		ws = append(ws, &worker{
 			id:       i,
 			locker:   &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers)},
