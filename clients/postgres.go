@@ -44,6 +44,15 @@ func (f pgFlavor) String() string {
 	return [...]string{"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory"}[f]
 }
 
+// pgStateCapture is the seed's capture, limited to one task id.
+const pgStateCapture = `update task set status = 'in_progress'
+where id in (
+  select id
+  from task
+  where status = any(array ['done', 'failed']::task_status[]) and id = $1
+  limit 1
+) returning id, status::text`
+
 // pgResourceSchema creates the register of GuardedResource.
 const pgResourceSchema = `create table if not exists guarded_resource (
   key   text   primary key,
@@ -98,7 +107,10 @@ end $$`,
 // any(array['done','failed']) and id = $1 limit 1) returning id, status`
 // (a row = acquired); release is SetStatus(done), an unconditional update (no
 // rows only when the task does not exist: ErrNotHeld). No expiry, no owner, no
-// token, no Until.
+// token, no Until. Its capture is unsafe even without faults: a capture that
+// waits on a concurrent capture's row lock succeeds too once that one commits,
+// because PostgreSQL rechecks only `id in (...)` against the subquery's old
+// result, not the status.
 //
 // pg-unique-row (lock_row): acquire inserts (id, owner); a unique violation is
 // ErrNotAcquired; release deletes the row where id and owner match (0 rows =
@@ -108,7 +120,8 @@ end $$`,
 // pg-advisory: session-level pg_try_advisory_lock(hashtextextended(key, 0));
 // false = ErrNotAcquired; release is pg_advisory_unlock (false = ErrNotHeld).
 // The lock lives as long as the connection; the owner is the backend's pid.
-// No token, no Until.
+// An acquire whose outcome is unknown closes the connection, ending the
+// session and any lock it may have taken. No token, no Until.
 //
 // Options: "user" (default DefaultPostgresUser), "database" (default
 // DefaultPostgresDatabase), "timeout" (per statement and connect, default
@@ -294,6 +307,12 @@ func (p *Postgres) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	case errors.Is(err, ErrNotAcquired):
 		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", name, key, err)
 	default:
+		if p.flavor == pgAdvisory && p.conn != nil {
+			// The session may have taken the lock without our knowing;
+			// ending it releases whatever it holds (session advisory locks
+			// are reentrant, so keeping it could hold the lock forever).
+			_ = p.Close()
+		}
 		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
 	}
 }
@@ -344,13 +363,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 			return Lease{}, err
 		}
 		var id, status string
-		found, err := p.queryRow(ctx, `update task set status = 'in_progress'
-where id in (
-  select id
-  from task
-  where status = any(array ['done', 'failed']::task_status[]) and id = $1
-  limit 1
-) returning id, status::text`, []any{key}, &id, &status)
+		found, err := p.queryRow(ctx, pgStateCapture, []any{key}, &id, &status)
 		if err != nil {
 			return Lease{}, err
 		}
