@@ -6,7 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time")
+	"time"
+)
 
 // unsafeWithoutFaults are the algorithms that let two workers hold the lock
 // at once even without faults, and why.
