@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -402,14 +401,4 @@ func (c *Cluster) launch(ctx context.Context, nodes []*node) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// sortedNames returns the node names, sorted.
-func (c *Cluster) sortedNames() []string {
-	var out []string
-	for _, n := range c.nodes {
-		out = append(out, n.name)
-	}
-	sort.Strings(out)
-	return out
 }
