@@ -3,6 +3,7 @@ package clients
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -69,4 +70,55 @@ func Lookup(name string) (Algorithm, error) {
 		}
 	}
 	return Algorithm{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
+}
+
+// OptionDoc describes one option an algorithm reads from Target.Options.
+type OptionDoc struct {
+	Name    string
+	Default string
+	Doc     string
+}
+
+var (
+	redisTimeoutOption = OptionDoc{"timeout", DefaultRedisTimeout.String(), "per-command timeout"}
+	pgOptions          = []OptionDoc{
+		{"user", DefaultPostgresUser, "user to connect as"},
+		{"database", DefaultPostgresDatabase, "database to connect to"},
+		{"timeout", DefaultPostgresTimeout.String(), "per-statement and connect timeout"},
+	}
+)
+
+// algorithmOptions lists, per algorithm, the options its factory reads; any
+// other option is an error wrapping ErrBadOption.
+var algorithmOptions = map[string][]OptionDoc{
+	"redis-single": {redisTimeoutOption},
+	"redis-fenced": {redisTimeoutOption},
+	"redlock": {{"node-timeout", DefaultRedlockNodeTimeout.String(),
+		"timeout of each master's SET (small against the ttl)"}},
+	"redsync": {
+		{"drift-factor", fmt.Sprint(DefaultRedsyncDriftFactor), "clock drift as a fraction of the ttl"},
+		{"timeout-factor", fmt.Sprint(DefaultRedsyncTimeoutFactor), "per-master timeout as a fraction of the ttl"},
+	},
+	"redis-zadd-mutex":   {redisTimeoutOption},
+	"redis-zadd-timeout": {redisTimeoutOption},
+	"redis-zadd-state":   {redisTimeoutOption},
+	"pg-mutex":           pgOptions,
+	"pg-timeout":         pgOptions,
+	"pg-state":           pgOptions,
+	"pg-unique-row":      pgOptions,
+	"pg-advisory":        pgOptions,
+	"zk-recipe": {
+		{"session-timeout", DefaultZKSessionTimeout.String(), "session timeout asked of the server"},
+		{"wait", DefaultZKWait.String(), "longest wait for the predecessor in one acquire (0: none)"},
+	},
+	"etcd-mutex": {{"timeout", DefaultEtcdTimeout.String(), "per-request timeout"}},
+}
+
+// AlgorithmOptions returns the options the algorithm called name reads, with
+// their defaults, or an error wrapping ErrUnknownAlgorithm.
+func AlgorithmOptions(name string) ([]OptionDoc, error) {
+	if _, err := Lookup(name); err != nil {
+		return nil, err
+	}
+	return slices.Clone(algorithmOptions[name]), nil
 }

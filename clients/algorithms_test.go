@@ -41,6 +41,41 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestAlgorithmOptionsMatchFactories checks that each factory knows exactly
+// the options AlgorithmOptions documents and accepts their defaults.
+func TestAlgorithmOptionsMatchFactories(t *testing.T) {
+	for _, a := range Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			docs, err := AlgorithmOptions(a.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			defaults := map[string]string{}
+			for _, d := range docs {
+				names = append(names, d.Name)
+				defaults[d.Name] = d.Default
+			}
+			slices.Sort(names)
+			_, err = a.New(t.Context(), Target{Endpoints: []Endpoint{{Addr: "127.0.0.1:1"}}, Options: map[string]string{"bogus": "1"}})
+			if want := "(known: " + strings.Join(names, ", ") + ")"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("unknown-option error %v does not list %s", err, want)
+			}
+			l, err := a.New(t.Context(), Target{Endpoints: []Endpoint{{Addr: "127.0.0.1:1"}}, Options: defaults,
+				Clock: wallClock{}, Rand: newTestRand(1)})
+			if errors.Is(err, ErrBadOption) {
+				t.Fatalf("documented defaults rejected: %v", err)
+			}
+			if err == nil {
+				l.Close()
+			}
+		})
+	}
+	if _, err := AlgorithmOptions("nope"); !errors.Is(err, ErrUnknownAlgorithm) {
+		t.Errorf("AlgorithmOptions(nope) error = %v", err)
+	}
+}
+
 func TestOptionReader(t *testing.T) {
 	tests := []struct {
 		name    string
