@@ -145,13 +145,21 @@ var (
 	etcdOne             = cluster.Spec{System: cluster.Etcd, Nodes: 1}
 )
 
+// slowMachine gives the quorum algorithms per-master timeouts that a live
+// master meets even on a loaded test machine (their defaults, 50 ms and 5% of
+// the ttl, are for production-like latency).
+var slowMachine = map[string]map[string]string{
+	"redlock": {"node-timeout": "500ms"},
+	"redsync": {"timeout-factor": "0.1"},
+}
+
 var contracts = []contract{
 	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
 	{name: "redis-single", label: "redis-single/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-fenced", label: "redis-fenced/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
-	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
-	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
+	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redlock"], until: true, ownedRelease: true},
+	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redsync"], until: true, ownedRelease: true},
 	{name: "redis-zadd-mutex", spec: redisMasters, ttl: 5 * time.Second, freeReleaseNotHeld: true},
 	{name: "redis-zadd-timeout", spec: redisMasters, ttl: 300 * time.Millisecond, token: true, until: true, expires: true},
 	{name: "redis-zadd-state", spec: redisMasters, ttl: 5 * time.Second},

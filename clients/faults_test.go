@@ -51,16 +51,17 @@ func TestRedisLeasesExpire(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eps := cs.endpoints(t, redisMasters)
 			ctx := t.Context()
-			// Redsync's per-master timeout is ttl × timeout-factor:
-			// 7.5ms with its default factor and this ttl.
-			var opts map[string]string
-			if name == "redsync" {
-				opts = map[string]string{"timeout-factor": "0.5"}
-			}
+			// Per-master timeouts a live master meets on a loaded
+			// machine yet small against this ttl (redsync's is ttl ×
+			// timeout-factor).
+			opts := map[string]map[string]string{
+				"redlock": {"node-timeout": "100ms"},
+				"redsync": {"timeout-factor": "0.3"},
+			}[name]
 			a := newLocker(t, name, eps, 0, opts)
 			b := newLocker(t, name, eps, 1, opts)
 			key := "expire-" + name
-			const ttl = 150 * time.Millisecond
+			const ttl = 300 * time.Millisecond
 			la, err := a.Acquire(ctx, key, ttl)
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
@@ -95,8 +96,8 @@ func TestAfterResponseHook(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("redlock pause longer than the ttl", func(t *testing.T) {
-		a := newLocker(t, "redlock", eps, 0, nil)
-		b := newLocker(t, "redlock", eps, 1, nil)
+		a := newLocker(t, "redlock", eps, 0, slowMachine["redlock"])
+		b := newLocker(t, "redlock", eps, 1, slowMachine["redlock"])
 		const ttl = 100 * time.Millisecond
 		a.(ResponseHooker).SetAfterResponse(func() { time.Sleep(ttl) })
 		_, err := a.Acquire(ctx, "hook-redlock", ttl)
@@ -144,8 +145,9 @@ func TestRedlockQuorum(t *testing.T) {
 	if err := cl.Kill(ctx, eps[2].Name); err != nil {
 		t.Fatal(err)
 	}
+	opts := slowMachine
 	for _, name := range []string{"redlock", "redsync"} {
-		l := newLocker(t, name, eps, 0, nil)
+		l := newLocker(t, name, eps, 0, opts[name])
 		lease, err := l.Acquire(ctx, "quorum-"+name, 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s with 2 of 3 masters: %v", name, err)
@@ -158,7 +160,7 @@ func TestRedlockQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"redlock", "redsync"} {
-		l := newLocker(t, name, eps, 1, nil)
+		l := newLocker(t, name, eps, 1, opts[name])
 		if _, err := l.Acquire(ctx, "quorum-"+name, 5*time.Second); !errors.Is(err, ErrNotAcquired) {
 			t.Fatalf("%s with 1 of 3 masters: err = %v, want ErrNotAcquired", name, err)
 		}
