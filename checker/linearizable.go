@@ -51,10 +51,11 @@ import (
 // are stepped through directly, the others go to porcupine, in parallel. An
 // acquire that cannot be linearized is an early-grant (or, when only its
 // token is at fault, a token-reuse for a token equal to the highest granted
-// before it and a token-regression for a lower one); a release is a foreign-release. When the
-// check fails and OutDir is set, porcupine's visualization of the first
-// failing piece is written to OutDir/linearizability.html, with the
-// nemesis's ops as annotations.
+// before it and a token-regression for a lower one); a release is a
+// foreign-release. When the check fails and OutDir is set, porcupine's
+// visualization of the first failing piece (after the piece before it) is
+// written to OutDir/linearizability.html, with the nemesis's ops as
+// annotations.
 type LinearizabilityChecker struct {
 	// Drift is the relative clock drift allowed; see Options.Drift.
 	Drift float64
@@ -235,10 +236,17 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 	}
 	note := ""
 	if firstBad >= 0 && c.OutDir != "" {
-		if err := c.visualize(ctx, h, pieces[firstBad], drift); err != nil {
+		// Show the failing piece after the one before it on the same key,
+		// so the reader sees how the lock got there. Two consecutive pieces
+		// together are still a valid piece.
+		p := pieces[firstBad]
+		if firstBad > 0 && pieces[firstBad-1].key == p.key {
+			prev := pieces[firstBad-1]
+			p = piece{key: p.key, ops: append(slices.Clip(prev.ops), p.ops...), maxTok: prev.maxTok}
+		}
+		if err := c.visualize(ctx, h, p); err != nil {
 			note = "could not write " + VisualizationFile + ": " + err.Error()
 		} else {
-			p := pieces[firstBad]
 			note = fmt.Sprintf("%s shows key %s, ops %d to %d", filepath.Join(c.OutDir, VisualizationFile), p.key, p.ops[0].invoke, p.ops[len(p.ops)-1].index())
 		}
 	}
@@ -620,7 +628,7 @@ func describe(h history.History, key string, s lockState, o *lockOp, why string)
 
 // visualize writes porcupine's visualization of piece p to OutDir, with the
 // nemesis ops during the piece as annotations.
-func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.History, p piece, drift float64) error {
+func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.History, p piece) error {
 	r := checkPiece(ctx, h, p, true)
 	if r.info == nil {
 		return fmt.Errorf("checker: no linearization info for key %s", p.key)
