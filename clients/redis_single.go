@@ -140,3 +140,16 @@ func checkTTL(name string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// redisSilentLogger drops go-redis's own log lines.
+type redisSilentLogger struct{}
+
+func (redisSilentLogger) Printf(context.Context, string, ...any) {}
+
+// SilenceRedisLogs stops go-redis from printing its own log lines (such as
+// "connection pool: failed to dial") to stderr, where they would interleave
+// with the harness's output while the nemesis cuts links. go-redis has one
+// process-wide logger, so this affects every go-redis client in the process;
+// the errors themselves still reach the callers. The ZooKeeper and etcd
+// clients are silenced per Locker already.
+func SilenceRedisLogs() { redis.SetLogger(redisSilentLogger{}) }
