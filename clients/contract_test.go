@@ -307,3 +307,9 @@ func checkLease(t *testing.T, c contract, l Lease, key string, start, end time.T
 		t.Errorf("lease already expired %v ago", end.Sub(l.Until))
 	}
 }
+
+func TestMain(m *testing.M) {
+	// Killed masters make go-redis log every refused dial.
+	SilenceRedisLogs()
+	os.Exit(m.Run())
+}
