@@ -162,6 +162,9 @@ func expectText(e checker.Expectation) string {
 	if len(e.Anomalies) > 0 {
 		v += " (" + strings.Join(e.Anomalies, ",") + ")"
 	}
+	if len(e.Absent) > 0 {
+		v += " without " + strings.Join(e.Absent, ",")
+	}
 	return v
 }
 

@@ -128,10 +128,7 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	r := res.Results
 	exp := "valid"
 	if r.Expected != nil {
-		exp = string(r.Expected.Verdict)
-		if len(r.Expected.Anomalies) > 0 {
-			exp += ": " + strings.Join(r.Expected.Anomalies, ", ")
-		}
+		exp = expectText(*r.Expected)
 	}
 	met := "expectation met"
 	if !r.ExpectationMet {
