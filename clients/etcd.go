@@ -36,7 +36,8 @@ const etcdLocksPrefix = "/locks/"
 // Until: the lock lasts as long as the session. As a LeaseWatcher a lease is
 // lost when its session ends (the client saw its lease expire). Release
 // deletes the lock key only if its CreateRevision is still the token
-// (ErrNotHeld when not), then revokes the lease. Options: "timeout" (per
+// (ErrNotHeld when not), then revokes the lease, also when the delete failed,
+// so that an unknown release frees the lock within the lease's TTL. Options: "timeout" (per
 // request, default DefaultEtcdTimeout).
 type EtcdMutex struct {
 	client  *clientv3.Client
@@ -152,17 +153,18 @@ func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
 		If(clientv3.Compare(clientv3.CreateRevision(l.Owner), "=", int64(l.Token))).
 		Then(clientv3.OpDelete(l.Owner)).
 		Commit()
-	if err != nil {
-		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, err)
-	}
 	e.mu.Lock()
 	s, ok := e.sessions[l.Owner]
 	delete(e.sessions, l.Owner)
 	e.mu.Unlock()
 	if ok {
-		// The lock key is deleted (or was not ours); a failed revoke only
-		// leaves an idle lease that expires on its own.
+		// Stop the keep-alive and revoke the lease: after a failed delete
+		// the lock then still frees itself within the lease's TTL; a failed
+		// revoke only leaves a lease that expires on its own.
 		_ = e.revoke(ctx, s)
+	}
+	if err != nil {
+		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, err)
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, ErrNotHeld)

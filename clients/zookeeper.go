@@ -45,7 +45,8 @@ const zkSeqDigits = 10
 // monotonic. Leases have no Until: the lock lasts as long as the session. As
 // a LeaseWatcher, a lease is lost when its session expires, when the client
 // has been disconnected for longer than the session timeout, or when a new
-// session replaced it. Release deletes the node; ErrNotHeld when it was gone.
+// session replaced it. Release deletes the node; ErrNotHeld when it was gone;
+// a node whose delete failed is deleted again at the next Acquire.
 // Options: "session-timeout" (default DefaultZKSessionTimeout), "wait"
 // (default DefaultZKWait).
 type ZKRecipe struct {
@@ -336,6 +337,9 @@ func (z *ZKRecipe) Release(ctx context.Context, l Lease) error {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("clients: zk-recipe: release %s: %w", l.Owner, ErrNotHeld)
 	default:
+		// Deleted at the next Acquire, so the node cannot outlive the
+		// release for long while the session lives.
+		z.orphans = append(z.orphans, l.Owner)
 		return fmt.Errorf("clients: zk-recipe: release %s: %w", l.Owner, err)
 	}
 }
