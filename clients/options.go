@@ -149,35 +149,6 @@ func (o ownerValues) next() string {
 	return fmt.Sprintf("w%d-%016x%016x", o.worker, o.rand.Uint64(), o.rand.Uint64())
 }
 
-// ResponseHooker is a Locker that lets the workload run a function between the
-// moment the servers' replies to an acquire have arrived and the moment the
-// algorithm processes them (computes or checks the lease's validity). The
-// workload uses it for the `after-response` pause point: a pause injected
-// there is seen by Redlock's elapsed-time check. Implemented by every
-// algorithm whose acquire is our own code: redis-single, redis-fenced,
-// redlock, the three redis-zadd locks and the five pg locks; not by redsync,
-// zk-recipe and etcd-mutex, whose acquire runs inside a library. A nil
-// function removes the hook.
-type ResponseHooker interface {
-	SetAfterResponse(func())
-}
-
-// afterResponse holds a ResponseHooker's function; embedded by the lockers
-// that implement ResponseHooker.
-type afterResponse struct {
-	hook func()
-}
-
-// SetAfterResponse sets the function run after an acquire's replies arrived
-// and before they are processed; nil removes it.
-func (a *afterResponse) SetAfterResponse(f func()) { a.hook = f }
-
-func (a *afterResponse) runAfterResponse() {
-	if a.hook != nil {
-		a.hook()
-	}
-}
-
 // primaryEndpoint returns the first endpoint whose role is "primary", or else
 // the first endpoint.
 func primaryEndpoint(algorithm string, eps []Endpoint) (Endpoint, error) {
