@@ -34,7 +34,6 @@ func (a *afterResponse) runAfterResponse() {
 	}
 }
 
-
 // GuardedResource is a Locker that can keep the workload's register inside
 // the locked system itself, with the write guarded by the lease in the same
 // statement or transaction, so that no pause between the validity check and
