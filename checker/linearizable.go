@@ -28,8 +28,10 @@ import (
 //   - an acquire by q succeeds when the lock is free or q holds it; while p
 //     holds it, only when q's acquire returned no earlier than the earliest
 //     expiry of p's lease. That expiry is p's acquire call + ttl × (1 −
-//     Drift) (where p took the lock over from an earlier holder, counted from
-//     that holder's expiry instead of p's call); for an acquire without ttl
+//     Drift), counted from the latest of p's call, the call of the release
+//     that freed the lock before p got it, and the earliest expiry of the
+//     lease p took over (p's lease cannot have begun before any of them);
+//     for an acquire without ttl
 //     (a session lock), it is the time p crashed (its info op) or never;
 //   - with fencing tokens, a granted token must exceed every token granted
 //     before it in the linearization;
@@ -107,10 +109,11 @@ func (o *lockOp) index() int {
 }
 
 type lockState struct {
-	holder int // -1: free
-	by     *lockOp
-	expiry int64
-	maxTok uint64
+	holder  int // -1: free
+	by      *lockOp
+	expiry  int64
+	maxTok  uint64
+	freedAt int64 // call time of the release that last freed the lock
 }
 
 // step applies o to s. why is set when o cannot be applied: "early", "token"
@@ -127,9 +130,12 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		if !o.isOpen() && o.token != 0 && o.token <= s.maxTok && !(s.holder == o.proc && s.by != nil && s.by.token == o.token) {
 			return false, s, "token"
 		}
-		n := lockState{holder: o.proc, by: o, maxTok: max(s.maxTok, o.token)}
+		n := lockState{holder: o.proc, by: o, maxTok: max(s.maxTok, o.token), freedAt: s.freedAt}
 		if o.ttl > 0 {
-			base := o.call
+			// the lease began when it was granted, which is after the call,
+			// after the release that freed the lock was called, and after
+			// the lease it took over could have expired
+			base := max(o.call, s.freedAt)
 			if other && s.expiry > base {
 				base = s.expiry
 			}
@@ -140,7 +146,7 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		return true, n, ""
 	}
 	if s.holder == o.proc {
-		return true, lockState{holder: -1, maxTok: s.maxTok}, ""
+		return true, lockState{holder: -1, maxTok: s.maxTok, freedAt: max(s.freedAt, o.call)}, ""
 	}
 	if o.isOpen() {
 		return true, s, ""
@@ -419,15 +425,12 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 			delete(holders, o.proc)
 			continue
 		}
+		// Whatever the model counts a lease from (the call, the release
+		// before it, the lease it took over) lies before the acquire
+		// returned, so ret + ttl bounds its expiry in every linearization.
 		exp := o.fixedE
 		if o.ttl > 0 {
-			base := o.call
-			for p, a := range holders {
-				if p != o.proc && expiry[a] > base {
-					base = expiry[a]
-				}
-			}
-			exp = satAdd(base, o.ttl)
+			exp = satAdd(o.ret, o.ttl)
 		}
 		holders[o.proc] = o
 		expiry[o] = exp
@@ -496,11 +499,11 @@ func pieceModel(p piece) porcupine.Model {
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(lockState), b.(lockState)
-			return x.holder == y.holder && x.expiry == y.expiry && x.maxTok == y.maxTok
+			return x.holder == y.holder && x.by == y.by && x.expiry == y.expiry && x.maxTok == y.maxTok && x.freedAt == y.freedAt
 		},
 		Hash: func(state any) uint64 {
 			s := state.(lockState)
-			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ s.maxTok<<32
+			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ s.maxTok<<32 ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9
 		},
 		DescribeOperation: func(input, _ any) string {
 			o := input.(*lockOp)

@@ -41,6 +41,7 @@ func TestLeaseModelStep(t *testing.T) {
 		{"acquire held after expiry, counted from it", held(0, 15*s, 3), acq(1, 16*s, 17*s, 4), true, "", 1, 21 * s, 4},
 		{"acquire by the holder itself", held(1, 15*s, 3), acq(1, 12*s, 13*s, 3), true, "", 1, 17 * s, 3},
 		{"acquire held by a live session", held(0, open, 3), acq(1, 12*s, 99*s, 4), false, "early", 0, open, 3},
+		{"acquire after a release counts from the release", lockState{holder: -1, maxTok: 3, freedAt: 30 * s}, acq(1, 1*s, 31*s, 4), true, "", 1, 35 * s, 4},
 		{"release by the holder", held(1, 15*s, 3), rel(1, 13*s), true, "", -1, 0, 3},
 		{"release by another", held(0, 15*s, 3), rel(1, 13*s), false, "foreign", 0, 15 * s, 3},
 		{"release of a free lock", free, rel(1, 13*s), false, "foreign", -1, 0, 3},

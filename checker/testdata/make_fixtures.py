@@ -3,6 +3,7 @@ MS = 1_000_000
 TTL = 5000*MS
 def until(inv_ms): return inv_ms*MS + int(TTL*0.99)
 files = {}
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
 def fx(name, verdict, kinds, rows):
     lines = []
     rows = sorted(rows, key=lambda r: r[0])
@@ -192,3 +193,16 @@ fx("session-double-grant", "invalid", ["double-hold", "early-grant"], [
     acq(3900, 1, "invoke", session=True), acq(4000, 1, "ok", token=11),
     op(5000, 0, "invoke", "release", token=10), op(5010, 0, "fail", "release", token=10, error="not held"),
 ])
+# a blocking acquire (ZooKeeper-style) returns when the previous holder
+# releases; its lease is counted from that release, not from its call
+def blocking(r_ok):
+    return [
+        acq(500, 0, "invoke"), acq(600, 0, "ok", token=1),
+        acq(1000, 1, "invoke"),
+        op(29900, 0, "invoke", "release", token=1), op(29950, 0, "ok", "release", token=1),
+        acq(30000, 1, "ok", token=2),
+        op(31000, 1, "invoke", "write", token=2, value=1), op(32000, 1, "info", "write", token=2, value=1, error="connection lost"),
+        acq(r_ok - 100, 2, "invoke", client=0), acq(r_ok, 2, "ok", token=3, client=0),
+    ]
+fx("blocking-acquire-early-grant", "invalid", ["early-grant"], blocking(33000))
+fx("blocking-acquire-after-expiry", "valid", [], blocking(35000))
