@@ -43,16 +43,32 @@ func requireServer(t *testing.T, system string) {
 	}
 }
 
-// clusters starts each system's local cluster once per test and closes it
-// when the test ends.
+// clusters starts each system's local cluster once for the whole test binary;
+// TestMain closes them all after the tests ran.
 type clusters struct {
-	t    *testing.T
-	mu   sync.Mutex
-	byID map[string][]Endpoint
+	mu       sync.Mutex
+	byID     map[string][]Endpoint
+	closers  []func() error
+	closeErr error
 }
 
-func newClusters(t *testing.T) *clusters {
-	return &clusters{t: t, byID: map[string][]Endpoint{}}
+// sharedClusters serves every test that does not break its cluster.
+var sharedClusters = &clusters{byID: map[string][]Endpoint{}}
+
+// newClusters returns the shared clusters.
+func newClusters(*testing.T) *clusters { return sharedClusters }
+
+// closeAll closes every cluster and network, newest first.
+func (c *clusters) closeAll() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		errs = append(errs, c.closers[i]())
+	}
+	c.closers = nil
+	c.byID = map[string][]Endpoint{}
+	return errors.Join(errs...)
 }
 
 // endpoints returns the nodes of a running cluster for spec, starting it on
@@ -70,17 +86,18 @@ func (c *clusters) endpoints(t *testing.T, spec cluster.Spec) []Endpoint {
 	if err != nil {
 		t.Fatalf("network: %v", err)
 	}
-	c.t.Cleanup(func() { nw.Close() })
+	c.closers = append(c.closers, nw.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl, err := local.Start(ctx, spec, nw)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
-	c.t.Cleanup(func() {
+	c.closers = append(c.closers, func() error {
 		if err := cl.Close(); err != nil {
-			c.t.Errorf("close %s: %v", id, err)
+			return fmt.Errorf("close %s: %w", id, err)
 		}
+		return nil
 	})
 	var eps []Endpoint
 	for _, n := range cl.Nodes() {
@@ -311,5 +328,12 @@ func checkLease(t *testing.T, c contract, l Lease, key string, start, end time.T
 func TestMain(m *testing.M) {
 	// Killed masters make go-redis log every refused dial.
 	SilenceRedisLogs()
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := sharedClusters.closeAll(); err != nil {
+		fmt.Fprintln(os.Stderr, "clients: closing test clusters:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
