@@ -151,35 +151,54 @@ func injectOverlap(rng *rand.Rand, h history.History) error {
 }
 
 func injectForeignRelease(rng *rand.Rand, h history.History) error {
-	keys := map[string]bool{}
+	var keys []string
+	seen := map[string]bool{}
 	for _, op := range h {
-		if op.Key != "" {
-			keys[op.Key] = true
+		if op.Key != "" && !seen[op.Key] {
+			seen[op.Key] = true
+			keys = append(keys, op.Key)
 		}
 	}
+	slices.Sort(keys)
 	if len(keys) < 2 {
 		return ErrNoSpot
 	}
-	var spots []cycle
+	spot := map[int]cycle{} // release invoke -> its cycle
 	for _, c := range cycles(h) {
 		if c.release >= 0 && c.last > c.release && h[c.last].F == history.FRelease && h[c.last].Type == history.OK {
-			spots = append(spots, c)
+			spot[c.release] = c
 		}
 	}
-	if len(spots) == 0 {
+	// A process may hold a key from its acquire ok until its release ok of
+	// it (a failed release leaves it a possible holder); the release is
+	// moved to a key its process surely does not hold.
+	type target struct {
+		c   cycle
+		key string
+	}
+	var targets []target
+	mayHold := map[[2]any]bool{}
+	for i, op := range h {
+		if c, ok := spot[i]; ok {
+			for _, k := range keys {
+				if k != c.key && !mayHold[[2]any{op.Process, k}] {
+					targets = append(targets, target{c, k})
+				}
+			}
+		}
+		switch {
+		case op.F == history.FAcquire && op.Type == history.OK:
+			mayHold[[2]any{op.Process, op.Key}] = true
+		case op.F == history.FRelease && op.Type == history.OK:
+			delete(mayHold, [2]any{op.Process, op.Key})
+		}
+	}
+	if len(targets) == 0 {
 		return ErrNoSpot
 	}
-	c := pick(rng, spots)
-	var other []string
-	for k := range keys {
-		if k != c.key {
-			other = append(other, k)
-		}
-	}
-	slices.Sort(other)
-	k := pick(rng, other)
-	h[c.release].Key = k
-	h[c.last].Key = k
+	t := pick(rng, targets)
+	h[t.c.release].Key = t.key
+	h[t.c.last].Key = t.key
 	return nil
 }
 
