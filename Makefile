@@ -14,7 +14,10 @@ SKEWLIB := build/libclockskew.so
 FUZZTIME ?= 10s
 SCENARIO ?=
 
-.PHONY: deps build test test-scenario gate-full lint fuzz bench clean
+NODE_IMAGE ?= jepsen-lite/node:latest
+BACKEND ?= local
+
+.PHONY: deps build test test-scenario gate-full scenarios-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -31,15 +34,31 @@ $(SKEWLIB): clockskew/clockskew.c
 test: deps build
 	$(GO) test -race -count=1 ./...
 
-test-scenario: deps build
+# BACKEND=docker runs the servers in containers; the node image is built
+# first (make images: debootstrap + docker import, no registry needed).
+test-scenario: deps build $(if $(filter docker,$(BACKEND)),images)
 ifeq ($(SCENARIO),)
-	$(BIN) gate --tags quick
+	$(BIN) gate --tags quick --backend $(BACKEND) --junit build/gate-quick.xml
 else
-	$(BIN) run $(SCENARIO)
+	$(BIN) run $(SCENARIO) --backend $(BACKEND)
 endif
 
 gate-full: deps build
-	$(BIN) gate --seeds 5
+	$(BIN) gate --seeds $(or $(SEEDS),5) --junit build/gate-full.xml
+
+# docs/scenarios.md: the catalog with a gate run's detection rates.
+scenarios-doc: deps build
+	$(BIN) gate --tags quick --seeds $(or $(SEEDS),20) --markdown docs/scenarios.md --junit build/gate-doc.xml
+
+images: $(SKEWLIB)
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh
+
+test-docker: deps build images
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
+
+clean-docker:
+	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f
+	-docker network ls -q --filter label=jepsen-lite.run | xargs -r docker network rm
 
 lint:
 	$(GO) vet ./...

@@ -37,10 +37,16 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	junit := fs.String("junit", "", "write JUnit XML to this file")
 	store := fs.String("store", "store", "the store directory")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	backend := fs.String("backend", "local", "where the servers run: local or docker")
+	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
 	}
+	if err != nil {
+		return exitUsage, err
+	}
+	start, err := backendFor(*backend)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -73,21 +79,14 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 
 	var cases []reports.Case
-	type row struct {
-		name, expected string
-		observed       map[string]int
-		anomalies      map[string]bool
-		met, runs      int
-		elapsed        time.Duration
-	}
-	var rows []*row
+	var rows []*gateRow
 	interrupted := false
 	for _, sc := range selected {
-		r := &row{name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
+		r := &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}, examples: map[string]string{}}
 		rows = append(rows, r)
 		for seed := 1; seed <= *seeds && !interrupted; seed++ {
 			fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
-			res, err := runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}))
+			res, err := runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start))
 			c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
 			if res != nil {
 				c.RunDir = res.Dir
@@ -109,6 +108,13 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				for _, k := range c.Anomalies {
 					r.anomalies[k] = true
 				}
+				for _, cr := range res.Results.Checkers {
+					for _, a := range cr.Anomalies {
+						if _, ok := r.examples[a.Kind]; !ok {
+							r.examples[a.Kind] = a.Message
+						}
+					}
+				}
 			}
 			r.runs++
 			if c.Met {
@@ -129,6 +135,11 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	tw.Flush()
 
+	if *markdown != "" {
+		if err := writeScenariosMarkdown(*markdown, rows, *seeds); err != nil {
+			return exitInternal, err
+		}
+	}
 	if *junit != "" {
 		f, err := os.Create(*junit)
 		if err != nil {
@@ -152,6 +163,17 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		fmt.Fprintln(stdout, "gate: SOME EXPECTATIONS DID NOT HOLD")
 		return exitViolated, nil
 	}
+}
+
+// gateRow is one scenario's results over the gate's seeds.
+type gateRow struct {
+	sc             *scenarios.Scenario
+	name, expected string
+	observed       map[string]int    // verdict (or "error") -> runs
+	anomalies      map[string]bool   // kinds found in any run
+	examples       map[string]string // kind -> the first sentence found
+	met, runs      int
+	elapsed        time.Duration
 }
 
 func expectText(e checker.Expectation) string {

@@ -64,10 +64,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 		fmt.Fprintln(tw, "SCENARIO\tALGORITHM\tEXPECT\tTAGS")
 		for _, s := range scenarios.Select(cat, want...) {
-			exp := string(s.Expect.Verdict)
-			if len(s.Expect.Anomalies) > 0 {
-				exp += " (" + strings.Join(s.Expect.Anomalies, ", ") + ")"
-			}
+			exp := expectText(s.Expect)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Lock.Algorithm, exp, strings.Join(s.Tags, ","))
 		}
 	}

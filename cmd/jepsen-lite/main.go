@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/jepsen-lite/jepsen-lite/clients"
 )
 
 // The exit codes of DESIGN §8.
@@ -67,6 +69,9 @@ Run 'jepsen-lite <command> --help' for a command's flags and examples.
 `
 
 func main() {
+	// go-redis prints every failed dial; during a partition that is noise,
+	// and what matters is in the history.
+	clients.SilenceRedisLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -55,6 +56,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	replay := fs.String("replay", "", "replay a stored run: its scenario, seed and fault schedule")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers; past it the verdict is unknown")
 	verbose := fs.Bool("v", false, "print run.log's lines as they are written")
+	backend := fs.String("backend", "local", "where the servers run: local (processes on 127.0.0.1) or docker (containers; make images first)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -78,7 +80,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	opts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout})}
+	start, err := backendFor(*backend)
+	if err != nil {
+		return exitUsage, err
+	}
+	opts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start)}
 	if isSet(fs, "seed") {
 		opts = append(opts, runner.WithSeed(*seed))
 	}
@@ -108,6 +114,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		return exitInternal, err
 	}
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
+}
+
+// backendFor returns how clusters are started for a --backend name.
+func backendFor(name string) (runner.StartFunc, error) {
+	switch name {
+	case "local":
+		return runner.LocalBackend, nil
+	case "docker":
+		return docker.Backend, nil
+	default:
+		return nil, usagef("unknown backend %q (known: local, docker)", name)
+	}
 }
 
 // verdictExit maps a run's outcome to its exit code.
