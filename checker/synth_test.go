@@ -50,6 +50,7 @@ func synthOptions(seed uint64) synth.Options {
 		TTL:      time.Duration(5+r.IntN(50)) * time.Millisecond,
 		InfoRate: 0.03,
 		Tokens:   seed%2 == 0,
+		Session:  seed%3 == 1,
 	}
 }
 
@@ -123,6 +124,7 @@ func FuzzSynthetic(f *testing.F) {
 			TTL:      time.Duration(3+int(ttlMs%60)) * time.Millisecond,
 			InfoRate: 0.04,
 			Tokens:   seed%2 == 0,
+			Session:  seed%3 == 0,
 		}
 		h := synth.Generate(rand.New(rand.NewPCG(seed, 1)), opts)
 		res := checker.Check(context.Background(), h, checker.Options{})

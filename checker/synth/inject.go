@@ -120,10 +120,13 @@ func injectOverlap(rng *rand.Rand, h history.History) error {
 	type pair struct{ holder, mover cycle }
 	var pairs []pair
 	for _, a := range cs {
-		if h[a.ok].Until == 0 || a.release < 0 {
+		if a.release < 0 {
 			continue
 		}
-		end := min(h[a.release].Time, h[a.ok].Until)
+		end := h[a.release].Time
+		if u := h[a.ok].Until; u != 0 {
+			end = min(end, u)
+		}
 		for _, b := range cs {
 			if b.key == a.key || b.p == a.p || b.invoke <= a.ok {
 				continue

@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -30,6 +31,11 @@ type Options struct {
 	// the resource reject writes with a token lower than the highest it has
 	// accepted.
 	Tokens bool
+	// Session makes the lock a session lock (ZooKeeper, etcd style): the
+	// acquire carries no ttl and its ok no until; the server keeps the lock
+	// until it is released or, once its holder has crashed, for TTL more
+	// (the session timeout).
+	Session bool
 	// Latency is the largest one-way delay between a worker and a server;
 	// default 2ms. Delays are uniform in [Latency/20, Latency].
 	Latency time.Duration
@@ -76,6 +82,8 @@ const (
 	phWrite
 	phRelease
 )
+
+const forever = time.Duration(math.MaxInt64)
 
 type lockState struct {
 	holder int // process; -1 free
@@ -213,7 +221,9 @@ func (s *sim) invoke(w *worker, at time.Duration) {
 	case phAcquire:
 		w.key = fmt.Sprintf("k%d", s.rng.IntN(s.o.Keys))
 		op.Key = w.key
-		op.TTL = s.o.TTL
+		if !s.o.Session {
+			op.TTL = s.o.TTL
+		}
 	case phWrite:
 		op.Token = w.token
 		op.Value = history.IntValue(w.read + 1)
@@ -247,6 +257,9 @@ func (s *sim) server(w *worker, at time.Duration) {
 			w.okay = true
 			w.gotTok = l.token
 			w.gotTill = w.invokeT + time.Duration(float64(s.o.TTL)*(1-Drift))
+			if s.o.Session {
+				l.expiry, w.gotTill = forever, 0
+			}
 		}
 	case phRead:
 		w.value = r.value
@@ -278,6 +291,14 @@ func (s *sim) complete(w *worker, at time.Duration) {
 			op.Value = history.IntValue(w.read + 1)
 		}
 		s.emit(op, at)
+		if s.o.Session {
+			// the crashed process's session times out
+			for _, l := range s.locks {
+				if l.holder == w.proc && l.expiry == forever {
+					l.expiry = at + s.o.TTL
+				}
+			}
+		}
 		w.proc += s.o.Workers
 		w.phase = phAcquire
 		s.schedule(at+s.think(), 0, w)
@@ -309,7 +330,7 @@ func (s *sim) complete(w *worker, at time.Duration) {
 		w.read = w.value
 		next = phWrite
 		// write only when it surely lands before the lease can expire
-		if at+3*s.o.Latency >= w.until {
+		if !s.o.Session && at+3*s.o.Latency >= w.until {
 			next = phRelease
 		}
 	case phWrite:

@@ -62,3 +62,22 @@ func TestWriteFileReadsBack(t *testing.T) {
 		t.Fatalf("read %d of %d ops, %+v, %v", len(h), n, info, err)
 	}
 }
+
+func TestSessionMode(t *testing.T) {
+	h := Generate(rand.New(rand.NewPCG(3, 3)), Options{Workers: 4, Keys: 2, Ops: 3000, InfoRate: 0.05, Session: true, TTL: 10 * time.Millisecond})
+	if err := history.Validate(h); err != nil {
+		t.Fatal(err)
+	}
+	acquired := 0
+	for _, op := range h {
+		if op.F == history.FAcquire && (op.TTL != 0 || op.Until != 0) {
+			t.Fatalf("session lock op with ttl or until: %+v", op)
+		}
+		if op.F == history.FAcquire && op.Type == history.OK {
+			acquired++
+		}
+	}
+	if acquired < 50 {
+		t.Fatalf("only %d acquisitions", acquired)
+	}
+}
