@@ -206,3 +206,12 @@ def blocking(r_ok):
     ]
 fx("blocking-acquire-early-grant", "invalid", ["early-grant"], blocking(33000))
 fx("blocking-acquire-after-expiry", "valid", [], blocking(35000))
+# tokens are per key: the same or a lower token on another key is no anomaly
+fx("tokens-per-key", "valid", [], [
+    acq(900, 0, "invoke", key="a"), acq(1000, 0, "ok", key="a", token=5, until=until(900)),
+    op(1100, 0, "invoke", "release", key="a", token=5), op(1110, 0, "ok", "release", key="a", token=5),
+    acq(1200, 1, "invoke", key="b"), acq(1300, 1, "ok", key="b", token=5, until=until(1200)),
+    op(1400, 1, "invoke", "release", key="b", token=5), op(1410, 1, "ok", "release", key="b", token=5),
+    acq(1500, 0, "invoke", key="c"), acq(1600, 0, "ok", key="c", token=1, until=until(1500)),
+    op(1700, 0, "invoke", "release", key="c", token=1), op(1710, 0, "ok", "release", key="c", token=1),
+])
