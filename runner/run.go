@@ -107,9 +107,24 @@ func WithLog(w io.Writer) Option { return func(c *config) { c.logOut = w } }
 // directory is always where linearizability.html goes.
 func WithCheck(o checker.Options) Option { return func(c *config) { c.check = o } }
 
+// Names returns the names scenarios may use: the algorithms of
+// clients.Algorithms, the systems the backends start and the faults of
+// nemesis.Faults. Pass it to scenarios.Load and scenarios.Parse.
+func Names() scenarios.Names {
+	return scenarios.Names{
+		Algorithms: clients.Names(),
+		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Faults:     nemesis.Names(),
+	}
+}
+
 // LocalBackend starts clusters as local processes.
 func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
-	return local.Start(ctx, spec, net)
+	c, err := local.Start(ctx, spec, net)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // Run executes one run of sc and returns its result. The verdict is in

@@ -9,22 +9,13 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-func names() scenarios.Names {
-	var algs []string
-	for _, a := range clients.Algorithms() {
-		algs = append(algs, a.Name)
-	}
-	return scenarios.Names{Algorithms: algs, Systems: []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd}, Faults: nemesis.Names()}
-}
+func names() scenarios.Names { return runner.Names() }
 
 func load(t *testing.T, name string) *scenarios.Scenario {
 	t.Helper()

@@ -6,19 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-func realNames() scenarios.Names {
-	var algs []string
-	for _, a := range clients.Algorithms() {
-		algs = append(algs, a.Name)
-	}
-	return scenarios.Names{Algorithms: algs, Systems: []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd}, Faults: nemesis.Names()}
-}
+func realNames() scenarios.Names { return runner.Names() }
 
 // TestCatalog requires every built-in scenario to parse, to be named after
 // its file, and to say what it shows, where it comes from and its tags.

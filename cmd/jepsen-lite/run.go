@@ -13,9 +13,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -33,19 +31,8 @@ Examples:
   jepsen-lite run my-lock.yaml --workers 16
   jepsen-lite run --replay store/latest      # the exact schedule and seed again`
 
-// scenarioNames are the names a scenario may use, from the packages that
-// own them.
-func scenarioNames() scenarios.Names {
-	var algs []string
-	for _, a := range clients.Algorithms() {
-		algs = append(algs, a.Name)
-	}
-	return scenarios.Names{
-		Algorithms: algs,
-		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
-		Faults:     nemesis.Names(),
-	}
-}
+// scenarioNames are the names a scenario may use.
+func scenarioNames() scenarios.Names { return runner.Names() }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("run", runUsage, stderr)
