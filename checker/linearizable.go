@@ -595,7 +595,7 @@ func describe(h history.History, key string, s lockState, o *lockOp, why string)
 		at = secs(time.Duration(o.ret))
 	}
 	ops := []int{o.index()}
-	var holder string
+	holder := "another process"
 	if s.by != nil {
 		holder = fmt.Sprintf("worker %d", s.by.client)
 		ops = append(ops, s.by.index())
