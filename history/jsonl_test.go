@@ -337,3 +337,86 @@ func BenchmarkReadFile1M(b *testing.B) {
 		}
 	}
 }
+
+func TestConcurrentRecordingRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	w, err := CreateFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(w)
+	done := make(chan struct{})
+	for p := 0; p < 8; p++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 500; i++ {
+				rec.Record(Op{Process: p, Client: p, Type: Invoke, F: FWrite, Key: "k", Value: IntValue(int64(i))})
+				rec.Record(Op{Process: p, Client: p, Type: OK, F: FWrite, Key: "k", Value: IntValue(int64(i)), Applied: rec.Now()})
+			}
+		}()
+	}
+	for p := 0; p < 8; p++ {
+		<-done
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Err(); err != nil {
+		t.Fatal(err)
+	}
+	h, info, err := ReadFile(path)
+	if err != nil || info.Truncated {
+		t.Fatal(err, info)
+	}
+	if !reflect.DeepEqual(h, rec.History()) {
+		t.Fatal("file and recorder disagree")
+	}
+	if err := Validate(h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadFileInParts(t *testing.T) {
+	var b []byte
+	n := 30000 // well over 1 MB, so the decoder splits the file
+	for i := 0; i < n; i++ {
+		if i == 10 || i == n-10 {
+			b = append(b, "\n  \n"...) // blank lines in both halves
+		}
+		b = append(AppendJSON(b, Op{Index: i, Time: time.Duration(i), Process: i % 7, Type: Info, F: FRead, Error: strings.Repeat("e", 40)}), '\n')
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.jsonl")
+	if err := os.WriteFile(good, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, info, err := ReadFile(good)
+	if err != nil || len(h) != n || info.Lines != n+4 || info.Truncated {
+		t.Fatalf("%d ops, %+v, %v", len(h), info, err)
+	}
+	for i, op := range h {
+		if op.Index != i {
+			t.Fatalf("op %d has index %d", i, op.Index)
+		}
+	}
+	lines := strings.Split(string(b), "\n")
+	lines[n-100] = `{"index":` // a bad line late in the file
+	bad := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = ReadFile(bad)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != n-100+1 {
+		t.Fatalf("err = %v, want a LineError at line %d", err, n-100+1)
+	}
+	f, err := os.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h2, _, err := Read(f, "good")
+	if err != nil || !reflect.DeepEqual(h, h2) {
+		t.Fatalf("Read of an *os.File differs from ReadFile: %v", err)
+	}
+}
