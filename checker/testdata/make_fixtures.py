@@ -1,3 +1,7 @@
+# make_fixtures.py writes the hand-made fixture histories of this directory
+# (<name>.jsonl) and what the checkers must conclude about each
+# (<name>.expect: the verdict and exactly the anomaly kinds found).
+# Regenerate with: python3 checker/testdata/make_fixtures.py
 import json, os
 MS = 1_000_000
 TTL = 5000*MS
