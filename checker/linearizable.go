@@ -272,41 +272,53 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 func splitPieces(h history.History, drift float64) []piece {
 	// A process crashes at its info completion; a process whose op never
 	// completes issues nothing after that op's invoke, as if it had crashed
-	// there.
-	crash := map[int]int64{}
-	pendingAt := map[int]int64{}
+	// there. Processes are numbered densely (ids), so the per-op work below
+	// indexes slices instead of hashing.
+	procs := map[int]int32{}
+	ids := make([]int32, len(h))
+	for i := range h {
+		p := h[i].Process
+		id, ok := procs[p]
+		if !ok {
+			id = int32(len(procs))
+			procs[p] = id
+		}
+		ids[i] = id
+	}
+	crash := make([]int64, len(procs))
+	for i := range crash {
+		crash[i] = open
+	}
+	last := make([]int32, len(procs)) // each process's last op index + 1
+	failed := make([]bool, len(h))    // invokes of lock ops that failed
+	n := 0                            // lock ops that did not fail
 	for i := range h {
 		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
-		switch op.Type {
-		case history.Invoke:
-			pendingAt[op.Process] = int64(op.Time)
-		case history.Info:
-			crash[op.Process] = int64(op.Time)
-			delete(pendingAt, op.Process)
-		default:
-			delete(pendingAt, op.Process)
-		}
-	}
-	for p, t := range pendingAt {
-		crash[p] = t
-	}
-	crashOf := func(p int) int64 {
-		if t, ok := crash[p]; ok {
-			return t
-		}
-		return open
-	}
-	n := 0
-	for i := range h {
-		if h[i].Type == history.Invoke && (h[i].F == history.FAcquire || h[i].F == history.FRelease) {
+		id := ids[i]
+		isLock := op.F == history.FAcquire || op.F == history.FRelease
+		switch {
+		case op.Type == history.Invoke && isLock:
 			n++
+		case op.Type == history.Fail && isLock && last[id] > 0 && h[last[id]-1].Type == history.Invoke:
+			failed[last[id]-1] = true
+			n--
+		}
+		last[id] = int32(i + 1)
+		if op.Type == history.Info {
+			crash[id] = int64(op.Time)
 		}
 	}
+	for id, l := range last {
+		if l > 0 && h[l-1].Type == history.Invoke {
+			crash[id] = int64(h[l-1].Time)
+		}
+	}
+	crashOf := func(i int) int64 { return crash[ids[i]] }
 	slab := make([]lockOp, 0, n) // one allocation for all lock ops
-	pending := map[int]*lockOp{}
+	pending := make([]*lockOp, len(procs))
 	latest := map[procKey]*lockOp{} // each process's latest ok acquire per key
 	perKey := map[string][]*lockOp{}
 	var keys []string
@@ -328,24 +340,27 @@ func splitPieces(h history.History, drift float64) []piece {
 			continue
 		}
 		if op.Type == history.Invoke {
+			if failed[i] {
+				continue // changes nothing
+			}
 			slab = append(slab, lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time),
-				ret: open, invoke: i, done: -1, ttlAsked: op.TTL, fixedE: crashOf(op.Process), crash: crashOf(op.Process)})
+				ret: open, invoke: i, done: -1, ttlAsked: op.TTL, fixedE: crashOf(i), crash: crashOf(i)})
 			lo := &slab[len(slab)-1]
 			if lo.acquire && op.TTL > 0 {
 				lo.ttl = int64(float64(op.TTL) * (1 - drift))
 			}
-			pending[op.Process] = lo
+			pending[ids[i]] = lo
 			if _, seen := perKey[op.Key]; !seen {
 				keys = append(keys, op.Key)
 			}
 			perKey[op.Key] = append(perKey[op.Key], lo)
 			continue
 		}
-		lo := pending[op.Process]
+		lo := pending[ids[i]]
 		if lo == nil {
 			continue
 		}
-		delete(pending, op.Process)
+		pending[ids[i]] = nil
 		lo.done = i
 		switch op.Type {
 		case history.OK:
