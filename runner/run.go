@@ -287,10 +287,10 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}()
 	var lockers []clients.Locker
 	defer func() {
-		if len(ws) == 0 {
-			for _, l := range lockers {
-				_ = l.Close()
-			}
+		// The workers close their own lockers; close those that never
+		// got a worker.
+		for _, l := range lockers[min(len(ws), len(lockers)):] {
+			_ = l.Close()
 		}
 	}()
 	type setup struct {
@@ -323,11 +323,19 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
 	for i, l := range lockers {
 		clock, wrng := setups[i].clock, setups[i].rng
+		var reg register = harnessRegister{resource}
+		if s.Resource == scenarios.Guarded {
+			g, ok := l.(clients.GuardedResource)
+			if !ok {
+				return false, fmt.Errorf("%w: resource %q: %s keeps no register in its system (algorithms that do: the pg locks, etcd-mutex)", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
+			}
+			reg = guardedRegister{g: g, now: rec.Now}
+		}
 		ws = append(ws, &worker{
 			id:       i,
 			locker:   &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers)},
 			rec:      rec,
-			resource: resource,
+			register: reg,
 			rng:      wrng,
 			clock:    clock,
 			keys:     s.Lock.Keys,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +121,33 @@ func TestSeedIsRecordedAndReplayed(t *testing.T) {
 	}
 	if len(replayed.Nemesis.Steps) == 0 {
 		t.Error("the stored scenario lost its fault schedule")
+	}
+}
+
+// TestGuardedResource runs the etcd pause with the register kept in etcd and
+// every write guarded by the lock key: the paused worker's late write must be
+// refused by etcd itself (a failed write naming the stale token), and the
+// resource must stay exact while the double hold is still reported.
+func TestGuardedResource(t *testing.T) {
+	store := t.TempDir()
+	res, err := runner.Run(context.Background(), load(t, "etcd-mutex-guarded"), runner.WithStore(store), runner.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Results.ExpectationMet {
+		t.Fatalf("verdict %s, expectation not met: %+v", res.Results.Verdict, res.Results.Checkers)
+	}
+	h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := false
+	for _, op := range h {
+		if op.F == history.FWrite && op.Type == history.Fail && strings.Contains(op.Error, "stale fencing token") {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Error("no guarded write was refused by etcd")
 	}
 }

@@ -25,7 +25,7 @@ type worker struct {
 	id       int
 	locker   *clients.Recorded
 	rec      *history.Recorder
-	resource *clients.Resource
+	register register
 	rng      *rand.Rand
 	clock    *workerClock
 	keys     []string
@@ -40,6 +40,10 @@ type worker struct {
 	mu     sync.Mutex
 	pauses map[string]pause // armed pauses by point
 }
+
+// isolateSettle is how long a worker whose isolating pause ended waits for
+// its lock client to reconnect before it goes on.
+const isolateSettle = 300 * time.Millisecond
 
 // pause is an armed client pause.
 type pause struct {
@@ -82,6 +86,11 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-resume", Value: history.JSONValue(desc)}
 	if p.isolate && w.isolate != nil {
 		cutErr = errors.Join(cutErr, w.isolate(false))
+		// Healing a cut closes the connections that lived through it (their
+		// streams lost data). Give the lock client a moment to notice and
+		// reconnect, as a resumed process finds its sockets in order, so
+		// that the late write reaches the system rather than a dead socket.
+		w.sleep(abort, isolateSettle)
 	}
 	if cutErr != nil {
 		resume.Error = cutErr.Error()
@@ -116,7 +125,11 @@ func (w *worker) iterate(abort context.Context) {
 		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.ttl/10)+1)))
 		return
 	}
+	holder := w.locker.Proc.ID()
 	defer func() {
+		if w.locker.Proc.ID() != holder {
+			return // the process crashed; its successor holds nothing
+		}
 		ctx, cancel := context.WithTimeout(abort, w.opTime)
 		defer cancel()
 		_ = w.locker.Release(ctx, lease)
@@ -129,8 +142,16 @@ func (w *worker) iterate(abort context.Context) {
 		return
 	}
 	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
-	v := w.resource.Read(key)
+	ctx, cancel = context.WithTimeout(abort, w.opTime)
+	v, err := w.register.Read(ctx, lease)
+	cancel()
 	read := w.op(history.OK, history.FRead, key, 0)
+	if err != nil {
+		// A read changes nothing: it fails whatever the cause.
+		read.Type, read.Error = history.Fail, err.Error()
+		w.rec.Record(read)
+		return
+	}
 	read.Value = history.IntValue(v)
 	w.rec.Record(read)
 
@@ -139,15 +160,24 @@ func (w *worker) iterate(abort context.Context) {
 	inv := w.op(history.Invoke, history.FWrite, key, lease.Token)
 	inv.Value = history.IntValue(v + 1)
 	w.rec.Record(inv)
-	applied, err := w.resource.Write(key, lease.Token, v+1)
+	ctx, cancel = context.WithTimeout(abort, w.opTime)
+	applied, err := w.register.Write(ctx, lease, v+1)
+	cancel()
 	done := w.op(history.OK, history.FWrite, key, lease.Token)
 	done.Value = inv.Value
 	done.Applied = applied
-	if err != nil {
-		done.Type = history.Fail
-		done.Error = err.Error()
+	switch {
+	case err == nil:
+	case errors.Is(err, clients.ErrStaleToken):
+		done.Type, done.Error = history.Fail, err.Error()
+	default:
+		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
 	}
 	w.rec.Record(done)
+	if done.Type == history.Info {
+		w.locker.Proc.Crash()
+		return
+	}
 	w.sleep(abort, w.hold)
 }
 
@@ -204,4 +234,42 @@ func (ws workerSet) SetClockOffset(worker int, offset time.Duration) error {
 	}
 	ws[worker].clock.offset.Store(int64(offset))
 	return nil
+}
+
+// register is the protected resource as the workload sees it: the harness's
+// own register (fenced or not), or one kept inside the locked system and
+// guarded by the lease (clients.GuardedResource).
+type register interface {
+	Read(ctx context.Context, l clients.Lease) (int64, error)
+	// Write stores value and returns the harness time at which it was
+	// accepted or rejected; a rejection wraps clients.ErrStaleToken.
+	Write(ctx context.Context, l clients.Lease, value int64) (time.Duration, error)
+}
+
+// harnessRegister is the harness's own register.
+type harnessRegister struct{ r *clients.Resource }
+
+func (h harnessRegister) Read(_ context.Context, l clients.Lease) (int64, error) {
+	return h.r.Read(l.Key), nil
+}
+
+func (h harnessRegister) Write(_ context.Context, l clients.Lease, value int64) (time.Duration, error) {
+	return h.r.Write(l.Key, l.Token, value)
+}
+
+// guardedRegister is a register kept in the locked system. The time a write
+// was applied is taken when the system's answer arrives: the latest moment it
+// can have been applied.
+type guardedRegister struct {
+	g   clients.GuardedResource
+	now func() time.Duration
+}
+
+func (g guardedRegister) Read(ctx context.Context, l clients.Lease) (int64, error) {
+	return g.g.ReadGuarded(ctx, l)
+}
+
+func (g guardedRegister) Write(ctx context.Context, l clients.Lease, value int64) (time.Duration, error) {
+	err := g.g.WriteGuarded(ctx, l, value)
+	return g.now(), err
 }

@@ -79,10 +79,14 @@ type Nemesis struct {
 	Random *nemesis.RandomSpec `yaml:"random,omitempty"`
 }
 
-// The resource modes.
+// The resource modes: the harness's register accepting every write, the
+// harness's register refusing lower tokens, or a register kept in the locked
+// system itself with the write guarded by the lease in the same statement or
+// transaction (for the algorithms that implement clients.GuardedResource).
 const (
 	Unfenced = "unfenced"
 	Fenced   = "fenced"
+	Guarded  = "guarded"
 )
 
 // The defaults applied by Normalize.
@@ -179,8 +183,8 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must be a positive duration such as 2s", "lock", "ttl")
 	case s.Lock.Drift < 0 || s.Lock.Drift >= s.Lock.TTL:
 		return fail("must be at least 0 and less than the ttl", "lock", "drift")
-	case s.Resource != "" && s.Resource != Unfenced && s.Resource != Fenced:
-		return fail(fmt.Sprintf("unknown mode %q (known: %s, %s)", s.Resource, Unfenced, Fenced), "resource")
+	case s.Resource != "" && s.Resource != Unfenced && s.Resource != Fenced && s.Resource != Guarded:
+		return fail(fmt.Sprintf("unknown mode %q (known: %s, %s, %s)", s.Resource, Unfenced, Fenced, Guarded), "resource")
 	case s.Workers < 1:
 		return fail("must be at least 1", "workers")
 	case s.Duration <= 0:
