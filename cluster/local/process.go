@@ -30,6 +30,8 @@ type node struct {
 	cred *syscall.Credential // when it must not run as root
 	// ready reports whether the node answers; it is polled after a launch.
 	ready func(ctx context.Context) error
+	// beforeLaunch, when set, runs before every launch.
+	beforeLaunch func() error
 
 	clockPath    string // the clock-skew file, "" when skew is unavailable
 	skewLib      string // the library preloaded into the node, "" for none
@@ -65,6 +67,11 @@ func (n *node) launch() error {
 		case <-n.done:
 		default:
 			return fmt.Errorf("local: %s is already running", n.name)
+		}
+	}
+	if n.beforeLaunch != nil {
+		if err := n.beforeLaunch(); err != nil {
+			return err
 		}
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
