@@ -59,7 +59,9 @@ import (
 // written to OutDir/linearizability.html, with the nemesis's ops as
 // annotations.
 type LinearizabilityChecker struct {
-	// Drift is the relative clock drift allowed; see Options.Drift.
+	// Drift is the relative clock drift allowed, in [0, 1); see
+	// Options.Drift, except that here zero means no drift (Checkers fills in
+	// DefaultDrift).
 	Drift float64
 	// OutDir is where linearizability.html goes; empty for nowhere.
 	OutDir string
