@@ -449,6 +449,14 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 		if o.ttl > 0 {
 			exp = satAdd(o.ret, o.ttl)
 		}
+		// An acquire called after another one returned is linearized after
+		// it in every linearization, so that other holder has lost the lock
+		// (a failed release had left it a possible holder).
+		for p, a := range holders {
+			if p != o.proc && a.ret < o.call {
+				delete(holders, p)
+			}
+		}
 		holders[o.proc] = o
 		expiry[o] = exp
 		maxTok = max(maxTok, o.token)
