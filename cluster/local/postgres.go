@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -94,17 +93,6 @@ func (c *Cluster) setupPostgres() error {
 		"-c", "logging_collector=off",
 	}
 	n.env = []string{"LC_ALL=C"}
-	// A node is launched again only after its whole process group was
-	// killed, so the lock file of the killed postmaster is stale; without
-	// it, postgres does not wait on the old shared memory segment, which a
-	// backend that is still being reaped may hold for a moment.
-	n.beforeLaunch = func() error {
-		err := os.Remove(filepath.Join(data, "postmaster.pid"))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("local: %s: %w", n.name, err)
-		}
-		return nil
-	}
 	addr := n.addr()
 	n.ready = func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, PostgresDSN(addr))

@@ -30,8 +30,6 @@ type node struct {
 	cred *syscall.Credential // when it must not run as root
 	// ready reports whether the node answers; it is polled after a launch.
 	ready func(ctx context.Context) error
-	// beforeLaunch, when set, runs before every launch.
-	beforeLaunch func() error
 
 	clockPath    string // the clock-skew file, "" when skew is unavailable
 	skewLib      string // the library preloaded into the node, "" for none
@@ -67,11 +65,6 @@ func (n *node) launch() error {
 		case <-n.done:
 		default:
 			return fmt.Errorf("local: %s is already running", n.name)
-		}
-	}
-	if n.beforeLaunch != nil {
-		if err := n.beforeLaunch(); err != nil {
-			return err
 		}
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -141,7 +134,65 @@ func (n *node) signal(sig syscall.Signal) error {
 	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("local: signal %v to %s: %w", sig, n.name, err)
 	}
+	// Children that left the group (postgres backends call setsid) get
+	// the signal too: a paused node stops answering on every connection.
+	for _, pid := range descendants(n.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, sig)
+	}
 	return nil
+}
+
+// descendants returns the pids of every living descendant of pid, read from
+// /proc; nil where /proc cannot be read.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command (which may hold spaces) start after
+		// the last ')': state, then ppid.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		fields := strings.Fields(string(rest))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		ppid, err := strconv.Atoi(fields[1])
+		if err != nil {
+			continue
+		}
+		children[ppid] = append(children[ppid], child)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // kill sends SIGKILL (and SIGCONT, for a paused node) to the node's process
@@ -154,10 +205,17 @@ func (n *node) kill(ctx context.Context) error {
 		return nil
 	}
 	pgid := cmd.Process.Pid
-	// The group is killed even when its leader is gone: forked children
-	// (postgres backends) may outlive it.
+	// The group is killed even when its leader is gone, and so is every
+	// descendant that left the group (postgres backends call setsid): a
+	// backend that outlives its postmaster holds the shared memory that a
+	// restart needs.
+	kids := descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = syscall.Kill(-pgid, syscall.SIGCONT)
+	for _, pid := range kids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -166,6 +224,15 @@ func (n *node) kill(ctx context.Context) error {
 	// Wait a little for the rest of the group (already sent SIGKILL) to be
 	// reaped by init; an init that does not reap would leave zombies, which
 	// hold no port and no file, so the wait is bounded.
+	for _, pid := range kids {
+		for end := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(end); {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("local: kill %s's children: %w", n.name, ctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
 	for end := time.Now().Add(2 * time.Second); syscall.Kill(-pgid, 0) == nil && time.Now().Before(end); {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		select {
