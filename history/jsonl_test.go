@@ -420,3 +420,16 @@ func TestReadFileInParts(t *testing.T) {
 		t.Fatalf("Read of an *os.File differs from ReadFile: %v", err)
 	}
 }
+
+func TestReadEmpty(t *testing.T) {
+	for _, in := range []string{"", "\n", "\n\n  \n"} {
+		path := filepath.Join(t.TempDir(), "h.jsonl")
+		if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h, info, err := ReadFile(path)
+		if err != nil || len(h) != 0 || info.Truncated || info.Lines != strings.Count(in, "\n") {
+			t.Fatalf("%q: %d ops, %+v, %v", in, len(h), info, err)
+		}
+	}
+}
