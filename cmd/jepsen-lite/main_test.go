@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -179,4 +180,59 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 	if code != 0 {
 		t.Errorf("check of the interrupted run exited %d:\n%s%s", code, stdout, stderrOut)
 	}
+}
+
+// TestCheckSavedHistories checks saved histories offline: a recorded Redlock
+// clock jump must be invalid with its anomalies, its truncated copy must be
+// checked up to its last complete line and say so, and --json must print
+// the results document.
+func TestCheckSavedHistories(t *testing.T) {
+	t.Run("invalid table", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "check", "testdata/redlock-clock-jump.jsonl")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1:\n%s%s", code, stdout, stderr)
+		}
+		for _, w := range []string{"double-hold", "early-grant", "verdict: invalid", "linearizability"} {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("output lacks %q:\n%s", w, stdout)
+			}
+		}
+	})
+	t.Run("truncated", func(t *testing.T) {
+		code, stdout, stderr := runCLI(t, "check", "testdata/truncated.jsonl")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1 (the anomalies come before the cut):\n%s%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "last line was incomplete") || !strings.Contains(stdout, "83 complete lines") {
+			t.Errorf("output does not say what was left out:\n%s", stdout)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		code, stdout, _ := runCLI(t, "check", "--json", "testdata/truncated.jsonl")
+		if code != 1 {
+			t.Fatalf("exit %d", code)
+		}
+		var doc struct {
+			Verdict   string `json:"verdict"`
+			Truncated bool   `json:"truncated"`
+			Checkers  []struct {
+				Name      string `json:"name"`
+				Verdict   string `json:"verdict"`
+				Anomalies []struct {
+					Kind    string `json:"kind"`
+					Ops     []int  `json:"ops"`
+					Message string `json:"message"`
+				} `json:"anomalies"`
+			} `json:"checkers"`
+			Stats struct {
+				Ops int `json:"ops"`
+			} `json:"stats"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("not the results document: %v\n%s", err, stdout)
+		}
+		if doc.Verdict != "invalid" || !doc.Truncated || doc.Stats.Ops != 83 || len(doc.Checkers) == 0 {
+			t.Errorf("document %+v", doc)
+		}
+	})
 }
