@@ -1,0 +1,338 @@
+// report.js draws the timeline of a jepsen-lite report from the JSON embedded
+// in the page (see timelineJSON in reports/timeline.go) and wires the anomaly
+// list to it. Everything is drawn as SVG; at any zoom at most a few elements
+// per pixel column are drawn, because short spans that touch are folded into
+// one aggregate, except spans that an anomaly names, which are always drawn.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var T = data.timeline, anomalies = data.anomalies || [];
+  var KINDS = T.kinds;
+  var K = {}; KINDS.forEach(function (k, i) { K[k] = i; });
+  var OUT = ["ok", "fail", "info", "open"];
+  var n = T.s.length;
+
+  // Decode the columns.
+  var start = new Float64Array(n), end = new Float64Array(n);
+  var code = new Int32Array(n), I = new Int32Array(n), J = new Int32Array(n);
+  var t = 0, idx = 0;
+  for (var k = 0; k < n; k++) {
+    t += T.s[k]; start[k] = t; end[k] = t + T.d[k];
+    code[k] = T.c[k];
+    idx += T.i[k]; I[k] = idx; J[k] = T.j[k] ? idx + T.j[k] : -1;
+  }
+  function sparse(spans, vals) {
+    var m = new Map(), at = 0;
+    for (var q = 0; q < spans.length; q++) { at += spans[q]; m.set(at, vals[q]); }
+    return m;
+  }
+  var marks = sparse(T.ms, T.mv), tokens = sparse(T.ts, T.tv), errs = sparse(T.es, T.ev);
+  var keys = T.keys ? sparse(T.ks, T.kv) : null;
+  var named = new Set(T.named);
+  var rowOf = function (k) { return code[k] >> 6; };
+  var kindOf = function (k) { return (code[k] >> 2) & 15; };
+  var outOf = function (k) { return code[k] & 3; };
+
+  // Layers of a row: 0 holds (hold, past-until, maybe-held), 1 ops,
+  // 2 writes (ticks), 3 lease-lost marks.
+  function layerOf(kind) {
+    if (kind === K.hold || kind === K["past-until"] || kind === K["maybe-held"]) return 0;
+    if (kind === K.write) return 2;
+    if (kind === K["lease-lost"]) return 3;
+    return 1;
+  }
+  var rows = T.rows || [];
+  var lists = rows.map(function () { return [[], [], [], []]; });
+  for (k = 0; k < n; k++) lists[rowOf(k)][layerOf(kindOf(k))].push(k);
+  // prefix maxima of ends, to find the first span that reaches a time.
+  var reach = lists.map(function (ls) {
+    return ls.map(function (l) {
+      var a = new Float64Array(l.length), m = -Infinity;
+      for (var q = 0; q < l.length; q++) { m = Math.max(m, end[l[q]]); a[q] = m; }
+      return a;
+    });
+  });
+
+  var runEnd = Math.max(T.end, 1);
+  var view = { t0: 0, t1: runEnd };
+  var selected = null; // Set of op indexes of the selected anomaly
+  var selectedNemesis = null;
+
+  var box = document.getElementById("timeline");
+  var tip = document.getElementById("tooltip");
+  var label = document.getElementById("window-label");
+  var GUTTER = 96, RIGHT = 12, AXIS = 22, ROWH = 26, BAND = 14;
+  // Nemesis bands: overlapping faults get their own band row above the lanes.
+  var nemesis = T.nemesis || [], bandEnds = [];
+  var bandOf = nemesis.map(function (nv) {
+    for (var b = 0; b < bandEnds.length; b++) if (bandEnds[b] <= nv.s) break;
+    bandEnds[b] = Math.max(nv.e, nv.s + runEndGuess() * 0.06);
+    return b;
+  });
+  function runEndGuess() { return Math.max(T.end, 1); }
+  var NEMROW = nemesis.length ? bandEnds.length * BAND + 4 : 0;
+  // A worker's first row gets a gap above it so lanes read as groups.
+  var rowY = [], y = AXIS + NEMROW;
+  rows.forEach(function (r, i) {
+    if (i > 0 && rows[i - 1].w !== r.w) y += 6;
+    rowY.push(y); y += ROWH;
+  });
+  var height = y + 4;
+
+  function fmtS(us) {
+    var s = us / 1e6, span = (view.t1 - view.t0) / 1e6, d = 3;
+    if (span < 0.05) d = 6; else if (span < 0.5) d = 4;
+    return s.toFixed(d) + "s";
+  }
+  function fmtDur(us) {
+    if (us >= 1e6) return (us / 1e6).toFixed(3) + "s";
+    if (us >= 1e3) return (us / 1e3).toFixed(1) + "ms";
+    return us + "µs";
+  }
+  function esc(s) {
+    return String(s).replace(/[&<>"]/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c];
+    });
+  }
+  function niceStep(span, count) {
+    var raw = span / count, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var m = [1, 2, 5, 10].find(function (x) { return x * p >= raw; });
+    return m * p;
+  }
+  function lowerBound(a, v) {
+    var lo = 0, hi = a.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (a[mid] < v) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+
+  function render() {
+    var W = Math.max(box.clientWidth, 400), plotW = W - GUTTER - RIGHT;
+    var t0 = view.t0, t1 = view.t1, scale = plotW / (t1 - t0);
+    var X = function (tt) { return GUTTER + (tt - t0) * scale; };
+    var clampX = function (x) { return Math.max(GUTTER - 2, Math.min(W - RIGHT + 2, x)); };
+    var out = [];
+    out.push('<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + height + '" class="tl">');
+    out.push('<defs><pattern id="hatch-past" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="past-bg"/><line x1="0" y1="0" x2="0" y2="6" class="past-line"/></pattern>' +
+      '<pattern id="hatch-maybe" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="6" class="maybe-line"/></pattern>' +
+      '<clipPath id="plot-clip"><rect x="' + GUTTER + '" y="0" width="' + plotW + '" height="' + height + '"/></clipPath></defs>');
+    // lane backgrounds and labels
+    rows.forEach(function (r, i) {
+      var first = i === 0 || rows[i - 1].w !== r.w;
+      out.push('<rect class="lane-bg' + (i % 2 ? " odd" : "") + '" x="0" y="' + rowY[i] + '" width="' + W + '" height="' + ROWH + '"/>');
+      var procs = r.p.length > 3 ? r.p.slice(0, 3).join(",") + ",… (" + r.p.length + ")" : r.p.join(",");
+      out.push('<text class="lane-label" x="6" y="' + (rowY[i] + 12) + '">' + (first ? "worker " + r.w : "  ↳ after crash") + '</text>');
+      out.push('<text class="lane-procs" x="6" y="' + (rowY[i] + 23) + '"><title>processes ' + esc(r.p.join(", ")) + '</title>p' + esc(procs) + '</text>');
+    });
+    out.push('<g clip-path="url(#plot-clip)">');
+    // nemesis shading
+    nemesis.forEach(function (nv, q) {
+      var by = AXIS + bandOf[q] * BAND;
+      if (nv.e < t0 || nv.s > t1) return;
+      var hl = selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j)) ? " highlight" : "";
+      var title = esc(nv.f + (nv.v ? " " + nv.v : "") + " — " + fmtS(nv.s) + (nv.pt ? "" : " → " + (nv.open ? "end (never healed)" : fmtS(nv.e))));
+      var di = ' data-index="' + nv.i + (nv.j >= 0 ? " " + nv.j : "") + '" data-nemesis="' + q + '"';
+      if (nv.pt) {
+        var xp = X(nv.s);
+        out.push('<line class="nemesis-point nem-' + nv.c + hl + '"' + di + ' x1="' + xp + '" x2="' + xp + '" y1="' + AXIS + '" y2="' + height + '"><title>' + title + '</title></line>');
+        out.push('<text class="nem-label" x="' + (xp + 3) + '" y="' + (by + 10) + '">' + esc(nv.f) + '</text>');
+        return;
+      }
+      var x0 = clampX(X(nv.s)), x1 = clampX(X(nv.e));
+      out.push('<rect class="nemesis nem-' + nv.c + (nv.open ? " open" : "") + hl + '"' + di + ' x="' + x0 + '" y="' + AXIS + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (height - AXIS) + '"><title>' + title + '</title></rect>');
+      out.push('<rect class="nem-band nem-' + nv.c + '" x="' + x0 + '" y="' + by + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (BAND - 2) + '"/>');
+      if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (by + 10) + '">' + esc(nv.f + (nv.open ? " (never healed)" : "")) + '</text>');
+    });
+    // spans
+    var drawn = 0, folded = 0;
+    function spanAttrs(k) {
+      var di = I[k] + (J[k] >= 0 ? " " + J[k] : "");
+      var cls = "";
+      if (named.has(k)) cls += " anom";
+      if (selected && (selected.has(I[k]) || (J[k] >= 0 && selected.has(J[k])))) cls += " highlight";
+      return { di: di, cls: cls };
+    }
+    function geometry(layer, kind, ry) {
+      if (layer === 0) {
+        if (kind === K["maybe-held"]) return [ry + 3, 9];
+        return [ry + 3, 9];
+      }
+      if (kind === K.acquire) return [ry + 14, 8];
+      return [ry + 16, 4];
+    }
+    function drawSpan(k, ry, layer) {
+      var kind = kindOf(k), o = outOf(k), a = spanAttrs(k);
+      var x0 = X(start[k]), x1 = X(end[k]);
+      var common = ' data-span="' + k + '" data-index="' + a.di + '"';
+      drawn++;
+      if (layer === 2) { // write: a tick at its applied time
+        var at = marks.has(k) ? marks.get(k) : end[k], xt = X(at);
+        out.push('<line class="tick-line o-' + OUT[o] + a.cls + '"' + common + ' x1="' + xt + '" x2="' + xt + '" y1="' + (ry + 2) + '" y2="' + (ry + ROWH - 2) + '"/>');
+        if (x1 - x0 > 3) out.push('<rect class="op o-' + OUT[o] + ' k-write' + a.cls + '"' + common + ' x="' + x0 + '" y="' + (ry + 16) + '" width="' + (x1 - x0) + '" height="4"/>');
+        return;
+      }
+      if (layer === 3) {
+        out.push('<path class="lost' + a.cls + '"' + common + ' d="M' + x0 + ' ' + (ry + 3) + 'l4 5 -4 5 -4 -5z"/>');
+        return;
+      }
+      var g = geometry(layer, kind, ry), w = Math.max(x1 - x0, 1.5);
+      var cls = layer === 0 ? "hold k-" + KINDS[kind] : "op o-" + OUT[o] + " k-" + KINDS[kind];
+      out.push('<rect class="' + cls + a.cls + '"' + common + ' x="' + x0 + '" y="' + g[0] + '" width="' + w + '" height="' + g[1] + '"/>');
+      if (kind === K.hold && marks.has(k)) { // until: the end of the client's own validity
+        var xu = X(marks.get(k));
+        if (xu > x1 + 1) out.push('<line class="validity' + a.cls + '" x1="' + x1 + '" x2="' + xu + '" y1="' + (ry + 7.5) + '" y2="' + (ry + 7.5) + '"/>');
+        out.push('<path class="until' + a.cls + '" d="M' + xu + ' ' + (ry + 1) + 'v13m-3 -13h6"><title>until ' + fmtS(marks.get(k)) + '</title></path>');
+      }
+      if (kind === K.acquire && o === 2 && x1 - x0 > 8) { // info: crashed
+        out.push('<text class="crash" x="' + (x1 - 3) + '" y="' + (ry + 22) + '">✕</text>');
+      }
+    }
+    rows.forEach(function (r, ri) {
+      var ry = rowY[ri];
+      for (var layer = 0; layer < 4; layer++) {
+        var l = lists[ri][layer], rc = reach[ri][layer];
+        var aggs = {}; // fold class -> [x0, x1, count, firstSpan]
+        var flush = function (key) {
+          var a = aggs[key]; if (!a) return;
+          delete aggs[key];
+          if (a[2] === 1) { drawSpan(a[3], ry, layer); return; }
+          folded += a[2]; drawn++;
+          var parts = key.split("|"), g = geometry(layer, +parts[1], ry);
+          var cls = layer === 0 ? "hold agg k-" + KINDS[+parts[1]] : layer === 2 ? "agg-tick o-" + OUT[+parts[0]] : "op agg o-" + OUT[+parts[0]];
+          if (layer === 2) g = [ry + 2, ROWH - 4];
+          out.push('<rect class="' + cls + '" data-agg="' + a[2] + '" x="' + a[0] + '" y="' + g[0] + '" width="' + Math.max(a[1] - a[0], 1.5) + '" height="' + g[1] + '"><title>' + a[2] + ' ops folded; zoom in to see them</title></rect>');
+        };
+        for (var q = lowerBound(rc, t0); q < l.length; q++) {
+          var k2 = l[q];
+          if (start[k2] > t1) break;
+          if (end[k2] < t0) continue;
+          if (named.has(k2)) { drawSpan(k2, ry, layer); continue; }
+          var x0 = X(start[k2]), x1 = X(layer === 2 && marks.has(k2) ? marks.get(k2) : end[k2]);
+          if (layer === 2) x0 = x1;
+          var kind = kindOf(k2);
+          var key = (layer === 0 ? 0 : outOf(k2)) + "|" + (layer === 0 ? kind : (kind === K.acquire ? K.acquire : K.read));
+          var a = aggs[key];
+          if (a && x0 <= a[1] + 1 && (x1 - x0 < 3 || a[1] - a[0] < 3)) { a[1] = Math.max(a[1], x1); a[2]++; continue; }
+          if (a) flush(key);
+          aggs[key] = [x0, x1, 1, k2];
+        }
+        Object.keys(aggs).forEach(flush);
+      }
+    });
+    out.push('</g>');
+    // time axis
+    var step = niceStep(t1 - t0, Math.max(2, Math.floor(plotW / 110)));
+    out.push('<rect class="axis-bg" x="0" y="0" width="' + W + '" height="' + AXIS + '"/>');
+    for (var tt = Math.ceil(t0 / step) * step; tt <= t1; tt += step) {
+      var xa = X(tt);
+      out.push('<line class="axis-grid" x1="' + xa + '" x2="' + xa + '" y1="' + (AXIS - 5) + '" y2="' + height + '"/>');
+      out.push('<text class="axis-tick" x="' + xa + '" y="' + (AXIS - 8) + '" text-anchor="middle">' + fmtS(tt) + '</text>');
+    }
+    out.push('<text class="axis-tick" x="6" y="' + (AXIS - 8) + '">time (s)</text>');
+    out.push('</svg>');
+    box.innerHTML = out.join("");
+    box.dataset.drawn = drawn;
+    box.dataset.folded = folded;
+    label.textContent = "showing " + fmtS(t0) + " – " + fmtS(t1) + " of " + (runEnd / 1e6).toFixed(3) + "s" +
+      (folded ? " · " + folded + " short ops folded (zoom in to separate them)" : "");
+  }
+
+  var pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(function () { pending = false; render(); });
+  }
+  function setView(a, b) {
+    var span = Math.max(b - a, 20);
+    var full = runEnd * 1.02;
+    if (span > full) span = full;
+    if (a < 0) a = 0;
+    if (a + span > full) a = full - span;
+    view.t0 = a; view.t1 = a + span;
+    schedule();
+  }
+  function zoom(factor, at) {
+    if (at === undefined) at = (view.t0 + view.t1) / 2;
+    setView(at - (at - view.t0) * factor, at + (view.t1 - at) * factor);
+  }
+  function timeAt(clientX) {
+    var r = box.getBoundingClientRect(), W = Math.max(box.clientWidth, 400);
+    var f = (clientX - r.left - GUTTER) / (W - GUTTER - RIGHT);
+    return view.t0 + Math.max(0, Math.min(1, f)) * (view.t1 - view.t0);
+  }
+  box.addEventListener("wheel", function (e) {
+    e.preventDefault();
+    zoom(e.deltaY > 0 ? 1.25 : 0.8, timeAt(e.clientX));
+  }, { passive: false });
+  var drag = null;
+  box.addEventListener("pointerdown", function (e) {
+    drag = { x: e.clientX, t0: view.t0, t1: view.t1 };
+    box.setPointerCapture(e.pointerId);
+    box.classList.add("dragging");
+  });
+  box.addEventListener("pointermove", function (e) {
+    if (drag) {
+      var W = Math.max(box.clientWidth, 400);
+      var dt = (e.clientX - drag.x) / (W - GUTTER - RIGHT) * (drag.t1 - drag.t0);
+      setView(drag.t0 - dt, drag.t1 - dt);
+      return;
+    }
+    showTip(e);
+  });
+  box.addEventListener("pointerup", function () { drag = null; box.classList.remove("dragging"); });
+  box.addEventListener("pointerleave", function () { tip.hidden = true; });
+  document.getElementById("zoom-in").onclick = function () { zoom(0.5); };
+  document.getElementById("zoom-out").onclick = function () { zoom(2); };
+  document.getElementById("zoom-fit").onclick = function () { setView(0, runEnd); };
+  document.getElementById("pan-left").onclick = function () { var d = (view.t1 - view.t0) / 3; setView(view.t0 - d, view.t1 - d); };
+  document.getElementById("pan-right").onclick = function () { var d = (view.t1 - view.t0) / 3; setView(view.t0 + d, view.t1 + d); };
+  window.addEventListener("resize", schedule);
+
+  function showTip(e) {
+    var el = e.target.closest ? e.target.closest("[data-span]") : null;
+    if (!el) { tip.hidden = true; return; }
+    var k = +el.dataset.span, kind = KINDS[kindOf(k)], r = rows[rowOf(k)];
+    var lines = [];
+    var head = kind === "hold" ? "held the lock" : kind === "past-until" ? "acted past its until" :
+      kind === "maybe-held" ? "may hold the lock (acquire of unknown outcome)" : kind + " " + OUT[outOf(k)];
+    lines.push("<b>" + esc(head) + "</b> · worker " + r.w);
+    lines.push(fmtS(start[k]) + " → " + fmtS(end[k]) + " (" + fmtDur(end[k] - start[k]) + ")");
+    lines.push("ops " + I[k] + (J[k] >= 0 ? ", " + J[k] : ""));
+    if (keys && keys.has(k)) lines.push("key " + esc(T.keys[keys.get(k)]));
+    if (tokens.has(k)) lines.push("token " + tokens.get(k));
+    if (marks.has(k)) lines.push((kind === "write" ? "applied " : "until ") + fmtS(marks.get(k)));
+    if (errs.has(k)) lines.push("error: " + esc(T.errors[errs.get(k)]));
+    tip.innerHTML = lines.join("<br>");
+    tip.hidden = false;
+    var bx = box.getBoundingClientRect();
+    tip.style.left = Math.min(e.clientX - bx.left + 14, bx.width - 260) + "px";
+    tip.style.top = (e.clientY - bx.top + box.offsetTop + 14) + "px";
+  }
+
+  // Anomalies: a click zooms to the anomaly's ops and highlights them.
+  function selectAnomaly(q) {
+    var a = anomalies[q];
+    if (!a) return;
+    selected = new Set(a.ops);
+    selectedNemesis = selected;
+    document.querySelectorAll("li.anomaly").forEach(function (li) {
+      li.classList.toggle("selected", +li.dataset.anomaly === q);
+    });
+    if (a.from >= 0) {
+      var w = Math.max(a.to - a.from, 1000), pad = Math.max(w * 0.25, 2000);
+      setView(a.from - pad, a.to + pad);
+    } else schedule();
+    render(); pending = false; // draw now, so the DOM reflects the selection
+    document.querySelector(".timeline-section").scrollIntoView({ behavior: "auto", block: "start" });
+  }
+  document.querySelectorAll("li.anomaly").forEach(function (li) {
+    li.addEventListener("click", function () { selectAnomaly(+li.dataset.anomaly); });
+    li.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectAnomaly(+li.dataset.anomaly); } });
+  });
+  if (!rows.length) {
+    box.innerHTML = '<p class="none">No client ops in this history.</p>';
+  } else {
+    render();
+  }
+  window.jepsenLiteReport = { selectAnomaly: selectAnomaly, setView: setView, view: view, render: render };
+})();

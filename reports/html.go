@@ -1,0 +1,250 @@
+package reports
+
+import (
+	"bufio"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// reportFileTmpName is where WriteHTML writes before renaming.
+const reportFileTmpName = ".report.html.tmp"
+
+// Link is a file of the run directory that the report links to, by a path
+// relative to the report.
+type Link struct {
+	Name string
+	Href string
+}
+
+// ReportInput is everything report.html shows.
+type ReportInput struct {
+	Results Results
+	History history.History
+	// Description is the scenario's description, shown under its name.
+	Description string
+	// Scenario is the text of the resolved scenario.yaml, shown folded.
+	Scenario string
+	// Links are the run's files the report links to (history.jsonl,
+	// results.json, linearizability.html, logs), in display order.
+	Links []Link
+}
+
+// WriteHTML writes <runDir>/report.html from the run's results.json,
+// history.jsonl and scenario.yaml. A missing history gives a report without
+// timeline; a missing results.json is an error. The file is written under a
+// temporary name and renamed, so a reader never sees half a report.
+func WriteHTML(runDir string) error {
+	in, err := LoadReportInput(runDir)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(runDir, reportFileTmpName)
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = RenderHTML(w, in)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(runDir, ReportFile))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("reports: writing %s: %w", ReportFile, err)
+	}
+	return nil
+}
+
+// LoadReportInput reads what WriteHTML renders from a run directory.
+func LoadReportInput(runDir string) (ReportInput, error) {
+	var in ReportInput
+	b, err := os.ReadFile(filepath.Join(runDir, ResultsFile))
+	if err != nil {
+		return in, fmt.Errorf("reports: %w", err)
+	}
+	if err := json.Unmarshal(b, &in.Results); err != nil {
+		return in, fmt.Errorf("reports: %s: %w", ResultsFile, err)
+	}
+	h, err := readHistory(filepath.Join(runDir, HistoryFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return in, err
+	}
+	in.History = h
+	if b, err := os.ReadFile(filepath.Join(runDir, ScenarioFile)); err == nil {
+		in.Scenario = string(b)
+		in.Description = scenarioDescription(b)
+	}
+	in.Links = runLinks(runDir)
+	return in, nil
+}
+
+// readHistory decodes a history.jsonl file. An incomplete last line (a run
+// that died while writing) is left out.
+func readHistory(path string) (history.History, error) {
+	h, _, err := history.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reports: %w", err)
+	}
+	return h, nil
+}
+
+// scenarioDescription reads the description field of a scenario file.
+func scenarioDescription(b []byte) string {
+	var m map[string]any
+	if yaml.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	s, _ := m["description"].(string)
+	return strings.TrimSpace(s)
+}
+
+// runLinks lists the files of runDir that the report links to.
+func runLinks(runDir string) []Link {
+	var out []Link
+	for _, name := range []string{HistoryFile, ResultsFile, LinearizabilityFile, ScenarioFile, NemesisFile, RunLogFile, JUnitFile} {
+		if st, err := os.Stat(filepath.Join(runDir, name)); err == nil && !st.IsDir() {
+			out = append(out, Link{Name: name, Href: name})
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
+	sort.Strings(logs)
+	for _, p := range logs {
+		name := filepath.Base(p)
+		if name != RunLogFile {
+			out = append(out, Link{Name: name, Href: name})
+		}
+	}
+	return out
+}
+
+var reportTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) },
+	"elapsed": func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+}).ParseFS(assets, "assets/report.html.tmpl"))
+
+// reportView is the data of report.html.tmpl.
+type reportView struct {
+	In         ReportInput
+	Title      string
+	Duration   time.Duration
+	Verdict    checker.Verdict
+	Expected   string
+	Met        bool
+	HasExpect  bool
+	Checkers   []checker.Result
+	Anomalies  []anomalyJSON
+	Throughput *plot
+	Latency    []plot
+	Legend     []legendEntry
+	Generated  string
+	CSS        template.CSS
+	JS         template.JS
+	Data       template.JS
+}
+
+type legendEntry struct{ Class, Label string }
+
+var legendLabels = []legendEntry{
+	{"network", "network fault (partition, …)"},
+	{"pause", "node paused"},
+	{"kill", "node killed"},
+	{"clock", "clock skew"},
+	{"client-pause", "client pause"},
+	{"failover", "failover"},
+	{"other", "other fault"},
+}
+
+// reportData is the JSON embedded in report.html for report.js.
+type reportData struct {
+	Timeline  timelineJSON  `json:"timeline"`
+	Anomalies []anomalyJSON `json:"anomalies"`
+}
+
+// RenderHTML writes a self-contained report.html for in to w: every style,
+// script and figure is inline, so the file opens from disk with no network.
+func RenderHTML(w io.Writer, in ReportInput) error {
+	tl := buildTimeline(in.History)
+	named := map[int]bool{}
+	for _, r := range in.Results.Checkers {
+		for _, a := range r.Anomalies {
+			for _, i := range a.Ops {
+				named[i] = true
+			}
+		}
+	}
+	v := reportView{
+		In:        in,
+		Title:     in.Results.Scenario,
+		Duration:  tl.End,
+		Verdict:   in.Results.Verdict,
+		Met:       in.Results.ExpectationMet,
+		Checkers:  in.Results.Checkers,
+		Anomalies: anomalyWindows(in.Results.Checkers, in.History, tl),
+	}
+	v.Throughput, v.Latency = buildPlots(in.History, tl.End, tl.Nemesis)
+	if v.Title == "" {
+		v.Title = "run"
+	}
+	if e := in.Results.Expected; e != nil {
+		v.HasExpect = true
+		v.Expected = string(e.Verdict)
+		if v.Expected == "" {
+			v.Expected = string(checker.Valid)
+		}
+		if len(e.Anomalies) > 0 {
+			v.Expected += " with " + strings.Join(e.Anomalies, ", ")
+		}
+	}
+	classes := map[string]bool{}
+	for _, iv := range tl.Nemesis {
+		classes[iv.Class] = true
+	}
+	for _, l := range legendLabels {
+		if classes[l.Class] {
+			v.Legend = append(v.Legend, l)
+		}
+	}
+	css, err := assets.ReadFile("assets/report.css")
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	js, err := assets.ReadFile("assets/report.js")
+	if err != nil {
+		return fmt.Errorf("reports: %w", err)
+	}
+	data, err := json.Marshal(reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies})
+	if err != nil {
+		return fmt.Errorf("reports: encoding report data: %w", err)
+	}
+	v.CSS, v.JS, v.Data = template.CSS(css), template.JS(js), template.JS(data)
+	if err := reportTemplate.Execute(w, v); err != nil {
+		return fmt.Errorf("reports: rendering %s: %w", ReportFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"html"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// embeddedData extracts and decodes the JSON a report embeds for report.js.
+func embeddedData(t *testing.T, page string) reportData {
+	t.Helper()
+	const open = `<script id="report-data" type="application/json">`
+	i := strings.Index(page, open)
+	if i < 0 {
+		t.Fatal("report has no embedded data")
+	}
+	rest := page[i+len(open):]
+	j := strings.Index(rest, "</script>")
+	var d reportData
+	if err := json.Unmarshal([]byte(rest[:j]), &d); err != nil {
+		t.Fatalf("embedded data: %v", err)
+	}
+	return d
+}
+
+func TestRenderHTML(t *testing.T) {
+	h := invalidHistory()
+	in := ReportInput{Results: invalidResults(h), History: h, Description: "One Redis node; its clock jumps.",
+		Scenario: invalidScenarioYAML, Links: []Link{{Name: HistoryFile, Href: HistoryFile}, {Name: LinearizabilityFile, Href: LinearizabilityFile}}}
+	var b bytes.Buffer
+	if err := RenderHTML(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	text := html.UnescapeString(page)
+	for _, want := range []string{
+		"redis-single-clock-bump", "One Redis node; its clock jumps.", doubleHoldMessage,
+		`id="verdict" class="badge v-invalid">invalid`, "as expected", "invalid with double-hold",
+		`href="history.jsonl"`, `href="linearizability.html"`, "<td>mutex</td>", "<td>fencing</td>",
+		"ops 1, 9", `class="plot"`, "nem-network", "nem-clock", "nem-client-pause",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Self-contained: no external script, style, image or font.
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*"(https?:)?//`).FindString(page); m != "" {
+		t.Errorf("report references the network: %s", m)
+	}
+	if strings.Contains(page, "@import") || strings.Contains(page, "url(http") {
+		t.Error("report CSS references the network")
+	}
+	d := embeddedData(t, page)
+	if len(d.Anomalies) != 1 {
+		t.Fatalf("anomalies = %+v", d.Anomalies)
+	}
+	a := d.Anomalies[0]
+	if a.Kind != "double-hold" || a.From != us(sec(0.10)) || a.To < us(sec(5.2)) {
+		t.Errorf("anomaly window = %+v, want from the first acquire's invoke (0.1s) through the second hold", a)
+	}
+	if len(d.Timeline.Rows) != 3 || len(d.Timeline.Nemesis) != 3 {
+		t.Errorf("timeline has %d rows and %d nemesis intervals, want 3 and 3", len(d.Timeline.Rows), len(d.Timeline.Nemesis))
+	}
+}
+
+func TestRenderHTMLEmptyHistory(t *testing.T) {
+	var b bytes.Buffer
+	r := Results{Scenario: "s", Verdict: "unknown"}
+	if err := RenderHTML(&b, ReportInput{Results: r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "no checker ran") || !strings.Contains(b.String(), "None found.") {
+		t.Error("empty report does not say that nothing ran and nothing was found")
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	tests := []struct {
+		name       string
+		extraFiles []string
+		wantLinks  []string
+		noLinks    []string
+	}{
+		{"plain run", nil, []string{HistoryFile, ResultsFile, ScenarioFile}, []string{LinearizabilityFile, RunLogFile}},
+		{"with linearizability and logs", []string{LinearizabilityFile, RunLogFile, "n1.log"},
+			[]string{LinearizabilityFile, RunLogFile, "n1.log"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := invalidHistory()
+			writeRunDir(t, dir, h, invalidResults(h), invalidScenarioYAML)
+			for _, f := range tc.extraFiles {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := WriteHTML(dir); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := string(b)
+			if !strings.Contains(page, "its clock jumps forward 30s") {
+				t.Error("report lacks the description read from scenario.yaml")
+			}
+			for _, l := range tc.wantLinks {
+				if !strings.Contains(page, `href="`+l+`"`) {
+					t.Errorf("report lacks a link to %s", l)
+				}
+			}
+			for _, l := range tc.noLinks {
+				if strings.Contains(page, `href="`+l+`"`) {
+					t.Errorf("report links to absent %s", l)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, reportFileTmpName)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("temporary file left behind: %v", err)
+			}
+		})
+	}
+}
+
+func TestWriteHTMLTruncatedHistory(t *testing.T) {
+	dir := t.TempDir()
+	h := invalidHistory()
+	r := invalidResults(h)
+	r.Truncated = true
+	writeRunDir(t, dir, h, r, invalidScenarioYAML)
+	f, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"index":27,"time":12000000000,"process":3,"ty`)
+	f.Close()
+	if err := WriteHTML(dir); err != nil {
+		t.Fatalf("a history cut mid-line must still give a report: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	if !strings.Contains(string(b), "truncated") {
+		t.Error("report does not say the history was truncated")
+	}
+}
+
+func TestWriteHTMLNoResults(t *testing.T) {
+	if err := WriteHTML(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("WriteHTML without results.json = %v, want fs.ErrNotExist", err)
+	}
+}

@@ -1,0 +1,684 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// spanKind is what a drawn interval of a lane shows.
+type spanKind uint8
+
+// The span kinds. The order is part of the data format read by report.js.
+const (
+	kindAcquire spanKind = iota
+	kindRelease
+	kindRenew
+	kindRead
+	kindWrite
+	kindOther
+	kindHold     // the process believed it held the lock
+	kindPastHold // the process went on acting after its own `until`
+	kindMaybe    // an acquire of unknown outcome may hold the lock on the server
+	kindLeaseLost
+	numKinds
+)
+
+var kindNames = [numKinds]string{"acquire", "release", "renew", "read", "write", "other", "hold", "past-until", "maybe-held", "lease-lost"}
+
+// outcome is how an op span ended.
+type outcome uint8
+
+// The outcomes. Open is an op that never completed before the history ended.
+const (
+	outOK outcome = iota
+	outFail
+	outInfo
+	outOpen
+)
+
+func outcomeOf(t history.Type) outcome {
+	switch t {
+	case history.OK:
+		return outOK
+	case history.Fail:
+		return outFail
+	case history.Info:
+		return outInfo
+	}
+	return outOpen
+}
+
+// span is one interval on one row of the timeline.
+type span struct {
+	Row   int
+	Kind  spanKind
+	Out   outcome
+	Start time.Duration
+	End   time.Duration
+	// I is the index of the op that opens the span (an invoke, or the
+	// acquire's ok for a hold); J the index of the op that closes it (a
+	// completion, or the release's invoke), or -1.
+	I, J int
+	// Mark is the acquire's `until` for a hold and the resource's `applied`
+	// time for a write; zero when absent.
+	Mark  time.Duration
+	Token uint64
+	Key   string
+	Err   string
+}
+
+// row is one sub-lane of a worker's lane: the processes drawn on it.
+type row struct {
+	Client    int
+	Processes []int
+	busyUntil time.Duration
+}
+
+// nemesisInterval is one fault shaded across every lane.
+type nemesisInterval struct {
+	Fault string // the fault's f, e.g. "partition"
+	Class string // the colour family: network, pause, kill, clock, client-pause, other
+	Start time.Duration
+	End   time.Duration
+	// Open is set when no heal was recorded: the fault lasts to the end.
+	Open bool
+	// Point is set for faults that act at one instant (a failover).
+	Point bool
+	// Failed is set when the nemesis recorded an error injecting it.
+	Failed bool
+	Value  string
+	I, J   int // the fault's op and its heal's, or -1
+}
+
+// timeline is everything the report draws in its timeline.
+type timeline struct {
+	End     time.Duration
+	Rows    []row
+	Spans   []span
+	Nemesis []nemesisInterval
+}
+
+// healOf names the f that heals each fault, as the nemesis records it.
+func healOf(fault string) string {
+	switch fault {
+	case "pause":
+		return "resume"
+	case "kill":
+		return "start"
+	case "clock-bump", "clock-strobe":
+		return "clock-reset"
+	case "client-clock":
+		return "client-clock-reset"
+	}
+	return "heal"
+}
+
+// isHeal reports whether f is the name of a heal rather than of a fault.
+func isHeal(f string) bool {
+	switch f {
+	case "heal", "heal-all", "resume", "start", "clock-reset", "client-clock-reset":
+		return true
+	}
+	return false
+}
+
+// instantFaults act at one moment and have nothing to heal.
+var instantFaults = map[string]bool{"failover": true, "promote": true, "restart": true, "reset": true}
+
+// nemesisClass groups fault names into the colour families of the legend.
+func nemesisClass(f string) string {
+	switch {
+	case f == "client-pause":
+		return "client-pause"
+	case f == "client-clock" || strings.HasPrefix(f, "clock"):
+		return "clock"
+	case f == "pause":
+		return "pause"
+	case f == "kill" || f == "crash":
+		return "kill"
+	case f == "partition" || f == "isolate" || f == "latency" || f == "slow" ||
+		f == "drop" || f == "reset" || strings.HasPrefix(f, "partition"):
+		return "network"
+	case instantFaults[f]:
+		return "failover"
+	}
+	return "other"
+}
+
+// nemesisDuration reads a "duration" from a nemesis op's value: a Go
+// duration string or a number of nanoseconds.
+func nemesisDuration(v json.RawMessage) (time.Duration, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil {
+		return 0, false
+	}
+	raw, ok := m["duration"]
+	if !ok {
+		return 0, false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d, err := time.ParseDuration(s)
+		return d, err == nil && d > 0
+	}
+	var n int64
+	if json.Unmarshal(raw, &n) == nil && n > 0 {
+		return time.Duration(n), true
+	}
+	return 0, false
+}
+
+// compactValue returns a one-line text of a JSON value, strings unquoted.
+func compactValue(v json.RawMessage) string {
+	if len(v) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
+}
+
+// buildNemesis pairs each fault with its heal. A heal closes the oldest open
+// fault it heals whose recorded value is the same (the nemesis records the
+// fault's description on both); failing that, the oldest open fault it heals
+// at all. "heal-all" closes everything. A fault with a duration in its value
+// (client-pause) ends by itself; instant faults are points; the rest stay
+// open to the end of the history.
+func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
+	var out []nemesisInterval
+	open := []int{} // indexes into out of faults still open
+	invokeAt := map[string]time.Duration{}
+	for _, op := range h {
+		if !op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			invokeAt[op.F] = op.Time
+			continue
+		}
+		start, ok := invokeAt[op.F]
+		if !ok {
+			start = op.Time
+		}
+		delete(invokeAt, op.F)
+		if isHeal(op.F) {
+			closeIdx := -1
+			if op.F == "heal-all" {
+				for _, k := range open {
+					out[k].End, out[k].Open, out[k].J = op.Time, false, op.Index
+				}
+				open = open[:0]
+				continue
+			}
+			val := compactValue(op.Value)
+			for pass := 0; pass < 2 && closeIdx < 0; pass++ {
+				for n, k := range open {
+					if healOf(out[k].Fault) != op.F {
+						continue
+					}
+					if pass == 0 && out[k].Value != val {
+						continue
+					}
+					closeIdx = n
+					break
+				}
+			}
+			if closeIdx < 0 {
+				continue // a heal of nothing we saw: nothing to draw
+			}
+			k := open[closeIdx]
+			out[k].End, out[k].Open, out[k].J = op.Time, false, op.Index
+			open = append(open[:closeIdx], open[closeIdx+1:]...)
+			continue
+		}
+		iv := nemesisInterval{
+			Fault: op.F, Class: nemesisClass(op.F), Start: start, End: end,
+			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.Error != "",
+		}
+		if iv.Failed {
+			iv.Value = strings.TrimSpace(iv.Value + " — failed: " + op.Error)
+		}
+		switch d, hasD := nemesisDuration(op.Value); {
+		case iv.Failed:
+			iv.Point, iv.End = true, op.Time
+		case hasD && !isHealed(op.F):
+			iv.End = min(op.Time+d, max(end, op.Time+d))
+		case instantFaults[op.F]:
+			iv.Point, iv.End = true, op.Time
+		default:
+			iv.Open = true
+			out = append(out, iv)
+			open = append(open, len(out)-1)
+			continue
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// isHealed reports whether a fault is ended by a recorded heal rather than
+// by its own duration.
+func isHealed(f string) bool { return f != "client-pause" }
+
+// buildTimeline turns a history into lanes, spans and nemesis intervals.
+// Each worker (client) has a lane; each process of the worker is drawn on a
+// row of that lane, a new row only while an earlier process of the same
+// worker may still hold the lock (an acquire of unknown outcome may hold it
+// until its invoke + ttl).
+func buildTimeline(h history.History) timeline {
+	var tl timeline
+	for _, op := range h {
+		tl.End = max(tl.End, op.Time)
+	}
+	tl.Nemesis = buildNemesis(h, tl.End)
+
+	type pending struct {
+		op history.Op
+	}
+	type holding struct {
+		ok    history.Op
+		until time.Duration
+	}
+	type proc struct {
+		client int
+		first  time.Duration
+		last   time.Duration // the end of anything drawn for it
+		spans  []span
+	}
+	procs := map[int]*proc{}
+	var order []int
+	inflight := map[int]history.Op{}
+	holds := map[int]map[string]holding{}
+
+	getProc := func(op history.Op) *proc {
+		p := procs[op.Process]
+		if p == nil {
+			p = &proc{client: op.Client, first: op.Time}
+			procs[op.Process] = p
+			order = append(order, op.Process)
+		}
+		return p
+	}
+	endHold := func(p *proc, pid int, key string, at time.Duration, closer int) {
+		hl, ok := holds[pid][key]
+		if !ok {
+			return
+		}
+		delete(holds[pid], key)
+		s := span{Kind: kindHold, Out: outOK, Start: hl.ok.Time, End: at, I: hl.ok.Index, J: closer,
+			Mark: hl.until, Token: hl.ok.Token, Key: key}
+		if hl.until > 0 && hl.until < at {
+			s.End = max(hl.until, hl.ok.Time)
+			p.spans = append(p.spans, span{Kind: kindPastHold, Out: outOK, Start: s.End, End: at,
+				I: hl.ok.Index, J: closer, Mark: hl.until, Token: hl.ok.Token, Key: key})
+		}
+		p.spans = append(p.spans, s)
+		p.last = max(p.last, at)
+	}
+	endAllHolds := func(p *proc, pid int, at time.Duration, closer int) {
+		keys := make([]string, 0, len(holds[pid]))
+		for k := range holds[pid] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			endHold(p, pid, k, at, closer)
+		}
+	}
+
+	for _, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		p := getProc(op)
+		p.last = max(p.last, op.Time)
+		if op.Type == history.Invoke {
+			if op.F == history.FRelease {
+				endHold(p, op.Process, op.Key, op.Time, op.Index)
+			}
+			inflight[op.Process] = op
+			continue
+		}
+		if op.F == history.FLeaseLost {
+			endHold(p, op.Process, op.Key, op.Time, op.Index)
+			p.spans = append(p.spans, span{Kind: kindLeaseLost, Out: outcomeOf(op.Type), Start: op.Time, End: op.Time,
+				I: op.Index, J: -1, Key: op.Key})
+			continue
+		}
+		inv, ok := inflight[op.Process]
+		if ok && inv.F == op.F {
+			delete(inflight, op.Process)
+		} else {
+			inv = op // a completion without its invoke: draw it as a point
+		}
+		s := span{Kind: kindOf(op.F), Out: outcomeOf(op.Type), Start: inv.Time, End: op.Time,
+			I: inv.Index, J: op.Index, Token: op.Token, Key: op.Key, Err: op.Error}
+		if inv.Index == op.Index {
+			s.J = -1
+		}
+		if s.Token == 0 {
+			s.Token = inv.Token
+		}
+		if op.F == history.FWrite {
+			s.Mark = op.Applied
+		}
+		if op.F == history.FAcquire {
+			s.Mark = op.Until
+		}
+		p.spans = append(p.spans, s)
+		switch {
+		case op.F == history.FAcquire && op.Type == history.OK:
+			if holds[op.Process] == nil {
+				holds[op.Process] = map[string]holding{}
+			}
+			holds[op.Process][op.Key] = holding{ok: op, until: op.Until}
+		case op.F == history.FAcquire && op.Type == history.Info:
+			ttl := inv.TTL
+			maybeEnd := tl.End
+			if ttl > 0 {
+				maybeEnd = min(inv.Time+ttl, tl.End)
+			}
+			if maybeEnd > op.Time {
+				p.spans = append(p.spans, span{Kind: kindMaybe, Out: outInfo, Start: op.Time, End: maybeEnd,
+					I: inv.Index, J: op.Index, Key: op.Key})
+				p.last = max(p.last, maybeEnd)
+			}
+		}
+		if op.Type == history.Info {
+			// The process crashed: whatever it believed ends here.
+			endAllHolds(p, op.Process, op.Time, op.Index)
+		}
+	}
+	// Ops still in flight and holds never released run to the end.
+	for _, pid := range order {
+		p := procs[pid]
+		if inv, ok := inflight[pid]; ok {
+			p.spans = append(p.spans, span{Kind: kindOf(inv.F), Out: outOpen, Start: inv.Time, End: tl.End,
+				I: inv.Index, J: -1, Token: inv.Token, Key: inv.Key})
+			p.last = tl.End
+		}
+		endAllHolds(p, pid, tl.End, -1)
+	}
+
+	// Lanes: clients in order; rows packed greedily per client.
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := procs[order[a]], procs[order[b]]
+		if pa.client != pb.client {
+			return pa.client < pb.client
+		}
+		return pa.first < pb.first
+	})
+	for _, pid := range order {
+		p := procs[pid]
+		r := -1
+		for i := range tl.Rows {
+			if tl.Rows[i].Client == p.client && tl.Rows[i].busyUntil <= p.first {
+				r = i
+				break
+			}
+		}
+		if r < 0 {
+			tl.Rows = append(tl.Rows, row{Client: p.client})
+			r = len(tl.Rows) - 1
+		}
+		tl.Rows[r].Processes = append(tl.Rows[r].Processes, pid)
+		tl.Rows[r].busyUntil = max(p.last, p.first)
+		for _, s := range p.spans {
+			s.Row = r
+			tl.Spans = append(tl.Spans, s)
+		}
+	}
+	// Rows of one client must be adjacent; they are, as long as rows are
+	// created in client order, which the sort above guarantees.
+	sort.SliceStable(tl.Spans, func(a, b int) bool { return tl.Spans[a].Start < tl.Spans[b].Start })
+	return tl
+}
+
+func kindOf(f string) spanKind {
+	switch f {
+	case history.FAcquire:
+		return kindAcquire
+	case history.FRelease:
+		return kindRelease
+	case history.FRenew:
+		return kindRenew
+	case history.FRead:
+		return kindRead
+	case history.FWrite:
+		return kindWrite
+	}
+	return kindOther
+}
+
+// timelineJSON is the compact form of a timeline embedded in report.html and
+// read by report.js. Times are microseconds. Spans are sorted by start and
+// stored column-wise: S the start as a delta from the previous span's start,
+// D the duration, C the code row*64 + kind*4 + outcome, I the opening op's
+// index as a delta from the previous span's, J the closing op's index minus
+// the opening one (0: none). Sparse columns give the marks (until, applied),
+// tokens and errors of the spans that have them.
+type timelineJSON struct {
+	End   int64     `json:"end"`
+	Rows  []rowJSON `json:"rows"`
+	Kinds []string  `json:"kinds"`
+	S     []int64   `json:"s"`
+	D     []int64   `json:"d"`
+	C     []int     `json:"c"`
+	I     []int     `json:"i"`
+	J     []int     `json:"j"`
+	// MarkSpan/MarkAt: span index delta and time (µs) of marks.
+	MarkSpan []int   `json:"ms"`
+	MarkAt   []int64 `json:"mv"`
+	// TokSpan/Tok: span index delta and fencing token.
+	TokSpan []int    `json:"ts"`
+	Tok     []uint64 `json:"tv"`
+	// ErrSpan/Err: span index delta and an index into Errors.
+	ErrSpan []int    `json:"es"`
+	Err     []int    `json:"ev"`
+	Errors  []string `json:"errors"`
+	// Keys is set when the history has more than one key; KeySpan/Key then
+	// give each keyed span's key index.
+	Keys    []string      `json:"keys,omitempty"`
+	KeySpan []int         `json:"ks,omitempty"`
+	Key     []int         `json:"kv,omitempty"`
+	Nemesis []nemesisJSON `json:"nemesis"`
+	// Named lists the spans (by index) that an anomaly names; report.js
+	// never folds them into an aggregate.
+	Named []int `json:"named"`
+}
+
+type rowJSON struct {
+	Client    int   `json:"w"`
+	Processes []int `json:"p"`
+}
+
+type nemesisJSON struct {
+	Fault  string `json:"f"`
+	Class  string `json:"c"`
+	Start  int64  `json:"s"`
+	End    int64  `json:"e"`
+	Open   bool   `json:"open,omitempty"`
+	Point  bool   `json:"pt,omitempty"`
+	Failed bool   `json:"failed,omitempty"`
+	Value  string `json:"v,omitempty"`
+	I      int    `json:"i"`
+	J      int    `json:"j"`
+}
+
+// maxErrorSpans bounds how many error texts the report embeds.
+const maxErrorSpans = 50000
+
+func us(d time.Duration) int64 { return int64(d / time.Microsecond) }
+
+// compact encodes tl for report.js; named holds the op indexes anomalies name.
+func (tl timeline) compact(named map[int]bool) timelineJSON {
+	n := len(tl.Spans)
+	out := timelineJSON{
+		End: us(tl.End), S: make([]int64, n), D: make([]int64, n), C: make([]int, n),
+		I: make([]int, n), J: make([]int, n), Named: []int{},
+		MarkSpan: []int{}, MarkAt: []int64{}, TokSpan: []int{}, Tok: []uint64{},
+		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{},
+	}
+	out.Kinds = kindNames[:]
+	for _, r := range tl.Rows {
+		out.Rows = append(out.Rows, rowJSON{Client: r.Client, Processes: r.Processes})
+	}
+	keySet := map[string]int{}
+	for _, s := range tl.Spans {
+		if _, ok := keySet[s.Key]; !ok && s.Key != "" {
+			keySet[s.Key] = len(out.Keys)
+			out.Keys = append(out.Keys, s.Key)
+		}
+	}
+	multiKey := len(out.Keys) > 1
+	if !multiKey {
+		out.Keys = nil
+	}
+	errIdx := map[string]int{}
+	var prevStart int64
+	prevI, prevMark, prevTok, prevErr, prevKey := 0, 0, 0, 0, 0
+	for k, s := range tl.Spans {
+		st := us(s.Start)
+		out.S[k] = st - prevStart
+		prevStart = st
+		out.D[k] = us(s.End) - st
+		out.C[k] = s.Row*64 + int(s.Kind)*4 + int(s.Out)
+		out.I[k] = s.I - prevI
+		prevI = s.I
+		if s.J >= 0 {
+			out.J[k] = s.J - s.I
+		}
+		if s.Mark > 0 {
+			out.MarkSpan = append(out.MarkSpan, k-prevMark)
+			out.MarkAt = append(out.MarkAt, us(s.Mark))
+			prevMark = k
+		}
+		if s.Token > 0 && (s.Kind == kindHold || s.Kind == kindAcquire || s.Kind == kindWrite || n < 200000) {
+			out.TokSpan = append(out.TokSpan, k-prevTok)
+			out.Tok = append(out.Tok, s.Token)
+			prevTok = k
+		}
+		if s.Err != "" && len(out.ErrSpan) < maxErrorSpans {
+			e, ok := errIdx[s.Err]
+			if !ok {
+				e = len(out.Errors)
+				errIdx[s.Err] = e
+				out.Errors = append(out.Errors, s.Err)
+			}
+			out.ErrSpan = append(out.ErrSpan, k-prevErr)
+			out.Err = append(out.Err, e)
+			prevErr = k
+		}
+		if multiKey && s.Key != "" {
+			out.KeySpan = append(out.KeySpan, k-prevKey)
+			out.Key = append(out.Key, keySet[s.Key])
+			prevKey = k
+		}
+		if named[s.I] || (s.J >= 0 && named[s.J]) {
+			out.Named = append(out.Named, k)
+		}
+	}
+	for _, iv := range tl.Nemesis {
+		out.Nemesis = append(out.Nemesis, nemesisJSON{
+			Fault: iv.Fault, Class: iv.Class, Start: us(iv.Start), End: us(iv.End), Open: iv.Open,
+			Point: iv.Point, Failed: iv.Failed, Value: iv.Value, I: iv.I, J: iv.J,
+		})
+	}
+	return out
+}
+
+// anomalyJSON is one anomaly as report.js needs it: its ops and the time
+// window they span.
+type anomalyJSON struct {
+	Checker string `json:"checker"`
+	Kind    string `json:"kind"`
+	Key     string `json:"key,omitempty"`
+	Ops     []int  `json:"ops"`
+	Message string `json:"message"`
+	From    int64  `json:"from"`
+	To      int64  `json:"to"`
+}
+
+// anomalyWindows lists every anomaly of results with the time window of the
+// ops it names (and of the spans those ops belong to).
+func anomalyWindows(results []checker.Result, h history.History, tl timeline) []anomalyJSON {
+	byIndex := func(i int) (history.Op, bool) {
+		if i >= 0 && i < len(h) && h[i].Index == i {
+			return h[i], true
+		}
+		k := sort.Search(len(h), func(k int) bool { return h[k].Index >= i })
+		if k < len(h) && h[k].Index == i {
+			return h[k], true
+		}
+		return history.Op{}, false
+	}
+	spanOf := map[int][2]time.Duration{}
+	want := map[int]bool{}
+	for _, r := range results {
+		for _, a := range r.Anomalies {
+			for _, i := range a.Ops {
+				want[i] = true
+			}
+		}
+	}
+	for _, s := range tl.Spans {
+		for _, i := range []int{s.I, s.J} {
+			if i >= 0 && want[i] {
+				w, ok := spanOf[i]
+				if !ok {
+					w = [2]time.Duration{s.Start, s.End}
+				}
+				spanOf[i] = [2]time.Duration{min(w[0], s.Start), max(w[1], s.End)}
+			}
+		}
+	}
+	out := []anomalyJSON{}
+	for _, r := range results {
+		for _, a := range r.Anomalies {
+			aj := anomalyJSON{Checker: r.Name, Kind: a.Kind, Key: a.Key, Ops: a.Ops, Message: a.Message, From: -1, To: -1}
+			if aj.Ops == nil {
+				aj.Ops = []int{}
+			}
+			var from, to time.Duration = -1, -1
+			for _, i := range a.Ops {
+				lo, hi := time.Duration(-1), time.Duration(-1)
+				if w, ok := spanOf[i]; ok {
+					lo, hi = w[0], w[1]
+				} else if op, ok := byIndex(i); ok {
+					lo, hi = op.Time, op.Time
+				} else {
+					continue
+				}
+				if from < 0 || lo < from {
+					from = lo
+				}
+				if hi > to {
+					to = hi
+				}
+			}
+			if from >= 0 {
+				aj.From, aj.To = us(from), us(to)
+			}
+			out = append(out, aj)
+		}
+	}
+	return out
+}
+
+// describeSpan is a one-line text of a span, used by tests and titles.
+func describeSpan(s span) string {
+	return fmt.Sprintf("%s/%d %v..%v i=%d j=%d", kindNames[s.Kind], s.Out, s.Start, s.End, s.I, s.J)
+}
