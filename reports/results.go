@@ -8,8 +8,10 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// Stats counts a history's ops by type (invokes are not counted in OK, Fail
-// or Info).
+// Stats counts a history's ops: Ops is every line, nemesis ops included;
+// OK, Fail and Info count the completions of the workers' operations only
+// (Info is how many operations had an unknown outcome and crashed their
+// process).
 type Stats struct {
 	Ops  int `json:"ops"`
 	OK   int `json:"ok"`
@@ -21,6 +23,9 @@ type Stats struct {
 func CountStats(h history.History) Stats {
 	s := Stats{Ops: len(h)}
 	for _, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
 		switch op.Type {
 		case history.OK:
 			s.OK++
