@@ -41,7 +41,7 @@ func Algorithms() []Algorithm {
 			Validity: "until acquire start + stored timeout - drift (ts + timeout by the worker's clock)", New: NewPgTimeout},
 		{Name: "pg-state", System: systemPostgres, Token: "none",
 			Validity: "none: in_progress until set done, no expiry", New: NewPgState},
-		{Name: "pg-unique-row", System: systemPostgres, Token: "row's bigserial",
+		{Name: "pg-unique-row", System: systemPostgres, Token: "row's bigserial (drawn at insert, not at grant: can regress)",
 			Validity: "none: held until the row is deleted, no expiry", New: NewPgUniqueRow},
 		{Name: "pg-advisory", System: systemPostgres, Token: "none",
 			Validity: "session: held while the connection lives", New: NewPgAdvisory},
