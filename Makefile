@@ -17,7 +17,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build test test-scenario gate-full scenarios-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build test test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -52,6 +52,10 @@ gate-full: deps build
 # docs/scenarios.md: the catalog with a gate run's detection rates.
 scenarios-doc: deps build
 	$(BIN) gate --tags quick --seeds $(or $(SEEDS),20) --markdown docs/scenarios.md --junit build/gate-doc.xml
+
+# docs/baselines.md: every algorithm's 30 s no-fault baseline over seeds.
+baselines-doc: deps build
+	$(BIN) gate --tags baseline --seeds $(or $(SEEDS),5) --markdown docs/baselines.md --junit build/gate-baselines.xml
 
 images: $(SKEWLIB)
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh
