@@ -260,7 +260,7 @@ func (r *Runner) heal(ctx context.Context, a *active) error {
 		return nil
 	}
 	err := a.heal(ctx)
-	op := history.Op{Type: history.Info, F: HealName(a.step.Fault), Value: history.JSONValue(a.desc)}
+	op := history.Op{Type: history.Info, F: history.HealOf(a.step.Fault), Value: history.JSONValue(a.desc)}
 	if err != nil {
 		op.Error = err.Error()
 		err = fmt.Errorf("nemesis: healing %s: %w", a.step, err)
@@ -342,21 +342,6 @@ func (r *Runner) record(op history.Op) {
 	r.env.Recorder.Record(op)
 }
 
-// HealName returns the name recorded when fault is healed.
-func HealName(fault string) string {
-	switch fault {
-	case "pause":
-		return "resume"
-	case "kill":
-		return "start"
-	case "clock-bump", "clock-strobe":
-		return "clock-reset"
-	case "client-clock":
-		return "client-clock-reset"
-	default:
-		return "heal"
-	}
-}
 
 func sameTargets(a, b []string) bool {
 	if len(a) != len(b) {

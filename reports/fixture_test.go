@@ -48,7 +48,7 @@ func invalidHistory() history.History {
 		{Time: sec(6.00), Process: 1, Client: 1, Type: history.Invoke, F: "release", Key: "k"},
 		{Time: sec(6.10), Process: 1, Client: 1, Type: history.OK, F: "release", Key: "k"},
 		{Time: sec(6.50), Process: -1, Type: history.Info, F: "clock-reset", Value: bump},
-		{Time: sec(7.00), Process: -1, Type: history.Info, F: "client-pause", Value: history.JSONValue(map[string]any{"workers": []int{1}, "point": "before-write", "duration": "1s", "armed": true})},
+		{Time: sec(7.00), Process: -1, Type: history.Info, F: "client-pause", Value: history.JSONValue(map[string]any{"worker": 1, "point": "before-write", "duration": "1s"})},
 		{Time: sec(10.00), Process: 3, Client: 0, Type: history.Invoke, F: "acquire", Key: "k", TTL: 5 * time.Second},
 		{Time: sec(10.10), Process: 3, Client: 0, Type: history.OK, F: "acquire", Key: "k", Token: 3, Until: sec(15.10)},
 		{Time: sec(11.00), Process: 3, Client: 0, Type: history.Invoke, F: "release", Key: "k"},

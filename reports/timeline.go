@@ -105,30 +105,6 @@ type timeline struct {
 	Nemesis []nemesisInterval
 }
 
-// healOf names the f that heals each fault, as the nemesis records it.
-func healOf(fault string) string {
-	switch fault {
-	case "pause":
-		return "resume"
-	case "kill":
-		return "start"
-	case "clock-bump", "clock-strobe":
-		return "clock-reset"
-	case "client-clock":
-		return "client-clock-reset"
-	}
-	return "heal"
-}
-
-// isHeal reports whether f is the name of a heal rather than of a fault.
-func isHeal(f string) bool {
-	switch f {
-	case "heal", "heal-all", "resume", "start", "clock-reset", "client-clock-reset":
-		return true
-	}
-	return false
-}
-
 // instantFaults act at one moment and have nothing to heal.
 var instantFaults = map[string]bool{"failover": true, "promote": true, "restart": true, "reset": true}
 
@@ -214,9 +190,9 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			start = op.Time
 		}
 		delete(invokeAt, op.F)
-		if isHeal(op.F) {
+		if history.IsHeal(op.F) {
 			closeIdx := -1
-			if op.F == "heal-all" {
+			if op.F == history.FHealAll {
 				for _, k := range open {
 					out[k].End, out[k].Open, out[k].J = op.Time, false, op.Index
 				}
@@ -226,7 +202,7 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			val := compactValue(op.Value)
 			for pass := 0; pass < 2 && closeIdx < 0; pass++ {
 				for n, k := range open {
-					if healOf(out[k].Fault) != op.F {
+					if history.HealOf(out[k].Fault) != op.F {
 						continue
 					}
 					if pass == 0 && out[k].Value != val {
@@ -254,7 +230,11 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 		switch d, hasD := nemesisDuration(op.Value); {
 		case iv.Failed:
 			iv.Point, iv.End = true, op.Time
-		case hasD && !isHealed(op.F):
+		case armed(op.Value):
+			iv.Point, iv.End = true, op.Time
+		case hasD && op.F == history.FClientPause:
+			// A client pause ends by itself after its duration (its
+			// client-resume, when recorded, marks the same moment).
 			iv.End = min(op.Time+d, max(end, op.Time+d))
 		case instantFaults[op.F]:
 			iv.Point, iv.End = true, op.Time
@@ -271,7 +251,10 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 
 // isHealed reports whether a fault is ended by a recorded heal rather than
 // by its own duration.
-func isHealed(f string) bool { return f != "client-pause" }
+// armed reports whether a nemesis op's value marks a fault that was only
+// armed (a client pause waits for its worker to reach its pause point; the
+// worker records the pause itself when it begins, and its end).
+func armed(value []byte) bool { return bytes.Contains(value, []byte(`"armed":true`)) }
 
 // buildTimeline turns a history into lanes, spans and nemesis intervals.
 // Each worker (client) has a lane; each process of the worker is drawn on a

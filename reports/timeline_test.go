@@ -119,6 +119,11 @@ func TestBuildNemesis(t *testing.T) {
 		{"client pause ends by its duration", []history.Op{
 			nem(1, "client-pause", v(map[string]any{"duration": "2.5s"}), ""),
 		}, []iv{{"client-pause", "client-pause", 1, 3.5, false, false}}},
+		{"armed client pause is a point, its resume no fault", []history.Op{
+			nem(1, "client-pause", v(map[string]any{"workers": []int{0}, "duration": "2s", "armed": true}), ""),
+			nem(2, "client-pause", v(map[string]any{"worker": 0, "duration": "2s"}), ""),
+			nem(4, "client-resume", v(map[string]any{"worker": 0, "duration": "2s"}), ""),
+		}, []iv{{"client-pause", "client-pause", 1, 1, false, true}, {"client-pause", "client-pause", 2, 4, false, false}}},
 		{"failed fault is a point", []history.Op{
 			nem(1, "clock-bump", v("n1"), "clock skew unavailable for etcd"),
 		}, []iv{{"clock-bump", "clock", 1, 1, false, true}}},
