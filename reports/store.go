@@ -11,21 +11,22 @@ import (
 
 // The files of a run directory.
 const (
-	ScenarioFile          = "scenario.yaml"
-	HistoryFile           = "history.jsonl"
-	ResultsFile           = "results.json"
-	ReportFile            = "report.html"
-	RunLogFile            = "run.log"
-	LinearizabilityFile   = "linearizability.html"
-	NemesisFile           = "nemesis.jsonl"
-	LatestLink            = "latest"
-	runDirTimestampFormat = "20060102T150405.000Z"
+	ScenarioFile        = "scenario.yaml"
+	HistoryFile         = "history.jsonl"
+	ResultsFile         = "results.json"
+	ReportFile          = "report.html"
+	RunLogFile          = "run.log"
+	LinearizabilityFile = "linearizability.html"
+	NemesisFile         = "nemesis.jsonl"
+	LatestLink          = "latest"
+	// RunDirTimestampFormat names a run directory after its start (UTC).
+	RunDirTimestampFormat = "20060102T150405.000Z"
 )
 
 // NewRunDir creates store/<scenario>/<timestamp>/ for a run starting at now
 // and returns its path. Two runs in the same millisecond get distinct dirs.
 func NewRunDir(store, scenario string, now time.Time) (string, error) {
-	base := filepath.Join(store, scenario, now.UTC().Format(runDirTimestampFormat))
+	base := filepath.Join(store, scenario, now.UTC().Format(RunDirTimestampFormat))
 	dir := base
 	for i := 1; ; i++ {
 		err := os.MkdirAll(filepath.Dir(dir), 0o755)

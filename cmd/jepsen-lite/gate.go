@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -25,10 +26,15 @@ anomalies, detection rate over the seeds, time), optionally writes JUnit XML
 with one testcase per scenario and seed, and exits 0 only if every run ended
 as its scenario expected. A regression gate for anyone who ships a lock.
 
+With --from-store it runs nothing and summarizes the newest N stored runs of
+each scenario instead, judged against the scenario's current expectation:
+validation offline, on saved runs.
+
 Examples:
   jepsen-lite gate --tags quick
   jepsen-lite gate --seeds 20 --junit gate.xml
-  jepsen-lite gate redlock-clock-jump redlock-gc-pause --seeds 5`
+  jepsen-lite gate redlock-clock-jump redlock-gc-pause --seeds 5
+  jepsen-lite gate --tags quick --seeds 20 --from-store store --markdown docs/scenarios.md`
 
 func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("gate", gateUsage, stderr)
@@ -38,6 +44,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	store := fs.String("store", "store", "the store directory")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	backend := fs.String("backend", "local", "where the servers run: local or docker")
+	fromStore := fs.String("from-store", "", "run nothing: summarize the newest --seeds stored runs of each scenario in this store, judged against the scenario's current expectation")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
@@ -78,6 +85,16 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return exitUsage, usagef("no scenario carries the tags %q", *tags)
 	}
 
+	stored := map[string][]*runner.Result{}
+	if *fromStore != "" {
+		for _, sc := range selected {
+			runs, err := storedRuns(*fromStore, sc, *seeds)
+			if err != nil {
+				return exitUsage, usageError{err}
+			}
+			stored[sc.Name] = runs
+		}
+	}
 	var cases []reports.Case
 	var rows []*gateRow
 	interrupted := false
@@ -85,9 +102,21 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		r := &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}, examples: map[string]string{}}
 		rows = append(rows, r)
 		for seed := 1; seed <= *seeds && !interrupted; seed++ {
-			fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
-			res, err := runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start))
+			var res *runner.Result
+			var err error
+			if *fromStore != "" {
+				if seed > len(stored[sc.Name]) {
+					break
+				}
+				res = stored[sc.Name][seed-1]
+			} else {
+				fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
+				res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start))
+			}
 			c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
+			if res != nil && res.Results != nil {
+				c.Seed = res.Results.Seed
+			}
 			if res != nil {
 				c.RunDir = res.Dir
 				c.Elapsed = res.Elapsed
@@ -163,6 +192,34 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		fmt.Fprintln(stdout, "gate: SOME EXPECTATIONS DID NOT HOLD")
 		return exitViolated, nil
 	}
+}
+
+// storedRuns returns the newest n runs of sc in store, oldest first, with
+// their expectation judged again against sc's current one. A run's time is
+// from its directory's start stamp to its results.json.
+func storedRuns(store string, sc *scenarios.Scenario, n int) ([]*runner.Result, error) {
+	dir := filepath.Join(store, sc.Name)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("no stored runs of %s: %w", sc.Name, err)
+	}
+	var out []*runner.Result
+	for i := len(entries) - 1; i >= 0 && len(out) < n; i-- {
+		runDir := filepath.Join(dir, entries[i].Name())
+		r, err := reports.ReadResults(runDir)
+		if err != nil {
+			continue // a run that died before its results: not counted
+		}
+		r.ExpectationMet = sc.Expect.Met(r.Verdict, r.Checkers)
+		res := &runner.Result{Dir: runDir, Results: r}
+		if began, err := time.Parse(reports.RunDirTimestampFormat, strings.SplitN(entries[i].Name(), "-", 2)[0]); err == nil {
+			if st, err := os.Stat(filepath.Join(runDir, reports.ResultsFile)); err == nil {
+				res.Elapsed = st.ModTime().Sub(began)
+			}
+		}
+		out = append([]*runner.Result{res}, out...)
+	}
+	return out, nil
 }
 
 // gateRow is one scenario's results over the gate's seeds.
