@@ -12,7 +12,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// bigOptions is the benchmark history of docs/performance-checker.md:
+// bigOptions is the benchmark history of docs/performance.md ("Checker and history"):
 // 1,000,000 ops, 16 workers, 4 keys, 1% unknown outcomes, fenced.
 var bigOptions = synth.Options{Workers: 16, Keys: 4, Ops: 1_000_000, TTL: time.Second, InfoRate: 0.01, Tokens: true}
 
