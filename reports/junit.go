@@ -38,14 +38,13 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr,omitempty"`
-	Cases     []junitCase `xml:"testcase"`
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
@@ -82,7 +81,7 @@ func expectationText(e checker.Expectation) string {
 // classname the suite). A case that did not end as expected has a failure
 // element; a case whose run failed (Err set) has an error element instead.
 func WriteJUnit(w io.Writer, suite string, cases []Case) error {
-	s := junitSuite{Name: suite, Tests: len(cases), Timestamp: ""}
+	s := junitSuite{Name: suite, Tests: len(cases)}
 	var total time.Duration
 	for _, c := range cases {
 		total += c.Elapsed

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -39,6 +40,7 @@ Examples:
 func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("gate", gateUsage, stderr)
 	tags := fs.String("tags", "", "comma-separated tags a scenario must all carry")
+	skipTags := fs.String("skip-tags", "", "comma-separated tags that leave a scenario out")
 	seeds := fs.Int("seeds", 1, "runs per scenario, with seeds 1..N")
 	junit := fs.String("junit", "", "write JUnit XML to this file")
 	store := fs.String("store", "store", "the store directory")
@@ -80,6 +82,16 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			want = strings.Split(*tags, ",")
 		}
 		selected = scenarios.Select(cat, want...)
+		if *skipTags != "" {
+			skip := strings.Split(*skipTags, ",")
+			kept := selected[:0]
+			for _, sc := range selected {
+				if !slices.ContainsFunc(skip, sc.HasTag) {
+					kept = append(kept, sc)
+				}
+			}
+			selected = kept
+		}
 	}
 	if len(selected) == 0 {
 		return exitUsage, usagef("no scenario carries the tags %q", *tags)
