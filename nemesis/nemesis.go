@@ -342,7 +342,6 @@ func (r *Runner) record(op history.Op) {
 	r.env.Recorder.Record(op)
 }
 
-
 func sameTargets(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
