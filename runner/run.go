@@ -383,7 +383,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	nemDone := make(chan error, 1)
 	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
 	defer stopNemesis()
-	go func() { nemDone <- nem.Run(nemCtx, start, schedule(s)) }()
+	go func() { nemDone <- nem.Run(nemCtx, start, s.Nemesis.Steps) }() // resolved in Run
 
 	progressDone := make(chan struct{})
 	go func() {

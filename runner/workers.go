@@ -34,6 +34,8 @@ type worker struct {
 	hold     time.Duration // how long the holder keeps the lock after its write
 	opTime   time.Duration
 
+	// hooked is set when the locker runs the after-response pause itself.
+	hooked bool
 	// isolate cuts and heals the worker's own links (set by the runner).
 	isolate func(cut bool) error
 
@@ -103,8 +105,9 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 // lock for the scenario's hold time (the holder's other work); release.
 // It stops between iterations when stop ends, and everywhere when abort ends.
 func (w *worker) run(stop, abort context.Context) {
-	if h, ok := w.locker.Locker.(interface{ SetAfterResponse(func()) }); ok {
+	if h, ok := w.locker.Locker.(clients.ResponseHooker); ok {
 		h.SetAfterResponse(func() { w.pauseAt(abort, nemesis.AfterResponse) })
+		w.hooked = true
 	}
 	for stop.Err() == nil {
 		w.iterate(abort)
@@ -117,7 +120,9 @@ func (w *worker) iterate(abort context.Context) {
 	ctx, cancel := context.WithTimeout(abort, w.opTime)
 	lease, err := w.locker.Acquire(ctx, key, w.ttl)
 	cancel()
-	if _, hooked := w.locker.Locker.(interface{ SetAfterResponse(func()) }); !hooked {
+	if !w.hooked {
+		// The algorithm processes its reply inside a library: the pause
+		// point is right after Acquire returns.
 		w.pauseAt(abort, nemesis.AfterResponse)
 	}
 	if err != nil {
