@@ -13,6 +13,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
@@ -57,7 +58,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	res := &reports.Results{Stats: reports.CountStats(h), Truncated: info.Truncated}
 	opts := checker.Options{Timeout: *timeout}
 	if runDir != "" {
-		if sc, err := scenarios.Load(runDir, scenarioNames()); err == nil {
+		if sc, err := scenarios.Load(runDir, runner.Names()); err == nil {
 			res.Scenario, res.Seed = sc.Name, sc.Seed
 			exp := sc.Expect
 			res.Expected = &exp

@@ -62,7 +62,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if *seeds < 1 {
 		return exitUsage, usagef("--seeds must be at least 1")
 	}
-	names := scenarioNames()
+	names := runner.Names()
 	var selected []*scenarios.Scenario
 	if len(pos) > 0 {
 		for _, p := range pos {

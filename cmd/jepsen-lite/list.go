@@ -10,6 +10,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
@@ -54,7 +55,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 			fmt.Fprintf(tw, "%s\t%s\n", f.Name(), describeFault(f))
 		}
 	default:
-		cat, err := scenarios.Catalog(scenarioNames())
+		cat, err := scenarios.Catalog(runner.Names())
 		if err != nil {
 			return exitInternal, err
 		}

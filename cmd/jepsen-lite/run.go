@@ -31,9 +31,6 @@ Examples:
   jepsen-lite run my-lock.yaml --workers 16
   jepsen-lite run --replay store/latest      # the exact schedule and seed again`
 
-// scenarioNames are the names a scenario may use.
-func scenarioNames() scenarios.Names { return runner.Names() }
-
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("run", runUsage, stderr)
 	seed := fs.Uint64("seed", 0, "the run's seed (default: the scenario's, else from the clock)")
@@ -63,7 +60,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if *workers < 0 || *timeLimit < 0 {
 		return exitUsage, usagef("--workers and --time-limit must not be negative")
 	}
-	sc, err := scenarios.Load(target, scenarioNames())
+	sc, err := scenarios.Load(target, runner.Names())
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
