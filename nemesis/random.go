@@ -94,6 +94,64 @@ func (s *RandomSpec) Validate(known []string) error {
 	return nil
 }
 
+// String describes the spec in one line, with its defaults filled in: the
+// fault mix, the mean quiet gap and its range, the duration range, when the
+// first fault may begin, and what each kind of fault is drawn against.
+func (s RandomSpec) String() string {
+	var b strings.Builder
+	lo, hi := s.durations()
+	start := s.Start
+	if start == 0 {
+		start = s.Interval
+	}
+	fmt.Fprintf(&b, "%s, one at a time from %v, quiet gaps %v–%v, each lasting %v", strings.Join(s.Faults, " or "), start, s.Interval/2, s.Interval*3/2, lo)
+	if hi != lo {
+		fmt.Fprintf(&b, "–%v", hi)
+	}
+	orOne := func(specs []string) string {
+		if len(specs) == 0 {
+			return TargetOne
+		}
+		return strings.Join(specs, " or ")
+	}
+	var client, node, clock bool
+	for _, f := range s.Faults {
+		switch f {
+		case ClientPause{}.Name(), ClientClock{}.Name():
+			client = true
+		case Failover{}.Name(), SentinelFailover{}.Name():
+		default:
+			node = true
+		}
+		switch f {
+		case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
+			clock = true
+		}
+	}
+	if client {
+		fmt.Fprintf(&b, "; workers %s", orOne(s.Workers))
+	}
+	if node {
+		fmt.Fprintf(&b, "; targets %s", orOne(s.Targets))
+	}
+	if clock {
+		offsets := []string{signed(DefaultRandomOffset)}
+		if len(s.Offsets) > 0 {
+			offsets = offsets[:0]
+			for _, o := range s.Offsets {
+				offsets = append(offsets, signed(o))
+			}
+		}
+		fmt.Fprintf(&b, "; offsets %s", strings.Join(offsets, " or "))
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.Options)) {
+		for _, k := range slices.Sorted(maps.Keys(s.Options[f])) {
+			fmt.Fprintf(&b, "; %s %s=%s", f, k, s.Options[f][k])
+		}
+	}
+	return b.String()
+}
+
 func (s *RandomSpec) durations() (lo, hi time.Duration) {
 	lo, hi = s.MinDuration, s.MaxDuration
 	if lo == 0 && hi == 0 {

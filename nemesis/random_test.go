@@ -172,3 +172,43 @@ func TestStepString(t *testing.T) {
 		t.Fatalf("String() = %q, want %q", got, want)
 	}
 }
+
+func TestRandomSpecString(t *testing.T) {
+	tests := []struct {
+		name string
+		spec RandomSpec
+		want string
+	}{
+		{
+			name: "defaults filled in",
+			spec: RandomSpec{Faults: []string{"partition"}, Interval: 2 * time.Second},
+			want: "partition, one at a time from 2s, quiet gaps 1s–3s, each lasting 2s; targets one",
+		},
+		{
+			name: "client faults name their workers",
+			spec: RandomSpec{Faults: []string{"client-pause"}, Start: 500 * time.Millisecond, Interval: time.Second,
+				MinDuration: 200 * time.Millisecond, MaxDuration: 3 * time.Second, Workers: []string{"one"}},
+			want: "client-pause, one at a time from 500ms, quiet gaps 500ms–1.5s, each lasting 200ms–3s; workers one",
+		},
+		{
+			name: "node faults with options",
+			spec: RandomSpec{Faults: []string{"kill"}, Start: time.Second, Interval: time.Second,
+				MinDuration: 2500 * time.Millisecond, MaxDuration: 4 * time.Second, Targets: []string{"one", "minority"},
+				Options: map[string]map[string]string{"kill": {"restart-after": "2500ms"}}},
+			want: "kill, one at a time from 1s, quiet gaps 500ms–1.5s, each lasting 2.5s–4s; targets one or minority; kill restart-after=2500ms",
+		},
+		{
+			name: "clock faults name their offsets",
+			spec: RandomSpec{Faults: []string{"clock-bump", "failover"}, Interval: time.Second,
+				Offsets: []time.Duration{-5 * time.Second, 20 * time.Second}},
+			want: "clock-bump or failover, one at a time from 1s, quiet gaps 500ms–1.5s, each lasting 1s; targets one; offsets -5s or +20s",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.spec.String(); got != tc.want {
+				t.Fatalf("String() =\n %q\nwant\n %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
@@ -78,6 +80,36 @@ func TestScenariosMarkdownNamesTheResourceInTheDesignColumn(t *testing.T) {
 		"| zk-recipe + fenced resource |  | **lock unsafe**: double-hold; data intact ([zk-gc-pause-fenced](#zk-gc-pause-fenced))",
 		"| zk-recipe + guarded resource |  | **lock unsafe**: double-hold; data intact",
 		"### zk-gc-pause-guarded",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("scenarios.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
+	scripted := gateRowOf("scripted", scenarios.Unfenced, map[string]int{"invalid": 1}, checker.StaleWrite)
+	scripted.sc.Nemesis.Steps = []nemesis.Step{{At: time.Second, Fault: "client-pause", Targets: []string{"w0"}, Point: "before-write", Duration: 2500 * time.Millisecond}}
+	random := gateRowOf("random", scenarios.Fenced, map[string]int{"valid": 1})
+	random.sc.Nemesis.Random = &nemesis.RandomSpec{Faults: []string{"client-pause"}, Start: 500 * time.Millisecond, Interval: time.Second,
+		MinDuration: 200 * time.Millisecond, MaxDuration: 3 * time.Second, Workers: []string{"one"}}
+	quiet := gateRowOf("quiet", scenarios.Unfenced, map[string]int{"valid": 1})
+	path := filepath.Join(t.TempDir(), "scenarios.md")
+	if err := writeScenariosMarkdown(path, []*gateRow{scripted, random, quiet}, 1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, want := range []string{
+		"### scripted\n",
+		"  - at 1s client-pause w0 at before-write for 2.5s\n",
+		"### random\n",
+		"  - random, drawn from the run's seed: client-pause, one at a time from 500ms, quiet gaps 500ms–1.5s, each lasting 200ms–3s; workers one\n",
+		"### quiet\n",
+		"- Fault timeline:\n  - none\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("scenarios.md lacks %q:\n%s", want, md)
