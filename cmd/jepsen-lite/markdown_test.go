@@ -66,25 +66,12 @@ func TestScenariosMarkdownNamesTheResourceInTheDesignColumn(t *testing.T) {
 		gateRowOf("zk-gc-pause-fenced", scenarios.Fenced, map[string]int{"invalid": 2}, checker.DoubleHold),
 		gateRowOf("zk-gc-pause-guarded", scenarios.Guarded, map[string]int{"invalid": 2}, checker.DoubleHold),
 	}
-	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, rows, 2); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := string(b)
-	for _, want := range []string{
+	mustContain(t, renderScenariosMarkdown(t, rows, 2),
 		"| zk-recipe |  | **unsafe**: stale-write ([zk-gc-pause](#zk-gc-pause))",
 		"| zk-recipe + fenced resource |  | **lock unsafe**: double-hold; data intact ([zk-gc-pause-fenced](#zk-gc-pause-fenced))",
 		"| zk-recipe + guarded resource |  | **lock unsafe**: double-hold; data intact",
 		"### zk-gc-pause-guarded",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("scenarios.md lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }
 
 func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
@@ -94,23 +81,35 @@ func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
 	random.sc.Nemesis.Random = &nemesis.RandomSpec{Faults: []string{"client-pause"}, Start: 500 * time.Millisecond, Interval: time.Second,
 		MinDuration: 200 * time.Millisecond, MaxDuration: 3 * time.Second, Workers: []string{"one"}}
 	quiet := gateRowOf("quiet", scenarios.Unfenced, map[string]int{"valid": 1})
-	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, []*gateRow{scripted, random, quiet}, 1); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := string(b)
-	for _, want := range []string{
+	mustContain(t, renderScenariosMarkdown(t, []*gateRow{scripted, random, quiet}, 1),
 		"### scripted\n",
 		"  - at 1s client-pause w0 at before-write for 2.5s\n",
 		"### random\n",
 		"  - random, drawn from the run's seed: client-pause, one at a time from 500ms, quiet gaps 500ms–1.5s, each lasting 200ms–3s; workers one\n",
 		"### quiet\n",
 		"- Fault timeline:\n  - none\n",
-	} {
+	)
+}
+
+// renderScenariosMarkdown writes rows as scenarios.md to a temporary file
+// and returns its text.
+func renderScenariosMarkdown(t *testing.T, rows []*gateRow, seeds int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scenarios.md")
+	if err := writeScenariosMarkdown(path, rows, seeds); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// mustContain fails t for every one of wants that md lacks.
+func mustContain(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(md, want) {
 			t.Errorf("scenarios.md lacks %q:\n%s", want, md)
 		}
