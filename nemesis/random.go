@@ -100,47 +100,26 @@ func (s *RandomSpec) Validate(known []string) error {
 func (s RandomSpec) String() string {
 	var b strings.Builder
 	lo, hi := s.durations()
-	start := s.Start
-	if start == 0 {
-		start = s.Interval
-	}
-	fmt.Fprintf(&b, "%s, one at a time from %v, quiet gaps %v–%v, each lasting %v", strings.Join(s.Faults, " or "), start, s.Interval/2, s.Interval*3/2, lo)
+	gapLo, gapHi := s.gaps()
+	fmt.Fprintf(&b, "%s, one at a time from %v, quiet gaps %v–%v, each lasting %v", strings.Join(s.Faults, " or "), s.start(), gapLo, gapHi, lo)
 	if hi != lo {
 		fmt.Fprintf(&b, "–%v", hi)
 	}
-	orOne := func(specs []string) string {
-		if len(specs) == 0 {
-			return TargetOne
-		}
-		return strings.Join(specs, " or ")
-	}
 	var client, node, clock bool
 	for _, f := range s.Faults {
-		switch f {
-		case ClientPause{}.Name(), ClientClock{}.Name():
-			client = true
-		case Failover{}.Name(), SentinelFailover{}.Name():
-		default:
-			node = true
-		}
-		switch f {
-		case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
-			clock = true
-		}
+		d := drawsFor(f)
+		client, node, clock = client || d.workers, node || d.targets, clock || d.offset
 	}
 	if client {
-		fmt.Fprintf(&b, "; workers %s", orOne(s.Workers))
+		fmt.Fprintf(&b, "; workers %s", strings.Join(orOne(s.Workers), " or "))
 	}
 	if node {
-		fmt.Fprintf(&b, "; targets %s", orOne(s.Targets))
+		fmt.Fprintf(&b, "; targets %s", strings.Join(orOne(s.Targets), " or "))
 	}
 	if clock {
-		offsets := []string{signed(DefaultRandomOffset)}
-		if len(s.Offsets) > 0 {
-			offsets = offsets[:0]
-			for _, o := range s.Offsets {
-				offsets = append(offsets, signed(o))
-			}
+		var offsets []string
+		for _, o := range s.offsets() {
+			offsets = append(offsets, signed(o))
 		}
 		fmt.Fprintf(&b, "; offsets %s", strings.Join(offsets, " or "))
 	}
@@ -150,6 +129,61 @@ func (s RandomSpec) String() string {
 		}
 	}
 	return b.String()
+}
+
+// start is when the first fault may begin: Start, or Interval when unset.
+func (s *RandomSpec) start() time.Duration {
+	if s.Start == 0 {
+		return s.Interval
+	}
+	return s.Start
+}
+
+// gaps bounds the quiet gap between one fault's heal and the next fault.
+func (s *RandomSpec) gaps() (lo, hi time.Duration) {
+	return s.Interval / 2, s.Interval * 3 / 2
+}
+
+// offsets are the clock offsets drawn from: Offsets, or DefaultRandomOffset.
+func (s *RandomSpec) offsets() []time.Duration {
+	if len(s.Offsets) == 0 {
+		return []time.Duration{DefaultRandomOffset}
+	}
+	return s.Offsets
+}
+
+// orOne returns specs, or [one] when there are none.
+func orOne(specs []string) []string {
+	if len(specs) == 0 {
+		return []string{TargetOne}
+	}
+	return specs
+}
+
+// draws says what a random step of one fault kind is drawn against.
+type draws struct {
+	workers bool // a worker target spec (client faults)
+	targets bool // a node target spec (node and network faults)
+	offset  bool // a clock offset (clock faults)
+}
+
+// drawsFor returns what a random step of fault is drawn against: client
+// faults draw workers, failovers nothing, every other fault node targets;
+// clock faults also draw an offset.
+func drawsFor(fault string) draws {
+	var d draws
+	switch fault {
+	case ClientPause{}.Name(), ClientClock{}.Name():
+		d.workers = true
+	case Failover{}.Name(), SentinelFailover{}.Name():
+	default:
+		d.targets = true
+	}
+	switch fault {
+	case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
+		d.offset = true
+	}
+	return d
 }
 
 func (s *RandomSpec) durations() (lo, hi time.Duration) {
@@ -173,15 +207,12 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 		return rng.IntN(n)
 	}
 	st := Step{At: at, Fault: fault, Duration: d}
-	switch fault {
-	case ClientPause{}.Name(), ClientClock{}.Name():
-		ws := s.Workers
-		if len(ws) == 0 {
-			ws = []string{TargetOne}
-		}
+	draw := drawsFor(fault)
+	switch {
+	case draw.workers:
+		ws := orOne(s.Workers)
 		st.Targets = []string{ws[pick(len(ws))]}
-	case Failover{}.Name(), SentinelFailover{}.Name():
-	default:
+	case draw.targets:
 		var ts []string
 		for _, t := range s.Targets {
 			// halves is a shape of the network faults only.
@@ -189,17 +220,11 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 				ts = append(ts, t)
 			}
 		}
-		if len(ts) == 0 {
-			ts = []string{TargetOne}
-		}
+		ts = orOne(ts)
 		st.Targets = []string{ts[pick(len(ts))]}
 	}
-	switch fault {
-	case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
-		os := s.Offsets
-		if len(os) == 0 {
-			os = []time.Duration{DefaultRandomOffset}
-		}
+	if draw.offset {
+		os := s.offsets()
 		st.Offset = os[pick(len(os))]
 	}
 	if o := s.Options[fault]; len(o) > 0 {
@@ -225,16 +250,14 @@ func Generate(rng *rand.Rand, duration time.Duration, spec RandomSpec) Schedule 
 		}
 		return time.Duration(a+rng.Int64N(b-a+1)) * time.Millisecond
 	}
-	at := spec.Start
-	if at == 0 {
-		at = spec.Interval
-	}
+	at := spec.start()
+	gapLo, gapHi := spec.gaps()
 	var out Schedule
 	for at < duration {
 		fault := spec.Faults[rng.IntN(len(spec.Faults))]
 		d := ms(lo, hi)
 		out = append(out, spec.step(fault, at, d, rng))
-		at += d + ms(spec.Interval/2, spec.Interval*3/2)
+		at += d + ms(gapLo, gapHi)
 	}
 	return out
 }
