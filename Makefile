@@ -56,7 +56,7 @@ scenarios-doc: deps build
 
 # docs/baselines.md: every algorithm's 30 s no-fault soak baseline over seeds.
 baselines-doc: deps build
-	$(BIN) gate --tags soak --seeds $(or $(SEEDS),5) --markdown docs/baselines.md --junit build/gate-baselines.xml
+	$(BIN) gate --tags soak --seeds $(or $(SEEDS),20) --markdown docs/baselines.md --junit build/gate-baselines.xml
 
 images: $(SKEWLIB)
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh

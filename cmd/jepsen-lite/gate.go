@@ -177,7 +177,17 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	tw.Flush()
 
 	if *markdown != "" {
-		if err := writeScenariosMarkdown(*markdown, rows, *seeds); err != nil {
+		var selection string
+		if *tags != "" {
+			selection += " --tags " + *tags
+		}
+		if *skipTags != "" {
+			selection += " --skip-tags " + *skipTags
+		}
+		for _, p := range pos {
+			selection += " " + p
+		}
+		if err := writeScenariosMarkdown(*markdown, rows, *seeds, selection); err != nil {
 			return exitInternal, err
 		}
 	}
