@@ -177,16 +177,14 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	tw.Flush()
 
 	if *markdown != "" {
-		var selection string
+		var selection []string
 		if *tags != "" {
-			selection += " --tags " + *tags
+			selection = append(selection, "--tags", *tags)
 		}
 		if *skipTags != "" {
-			selection += " --skip-tags " + *skipTags
+			selection = append(selection, "--skip-tags", *skipTags)
 		}
-		for _, p := range pos {
-			selection += " " + p
-		}
+		selection = append(selection, pos...)
 		if err := writeScenariosMarkdown(*markdown, rows, *seeds, selection); err != nil {
 			return exitInternal, err
 		}

@@ -97,7 +97,7 @@ func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
 func renderScenariosMarkdown(t *testing.T, rows []*gateRow, seeds int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, rows, seeds, " --tags soak"); err != nil {
+	if err := writeScenariosMarkdown(path, rows, seeds, []string{"--tags", "soak"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
