@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -11,8 +12,9 @@ import (
 // AppendJSON appends the JSON encoding of op (one object, no newline) to b
 // and returns the extended slice. Fields are written in the order of the
 // example in DESIGN §2 (index, time, process, client, type, f, key, ttl,
-// token, until, value, applied, node, error); zero TTL, Until, Token, Applied and empty Key, Value, Node, Error are
-// left out; Client is written for every worker op (even 0) and left out for
+// token, until, lease, session, value, applied, node, error); zero TTL,
+// Until, Lease, Token, Applied, a false Session and empty Key, Value, Node,
+// Error are left out; Client is written for every worker op (even 0) and left out for
 // nemesis ops. A Value that is not valid JSON is written as a JSON string of
 // its bytes, so the output is always valid JSON.
 func AppendJSON(b []byte, op Op) []byte {
@@ -45,6 +47,13 @@ func AppendJSON(b []byte, op Op) []byte {
 	if op.Until != 0 {
 		b = append(b, `,"until":`...)
 		b = strconv.AppendInt(b, int64(op.Until), 10)
+	}
+	if op.Lease != 0 {
+		b = append(b, `,"lease":`...)
+		b = strconv.AppendInt(b, int64(op.Lease), 10)
+	}
+	if op.Session {
+		b = append(b, `,"session":true`...)
 	}
 	if len(op.Value) != 0 {
 		b = append(b, `,"value":`...)
@@ -134,6 +143,8 @@ type wireOp struct {
 	Key     string          `json:"key"`
 	TTL     int64           `json:"ttl"`
 	Until   int64           `json:"until"`
+	Lease   int64           `json:"lease"`
+	Session bool            `json:"session"`
 	Token   uint64          `json:"token"`
 	Value   json.RawMessage `json:"value"`
 	Applied int64           `json:"applied"`
@@ -202,7 +213,7 @@ func (d *decoder) slow(line []byte) (Op, error) {
 	op := Op{
 		Index: int(w.Index), Time: time.Duration(w.Time), Process: int(w.Process), Client: int(w.Client),
 		Type: Type(d.intern([]byte(w.Type))), F: d.intern([]byte(w.F)), Key: d.intern([]byte(w.Key)),
-		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Token: w.Token,
+		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Lease: time.Duration(w.Lease), Session: w.Session, Token: w.Token,
 		Applied: time.Duration(w.Applied), Node: d.intern([]byte(w.Node)), Error: w.Error,
 	}
 	if len(w.Value) != 0 && string(w.Value) != "null" {
@@ -249,7 +260,7 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		}
 		var n int64
 		switch string(key) {
-		case "index", "time", "process", "client", "ttl", "until", "applied":
+		case "index", "time", "process", "client", "ttl", "until", "lease", "applied":
 			n, i, ok2 = plainInt(b, i)
 			if !ok2 {
 				return op, false
@@ -267,8 +278,19 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 				op.TTL = time.Duration(n)
 			case "until":
 				op.Until = time.Duration(n)
+			case "lease":
+				op.Lease = time.Duration(n)
 			case "applied":
 				op.Applied = time.Duration(n)
+			}
+		case "session":
+			switch {
+			case bytes.HasPrefix(b[i:], []byte("true")):
+				op.Session, i = true, i+4
+			case bytes.HasPrefix(b[i:], []byte("false")):
+				op.Session, i = false, i+5
+			default:
+				return op, false
 			}
 		case "token":
 			var u uint64

@@ -30,6 +30,9 @@ const (
 // NemesisProcess is the process number of every op the nemesis records.
 const NemesisProcess = -1
 
+// NoLease is the Lease of a lock that the service never frees on its own.
+const NoLease time.Duration = -1
+
 // The f values that the workload records. Nemesis ops use the fault's name.
 const (
 	FAcquire   = "acquire"
@@ -41,9 +44,15 @@ const (
 )
 
 // Op is one line of a history. Times are durations since the run started, on
-// the harness's monotonic clock; a zero TTL, Until, Token or Applied, and an
-// empty Key, Value, Node or Error, are absent from the JSON encoding. Client is
-// written for every op of a worker and omitted for nemesis ops.
+// the harness's monotonic clock; a zero TTL, Until, Lease, Token or Applied, a
+// false Session, and an empty Key, Value, Node or Error, are absent from the
+// JSON encoding. Client is written for every op of a worker and omitted for
+// nemesis ops.
+//
+// Lease is the server-side lease of an acquire ok or renew ok, counted from
+// that op's invoke: the shortest time after which the service may free the
+// lock on its own (NoLease when it never does). Session is true on an acquire
+// ok when closing the client frees the lock.
 type Op struct {
 	Index   int             `json:"index"`
 	Time    time.Duration   `json:"time"`
@@ -54,6 +63,8 @@ type Op struct {
 	Key     string          `json:"key,omitempty"`
 	TTL     time.Duration   `json:"ttl,omitempty"`
 	Until   time.Duration   `json:"until,omitempty"`
+	Lease   time.Duration   `json:"lease,omitempty"`
+	Session bool            `json:"session,omitempty"`
 	Token   uint64          `json:"token,omitempty"`
 	Value   json.RawMessage `json:"value,omitempty"`
 	Applied time.Duration   `json:"applied,omitempty"`

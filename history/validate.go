@@ -33,7 +33,7 @@ func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 //     negative);
 //   - a worker process has at most one outstanding op: it invokes only when
 //     it has none, and every completion follows an outstanding invoke of the
-//     same process and the same f;
+//     same process, the same f and the same key;
 //   - a process that got info has crashed and never invokes again.
 //
 // Nemesis ops are exempt from pairing: they may be lone info ops or
@@ -92,6 +92,8 @@ func Validate(h History) error {
 		}
 		if inv := &h[p.pending]; inv.F != op.F {
 			return fail(i, "process %d completes %s but its outstanding invoke (op %d) is %s", op.Process, op.F, p.pending, inv.F)
+		} else if inv.Key != op.Key {
+			return fail(i, "process %d completes %s of key %q but its outstanding invoke (op %d) is of key %q", op.Process, op.F, op.Key, p.pending, inv.Key)
 		}
 		p.pending = -1
 		if op.Type == Info {

@@ -22,6 +22,9 @@ type Stats struct {
 // CountStats counts h.
 func CountStats(h history.History) Stats {
 	s := Stats{Ops: len(h)}
+	if len(h) > 0 && h[0].IsHeader() {
+		s.Ops--
+	}
 	for _, op := range h {
 		if op.IsNemesis() {
 			continue
@@ -41,8 +44,11 @@ func CountStats(h history.History) Stats {
 // Results is the document written to results.json and printed by
 // `jepsen-lite check --json` (DESIGN §8).
 type Results struct {
-	Scenario       string               `json:"scenario"`
-	Seed           uint64               `json:"seed"`
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+	// HistoryVersion is the format version of the history checked
+	// (history.Version): 1 for histories without a header op.
+	HistoryVersion int                  `json:"history_version"`
 	Verdict        checker.Verdict      `json:"verdict"`
 	Expected       *checker.Expectation `json:"expected,omitempty"`
 	ExpectationMet bool                 `json:"expectation_met"`

@@ -197,6 +197,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	var rec *history.Recorder
 	startClock := func() *history.Recorder {
 		rec = history.NewRecorder(hw, counts)
+		rec.Record(history.Header())
 		return rec
 	}
 	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger)
@@ -212,7 +213,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 
 	h := rec.History()
-	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, Stats: reports.CountStats(h)}
+	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h)}
 	expect := s.Expect
 	results.Expected = &expect
 	if interrupted {
@@ -329,7 +330,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			if !ok {
 				return false, fmt.Errorf("%w: resource %q: %s keeps no register in its system (algorithms that do: the pg locks, etcd-mutex)", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
 			}
-			reg = guardedRegister{g: g, now: rec.Now}
+			reg = guardedRegister{g: g}
 		}
 		ws = append(ws, &worker{
 			id:       i,
@@ -477,6 +478,9 @@ func waitUntil(ctx context.Context, t time.Time) {
 type countingSink struct{ ops, ok, fail, info atomic.Int64 }
 
 func (c *countingSink) Append(op history.Op) error {
+	if op.IsHeader() {
+		return nil
+	}
 	c.ops.Add(1)
 	switch op.Type {
 	case history.OK:

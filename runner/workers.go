@@ -247,7 +247,8 @@ func (ws workerSet) SetClockOffset(worker int, offset time.Duration) error {
 type register interface {
 	Read(ctx context.Context, l clients.Lease) (int64, error)
 	// Write stores value and returns the harness time at which it was
-	// accepted or rejected; a rejection wraps clients.ErrStaleToken.
+	// accepted or rejected, or 0 when the harness cannot know that moment
+	// exactly; a rejection wraps clients.ErrStaleToken.
 	Write(ctx context.Context, l clients.Lease, value int64) (time.Duration, error)
 }
 
@@ -262,12 +263,12 @@ func (h harnessRegister) Write(_ context.Context, l clients.Lease, value int64) 
 	return h.r.Write(l.Key, l.Token, value)
 }
 
-// guardedRegister is a register kept in the locked system. The time a write
-// was applied is taken when the system's answer arrives: the latest moment it
-// can have been applied.
+// guardedRegister is a register kept in the locked system. The moment the
+// system applied a write is not visible to the harness: it lies somewhere
+// between the write's invoke and its completion, so Write reports none and
+// the history leaves `applied` out (DESIGN §2).
 type guardedRegister struct {
-	g   clients.GuardedResource
-	now func() time.Duration
+	g clients.GuardedResource
 }
 
 func (g guardedRegister) Read(ctx context.Context, l clients.Lease) (int64, error) {
@@ -275,6 +276,5 @@ func (g guardedRegister) Read(ctx context.Context, l clients.Lease) (int64, erro
 }
 
 func (g guardedRegister) Write(ctx context.Context, l clients.Lease, value int64) (time.Duration, error) {
-	err := g.g.WriteGuarded(ctx, l, value)
-	return g.now(), err
+	return 0, g.g.WriteGuarded(ctx, l, value)
 }

@@ -1,0 +1,49 @@
+package history
+
+import (
+	"encoding/json"
+)
+
+// FormatVersion is the version of the history format this package writes.
+// Version 1 histories (written before the header op existed) have no `lease`
+// or `session` fields: the acquire invoke's `ttl` stands for the lease there.
+// Version 2 added `lease` and `session`, and `applied` only where the
+// harness knows the moment exactly. Every version is read by Read and
+// ReadFile; docs/history.md is the specification.
+const FormatVersion = 2
+
+// FHistory is the f of the header op: the first op of a history written by
+// a run, a nemesis-process info op whose value names the format and its
+// version. Checkers, statistics and the report ignore it.
+const FHistory = "history"
+
+// FormatName is the value of the header op's "format" field.
+const FormatName = "jepsen-lite"
+
+// Header returns the header op of a history of the current format version,
+// to be recorded as the first op of a run.
+func Header() Op {
+	v, _ := json.Marshal(struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}{FormatName, FormatVersion})
+	return Op{Process: NemesisProcess, Type: Info, F: FHistory, Value: v}
+}
+
+// IsHeader reports whether op is a header op.
+func (o Op) IsHeader() bool { return o.Process == NemesisProcess && o.F == FHistory }
+
+// Version returns the format version of h: the version its header op names,
+// or 1 when it has none (histories written before the header existed).
+func Version(h History) int {
+	if len(h) == 0 || !h[0].IsHeader() {
+		return 1
+	}
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(h[0].Value, &v); err != nil || v.Version < 1 {
+		return 1
+	}
+	return v.Version
+}
