@@ -16,6 +16,9 @@ import (
 // time.
 const DefaultDrift = 0.01
 
+// NoDrift is the Options.Drift that asks for no drift allowance at all.
+const NoDrift = -1.0
+
 // MaxAnomaliesPerKind caps how many anomalies of one kind a checker reports;
 // the rest are counted in the result's note.
 const MaxAnomaliesPerKind = 100
@@ -25,7 +28,7 @@ type Options struct {
 	// Drift is the largest relative rate at which a server's clock may run
 	// fast against the harness's clock: a lease of length ttl asked for at
 	// time t cannot have expired before t + ttl × (1 − Drift). Zero means
-	// DefaultDrift; a negative value means no drift at all.
+	// DefaultDrift; NoDrift (any negative value) means no drift at all.
 	Drift float64
 	// Timeout bounds the whole check; zero means no bound other than the
 	// context's. A check that runs out of time is unknown, never valid.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/reports"
-	"github.com/jepsen-lite/jepsen-lite/runner"
-	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
 const checkUsage = `Usage: jepsen-lite check <run dir | history.jsonl> [flags]
@@ -22,7 +20,8 @@ const checkUsage = `Usage: jepsen-lite check <run dir | history.jsonl> [flags]
 Checks a stored history offline, with no server running: well-formedness,
 double holds, lease-aware linearizability, fencing-token order and the
 protected resource. Exits 0 when the history is valid, 1 when it is not,
-2 when the checkers could not decide, 254 when the history is malformed.
+2 when the checkers could not decide, 254 when the history cannot be read
+or is not well-formed (the message names the line).
 
 Examples:
   jepsen-lite check store/latest
@@ -33,7 +32,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	fs := newFlagSet("check", checkUsage, stderr)
 	asJSON := fs.Bool("json", false, "print the results document (results.json's shape) on stdout instead of a table")
 	timeout := fs.Duration("check-timeout", 5*time.Minute, "time budget; past it the verdict is unknown, never valid")
-	drift := fs.Float64("drift", -1, "clock drift allowance as a fraction of the ttl (default: from the run's scenario.yaml, else the checker's default)")
+	drift := fs.Float64("drift", 0, "clock drift allowance as a fraction of the lease, in [0, 1); 0 means none (default: from the run's scenario.yaml, else 0.01)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -44,36 +43,28 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if len(pos) != 1 {
 		return exitUsage, usagef("want exactly one run dir or history file")
 	}
-	path, runDir := pos[0], ""
-	if st, err := os.Stat(path); err != nil {
-		return exitUsage, usageError{err}
-	} else if st.IsDir() {
-		runDir = path
-		path = filepath.Join(path, reports.HistoryFile)
+	driftSet := false
+	fs.Visit(func(f *flag.Flag) { driftSet = driftSet || f.Name == "drift" })
+	if driftSet && (*drift < 0 || *drift >= 1) {
+		return exitUsage, usagef("--drift %v: want a fraction in [0, 1)", *drift)
 	}
-	h, info, err := history.ReadFile(path)
+	path := pos[0]
+	st, err := os.Stat(path)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	res := &reports.Results{Stats: reports.CountStats(h), Truncated: info.Truncated}
-	opts := checker.Options{Timeout: *timeout}
-	if runDir != "" {
-		if sc, err := scenarios.Load(runDir, runner.Names()); err == nil {
-			res.Scenario, res.Seed = sc.Name, sc.Seed
-			exp := sc.Expect
-			res.Expected = &exp
-			if sc.Lock.TTL > 0 {
-				opts.Drift = float64(sc.Lock.Drift) / float64(sc.Lock.TTL)
-			}
-		}
+	run, err := readStored(path, st.IsDir())
+	if err != nil {
+		return exitUsage, usageError{err}
 	}
-	if *drift >= 0 {
-		opts.Drift = *drift
+	if st.IsDir() {
+		path = filepath.Join(path, reports.HistoryFile)
 	}
-	res.Checkers = checker.Check(ctx, h, opts)
-	res.Verdict = checker.Overall(res.Checkers)
-	if res.Expected != nil {
-		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers)
+	h, info := run.h, run.info
+	res := run.check(ctx, run.options(*drift, driftSet, checker.Options{Timeout: *timeout}))
+	if wf := res.Checkers[0]; wf.Verdict != checker.Valid && len(wf.Anomalies) > 0 {
+		// not well-formed: bad input, not a verdict about the lock
+		return exitUsage, usagef("%s: %s", path, wf.Anomalies[0].Message)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
