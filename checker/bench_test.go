@@ -58,9 +58,9 @@ func BenchmarkCheck100kSingleKey(b *testing.B) {
 }
 
 // BenchmarkPlainPorcupine1M runs the same model over the same history as
-// porcupine alone would: one partition per key, no cuts, unknown acquires
-// kept (with an open return), only failed ops dropped, capped at the timeout
-// below.
+// porcupine alone would: one partition per key, no cuts (the same ops the
+// cut check sees, from splitPieces, put back together per key), capped at
+// the timeout below.
 func BenchmarkPlainPorcupine1M(b *testing.B) {
 	h := benchHistory(b, bigOptions)
 	const limit = 2 * time.Minute
@@ -75,39 +75,13 @@ func BenchmarkPlainPorcupine1M(b *testing.B) {
 func plainPorcupine(h history.History, limit time.Duration) (porcupine.CheckResult, time.Duration) {
 	var ops []porcupine.Operation
 	keys := map[*lockOp]string{}
-	pending := map[int]*lockOp{}
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() || (op.F != history.FAcquire && op.F != history.FRelease) {
-			continue
-		}
-		if op.Type == history.Invoke {
-			lo := &lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time), ret: open, invoke: i, done: -1, fixedE: open, crash: open}
-			if lo.acquire {
-				lo.ttl = int64(float64(op.TTL) * (1 - DefaultDrift))
-			}
-			pending[op.Process] = lo
-			keys[lo] = op.Key
-			continue
-		}
-		lo := pending[op.Process]
-		delete(pending, op.Process)
-		if lo == nil {
-			continue
-		}
-		if op.Type == history.Fail {
-			delete(keys, lo)
-			continue
-		}
-		if op.Type == history.OK {
-			lo.ret, lo.token = int64(op.Time), op.Token
+	for _, p := range splitPieces(h, DefaultDrift) {
+		for _, lo := range p.ops {
+			keys[lo] = p.key
+			ops = append(ops, porcupine.Operation{ClientId: lo.client, Input: lo, Call: lo.call, Return: lo.ret})
 		}
 	}
-	for lo, k := range keys {
-		_ = k
-		ops = append(ops, porcupine.Operation{ClientId: lo.client, Input: lo, Call: lo.call, Return: lo.ret})
-	}
-	model := pieceModel(piece{})
+	model := pieceModel("")
 	model.Partition = func(all []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
 		for _, o := range all {

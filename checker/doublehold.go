@@ -43,19 +43,14 @@ func (WellFormed) Check(ctx context.Context, h history.History) Result {
 }
 
 // DoubleHoldChecker is the checker "double-hold". It finds two processes
-// that believed they held the same lock at the same moment.
-//
-// A process's belief in a lock starts at its acquire's ok and ends at the
-// earliest of: the invoke of its release of that key; the acquire ok's
-// `until` (the client's own validity end, where the algorithm has one;
-// a renew ok with `until` moves it); a lease-lost op of that process for that
-// key; the process's crash (an info completion of any of its ops ends all
-// its beliefs at that op's time); its next acquire ok of the same key; the
-// end of the history. Beliefs are half-open intervals [start, end), so a
-// process that acquires exactly when the previous belief ended does not
-// overlap it. Overlapping beliefs of different processes on one key are
-// found by a sweep over the beliefs sorted by start, O(n log n) plus one
-// step per reported pair; each overlapping pair is reported once.
+// that believed they held the same lock at the same moment: two beliefs
+// (docs/history.md §3, Analyze) of different processes on one key that
+// overlap. Beliefs are half-open intervals [start, end), so a process that
+// acquires exactly when the previous belief ended does not overlap it; a
+// belief still open at the end of the history runs to its until, or on
+// without end. Overlapping beliefs are found by a sweep over the beliefs
+// sorted by start, O(n log n) plus one step per reported pair; each
+// overlapping pair is reported once.
 type DoubleHoldChecker struct{}
 
 var _ Checker = DoubleHoldChecker{}
@@ -68,117 +63,40 @@ func (c DoubleHoldChecker) Check(ctx context.Context, h history.History) Result 
 	return runValidated(ctx, c.Name(), h, c.checkValid)
 }
 
-type endReason uint8
-
-const (
-	endHistory endReason = iota
-	endRelease
-	endUntil
-	endLeaseLost
-	endCrash
-	endReacquire
-)
-
-type belief struct {
-	proc     int
-	key      string
-	startOp  int
-	start    time.Duration
-	until    time.Duration // 0: none
-	end      time.Duration // the close, before until is applied
-	endOp    int           // -1 for the end of the history
-	reason   endReason
-	effEnd   time.Duration // min(end, until)
-	effUntil bool          // the effective end is until
-}
-
 type procKey struct {
 	proc int
 	key  string
 }
 
 func (c DoubleHoldChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkFacts(ctx, h, Analyze(h))
+}
+
+func (c DoubleHoldChecker) checkFacts(ctx context.Context, h history.History, f *Facts) Result {
 	start := time.Now()
-	open := map[procKey]*belief{}
-	byProc := map[int][]*belief{} // open beliefs per process, for crashes
-	var all []*belief
-	closeB := func(b *belief, at time.Duration, op int, why endReason) {
-		b.end, b.endOp, b.reason = at, op, why
-		delete(open, procKey{b.proc, b.key})
-		ps := byProc[b.proc]
-		for i, x := range ps {
-			if x == b {
-				byProc[b.proc] = slices.Delete(ps, i, i+1)
-				break
-			}
-		}
-	}
-	for i := range h {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
-		}
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		pk := procKey{op.Process, op.Key}
-		switch {
-		case op.Type == history.Info:
-			for _, b := range slices.Clone(byProc[op.Process]) {
-				closeB(b, op.Time, i, endCrash)
-			}
-		case op.F == history.FAcquire && op.Type == history.OK:
-			if b := open[pk]; b != nil {
-				closeB(b, op.Time, i, endReacquire)
-			}
-			b := &belief{proc: op.Process, key: op.Key, startOp: i, start: op.Time, until: op.Until, endOp: -1}
-			open[pk] = b
-			byProc[op.Process] = append(byProc[op.Process], b)
-			all = append(all, b)
-		case op.F == history.FRenew && op.Type == history.OK && op.Until != 0:
-			if b := open[pk]; b != nil {
-				b.until = op.Until
-			}
-		case op.F == history.FRelease && op.Type == history.Invoke:
-			if b := open[pk]; b != nil {
-				closeB(b, op.Time, i, endRelease)
-			}
-		case op.F == history.FLeaseLost && op.Type == history.Invoke:
-			if b := open[pk]; b != nil {
-				closeB(b, op.Time, i, endLeaseLost)
-			}
-		}
-	}
-	var last time.Duration
-	if len(h) > 0 {
-		last = h[len(h)-1].Time
-	}
-	for _, b := range open {
-		b.end, b.endOp, b.reason = last, -1, endHistory
-	}
-	perKey := map[string][]*belief{}
-	for _, b := range all {
-		b.effEnd = b.end
-		if b.until != 0 && b.until < b.end {
-			b.effEnd, b.effUntil = b.until, true
-		}
-		if b.effEnd > b.start {
-			perKey[b.key] = append(perKey[b.key], b)
+	perKey := map[string][]int{}
+	for i := range f.Beliefs {
+		if b := &f.Beliefs[i]; b.End > b.Start {
+			k := f.Grants[b.Grant].Key
+			perKey[k] = append(perKey[k], i)
 		}
 	}
 	var anomalies []Anomaly
 	for key, bs := range perKey {
-		slices.SortFunc(bs, func(a, b *belief) int {
-			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.startOp, b.startOp))
+		if ctx.Err() != nil {
+			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		}
+		slices.SortFunc(bs, func(a, b int) int {
+			return cmp.Or(cmp.Compare(f.Beliefs[a].Start, f.Beliefs[b].Start), cmp.Compare(a, b))
 		})
-		active := &beliefHeap{}
+		active := &beliefHeap{f: f}
 		for _, b := range bs {
-			for active.Len() > 0 && (*active)[0].effEnd <= b.start {
+			for active.Len() > 0 && f.Beliefs[active.ids[0]].End <= f.Beliefs[b].Start {
 				heap.Pop(active)
 			}
-			for _, a := range *active {
-				if a.proc != b.proc {
-					anomalies = append(anomalies, doubleHold(h, key, a, b))
+			for _, a := range active.ids {
+				if f.Grants[a].Process != f.Grants[b].Process {
+					anomalies = append(anomalies, doubleHold(h, f, key, a, b))
 				}
 			}
 			heap.Push(active, b)
@@ -188,44 +106,50 @@ func (c DoubleHoldChecker) checkValid(ctx context.Context, h history.History) Re
 }
 
 // doubleHold describes the overlap of an earlier belief a with b.
-func doubleHold(h history.History, key string, a, b *belief) Anomaly {
-	ops := []int{a.startOp, b.startOp}
-	for _, e := range []int{a.endOp, b.endOp} {
+func doubleHold(h history.History, f *Facts, key string, a, b int) Anomaly {
+	ba, bb := &f.Beliefs[a], &f.Beliefs[b]
+	ga, gb := &f.Grants[a], &f.Grants[b]
+	ops := []int{ga.OK, gb.OK}
+	for _, e := range []int{ba.EndOp, bb.EndOp} {
 		if e >= 0 && !slices.Contains(ops, e) {
 			ops = append(ops, e)
 		}
 	}
-	ao, bo := h[a.startOp], h[b.startOp]
-	msg := fmt.Sprintf("%s acquired %s at %s while %s held it since %s", worker(bo), key, secs(b.start), worker(ao), secs(a.start))
-	if a.until != 0 {
-		msg += ", valid until " + secs(a.until)
+	msg := fmt.Sprintf("%s acquired %s at %s while %s held it since %s", worker(h[gb.OK]), key, secs(bb.Start), worker(h[ga.OK]), secs(ba.Start))
+	if ba.Until != 0 {
+		msg += ", valid until " + secs(ba.Until)
 	}
-	if !a.effUntil {
-		switch a.reason {
-		case endRelease:
-			msg += fmt.Sprintf(", and kept it until its release at %s", secs(a.end))
-		case endLeaseLost:
-			msg += fmt.Sprintf(", and kept it until it learned at %s that its lease was lost", secs(a.end))
-		case endCrash:
-			msg += fmt.Sprintf(", and kept it until its process crashed at %s", secs(a.end))
-		case endReacquire:
-			msg += fmt.Sprintf(", and kept it until it acquired it again at %s", secs(a.end))
-		case endHistory:
+	switch ba.Reason {
+	case EndRelease:
+		msg += fmt.Sprintf(", and kept it until its release at %s", secs(ba.End))
+	case EndLeaseLost:
+		msg += fmt.Sprintf(", and kept it until it learned at %s that its lease was lost", secs(ba.End))
+	case EndCrash:
+		msg += fmt.Sprintf(", and kept it until its process crashed at %s", secs(ba.End))
+	case EndReacquire:
+		msg += fmt.Sprintf(", and kept it until it acquired it again at %s", secs(ba.End))
+	case EndOpen:
+		if ba.Until == 0 {
 			msg += ", and never released it"
+		} else {
+			msg += ", and never released it before then"
 		}
 	}
 	return Anomaly{Kind: DoubleHold, Key: key, Ops: ops, Message: msg}
 }
 
-type beliefHeap []*belief
+// beliefHeap is a min-heap of belief indexes by end.
+type beliefHeap struct {
+	f   *Facts
+	ids []int
+}
 
-func (h beliefHeap) Len() int           { return len(h) }
-func (h beliefHeap) Less(i, j int) bool { return h[i].effEnd < h[j].effEnd }
-func (h beliefHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *beliefHeap) Push(x any)        { *h = append(*h, x.(*belief)) }
+func (h beliefHeap) Len() int           { return len(h.ids) }
+func (h beliefHeap) Less(i, j int) bool { return h.f.Beliefs[h.ids[i]].End < h.f.Beliefs[h.ids[j]].End }
+func (h beliefHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
+func (h *beliefHeap) Push(x any)        { h.ids = append(h.ids, x.(int)) }
 func (h *beliefHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := h.ids[len(h.ids)-1]
+	h.ids = h.ids[:len(h.ids)-1]
 	return x
 }

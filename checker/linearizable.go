@@ -19,42 +19,39 @@ import (
 )
 
 // LinearizabilityChecker is the checker "linearizability". It checks, per
-// key, that the acquires and releases are linearizable against a lease-aware,
-// owner-aware, fenced mutex, with porcupine.
+// key, that the grants, releases and renewals are linearizable against the
+// lease model of docs/history.md §4.1, with porcupine.
 //
-// The model's state is the holder (a process, or none), the earliest moment
-// the holder's lease could have expired on a correct server, and the highest
-// fencing token granted so far. Its rules:
-//   - an acquire by q succeeds when the lock is free or q holds it; while p
-//     holds it, only when q's acquire returned no earlier than the earliest
-//     expiry of p's lease. That expiry is p's acquire call + ttl × (1 −
-//     Drift), counted from the latest of p's call, the call of the release
-//     that freed the lock before p got it, and the earliest expiry of the
-//     lease p took over (p's lease cannot have begun before any of them);
-//     for an acquire without ttl
-//     (a session lock), it is the time p crashed (its info op) or never;
-//   - with fencing tokens, a granted token must exceed every token granted
-//     before it in the linearization;
+// The model's state is the holder (a process, or none), the holder's grant,
+// the earliest moment E the holder's lease could have expired on a correct
+// server, and the call time of the release that last freed the lock. Its
+// rules:
+//   - a grant to q is possible when the lock is free or q holds it; while p
+//     holds it, only when q's acquire returned no earlier than E, or p's
+//     grant is a session lock and p crashed before q's acquire returned.
+//     q's lease then may end from base + lease × (1 − Drift), where base is
+//     the latest of q's call, the call of the release that freed the lock,
+//     and, when q took the lock over from p, the earliest moment p's hold
+//     could have ended on its own; a lease of -1 never ends;
 //   - a release succeeds only for the holder, and frees the lock;
-//   - failed acquires and failed releases change nothing and are dropped;
-//   - an op whose outcome is unknown (info, or never completed) may take
-//     effect or not. A release gets an open return (math.MaxInt64, as etcd's
-//     robustness tests do): linearized anywhere after its call, it frees the
-//     lock when its process holds it and changes nothing otherwise. An
-//     acquire is left out: taking effect could only add constraints (a
-//     holder that never releases), so not taking effect is always the more
-//     permissive of its two outcomes.
+//   - a renewal that succeeded moves E to its call + lease × (1 − Drift)
+//     when its process holds the lock, and changes nothing otherwise;
+//   - failed ops change nothing and are dropped; so are acquires and
+//     renewals of unknown outcome (not taking effect is always the more
+//     permissive of their outcomes). A release of unknown outcome gets an
+//     open return (math.MaxInt64, as etcd's robustness tests do): it may be
+//     linearized anywhere after its call.
 //
-// Renewals and reads are not lock ops here: ignoring a renewal only makes
-// the model more permissive. A key's ops are cut at quiescent points (no op
+// Tokens are not part of the model: their order is the fencing-tokens
+// checker's business. A key's ops are cut at quiescent points (no model op
 // outstanding, and every process that may hold the lock has crashed and its
-// lease may have expired) into independent pieces that start with a free
-// lock and the highest token granted so far; pieces whose ops do not overlap
-// are stepped through directly, the others go to porcupine, in parallel. An
-// acquire that cannot be linearized is an early-grant (or, when only its
-// token is at fault, a token-reuse for a token equal to the highest granted
-// before it and a token-regression for a lower one); a release is a
-// foreign-release. When the check fails and OutDir is set, porcupine's
+// lease may have expired) into independent pieces, each starting from a free
+// lock; pieces whose ops do not overlap are stepped through directly, the
+// others go to porcupine, in parallel. In a piece that cannot be linearized,
+// the culprit is the op whose completion first makes the ops completed so
+// far impossible to order (found by a search over completion times, never
+// by a tie-break on op ids): an early-grant for a grant, a foreign-release
+// for a release. When the check fails and OutDir is set, porcupine's
 // visualization of the first failing piece (after the piece before it) is
 // written to OutDir/linearizability.html, with the nemesis's ops as
 // annotations.
@@ -83,21 +80,27 @@ func (c *LinearizabilityChecker) Check(ctx context.Context, h history.History) R
 
 const open = int64(math.MaxInt64)
 
-// lockOp is one acquire or release, as the model sees it.
+type opKind uint8
+
+const (
+	kindGrant opKind = iota
+	kindRelease
+	kindRenew
+)
+
+// lockOp is one grant, release or renewal, as the model sees it.
 type lockOp struct {
-	acquire  bool
-	proc     int
-	client   int
-	call     int64
-	ret      int64 // open for unknown outcomes
-	ttl      int64 // ttl × (1 − drift) in ns; 0 for none
-	fixedE   int64 // for acquires without ttl: the process's crash, or open
-	token    uint64
-	crash    int64 // when the process crashed (or got stuck), open if never
-	invoke   int   // history index of the invoke
-	done     int   // history index of the completion, -1 when none
-	dropped  bool  // failed: changes nothing
-	ttlAsked time.Duration
+	kind    opKind
+	proc    int
+	client  int
+	call    int64
+	ret     int64 // open for unknown outcomes
+	lease   int64 // lease × (1 − drift) in ns; -1 for never
+	session bool
+	crash   int64 // when the process crashed, open if never
+	invoke  int   // history index of the invoke
+	done    int   // history index of the completion, -1 when none
+	asked   time.Duration
 }
 
 func (o *lockOp) isOpen() bool { return o.ret == open }
@@ -113,42 +116,50 @@ func (o *lockOp) index() int {
 type lockState struct {
 	holder  int // -1: free
 	by      *lockOp
-	expiry  int64
-	maxTok  uint64
+	expiry  int64 // open: never
 	freedAt int64 // call time of the release that last freed the lock
 }
 
-// step applies o to s. why is set when o cannot be applied: "early", "token"
-// or "foreign".
+// holdEnd is the earliest moment the holder's hold could have ended on its
+// own: its lease's earliest expiry, or for a session lock its crash if that
+// came first.
+func (s lockState) holdEnd() int64 {
+	if s.by.session {
+		return min(s.expiry, s.by.crash)
+	}
+	return s.expiry
+}
+
+// step applies o to s. why is set when o cannot be applied: "early" or
+// "foreign".
 func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
-	if o.acquire {
-		other := s.holder >= 0 && s.holder != o.proc
-		if other && !(s.expiry != open && o.ret >= s.expiry) {
-			if o.isOpen() {
-				return true, s, ""
+	switch o.kind {
+	case kindGrant:
+		base := max(o.call, s.freedAt)
+		if s.holder >= 0 && s.holder != o.proc {
+			expired := s.expiry != open && o.ret >= s.expiry
+			closed := s.by.session && s.by.crash < o.ret
+			if !expired && !closed {
+				return false, s, "early"
 			}
-			return false, s, "early"
+			base = max(base, s.holdEnd())
 		}
-		if !o.isOpen() && o.token != 0 && o.token <= s.maxTok && !(s.holder == o.proc && s.by != nil && s.by.token == o.token) {
-			return false, s, "token"
-		}
-		n := lockState{holder: o.proc, by: o, maxTok: max(s.maxTok, o.token), freedAt: s.freedAt}
-		if o.ttl > 0 {
-			// the lease began when it was granted, which is after the call,
-			// after the release that freed the lock was called, and after
-			// the lease it took over could have expired
-			base := max(o.call, s.freedAt)
-			if other && s.expiry > base {
-				base = s.expiry
-			}
-			n.expiry = satAdd(base, o.ttl)
-		} else {
-			n.expiry = o.fixedE
+		n := lockState{holder: o.proc, by: o, expiry: open, freedAt: s.freedAt}
+		if o.lease >= 0 {
+			n.expiry = satAdd(base, o.lease)
 		}
 		return true, n, ""
+	case kindRenew:
+		if s.holder == o.proc {
+			s.expiry = open
+			if o.lease >= 0 {
+				s.expiry = satAdd(o.call, o.lease)
+			}
+		}
+		return true, s, ""
 	}
 	if s.holder == o.proc {
-		return true, lockState{holder: -1, maxTok: s.maxTok, freedAt: max(s.freedAt, o.call)}, ""
+		return true, lockState{holder: -1, freedAt: max(s.freedAt, o.call)}, ""
 	}
 	if o.isOpen() {
 		return true, s, ""
@@ -163,20 +174,25 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
+func scaleLease(l time.Duration, drift float64) int64 {
+	if l < 0 {
+		return -1
+	}
+	return int64(float64(l) * (1 - drift))
+}
+
 // piece is an independent stretch of one key's lock ops.
 type piece struct {
-	key    string
-	ops    []*lockOp
-	maxTok uint64 // highest token granted before the piece
-	seq    bool   // no two ops overlap: the only linearization is time order
+	key string
+	ops []*lockOp
+	seq bool // no two ops overlap: the only linearization is time order
 }
 
 type pieceResult struct {
-	verdict  Verdict
-	anomaly  *Anomaly
-	against  uint64 // for a token failure: the highest token granted before
-	info     *porcupine.LinearizationInfo
-	timedOut bool
+	verdict   Verdict
+	anomalies []Anomaly
+	info      *porcupine.LinearizationInfo
+	timedOut  bool
 }
 
 func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.History) Result {
@@ -207,39 +223,15 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 	var anomalies []Anomaly
 	unknown := 0
 	firstBad := -1
-	// token failures that repeat a key's earlier one (the same highest token
-	// carried into later pieces) are counted, not listed
-	type tokenCause struct {
-		key string
-		tok uint64
-	}
-	tokenGroup := map[tokenCause]int{}
-	more := map[int]int{}
 	for i, r := range results {
 		switch {
-		case r.anomaly != nil && r.against != 0:
-			tc := tokenCause{pieces[i].key, r.against}
-			if g, ok := tokenGroup[tc]; ok {
-				more[g]++
-				continue
-			}
-			tokenGroup[tc] = len(anomalies)
-			anomalies = append(anomalies, *r.anomaly)
-			if firstBad < 0 || pieces[i].ops[0].invoke < pieces[firstBad].ops[0].invoke {
-				firstBad = i
-			}
-		case r.anomaly != nil:
-			anomalies = append(anomalies, *r.anomaly)
+		case len(r.anomalies) > 0:
+			anomalies = append(anomalies, r.anomalies...)
 			if firstBad < 0 || pieces[i].ops[0].invoke < pieces[firstBad].ops[0].invoke {
 				firstBad = i
 			}
 		case r.verdict != Valid:
 			unknown++
-		}
-	}
-	for g, n := range more {
-		if n > 0 {
-			anomalies[g].Message += fmt.Sprintf("; %d later acquisitions got tokens not above it too", n)
 		}
 	}
 	note := ""
@@ -250,7 +242,7 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 		p := pieces[firstBad]
 		if firstBad > 0 && pieces[firstBad-1].key == p.key {
 			prev := pieces[firstBad-1]
-			p = piece{key: p.key, ops: append(slices.Clip(prev.ops), p.ops...), maxTok: prev.maxTok}
+			p = piece{key: p.key, ops: append(slices.Clip(prev.ops), p.ops...)}
 		}
 		if err := c.visualize(ctx, h, p); err != nil {
 			note = "could not write " + VisualizationFile + ": " + err.Error()
@@ -272,9 +264,7 @@ func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.Histo
 // splitPieces collects each key's lock ops and cuts them at quiescent
 // points.
 func splitPieces(h history.History, drift float64) []piece {
-	// A process crashes at its info completion; a process whose op never
-	// completes issues nothing after that op's invoke, as if it had crashed
-	// there. Processes are numbered densely (ids), so the per-op work below
+	// Processes are numbered densely (ids), so the per-op work below
 	// indexes slices instead of hashing.
 	procs := map[int]int32{}
 	ids := make([]int32, len(h))
@@ -291,135 +281,125 @@ func splitPieces(h history.History, drift float64) []piece {
 	for i := range crash {
 		crash[i] = open
 	}
-	last := make([]int32, len(procs)) // each process's last op index + 1
-	failed := make([]bool, len(h))    // invokes of lock ops that failed
-	n := 0                            // lock ops that did not fail
+	n := 0
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Info && crash[ids[i]] == open {
+			crash[ids[i]] = int64(op.Time)
+		}
+		if op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) || op.Type != history.Fail && op.F == history.FRelease {
+			n++
+		}
+	}
+	slab := make([]lockOp, 0, n) // one allocation for all lock ops
+	pending := make([]int, len(procs))
+	for i := range pending {
+		pending[i] = -1
+	}
+	latestLease := map[procKey]int64{} // each process's latest grant's lease per key
+	perKey := map[string][]*lockOp{}
+	var keys []string
+	add := func(key string, lo lockOp) {
+		slab = append(slab, lo)
+		if _, seen := perKey[key]; !seen {
+			keys = append(keys, key)
+		}
+		perKey[key] = append(perKey[key], &slab[len(slab)-1])
+	}
 	for i := range h {
 		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
 		id := ids[i]
-		isLock := op.F == history.FAcquire || op.F == history.FRelease
+		if op.Type == history.Invoke {
+			pending[id] = i
+			continue
+		}
+		inv := pending[id]
+		pending[id] = -1
+		if inv < 0 || op.Type == history.Fail {
+			continue
+		}
+		in := &h[inv]
+		lo := lockOp{proc: op.Process, client: op.Client, call: int64(in.Time), ret: int64(op.Time), crash: crash[id], invoke: inv, done: i}
 		switch {
-		case op.Type == history.Invoke && isLock:
-			n++
-		case op.Type == history.Fail && isLock && last[id] > 0 && h[last[id]-1].Type == history.Invoke:
-			failed[last[id]-1] = true
-			n--
-		}
-		last[id] = int32(i + 1)
-		if op.Type == history.Info {
-			crash[id] = int64(op.Time)
-		}
-	}
-	for id, l := range last {
-		if l > 0 && h[l-1].Type == history.Invoke {
-			crash[id] = int64(h[l-1].Time)
-		}
-	}
-	crashOf := func(i int) int64 { return crash[ids[i]] }
-	slab := make([]lockOp, 0, n) // one allocation for all lock ops
-	pending := make([]*lockOp, len(procs))
-	latest := map[procKey]*lockOp{} // each process's latest ok acquire per key
-	perKey := map[string][]*lockOp{}
-	var keys []string
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		switch op.F {
-		case history.FAcquire, history.FRelease:
-		case history.FLeaseLost:
-			// a session lock's lease ends, at the latest, when its holder
-			// learns it is lost
-			if a := latest[procKey{op.Process, op.Key}]; op.Type == history.Invoke && a != nil && a.ttl == 0 && a.fixedE > int64(op.Time) {
-				a.fixedE = int64(op.Time)
+		case op.F == history.FAcquire && op.Type == history.OK:
+			lease, session := grantLease(in, op)
+			lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
+			latestLease[procKey{op.Process, op.Key}] = int64(lease)
+		case op.F == history.FRenew && op.Type == history.OK:
+			lease := op.Lease
+			if lease == 0 {
+				lease = in.TTL
 			}
-			continue
+			if lease == 0 {
+				lease = time.Duration(latestLease[procKey{op.Process, op.Key}])
+			}
+			if lease == 0 {
+				continue // a renewal of no grant: nothing to extend
+			}
+			lo.kind, lo.lease, lo.asked = kindRenew, scaleLease(lease, drift), lease
+		case op.F == history.FRelease:
+			lo.kind = kindRelease
+			if op.Type == history.Info {
+				lo.ret = open
+			}
 		default:
 			continue
 		}
-		if op.Type == history.Invoke {
-			if failed[i] {
-				continue // changes nothing
-			}
-			slab = append(slab, lockOp{acquire: op.F == history.FAcquire, proc: op.Process, client: op.Client, call: int64(op.Time),
-				ret: open, invoke: i, done: -1, ttlAsked: op.TTL, fixedE: crashOf(i), crash: crashOf(i)})
-			lo := &slab[len(slab)-1]
-			if lo.acquire && op.TTL > 0 {
-				lo.ttl = int64(float64(op.TTL) * (1 - drift))
-			}
-			pending[ids[i]] = lo
-			if _, seen := perKey[op.Key]; !seen {
-				keys = append(keys, op.Key)
-			}
-			perKey[op.Key] = append(perKey[op.Key], lo)
-			continue
-		}
-		lo := pending[ids[i]]
-		if lo == nil {
-			continue
-		}
-		pending[ids[i]] = nil
-		lo.done = i
-		switch op.Type {
-		case history.OK:
-			lo.ret = int64(op.Time)
-			lo.token = op.Token
-			if lo.acquire {
-				latest[procKey{op.Process, op.Key}] = lo
-			}
-		case history.Fail:
-			lo.dropped = true
+		add(op.Key, lo)
+	}
+	for id, inv := range pending {
+		if inv >= 0 && h[inv].F == history.FRelease {
+			in := &h[inv]
+			add(in.Key, lockOp{kind: kindRelease, proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, crash: crash[id], invoke: inv, done: -1})
 		}
 	}
 	slices.Sort(keys)
 	var pieces []piece
 	for _, key := range keys {
-		pieces = cutKey(pieces, key, perKey[key])
+		ops := perKey[key]
+		slices.SortFunc(ops, func(a, b *lockOp) int { return cmp.Compare(a.invoke, b.invoke) })
+		pieces = cutKey(pieces, key, ops)
 	}
 	return pieces
 }
 
 // cutKey appends the pieces of one key's ops (in invoke order) to pieces.
 //
-// Failed acquires and releases change nothing and are left out. So are
-// acquires with an unknown outcome: taking effect could only add
-// constraints (a holder that never releases), so not taking effect, which
-// such an op may always do, is the most permissive choice.
-//
 // A cut before an op that is called at T needs every earlier op to have
 // returned before T (an unknown release counts as returned at its process's
-// crash) and every process that may still hold the lock to have crashed
-// before T with a lease that may have expired by T: the lock then behaves
-// exactly as a free one. An unknown release may always take effect at once,
-// and the free lock it leaves is the most permissive state, so it ends its
-// process's hold for the purpose of cutting.
+// crash, and never when its process did not crash) and every process that
+// may still hold the lock to have crashed before T and, unless its lock is a
+// session lock, to have a lease that may have expired by T: the lock then
+// behaves exactly as a free one. An unknown release may always take effect
+// at once, and the free lock it leaves is the most permissive state, so it
+// ends its process's hold for the purpose of cutting.
 func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 	var cur []*lockOp
-	var maxTok, pieceTok uint64
 	var maxEnd int64 = math.MinInt64
 	seq := true
-	holders := map[int]*lockOp{} // process -> its acquire, with its expiry bound
-	expiry := map[*lockOp]int64{}
+	type hold struct {
+		grant *lockOp
+		bound int64 // the latest its lease may end, in any linearization
+	}
+	holders := map[int]hold{}
 	flush := func() {
 		if len(cur) > 0 {
-			pieces = append(pieces, piece{key: key, ops: cur, maxTok: pieceTok, seq: seq})
+			pieces = append(pieces, piece{key: key, ops: cur, seq: seq})
 		}
-		cur, seq, pieceTok = nil, true, maxTok
+		cur, seq = nil, true
 		clear(holders)
-		clear(expiry)
 	}
 	for _, o := range all {
-		if o.dropped || (o.acquire && o.isOpen()) {
-			continue
-		}
 		if len(cur) > 0 && maxEnd < o.call {
 			quiet := true
-			for _, a := range holders {
-				if a.crash >= o.call || expiry[a] > o.call {
+			for _, hd := range holders {
+				if hd.grant.crash >= o.call || (!hd.grant.session && hd.bound > o.call) {
 					quiet = false
 					break
 				}
@@ -438,28 +418,38 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 			end = o.crash
 		}
 		maxEnd = max(maxEnd, end)
-		if !o.acquire {
+		switch o.kind {
+		case kindRelease:
 			delete(holders, o.proc)
+			continue
+		case kindRenew:
+			// Whatever the model counts a renewed lease from lies before
+			// the renewal returned.
+			if hd, ok := holders[o.proc]; ok {
+				if o.lease < 0 {
+					hd.bound = open
+				} else {
+					hd.bound = max(hd.bound, satAdd(o.ret, o.lease))
+				}
+				holders[o.proc] = hd
+			}
 			continue
 		}
 		// Whatever the model counts a lease from (the call, the release
-		// before it, the lease it took over) lies before the acquire
-		// returned, so ret + ttl bounds its expiry in every linearization.
-		exp := o.fixedE
-		if o.ttl > 0 {
-			exp = satAdd(o.ret, o.ttl)
+		// before it, the hold it took over) lies before the acquire
+		// returned, so ret + lease bounds its expiry in every linearization.
+		bound := open
+		if o.lease >= 0 {
+			bound = satAdd(o.ret, o.lease)
 		}
-		// An acquire called after another one returned is linearized after
-		// it in every linearization, so that other holder has lost the lock
-		// (a failed release had left it a possible holder).
-		for p, a := range holders {
-			if p != o.proc && a.ret < o.call {
+		// A grant called after another one returned is linearized after it
+		// in every linearization, so that other holder has lost the lock.
+		for p, hd := range holders {
+			if p != o.proc && hd.grant.ret < o.call {
 				delete(holders, p)
 			}
 		}
-		holders[o.proc] = o
-		expiry[o] = exp
-		maxTok = max(maxTok, o.token)
+		holders[o.proc] = hold{grant: o, bound: bound}
 	}
 	flush()
 	return pieces
@@ -469,93 +459,179 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 // porcupine otherwise. verbose asks for porcupine's linearization info.
 func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) pieceResult {
 	if p.seq && !verbose {
-		s := lockState{holder: -1, maxTok: p.maxTok}
+		s := lockState{holder: -1, freedAt: math.MinInt64}
 		for _, o := range p.ops {
 			ok, n, why := step(s, o)
 			if !ok {
-				a := describe(h, p.key, s, o, why)
-				r := pieceResult{verdict: Invalid, anomaly: &a}
-				if why == "token" {
-					r.against = s.maxTok
-				}
-				return r
+				return pieceResult{verdict: Invalid, anomalies: []Anomaly{describe(h, p, o, why)}}
 			}
 			s = n
 		}
 		return pieceResult{verdict: Valid}
 	}
-	model := pieceModel(p)
-	ops := make([]porcupine.Operation, len(p.ops))
-	for i, o := range p.ops {
-		ops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: o.call, Output: nil, Return: o.ret, Metadata: o.index()}
+	res, info, timedOut := linearize(ctx, p.key, p.ops, verbose)
+	switch {
+	case timedOut:
+		return pieceResult{verdict: Unknown, timedOut: true, info: info}
+	case res:
+		return pieceResult{verdict: Valid, info: info}
+	}
+	as, unknown := culprits(ctx, h, p)
+	if unknown {
+		return pieceResult{verdict: Unknown, timedOut: true, info: info}
+	}
+	return pieceResult{verdict: Invalid, anomalies: as, info: info}
+}
+
+// linearize runs porcupine over ops; ok is its answer, timedOut whether it
+// ran out of time.
+func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok bool, info *porcupine.LinearizationInfo, timedOut bool) {
+	model := pieceModel(key)
+	pops := make([]porcupine.Operation, len(ops))
+	for i, o := range ops {
+		pops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: o.call, Output: nil, Return: o.ret, Metadata: o.index()}
 	}
 	timeout := time.Duration(0)
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 		if timeout <= 0 {
-			return pieceResult{verdict: Unknown, timedOut: true}
+			return false, nil, true
 		}
 	}
 	if !verbose {
-		switch porcupine.CheckOperationsTimeout(model, ops, timeout) {
+		switch porcupine.CheckOperationsTimeout(model, pops, timeout) {
 		case porcupine.Ok:
-			return pieceResult{verdict: Valid}
+			return true, nil, false
 		case porcupine.Unknown:
-			return pieceResult{verdict: Unknown, timedOut: true}
+			return false, nil, true
 		}
+		return false, nil, false
 	}
-	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
-	switch res {
-	case porcupine.Ok:
-		return pieceResult{verdict: Valid, info: &info}
-	case porcupine.Unknown:
-		return pieceResult{verdict: Unknown, timedOut: true, info: &info}
-	}
-	a, against := culprit(h, p, info)
-	return pieceResult{verdict: Invalid, anomaly: &a, info: &info, against: against}
+	res, li := porcupine.CheckOperationsVerbose(model, pops, timeout)
+	return res == porcupine.Ok, &li, res == porcupine.Unknown
 }
 
-func pieceModel(p piece) porcupine.Model {
+// upTo returns the ops of p as they stood at time t: those completed at or
+// before t that pass keep, and the releases called at or before t that were
+// still outstanding then (or completed at t but not kept), as of unknown
+// outcome. Acquires and renewals outstanding at t are left out: not taking
+// effect is always the more permissive of their outcomes.
+func upTo(p piece, t int64, keep func(*lockOp) bool) []*lockOp {
+	var out []*lockOp
+	for _, o := range p.ops {
+		switch {
+		case o.call > t:
+		case !o.isOpen() && o.ret <= t && keep(o):
+			out = append(out, o)
+		case o.kind == kindRelease && (o.isOpen() || o.ret >= t):
+			u := *o
+			u.ret, u.done = open, -1
+			out = append(out, &u)
+		}
+	}
+	return out
+}
+
+// culprits finds the op whose completion first made p impossible to
+// linearize (docs/history.md §4.1): the earliest completion time t such
+// that the ops completed by t cannot be ordered, by binary search (an order
+// of the ops completed by a later time is one of those completed by t, so
+// the answer only goes from possible to impossible). unknown is set when
+// porcupine ran out of time.
+func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, unknown bool) {
+	var times []int64
+	for _, o := range p.ops {
+		if !o.isOpen() {
+			times = append(times, o.ret)
+		}
+	}
+	slices.Sort(times)
+	times = slices.Compact(times)
+	all := func(*lockOp) bool { return true }
+	possible := func(ops []*lockOp) (bool, bool) {
+		ok, _, timedOut := linearize(ctx, p.key, ops, false)
+		return ok, timedOut
+	}
+	lo, hi := 0, len(times)-1 // times[hi] is impossible
+	for lo < hi {
+		mid := (lo + hi) / 2
+		ok, timedOut := possible(upTo(p, times[mid], all))
+		if timedOut {
+			return nil, true
+		}
+		if ok {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	t := times[lo]
+	var at []*lockOp
+	for _, o := range p.ops {
+		if !o.isOpen() && o.ret == t {
+			at = append(at, o)
+		}
+	}
+	guilty := at
+	if len(at) > 1 {
+		guilty = nil
+		for _, o := range at {
+			ok, timedOut := possible(upTo(p, t, func(x *lockOp) bool { return x.ret < t || x == o }))
+			if timedOut {
+				return nil, true
+			}
+			if !ok {
+				guilty = append(guilty, o)
+			}
+		}
+		if len(guilty) == 0 {
+			guilty = at
+		}
+	}
+	for _, o := range guilty {
+		why := "early"
+		if o.kind == kindRelease {
+			why = "foreign"
+		}
+		as = append(as, describe(h, p, o, why))
+	}
+	return as, false
+}
+
+func pieceModel(key string) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return lockState{holder: -1, maxTok: p.maxTok} },
+		Init: func() any { return lockState{holder: -1, freedAt: math.MinInt64} },
 		Step: func(state, input, _ any) (bool, any) {
 			ok, n, _ := step(state.(lockState), input.(*lockOp))
 			return ok, n
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(lockState), b.(lockState)
-			return x.holder == y.holder && x.by == y.by && x.expiry == y.expiry && x.maxTok == y.maxTok && x.freedAt == y.freedAt
+			return x.holder == y.holder && x.by == y.by && x.expiry == y.expiry && x.freedAt == y.freedAt
 		},
 		Hash: func(state any) uint64 {
 			s := state.(lockState)
-			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ s.maxTok<<32 ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9
+			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9
 		},
 		DescribeOperation: func(input, _ any) string {
 			o := input.(*lockOp)
-			verb := "release"
-			if o.acquire {
-				verb = "acquire"
-			}
+			verb := [...]string{kindGrant: "acquire", kindRelease: "release", kindRenew: "renew"}[o.kind]
 			out := "ok"
 			if o.isOpen() {
 				out = "unknown"
 			}
-			s := fmt.Sprintf("%s %s by p%d → %s", verb, p.key, o.proc, out)
-			if o.token != 0 {
-				s += fmt.Sprintf(" (token %d)", o.token)
-			}
-			return s
+			return fmt.Sprintf("%s %s by p%d → %s", verb, key, o.proc, out)
 		},
 		DescribeState: func(state any) string {
 			s := state.(lockState)
 			if s.holder < 0 {
-				return fmt.Sprintf("free (max token %d)", s.maxTok)
+				return "free"
 			}
 			exp := "never expires"
 			if s.expiry != open {
 				exp = "may expire from " + secs(time.Duration(s.expiry))
 			}
-			return fmt.Sprintf("held by p%d, %s (max token %d)", s.holder, exp, s.maxTok)
+			return fmt.Sprintf("held by p%d, %s", s.holder, exp)
 		},
 		DescribeOperationMetadata: func(m any) string {
 			if m == nil {
@@ -566,92 +642,100 @@ func pieceModel(p piece) porcupine.Model {
 	}
 }
 
-// culprit finds the op porcupine could not linearize: after the longest
-// partial linearization, the op left out that returned first.
-func culprit(h history.History, p piece, info porcupine.LinearizationInfo) (Anomaly, uint64) {
-	var longest []int
-	for _, part := range info.PartialLinearizations() {
-		for _, lin := range part {
-			if len(lin) > len(longest) || (len(lin) == len(longest) && slices.Compare(lin, longest) < 0) {
-				longest = lin
+// blocker finds the grant that held the lock against o, a grant that could
+// not be placed: a grant of another process in p, called before o returned,
+// that its process had not released before o returned, whose lease could
+// not have expired by then and whose process had not crashed by then (for a
+// session lock). Among such grants it prefers the latest one that returned
+// before o was called (it held the lock in every order), else the latest
+// to return. It returns nil when there is none.
+func blocker(p piece, o *lockOp) *lockOp {
+	released := map[int]int64{} // process -> earliest release call after its grant
+	var best *lockOp
+	better := func(g *lockOp) bool {
+		if best == nil {
+			return true
+		}
+		gb, bb := g.ret <= o.call, best.ret <= o.call
+		if gb != bb {
+			return gb
+		}
+		return g.ret > best.ret
+	}
+	for _, g := range p.ops {
+		if g.call >= o.ret {
+			break
+		}
+		switch {
+		case g.kind == kindRelease:
+			if _, ok := released[g.proc]; !ok {
+				released[g.proc] = g.call
 			}
+		case g.kind == kindGrant:
+			delete(released, g.proc)
 		}
-	}
-	s := lockState{holder: -1, maxTok: p.maxTok}
-	done := make([]bool, len(p.ops))
-	for _, id := range longest {
-		if id < len(p.ops) {
-			_, s, _ = step(s, p.ops[id])
-			done[id] = true
-		}
-	}
-	best := -1
-	for i, o := range p.ops {
-		if done[i] {
+		if g.kind != kindGrant || g == o || g.proc == o.proc || g.isOpen() {
 			continue
 		}
-		if best < 0 || cmp.Or(cmp.Compare(o.ret, p.ops[best].ret), cmp.Compare(o.call, p.ops[best].call)) < 0 {
-			best = i
+		if g.lease >= 0 && satAdd(g.call, g.lease) <= o.ret {
+			continue
+		}
+		if g.session && g.crash < o.ret {
+			continue
+		}
+		if rc, ok := laterRelease(p, g); ok && rc < o.ret {
+			continue
+		}
+		if better(g) {
+			best = g
 		}
 	}
-	if best < 0 {
-		best = len(p.ops) - 1
-	}
-	o := p.ops[best]
-	_, _, why := step(s, o)
-	if why == "" {
-		why = "early"
-		if !o.acquire {
-			why = "foreign"
-		}
-	}
-	var against uint64
-	if why == "token" {
-		against = s.maxTok
-	}
-	return describe(h, p.key, s, o, why), against
+	return best
 }
 
-// describe writes the anomaly of op o failing in state s.
-func describe(h history.History, key string, s lockState, o *lockOp, why string) Anomaly {
+// laterRelease returns the call time of g's process's first release after g.
+func laterRelease(p piece, g *lockOp) (int64, bool) {
+	for _, x := range p.ops {
+		if x.kind == kindRelease && x.proc == g.proc && x.invoke > g.invoke {
+			return x.call, true
+		}
+	}
+	return 0, false
+}
+
+// describe writes the anomaly of op o that could not be placed in piece p.
+func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
+	key := p.key
 	who := fmt.Sprintf("worker %d", o.client)
-	at := secs(time.Duration(o.call))
-	if !o.isOpen() {
-		at = secs(time.Duration(o.ret))
+	at := secs(time.Duration(o.ret))
+	if why == "foreign" {
+		return Anomaly{Kind: ForeignRelease, Key: key, Ops: []int{o.index()},
+			Message: fmt.Sprintf("%s's release of %s succeeded at %s (asked at %s), but in no order of the ops of %s before it did %s hold the lock",
+				who, key, at, secs(time.Duration(o.call)), key, who)}
 	}
-	ops := []int{o.index()}
-	holder := "another process"
-	if s.by != nil {
-		holder = fmt.Sprintf("worker %d", s.by.client)
-		ops = append(ops, s.by.index())
+	g := blocker(p, o)
+	if g == nil {
+		return Anomaly{Kind: EarlyGrant, Key: key, Ops: []int{o.index()},
+			Message: fmt.Sprintf("%s was granted %s at %s (asked at %s), but no order of the grants and releases of %s before it leaves the lock free for it",
+				who, key, at, secs(time.Duration(o.call)), key)}
 	}
-	switch why {
-	case "token":
-		if o.token == s.maxTok {
-			return Anomaly{Kind: TokenReuse, Key: key, Ops: ops,
-				Message: fmt.Sprintf("%s was granted %s with token %d at %s, a token already granted before it", who, key, o.token, at)}
-		}
-		return Anomaly{Kind: TokenRegression, Key: key, Ops: ops,
-			Message: fmt.Sprintf("%s was granted %s with token %d at %s, not above token %d granted before it", who, key, o.token, at, s.maxTok)}
-	case "foreign":
-		msg := fmt.Sprintf("%s's release of %s succeeded at %s but it did not hold the lock", who, key, at)
-		if s.by != nil {
-			msg += fmt.Sprintf(" (%s did, since %s)", holder, secs(time.Duration(s.by.ret)))
-		} else {
-			msg += " (nobody did)"
-		}
-		return Anomaly{Kind: ForeignRelease, Key: key, Ops: ops, Message: msg}
+	holder := fmt.Sprintf("worker %d", g.client)
+	msg := fmt.Sprintf("%s was granted %s at %s (asked at %s) while %s held it since %s (asked at %s)",
+		who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
+	if g.ret > o.call {
+		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other",
+			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
 	}
-	msg := fmt.Sprintf("%s was granted %s at %s (asked at %s) while %s held it", who, key, at, secs(time.Duration(o.call)), holder)
-	if s.by != nil {
-		if s.by.ttl > 0 {
-			msg += fmt.Sprintf(": %s's lease, asked at %s for %s, could not have expired before %s",
-				holder, secs(time.Duration(s.by.call)), secs(s.by.ttlAsked), secs(time.Duration(s.expiry)))
-		} else {
-			msg += fmt.Sprintf(" since %s and had neither released it nor crashed", secs(time.Duration(s.by.ret)))
-		}
+	switch {
+	case g.lease >= 0:
+		msg += fmt.Sprintf(": %s's lease of %s could not have expired before %s", holder, g.asked, secs(time.Duration(satAdd(g.call, g.lease))))
+	case g.session:
+		msg += fmt.Sprintf(": %s's session lock never expires on its own and its process had not crashed", holder)
+	default:
+		msg += fmt.Sprintf(": %s's lock never expires on its own", holder)
 	}
-	return Anomaly{Kind: EarlyGrant, Key: key, Ops: ops, Message: msg}
+	msg += ", and it had not released it"
+	return Anomaly{Kind: EarlyGrant, Key: key, Ops: []int{o.index(), g.index()}, Message: msg}
 }
 
 // visualize writes porcupine's visualization of piece p to OutDir, with the
@@ -695,7 +779,7 @@ func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.Histor
 	if err != nil {
 		return fmt.Errorf("checker: %w", err)
 	}
-	if err := porcupine.Visualize(pieceModel(p), *r.info, f); err != nil {
+	if err := porcupine.Visualize(pieceModel(p.key), *r.info, f); err != nil {
 		f.Close()
 		return fmt.Errorf("checker: visualize: %w", err)
 	}

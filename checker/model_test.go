@@ -2,6 +2,7 @@ package checker
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -14,46 +15,53 @@ import (
 
 func TestLeaseModelStep(t *testing.T) {
 	const s = int64(time.Second)
-	held := func(proc int, expiry int64, tok uint64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, token: tok}, expiry: expiry, maxTok: tok}
+	held := func(proc int, expiry int64) lockState {
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open}, expiry: expiry, freedAt: math.MinInt64}
 	}
-	free := lockState{holder: -1, maxTok: 3}
-	acq := func(proc int, call, ret int64, tok uint64) *lockOp {
-		return &lockOp{acquire: true, proc: proc, call: call, ret: ret, ttl: 5 * s, token: tok, fixedE: open}
+	session := func(proc int, crash int64) lockState {
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash}, expiry: open, freedAt: math.MinInt64}
 	}
-	rel := func(proc int, ret int64) *lockOp { return &lockOp{proc: proc, call: ret - 1, ret: ret} }
+	free := lockState{holder: -1, freedAt: math.MinInt64}
+	acq := func(proc int, call, ret int64) *lockOp {
+		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, lease: 5 * s, crash: open}
+	}
+	rel := func(proc int, ret int64) *lockOp { return &lockOp{kind: kindRelease, proc: proc, call: ret - 1, ret: ret} }
+	renew := func(proc int, call int64, lease int64) *lockOp {
+		return &lockOp{kind: kindRenew, proc: proc, call: call, ret: call + 1, lease: lease}
+	}
 	tests := []struct {
-		name     string
-		state    lockState
-		op       *lockOp
-		ok       bool
-		why      string
-		holder   int
-		expiry   int64
-		maxToken uint64
+		name   string
+		state  lockState
+		op     *lockOp
+		ok     bool
+		why    string
+		holder int
+		expiry int64
 	}{
-		{"acquire free", free, acq(1, 10*s, 11*s, 4), true, "", 1, 15 * s, 4},
-		{"acquire free with a stale token", free, acq(1, 10*s, 11*s, 2), false, "token", -1, 0, 3},
-		{"acquire free with the same token", free, acq(1, 10*s, 11*s, 3), false, "token", -1, 0, 3},
-		{"acquire free without token", free, acq(1, 10*s, 11*s, 0), true, "", 1, 15 * s, 3},
-		{"acquire held before expiry", held(0, 15*s, 3), acq(1, 12*s, 14*s, 4), false, "early", 0, 15 * s, 3},
-		{"acquire held exactly at expiry", held(0, 15*s, 3), acq(1, 12*s, 15*s, 4), true, "", 1, 20 * s, 4},
-		{"acquire held after expiry, counted from it", held(0, 15*s, 3), acq(1, 16*s, 17*s, 4), true, "", 1, 21 * s, 4},
-		{"acquire by the holder itself", held(1, 15*s, 3), acq(1, 12*s, 13*s, 3), true, "", 1, 17 * s, 3},
-		{"acquire held by a live session", held(0, open, 3), acq(1, 12*s, 99*s, 4), false, "early", 0, open, 3},
-		{"acquire after a release counts from the release", lockState{holder: -1, maxTok: 3, freedAt: 30 * s}, acq(1, 1*s, 31*s, 4), true, "", 1, 35 * s, 4},
-		{"release by the holder", held(1, 15*s, 3), rel(1, 13*s), true, "", -1, 0, 3},
-		{"release by another", held(0, 15*s, 3), rel(1, 13*s), false, "foreign", 0, 15 * s, 3},
-		{"release of a free lock", free, rel(1, 13*s), false, "foreign", -1, 0, 3},
-		{"unknown release by another", held(0, 15*s, 3), &lockOp{proc: 1, call: 12 * s, ret: open}, true, "", 0, 15 * s, 3},
-		{"unknown release by the holder", held(1, 15*s, 3), &lockOp{proc: 1, call: 12 * s, ret: open}, true, "", -1, 0, 3},
+		{"acquire free", free, acq(1, 10*s, 11*s), true, "", 1, 15 * s},
+		{"acquire held before expiry", held(0, 15*s), acq(1, 12*s, 14*s), false, "early", 0, 15 * s},
+		{"acquire held exactly at expiry", held(0, 15*s), acq(1, 12*s, 15*s), true, "", 1, 20 * s},
+		{"acquire held after expiry, counted from it", held(0, 15*s), acq(1, 16*s, 17*s), true, "", 1, 21 * s},
+		{"acquire by the holder itself", held(1, 15*s), acq(1, 12*s, 13*s), true, "", 1, 17 * s},
+		{"acquire held by a live session", session(0, open), acq(1, 12*s, 99*s), false, "early", 0, open},
+		{"acquire after the session holder crashed", session(0, 20*s), acq(1, 12*s, 21*s), true, "", 1, 25 * s},
+		{"acquire held by a session that crashed too late", session(0, 21*s), acq(1, 12*s, 21*s), false, "early", 0, open},
+		{"acquire after a release counts from the release", lockState{holder: -1, freedAt: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
+		{"renew by the holder moves the expiry", held(1, 15*s), renew(1, 14*s, 5*s), true, "", 1, 19 * s},
+		{"renew to a lock that never expires", held(1, 15*s), renew(1, 14*s, -1), true, "", 1, open},
+		{"renew by another changes nothing", held(0, 15*s), renew(1, 14*s, 5*s), true, "", 0, 15 * s},
+		{"release by the holder", held(1, 15*s), rel(1, 13*s), true, "", -1, 0},
+		{"release by another", held(0, 15*s), rel(1, 13*s), false, "foreign", 0, 15 * s},
+		{"release of a free lock", free, rel(1, 13*s), false, "foreign", -1, 0},
+		{"unknown release by another", held(0, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open}, true, "", 0, 15 * s},
+		{"unknown release by the holder", held(1, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open}, true, "", -1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, next, why := step(tc.state, tc.op)
-			if ok != tc.ok || why != tc.why || next.holder != tc.holder || next.expiry != tc.expiry || next.maxTok != tc.maxToken {
-				t.Fatalf("step = %v %q holder %d expiry %d max %d; want %v %q holder %d expiry %d max %d",
-					ok, why, next.holder, next.expiry, next.maxTok, tc.ok, tc.why, tc.holder, tc.expiry, tc.maxToken)
+			if ok != tc.ok || why != tc.why || next.holder != tc.holder || next.expiry != tc.expiry {
+				t.Fatalf("step = %v %q holder %d expiry %d; want %v %q holder %d expiry %d",
+					ok, why, next.holder, next.expiry, tc.ok, tc.why, tc.holder, tc.expiry)
 			}
 		})
 	}

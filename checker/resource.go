@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -12,39 +13,35 @@ import (
 
 // ResourceChecker is the checker "resource". It reads the protected
 // resource's log out of the history (the write and read ops) and finds
-// stale-write and lost-update anomalies.
+// stale-write and lost-update anomalies, only where the history proves them
+// (docs/history.md §4.2).
 //
 // A write is accepted when its completion is ok, rejected when it is fail
-// (a fenced resource refused a stale token), and unknown when it is info or
-// never completed. Accepted writes are ordered by `applied`, the harness time
-// at which the resource took them (the completion's time when absent).
+// (a fenced resource refused it), and of unknown outcome when it is info or
+// never completed. An accepted write took effect at `applied` where the
+// history gives it, else somewhere between its invoke and its completion.
+// Writes are ordered only where that is proved: by time (one's interval ends
+// before the other's begins), and by reads of a value that exactly one write
+// of the key may have written (the read proves the write was applied before
+// the read returned, and after every write applied before the read was
+// invoked). hi(w) is the end of w's interval tightened by the reads of its
+// value, after(w) the latest of its start and the invokes of those reads; w1
+// is provably applied before w2 when hi(w1) < after(w2).
 //
-// stale-write: the resource accepted a write from an older lease after it
-// had accepted one from a newer lease, for the same key. Which lease is newer
-// depends on what the key's writes carry:
-//   - when every accepted write of the key carries a fencing token, the token
-//     orders leases: an accepted write whose token is lower than the highest
-//     token among the writes accepted before it is stale (an equal token is
-//     the same lease: one holder may write twice);
-//   - otherwise the acquire order does: a write's lease is its process's most
-//     recent acquire ok of that key before the write's invoke, and a lease is
-//     newer when that acquire ok comes later in the history. An accepted
-//     write whose lease is older than the lease behind some write accepted
-//     before it is stale. Writes without any such acquire are not judged.
-//
-// A stale write is reported against the write of the newest lease accepted
-// before it; later stale writes against the same write are counted in that
-// anomaly's message rather than listed, so one rogue write does not bury the
-// report.
+// stale-write: the resource provably applied a write of an older grant
+// after a write of a newer one (lease order: the older grant returned before
+// the newer one was invoked; tokens play no part, and two grants with equal
+// tokens are two grants). Each stale write is reported once, against the
+// write of the newest grant provably applied before it; later stale writes
+// against the same write are counted in that anomaly's message.
 //
 // lost-update: each write of the workload writes the value it read plus one,
 // so after n acknowledged (ok) writes of a key the register must hold at
-// least n. The register's final value is the value of the last accepted
-// write, or that of the last ok read invoked after that write was applied.
-// A write that is info or never completed may still have been applied after
-// everything else, so its value is a possible final value too. The key has
-// lost an update when every possible final value is below the number of ok
-// writes. Rejected (fail) writes are not acknowledged increments.
+// least n. The possible final values are those of the accepted writes that no
+// other accepted write is provably applied after (or, where an ok read was
+// invoked after every accepted write was applied, that of the last such read
+// to return), and those of the writes of unknown outcome. The key has lost
+// an update when every possible final value is known and below n.
 type ResourceChecker struct{}
 
 var _ Checker = ResourceChecker{}
@@ -57,199 +54,239 @@ func (c ResourceChecker) Check(ctx context.Context, h history.History) Result {
 	return runValidated(ctx, c.Name(), h, c.checkValid)
 }
 
-type write struct {
-	invoke, done int // op indexes; done is -1 when it never completed
-	lease        int // index of the lease's acquire ok, -1 when none
-	applied      time.Duration
-	token        uint64
-	value        int64
-	hasValue     bool
-}
-
-type keyLog struct {
-	accepted []write
-	unknown  []write
-	reads    [][2]int // ok reads: invoke and completion
-}
-
 func (c ResourceChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkFacts(ctx, h, Analyze(h))
+}
+
+// orderedWrite is an accepted write with its proved bounds.
+type orderedWrite struct {
+	w     *Write
+	hi    time.Duration
+	after time.Duration
+}
+
+func (c ResourceChecker) checkFacts(ctx context.Context, h history.History, f *Facts) Result {
 	start := time.Now()
+	type keyLog struct {
+		writes []*Write
+		reads  []*Read
+	}
 	logs := map[string]*keyLog{}
-	log := func(k string) *keyLog {
+	var keys []string
+	get := func(k string) *keyLog {
 		l := logs[k]
 		if l == nil {
 			l = &keyLog{}
 			logs[k] = l
+			keys = append(keys, k)
 		}
 		return l
 	}
-	lastAcquire := map[procKey]int{}
-	pending := map[int]int{} // process -> its outstanding invoke
-	for i := range h {
-		if i&0xffff == 0 && ctx.Err() != nil {
+	for i := range f.Writes {
+		if f.Writes[i].Status != Rejected {
+			get(f.Writes[i].Key).writes = append(get(f.Writes[i].Key).writes, &f.Writes[i])
+		}
+	}
+	for i := range f.Reads {
+		if l := logs[f.Reads[i].Key]; l != nil {
+			l.reads = append(l.reads, &f.Reads[i])
+		}
+	}
+	slices.Sort(keys)
+	var anomalies []Anomaly
+	for _, key := range keys {
+		if ctx.Err() != nil {
 			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
 		}
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Invoke {
-			pending[op.Process] = i
-		}
-		switch op.F {
-		case history.FAcquire:
-			if op.Type == history.OK {
-				lastAcquire[procKey{op.Process, op.Key}] = i
-			}
-		case history.FRead:
-			if inv, ok := pending[op.Process]; ok && op.Type == history.OK {
-				log(op.Key).reads = append(log(op.Key).reads, [2]int{inv, i})
-			}
-		case history.FWrite:
-			if op.Type == history.Invoke {
-				continue
-			}
-			inv, ok := pending[op.Process]
-			if !ok {
-				continue
-			}
-			w := write{invoke: inv, done: i, lease: -1, token: op.Token, applied: op.Applied}
-			if a, ok := lastAcquire[procKey{op.Process, op.Key}]; ok {
-				w.lease = a
-			}
-			if w.token == 0 {
-				w.token = h[inv].Token
-			}
-			if w.applied == 0 {
-				w.applied = op.Time
-			}
-			if v, ok := op.Int(); ok {
-				w.value, w.hasValue = v, true
-			} else if v, ok := h[inv].Int(); ok {
-				w.value, w.hasValue = v, true
-			}
-			switch op.Type {
-			case history.OK:
-				log(op.Key).accepted = append(log(op.Key).accepted, w)
-			case history.Info:
-				log(op.Key).unknown = append(log(op.Key).unknown, w)
-			}
-		}
-		if op.Type != history.Invoke {
-			delete(pending, op.Process)
-		}
-	}
-	for _, inv := range pending {
-		if h[inv].F != history.FWrite {
-			continue
-		}
-		w := write{invoke: inv, done: -1, lease: -1}
-		if v, ok := h[inv].Int(); ok {
-			w.value, w.hasValue = v, true
-		}
-		log(h[inv].Key).unknown = append(log(h[inv].Key).unknown, w)
-	}
-	var anomalies []Anomaly
-	for key, l := range logs {
-		slices.SortStableFunc(l.accepted, func(a, b write) int {
-			return cmp.Or(cmp.Compare(a.applied, b.applied), cmp.Compare(a.done, b.done))
-		})
-		anomalies = append(anomalies, staleWrites(h, key, l.accepted)...)
-		if a, ok := lostUpdate(h, key, l); ok {
+		l := logs[key]
+		ws := provedBounds(l.writes, l.reads)
+		anomalies = append(anomalies, staleWrites(h, f, key, ws)...)
+		if a, ok := lostUpdate(h, key, ws, l.writes, l.reads); ok {
 			anomalies = append(anomalies, a)
 		}
 	}
 	return finish(c.Name(), start, anomalies, "")
 }
 
-func staleWrites(h history.History, key string, ws []write) []Anomaly {
-	fenced := len(ws) > 0
-	for _, w := range ws {
-		if w.token == 0 {
-			fenced = false
-			break
+// provedBounds returns the key's accepted writes with hi and after
+// tightened by the reads of values unique to one write. A read is evidence
+// only when it agrees with time: no accepted write was applied, by time
+// alone, after the write whose value it returned and before the read was
+// invoked (a register that served such a read was not linearizable, and its
+// reads prove nothing).
+func provedBounds(writes []*Write, reads []*Read) []orderedWrite {
+	writer := map[int64]int{} // value -> index in writes, -1 when not unique
+	for i, w := range writes {
+		if !w.HasValue || w.Value == 0 {
+			continue
+		}
+		if _, seen := writer[w.Value]; seen {
+			writer[w.Value] = -1
+		} else {
+			writer[w.Value] = i
 		}
 	}
-	var out []Anomaly
-	group := map[int]int{} // newer write's op -> its anomaly in out
-	var more []int         // per anomaly: later stale writes against the same newer write
-	newest := -1           // position in ws of the write with the newest lease so far
-	for i, w := range ws {
-		if fenced {
-			if newest >= 0 && w.token < ws[newest].token {
-				n := ws[newest]
-				if g, ok := group[n.done]; ok {
-					more[g]++
-					continue
-				}
-				group[n.done] = len(out)
-				more = append(more, 0)
-				out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{w.done, n.done},
-					Message: fmt.Sprintf("the resource accepted %s's write to %s with token %d at %s, after it had accepted %s's write with token %d at %s",
-						worker(h[w.done]), key, w.token, secs(w.applied), worker(h[n.done]), n.token, secs(n.applied))})
-				continue
-			}
-			if newest < 0 || w.token > ws[newest].token {
-				newest = i
-			}
-			continue
-		}
-		if w.lease < 0 {
-			continue
-		}
-		if newest >= 0 && w.lease < ws[newest].lease {
-			n := ws[newest]
-			if g, ok := group[n.done]; ok {
-				more[g]++
-				continue
-			}
-			group[n.done] = len(out)
-			more = append(more, 0)
-			out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{w.done, n.done, w.lease, n.lease},
-				Message: fmt.Sprintf("%s wrote %s at %s with the lease it took at %s, after %s (lease from %s) had written at %s",
-					worker(h[w.done]), key, secs(w.applied), secs(h[w.lease].Time), worker(h[n.done]), secs(h[n.lease].Time), secs(n.applied))})
-			continue
-		}
-		if newest < 0 || w.lease > ws[newest].lease {
-			newest = i
+	// accepted writes by Lo, with the smallest Hi from each on: a read of w
+	// invoked at c contradicts time when some write with Lo > w.Hi has
+	// Hi < c.
+	var byLo []*Write
+	for _, w := range writes {
+		if w.Status == Accepted {
+			byLo = append(byLo, w)
 		}
 	}
-	for i, n := range more {
-		if n > 0 {
-			out[i].Message += fmt.Sprintf("; %d later writes from older leases were accepted after it too", n)
+	slices.SortFunc(byLo, func(a, b *Write) int { return cmp.Compare(a.Lo, b.Lo) })
+	minHiFrom := make([]time.Duration, len(byLo)+1)
+	minHiFrom[len(byLo)] = Forever
+	for i := len(byLo) - 1; i >= 0; i-- {
+		minHiFrom[i] = min(minHiFrom[i+1], byLo[i].Hi)
+	}
+	agrees := func(w *Write, r *Read) bool {
+		i, _ := slices.BinarySearchFunc(byLo, w.Hi+1, func(x *Write, t time.Duration) int { return cmp.Compare(x.Lo, t) })
+		return minHiFrom[i] >= r.Call
+	}
+	hi := make([]time.Duration, len(writes))
+	after := make([]time.Duration, len(writes))
+	for i, w := range writes {
+		hi[i], after[i] = w.Hi, w.Lo
+	}
+	for _, r := range reads {
+		if !r.HasValue {
+			continue
+		}
+		if i, ok := writer[r.Value]; ok && i >= 0 && agrees(writes[i], r) {
+			hi[i] = min(hi[i], r.Return)
+			after[i] = max(after[i], r.Call)
+		}
+	}
+	var out []orderedWrite
+	for i, w := range writes {
+		if w.Status == Accepted {
+			out = append(out, orderedWrite{w: w, hi: hi[i], after: after[i]})
 		}
 	}
 	return out
 }
 
-func lostUpdate(h history.History, key string, l *keyLog) (Anomaly, bool) {
-	n := int64(len(l.accepted))
+// staleWrites finds, for each accepted write, a write of a newer grant that
+// was provably applied before it: a sweep over the writes by hi, answering
+// the writes by after, keeping the latest-invoked grant seen so far.
+func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite) []Anomaly {
+	byHi := make([]int, 0, len(ws))
+	byAfter := make([]int, 0, len(ws))
+	for i := range ws {
+		if ws[i].w.Grant >= 0 {
+			byHi = append(byHi, i)
+			byAfter = append(byAfter, i)
+		}
+	}
+	slices.SortFunc(byHi, func(a, b int) int { return cmp.Or(cmp.Compare(ws[a].hi, ws[b].hi), cmp.Compare(a, b)) })
+	slices.SortFunc(byAfter, func(a, b int) int { return cmp.Or(cmp.Compare(ws[a].after, ws[b].after), cmp.Compare(a, b)) })
+	var out []Anomaly
+	group := map[int]int{} // newer write -> its anomaly in out
+	var more []int
+	next, newest := 0, -1 // newest: the write before with the latest-invoked grant
+	for _, o := range byAfter {
+		old := &ws[o]
+		for next < len(byHi) && ws[byHi[next]].hi < old.after {
+			n := byHi[next]
+			if newest < 0 || f.Grants[ws[n].w.Grant].Call > f.Grants[ws[newest].w.Grant].Call {
+				newest = n
+			}
+			next++
+		}
+		if newest < 0 || !f.Older(old.w.Grant, ws[newest].w.Grant) {
+			continue
+		}
+		nw := &ws[newest]
+		if g, ok := group[newest]; ok {
+			more[g]++
+			continue
+		}
+		group[newest] = len(out)
+		more = append(more, 0)
+		og, ng := &f.Grants[old.w.Grant], &f.Grants[nw.w.Grant]
+		out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{old.w.Done, nw.w.Done, og.OK, ng.OK},
+			Message: fmt.Sprintf("%s wrote %s %s with the lease it took at %s, after %s (lease from %s, asked at %s) had written %s",
+				worker(h[old.w.Done]), key, appliedText(old.w), secs(og.Return), worker(h[nw.w.Done]), secs(ng.Return), secs(ng.Call), appliedText(nw.w))})
+	}
+	for i, n := range more {
+		if n > 0 {
+			out[i].Message += fmt.Sprintf("; %d later writes from older leases were applied after it too", n)
+		}
+	}
+	return out
+}
+
+// appliedText says when a write took effect: "at 1.234s" or "between 1.2s
+// and 1.3s".
+func appliedText(w *Write) string {
+	if w.Exact || w.Lo == w.Hi {
+		return "at " + secs(w.Lo)
+	}
+	return fmt.Sprintf("between %s and %s", secs(w.Lo), secs(w.Hi))
+}
+
+func lostUpdate(h history.History, key string, ws []orderedWrite, all []*Write, reads []*Read) (Anomaly, bool) {
+	n := int64(len(ws))
 	if n == 0 {
 		return Anomaly{}, false
 	}
-	last := l.accepted[len(l.accepted)-1]
-	if !last.hasValue {
-		return Anomaly{}, false
+	// the two largest afters, to find for each write the largest other one
+	top1, top2 := time.Duration(math.MinInt64), time.Duration(math.MinInt64)
+	top1i := -1
+	maxHi := time.Duration(math.MinInt64)
+	for i := range ws {
+		a := ws[i].after
+		if a > top1 {
+			top2, top1, top1i = top1, a, i
+		} else if a > top2 {
+			top2 = a
+		}
+		maxHi = max(maxHi, ws[i].hi)
 	}
-	final, finalOp, how := last.value, last.done, fmt.Sprintf("the last accepted write, %s's at %s, wrote %d", worker(h[last.done]), secs(last.applied), last.value)
-	for _, rd := range l.reads {
-		// reads are in history order; the last qualifying one wins
-		inv, r := rd[0], rd[1]
-		if h[inv].Time >= last.applied {
-			if v, ok := h[r].Int(); ok {
-				final, finalOp, how = v, r, fmt.Sprintf("%s read %d at %s, after the last accepted write", worker(h[r]), v, secs(h[r].Time))
+	best, bestOp, how := int64(math.MinInt64), -1, ""
+	consider := func(v int64, op int, text string) {
+		if v > best {
+			best, bestOp, how = v, op, text
+		}
+	}
+	var final *Read
+	for _, r := range reads {
+		if r.Call > maxHi && r.HasValue && (final == nil || r.Return > final.Return) {
+			final = r
+		}
+	}
+	if final != nil {
+		consider(final.Value, final.Done, fmt.Sprintf("%s read %d at %s, after every accepted write", worker(h[final.Done]), final.Value, secs(final.Return)))
+	} else {
+		for i := range ws {
+			other := top1
+			if i == top1i {
+				other = top2
 			}
+			if ws[i].hi < other {
+				continue // another accepted write was provably applied after it
+			}
+			w := ws[i].w
+			if !w.HasValue {
+				return Anomaly{}, false
+			}
+			consider(w.Value, w.Done, fmt.Sprintf("%s's write of %d, applied %s, may have been the last", worker(h[w.Done]), w.Value, appliedText(w)))
 		}
 	}
-	possible := final
-	for _, w := range l.unknown {
-		if w.hasValue && w.value > possible {
-			possible = w.value
+	for _, w := range all {
+		if w.Status != UnknownOutcome {
+			continue
 		}
+		if !w.HasValue {
+			return Anomaly{}, false
+		}
+		consider(w.Value, w.Invoke, fmt.Sprintf("%s's write of %d, of unknown outcome, may have been applied last", worker(h[w.Invoke]), w.Value))
 	}
-	if possible >= n {
+	if best >= n || bestOp < 0 {
 		return Anomaly{}, false
 	}
-	return Anomaly{Kind: LostUpdate, Key: key, Ops: []int{finalOp},
-		Message: fmt.Sprintf("%s ended at %d after %d acknowledged increments (%s)", key, final, n, how)}, true
+	return Anomaly{Kind: LostUpdate, Key: key, Ops: []int{bestOp},
+		Message: fmt.Sprintf("%s ended at %d at most after %d acknowledged increments (%s)", key, best, n, how)}, true
 }

@@ -42,25 +42,18 @@ type acquisition struct {
 }
 
 func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkFacts(ctx, h, Analyze(h))
+}
+
+func (c TokenChecker) checkFacts(ctx context.Context, h history.History, f *Facts) Result {
 	start := time.Now()
-	pending := map[int]int{}
+	if ctx.Err() != nil {
+		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+	}
 	perKey := map[string][]acquisition{}
-	for i := range h {
-		if i&0xffff == 0 && ctx.Err() != nil {
-			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
-		}
-		op := &h[i]
-		if op.IsNemesis() || op.F != history.FAcquire {
-			continue
-		}
-		if op.Type == history.Invoke {
-			pending[op.Process] = i
-			continue
-		}
-		inv, ok := pending[op.Process]
-		delete(pending, op.Process)
-		if ok && op.Type == history.OK && op.Token != 0 {
-			perKey[op.Key] = append(perKey[op.Key], acquisition{invoke: inv, ok: i, token: op.Token})
+	for i := range f.Grants {
+		if g := &f.Grants[i]; g.Token != 0 {
+			perKey[g.Key] = append(perKey[g.Key], acquisition{invoke: g.Invoke, ok: g.OK, token: g.Token})
 		}
 	}
 	var anomalies []Anomaly

@@ -17,7 +17,7 @@ def fx(name, verdict, kinds, rows):
         o = {"index": i, "time": int(round(t*MS)), "process": p}
         if p != -1: o["client"] = extra.pop("client", p % 2 if p >= 0 else 0)
         o["type"] = typ; o["f"] = f
-        for k in ["key","ttl","token","until","value","applied","node","error"]:
+        for k in ["key","ttl","token","until","lease","session","value","applied","node","error"]:
             if k in extra: o[k] = extra[k]
         lines.append(json.dumps(o, separators=(",",":")))
     open(name+".jsonl","w").write("\n".join(lines)+"\n")
@@ -27,6 +27,9 @@ def acq(t, p, typ, **kw):
     d = dict(K); d.update(kw)
     if typ == "invoke" and "ttl" not in d and not kw.get("session"): d["ttl"] = TTL
     d.pop("session", None)
+    if kw.get("zk"):  # a version 2 session lock with a lease, as ZooKeeper's
+        d.pop("zk"); d.pop("ttl", None)
+        if typ == "ok": d["lease"] = 2000*MS; d["session"] = True
     return (t, p, typ, "acquire", d)
 def op(t, p, typ, f, **kw):
     d = dict(K); d.update(kw); return (t, p, typ, f, d)
@@ -186,7 +189,20 @@ fx("session-crash-then-other", "valid", [], [
     op(1100, 0, "invoke", "write", token=10, value=1), op(2000, 0, "info", "write", token=10, value=1, error="connection lost"),
     acq(9000, 1, "invoke", session=True), acq(10000, 1, "ok", token=11),
 ])
+# a ZooKeeper-style session lock (lease: the 2 s session timeout): its holder
+# learns at 3 s that it lost the lock; another worker is granted it at 4 s,
+# after the session could have expired
 fx("session-lease-lost-then-other", "valid", [], [
+    acq(900, 0, "invoke", zk=True), acq(1000, 0, "ok", token=10, zk=True),
+    op(3000, 0, "invoke", "lease-lost", token=10), op(3000, 0, "ok", "lease-lost", token=10),
+    acq(3900, 1, "invoke", zk=True), acq(4000, 1, "ok", token=11, zk=True),
+    op(5000, 0, "invoke", "release", token=10), op(5010, 0, "fail", "release", token=10, error="not held"),
+])
+# the same with a session lock that, as recorded, never expires on its own
+# (no lease, no ttl) and whose holder never crashed: a lease-lost is the
+# client's own doubt, not the service freeing the lock (docs/history.md
+# §4.1), so the grant at 4 s is early by the history's own account
+fx("session-lease-lost-never-expires", "invalid", ["early-grant"], [
     acq(900, 0, "invoke", session=True), acq(1000, 0, "ok", token=10),
     op(3000, 0, "invoke", "lease-lost", token=10), op(3000, 0, "ok", "lease-lost", token=10),
     acq(3900, 1, "invoke", session=True), acq(4000, 1, "ok", token=11),

@@ -1,0 +1,296 @@
+package checker
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// This file is the one implementation of the definitions every checker and
+// the report's timeline share (docs/history.md §3): crashes, grants and their
+// leases, renewals, beliefs, lease order, and the writes' apply intervals.
+
+// Forever is the end of a belief that nothing ends, and the end of the apply
+// interval of a write that never completed.
+const Forever = time.Duration(math.MaxInt64)
+
+// Grant is one successful acquisition: an acquire ok.
+type Grant struct {
+	Key     string
+	Process int
+	Client  int
+	// Invoke and OK are the op indexes of the acquire's invoke and ok.
+	Invoke, OK int
+	// Call and Return are their times.
+	Call, Return time.Duration
+	Token        uint64
+	// Lease is the server-side lease counted from Call: the ok's `lease`,
+	// else the invoke's `ttl`; history.NoLease when the service never frees
+	// the lock on its own (also when both are absent: a session lock).
+	Lease time.Duration
+	// Session is true when closing the client frees the lock (the ok's
+	// `session`, or a lock with neither `lease` nor `ttl`).
+	Session bool
+	// Renewals are the renew oks of this grant, in history order.
+	Renewals []Renewal
+}
+
+// Renewal is a renew ok of a grant.
+type Renewal struct {
+	Invoke, OK   int
+	Call, Return time.Duration
+	// Lease is the renewed lease counted from Call: the ok's `lease`, else
+	// the invoke's `ttl`, else the grant's lease.
+	Lease time.Duration
+	Until time.Duration
+}
+
+// EndReason says what ended a belief.
+type EndReason uint8
+
+// The reasons a belief ends, in docs/history.md §3's order.
+const (
+	EndOpen      EndReason = iota // still open at the end of the history
+	EndRelease                    // the invoke of its release
+	EndLeaseLost                  // the invoke of a lease-lost
+	EndCrash                      // its process crashed
+	EndReacquire                  // its process acquired the key again
+	EndUntil                      // its until passed first
+)
+
+// Belief is the interval [Start, End) during which a process believed it
+// held a key: from its grant's return to the earliest of its release's
+// invoke, a lease-lost, its crash, its next grant of the key and its until.
+type Belief struct {
+	Grant int // index into Facts.Grants
+	Start time.Duration
+	End   time.Duration // Forever for an open belief without until
+	// EndOp is the op that ended the belief, -1 when its until or the end
+	// of the history did.
+	EndOp  int
+	Reason EndReason
+	// Until is the until in force when the belief ended (0: none).
+	Until time.Duration
+}
+
+// WriteStatus is what became of a write.
+type WriteStatus uint8
+
+// A write is accepted (ok), rejected (fail) or of unknown outcome (info, or
+// pending at the end of the history).
+const (
+	Accepted WriteStatus = iota
+	Rejected
+	UnknownOutcome
+)
+
+// Write is one write to the protected resource.
+type Write struct {
+	Key    string
+	Status WriteStatus
+	// Invoke and Done are the op indexes of its invoke and completion (Done
+	// is -1 when it never completed).
+	Invoke, Done int
+	// Lo and Hi bound the moment it took effect: [applied, applied] where
+	// the history gives `applied`, else [invoke, completion] (Hi is Forever
+	// for a write that never completed).
+	Lo, Hi   time.Duration
+	Exact    bool // Lo == Hi came from `applied`
+	Token    uint64
+	Value    int64
+	HasValue bool
+	// Grant is the index in Facts.Grants of the write's lease: its
+	// process's latest grant of the key before the write; -1 when none.
+	Grant int
+}
+
+// Read is an ok read of the resource.
+type Read struct {
+	Key          string
+	Invoke, Done int
+	Call, Return time.Duration
+	Value        int64
+	HasValue     bool
+}
+
+// Facts are the shared definitions evaluated over one well-formed history.
+type Facts struct {
+	Grants  []Grant
+	Beliefs []Belief // Beliefs[i] is the belief of Grants[i]
+	Writes  []Write  // in the order of their completions; those that never completed last
+	Reads   []Read   // in the order of their completions
+	// Crash maps each process that crashed to the time of its first info
+	// completion.
+	Crash map[int]time.Duration
+	// Version is the history's format version.
+	Version int
+}
+
+// Older reports whether grant a is older than grant b (lease order): a
+// returned before b was invoked.
+func (f *Facts) Older(a, b int) bool { return f.Grants[a].Return < f.Grants[b].Call }
+
+// Crashed returns the time process p crashed and whether it did.
+func (f *Facts) Crashed(p int) (time.Duration, bool) {
+	t, ok := f.Crash[p]
+	return t, ok
+}
+
+// grantLease applies docs/history.md §3's rule for a grant's lease.
+func grantLease(inv, ok *history.Op) (time.Duration, bool) {
+	switch {
+	case ok.Lease != 0:
+		return ok.Lease, ok.Session
+	case inv.TTL > 0:
+		return inv.TTL, ok.Session
+	}
+	return history.NoLease, true
+}
+
+// Analyze evaluates the shared definitions over h, which must be
+// well-formed (history.Validate).
+func Analyze(h history.History) *Facts {
+	f := &Facts{Crash: map[int]time.Duration{}, Version: history.Version(h)}
+	type openBelief struct {
+		grant int
+		until time.Duration
+	}
+	pending := map[int]int{}         // process -> its outstanding invoke
+	latest := map[procKey]int{}      // process and key -> its latest grant
+	open := map[procKey]openBelief{} // open beliefs
+	byProc := map[int][]string{}     // keys with open beliefs, per process
+	closeB := func(pk procKey, at time.Duration, op int, why EndReason) {
+		b, ok := open[pk]
+		if !ok {
+			return
+		}
+		delete(open, pk)
+		bl := &f.Beliefs[b.grant]
+		bl.End, bl.EndOp, bl.Reason, bl.Until = at, op, why, b.until
+		if b.until != 0 && b.until < at {
+			bl.End, bl.EndOp, bl.Reason = max(b.until, bl.Start), -1, EndUntil
+		}
+	}
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() {
+			continue
+		}
+		pk := procKey{op.Process, op.Key}
+		if op.Type == history.Invoke {
+			pending[op.Process] = i
+			switch op.F {
+			case history.FRelease:
+				closeB(pk, op.Time, i, EndRelease)
+			case history.FLeaseLost:
+				closeB(pk, op.Time, i, EndLeaseLost)
+			}
+			continue
+		}
+		inv, ok := pending[op.Process]
+		if !ok {
+			continue // not well-formed; Validate says so
+		}
+		delete(pending, op.Process)
+		invOp := &h[inv]
+		switch {
+		case op.F == history.FAcquire && op.Type == history.OK:
+			closeB(pk, op.Time, i, EndReacquire)
+			lease, session := grantLease(invOp, op)
+			g := len(f.Grants)
+			f.Grants = append(f.Grants, Grant{Key: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i,
+				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session})
+			f.Beliefs = append(f.Beliefs, Belief{Grant: g, Start: op.Time, End: Forever, EndOp: -1, Reason: EndOpen})
+			latest[pk] = g
+			open[pk] = openBelief{grant: g, until: op.Until}
+			byProc[op.Process] = append(byProc[op.Process], op.Key)
+		case op.F == history.FRenew && op.Type == history.OK:
+			g, ok := latest[pk]
+			if !ok {
+				break
+			}
+			gr := &f.Grants[g]
+			lease := op.Lease
+			if lease == 0 {
+				lease = invOp.TTL
+			}
+			if lease == 0 {
+				lease = gr.Lease
+			}
+			gr.Renewals = append(gr.Renewals, Renewal{Invoke: inv, OK: i, Call: invOp.Time, Return: op.Time, Lease: lease, Until: op.Until})
+			if b, ok := open[pk]; ok && b.grant == g && op.Until != 0 && (b.until == 0 || op.Time <= b.until) {
+				b.until = op.Until
+				open[pk] = b
+			}
+		case op.F == history.FRead && op.Type == history.OK:
+			r := Read{Key: op.Key, Invoke: inv, Done: i, Call: invOp.Time, Return: op.Time}
+			r.Value, r.HasValue = op.Int()
+			f.Reads = append(f.Reads, r)
+		case op.F == history.FWrite:
+			f.Writes = append(f.Writes, newWrite(h, inv, i, latest))
+		}
+		if op.Type == history.Info {
+			if _, crashed := f.Crash[op.Process]; !crashed {
+				f.Crash[op.Process] = op.Time
+			}
+			for _, k := range byProc[op.Process] {
+				closeB(procKey{op.Process, k}, op.Time, i, EndCrash)
+			}
+			delete(byProc, op.Process)
+		}
+	}
+	var never []int
+	for _, inv := range pending {
+		if h[inv].F == history.FWrite {
+			never = append(never, inv)
+		}
+	}
+	slices.Sort(never)
+	for _, inv := range never {
+		f.Writes = append(f.Writes, newWrite(h, inv, -1, latest))
+	}
+	for _, b := range open {
+		bl := &f.Beliefs[b.grant]
+		bl.Until = b.until
+		if b.until != 0 {
+			bl.End = max(b.until, bl.Start)
+		}
+	}
+	return f
+}
+
+// newWrite describes the write invoked at op inv and completed at op done
+// (-1: never).
+func newWrite(h history.History, inv, done int, latest map[procKey]int) Write {
+	in := &h[inv]
+	w := Write{Key: in.Key, Status: UnknownOutcome, Invoke: inv, Done: done, Lo: in.Time, Hi: Forever, Token: in.Token, Grant: -1}
+	if g, ok := latest[procKey{in.Process, in.Key}]; ok {
+		w.Grant = g
+	}
+	w.Value, w.HasValue = in.Int()
+	if done < 0 {
+		return w
+	}
+	op := &h[done]
+	switch op.Type {
+	case history.OK:
+		w.Status = Accepted
+	case history.Fail:
+		w.Status = Rejected
+	}
+	if w.Status != UnknownOutcome {
+		w.Hi = op.Time
+		if op.Applied != 0 {
+			w.Lo, w.Hi, w.Exact = op.Applied, op.Applied, true
+		}
+	}
+	if op.Token != 0 {
+		w.Token = op.Token
+	}
+	if v, ok := op.Int(); ok {
+		w.Value, w.HasValue = v, true
+	}
+	return w
+}

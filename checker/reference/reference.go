@@ -1,0 +1,220 @@
+// Package reference is a slow, obviously-correct implementation of the
+// anomaly definitions of docs/history.md, used to test the fast checkers of
+// package checker (see differential_test.go).
+//
+// Every rule is written as directly as the specification states it: beliefs
+// are computed per grant and compared pairwise; the lease model of §4.1 is
+// decided by enumerating every order of a key's lock ops that real time
+// allows, for every prefix of the key's history, with no cuts other than the
+// specification's own "resume at the next quiescent point after a culprit";
+// the resource rules of §4.2 compare every pair of writes; the token rules of
+// §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
+// so the running time is exponential in the number of overlapping lock ops:
+// use it on tiny histories only (a dozen client ops or so).
+//
+// Times are exact integer nanoseconds; a lease L under drift d lasts
+// int64(float64(L) * (1 - d)).
+package reference
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// The names of the checkers whose anomalies the reference computes, as
+// checker.Check names them.
+const (
+	DoubleHold      = "double-hold"
+	Linearizability = "linearizability"
+	Resource        = "resource"
+	FencingTokens   = "fencing-tokens"
+)
+
+// Names lists the checkers of Result.Kinds, in checker.Check's order.
+var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens}
+
+// never is a time that never comes: an expiry that never happens, the return
+// of an op whose outcome is unknown, the crash of a process that never
+// crashed.
+const never = int64(math.MaxInt64)
+
+// Result is the reference's conclusion about a history.
+type Result struct {
+	// Verdict is invalid when any anomaly was found, valid otherwise.
+	Verdict checker.Verdict
+	// Kinds holds, for each name of Names, the sorted, distinct anomaly
+	// kinds found by that checker (nil for none).
+	Kinds map[string][]string
+}
+
+// All returns the sorted, distinct anomaly kinds found by every checker.
+func (r Result) All() []string {
+	var all []string
+	for _, n := range Names {
+		for _, k := range r.Kinds[n] {
+			if !slices.Contains(all, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	slices.Sort(all)
+	return all
+}
+
+// Verdict returns the verdict of one checker: invalid when it found an
+// anomaly.
+func (r Result) VerdictOf(name string) checker.Verdict {
+	if len(r.Kinds[name]) > 0 {
+		return checker.Invalid
+	}
+	return checker.Valid
+}
+
+// Check judges h by docs/history.md with drift d in [0, 1) (0 for none). It
+// refuses a history that is not well-formed, returning history.Validate's
+// error.
+func Check(h history.History, d float64) (Result, error) {
+	if err := history.Validate(h); err != nil {
+		return Result{}, err
+	}
+	if d < 0 || d >= 1 {
+		return Result{}, fmt.Errorf("reference: drift %v is outside [0, 1)", d)
+	}
+	x := parse(h)
+	res := Result{Verdict: checker.Valid, Kinds: map[string][]string{}}
+	add := func(name string, kinds []string) {
+		slices.Sort(kinds)
+		kinds = slices.Compact(kinds)
+		if len(kinds) > 0 {
+			res.Kinds[name] = kinds
+			res.Verdict = checker.Invalid
+		}
+	}
+	add(DoubleHold, doubleHolds(x))
+	add(Linearizability, leaseModel(x, d))
+	add(Resource, resourceAnomalies(x))
+	add(FencingTokens, tokenAnomalies(x))
+	return res, nil
+}
+
+// opCall is one worker op: its invoke and its completion, if any.
+type opCall struct {
+	inv     int          // index of the invoke
+	done    int          // index of the completion, -1 when pending
+	typ     history.Type // the completion's type; "" when pending
+	proc    int
+	f, key  string
+	call    int64 // the invoke's time
+	ret     int64 // the completion's time; never when pending
+	invOp   history.Op
+	doneOp  history.Op // zero when pending
+	unknown bool       // info or pending: the outcome is unknown
+}
+
+// grant is an acquire ok with the §3 definitions applied.
+type grant struct {
+	*opCall
+	lease   int64 // L: -1 for a lease that never expires
+	session bool
+	until   int64 // 0: none
+	token   uint64
+}
+
+// parsed is a history split into calls, with each process's crash.
+type parsed struct {
+	h      history.History
+	calls  []*opCall // in invoke order
+	crash  map[int]int64
+	grants []*grant // in invoke order
+}
+
+func parse(h history.History) *parsed {
+	x := &parsed{h: h, crash: map[int]int64{}}
+	outstanding := map[int]*opCall{}
+	for i, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			c := &opCall{inv: i, done: -1, proc: op.Process, f: op.F, key: op.Key, call: int64(op.Time), ret: never, invOp: op, unknown: true}
+			outstanding[op.Process] = c
+			x.calls = append(x.calls, c)
+			continue
+		}
+		c := outstanding[op.Process]
+		delete(outstanding, op.Process)
+		c.done, c.typ, c.ret, c.doneOp = i, op.Type, int64(op.Time), op
+		c.unknown = op.Type == history.Info
+		if op.Type == history.Info {
+			if _, crashed := x.crash[op.Process]; !crashed {
+				x.crash[op.Process] = int64(op.Time)
+			}
+		}
+	}
+	for _, c := range x.calls {
+		if c.f != history.FAcquire || c.typ != history.OK {
+			continue
+		}
+		g := &grant{opCall: c, until: int64(c.doneOp.Until), token: c.doneOp.Token, session: c.doneOp.Session}
+		switch {
+		case c.doneOp.Lease != 0:
+			g.lease = int64(c.doneOp.Lease)
+		case c.invOp.TTL != 0:
+			g.lease = int64(c.invOp.TTL)
+		default:
+			g.lease, g.session = -1, true
+		}
+		x.grants = append(x.grants, g)
+	}
+	return x
+}
+
+// crashOf is the time process p crashed: its first info completion, or
+// never.
+func (x *parsed) crashOf(p int) int64 {
+	if t, ok := x.crash[p]; ok {
+		return t
+	}
+	return never
+}
+
+// grantOf is the grant a call of process p on key belongs to: p's latest
+// grant of key that returned before the call was invoked (§3's renewal and
+// "a write's lease"). A process's ops are sequential, so "returned before"
+// is "completed earlier in the history"; nil when there is none.
+func (x *parsed) grantOf(c *opCall) *grant {
+	var best *grant
+	for _, g := range x.grants {
+		if g.proc == c.proc && g.key == c.key && g.done < c.inv {
+			best = g
+		}
+	}
+	return best
+}
+
+// renewLease is the lease of a renew ok (§3): its own lease, else its
+// invoke's ttl, else its grant's lease (-1 when it has no grant either).
+func (x *parsed) renewLease(c *opCall) int64 {
+	switch {
+	case c.doneOp.Lease != 0:
+		return int64(c.doneOp.Lease)
+	case c.invOp.TTL != 0:
+		return int64(c.invOp.TTL)
+	}
+	if g := x.grantOf(c); g != nil {
+		return g.lease
+	}
+	return -1
+}
+
+// scaled is L × (1 − d) as an end offset: never for L = -1.
+func scaled(base, lease int64, d float64) int64 {
+	if lease == -1 {
+		return never
+	}
+	return base + int64(float64(lease)*(1-d))
+}
