@@ -25,7 +25,9 @@ func TestLeaseModelStep(t *testing.T) {
 	acq := func(proc int, call, ret int64) *lockOp {
 		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, lease: 5 * s, crash: open}
 	}
-	rel := func(proc int, ret int64) *lockOp { return &lockOp{kind: kindRelease, proc: proc, call: ret - 1, ret: ret} }
+	rel := func(proc int, ret int64) *lockOp {
+		return &lockOp{kind: kindRelease, proc: proc, call: ret - 1, ret: ret}
+	}
 	renew := func(proc int, call int64, lease int64) *lockOp {
 		return &lockOp{kind: kindRenew, proc: proc, call: call, ret: call + 1, lease: lease}
 	}
