@@ -153,65 +153,114 @@ func grantLease(inv, ok *history.Op) (time.Duration, bool) {
 // well-formed (history.Validate).
 func Analyze(h history.History) *Facts {
 	f := &Facts{Crash: map[int]time.Duration{}, Version: history.Version(h)}
-	type openBelief struct {
-		grant int
-		until time.Duration
+	// Processes are numbered densely, so per-process state lives in slices;
+	// each process touches few keys, kept in a short list.
+	ids := map[int]int32{}
+	var grants, writes, reads int
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() {
+			continue
+		}
+		if _, ok := ids[op.Process]; !ok {
+			ids[op.Process] = int32(len(ids))
+		}
+		switch {
+		case op.Type == history.Invoke:
+		case op.F == history.FAcquire:
+			if op.Type == history.OK {
+				grants++
+			}
+		case op.F == history.FWrite:
+			writes++
+		case op.F == history.FRead:
+			reads++
+		}
 	}
-	pending := map[int]int{}         // process -> its outstanding invoke
-	latest := map[procKey]int{}      // process and key -> its latest grant
-	open := map[procKey]openBelief{} // open beliefs
-	byProc := map[int][]string{}     // keys with open beliefs, per process
-	closeB := func(pk procKey, at time.Duration, op int, why EndReason) {
-		b, ok := open[pk]
-		if !ok {
+	f.Grants = make([]Grant, 0, grants)
+	f.Beliefs = make([]Belief, 0, grants)
+	f.Writes = make([]Write, 0, writes+len(ids))
+	f.Reads = make([]Read, 0, reads)
+	type keyState struct {
+		key    string
+		latest int // latest grant, -1 for none
+		open   bool
+		until  time.Duration
+	}
+	type proc struct {
+		pending int
+		keys    []keyState
+	}
+	procs := make([]proc, len(ids))
+	for i := range procs {
+		procs[i].pending = -1
+	}
+	stateOf := func(p *proc, key string) *keyState {
+		for i := range p.keys {
+			if p.keys[i].key == key {
+				return &p.keys[i]
+			}
+		}
+		p.keys = append(p.keys, keyState{key: key, latest: -1})
+		return &p.keys[len(p.keys)-1]
+	}
+	closeB := func(ks *keyState, at time.Duration, op int, why EndReason) {
+		if !ks.open {
 			return
 		}
-		delete(open, pk)
-		bl := &f.Beliefs[b.grant]
-		bl.End, bl.EndOp, bl.Reason, bl.Until = at, op, why, b.until
-		if b.until != 0 && b.until < at {
-			bl.End, bl.EndOp, bl.Reason = max(b.until, bl.Start), -1, EndUntil
+		ks.open = false
+		bl := &f.Beliefs[ks.latest]
+		bl.End, bl.EndOp, bl.Reason, bl.Until = at, op, why, ks.until
+		if ks.until != 0 && ks.until < at {
+			bl.End, bl.EndOp, bl.Reason = max(ks.until, bl.Start), -1, EndUntil
 		}
+	}
+	latestOf := func(p *proc, key string) int {
+		for i := range p.keys {
+			if p.keys[i].key == key {
+				return p.keys[i].latest
+			}
+		}
+		return -1
 	}
 	for i := range h {
 		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
-		pk := procKey{op.Process, op.Key}
+		p := &procs[ids[op.Process]]
 		if op.Type == history.Invoke {
-			pending[op.Process] = i
+			p.pending = i
 			switch op.F {
 			case history.FRelease:
-				closeB(pk, op.Time, i, EndRelease)
+				closeB(stateOf(p, op.Key), op.Time, i, EndRelease)
 			case history.FLeaseLost:
-				closeB(pk, op.Time, i, EndLeaseLost)
+				closeB(stateOf(p, op.Key), op.Time, i, EndLeaseLost)
 			}
 			continue
 		}
-		inv, ok := pending[op.Process]
-		if !ok {
+		inv := p.pending
+		if inv < 0 {
 			continue // not well-formed; Validate says so
 		}
-		delete(pending, op.Process)
+		p.pending = -1
 		invOp := &h[inv]
 		switch {
 		case op.F == history.FAcquire && op.Type == history.OK:
-			closeB(pk, op.Time, i, EndReacquire)
+			ks := stateOf(p, op.Key)
+			closeB(ks, op.Time, i, EndReacquire)
 			lease, session := grantLease(invOp, op)
 			g := len(f.Grants)
 			f.Grants = append(f.Grants, Grant{Key: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i,
 				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session})
 			f.Beliefs = append(f.Beliefs, Belief{Grant: g, Start: op.Time, End: Forever, EndOp: -1, Reason: EndOpen})
-			latest[pk] = g
-			open[pk] = openBelief{grant: g, until: op.Until}
-			byProc[op.Process] = append(byProc[op.Process], op.Key)
+			ks.latest, ks.open, ks.until = g, true, op.Until
 		case op.F == history.FRenew && op.Type == history.OK:
-			g, ok := latest[pk]
-			if !ok {
+			ks := stateOf(p, op.Key)
+			if ks.latest < 0 {
 				break
 			}
-			gr := &f.Grants[g]
+			gr := &f.Grants[ks.latest]
 			lease := op.Lease
 			if lease == 0 {
 				lease = invOp.TTL
@@ -220,55 +269,54 @@ func Analyze(h history.History) *Facts {
 				lease = gr.Lease
 			}
 			gr.Renewals = append(gr.Renewals, Renewal{Invoke: inv, OK: i, Call: invOp.Time, Return: op.Time, Lease: lease, Until: op.Until})
-			if b, ok := open[pk]; ok && b.grant == g && op.Until != 0 && (b.until == 0 || op.Time <= b.until) {
-				b.until = op.Until
-				open[pk] = b
+			if ks.open && op.Until != 0 && (ks.until == 0 || op.Time <= ks.until) {
+				ks.until = op.Until
 			}
 		case op.F == history.FRead && op.Type == history.OK:
 			r := Read{Key: op.Key, Invoke: inv, Done: i, Call: invOp.Time, Return: op.Time}
 			r.Value, r.HasValue = op.Int()
 			f.Reads = append(f.Reads, r)
 		case op.F == history.FWrite:
-			f.Writes = append(f.Writes, newWrite(h, inv, i, latest))
+			f.Writes = append(f.Writes, newWrite(h, inv, i, latestOf(p, op.Key)))
 		}
 		if op.Type == history.Info {
 			if _, crashed := f.Crash[op.Process]; !crashed {
 				f.Crash[op.Process] = op.Time
 			}
-			for _, k := range byProc[op.Process] {
-				closeB(procKey{op.Process, k}, op.Time, i, EndCrash)
+			for k := range p.keys {
+				closeB(&p.keys[k], op.Time, i, EndCrash)
 			}
-			delete(byProc, op.Process)
 		}
 	}
 	var never []int
-	for _, inv := range pending {
-		if h[inv].F == history.FWrite {
+	for i := range procs {
+		if inv := procs[i].pending; inv >= 0 && h[inv].F == history.FWrite {
 			never = append(never, inv)
 		}
 	}
 	slices.Sort(never)
 	for _, inv := range never {
-		f.Writes = append(f.Writes, newWrite(h, inv, -1, latest))
+		f.Writes = append(f.Writes, newWrite(h, inv, -1, latestOf(&procs[ids[h[inv].Process]], h[inv].Key)))
 	}
-	for _, b := range open {
-		bl := &f.Beliefs[b.grant]
-		bl.Until = b.until
-		if b.until != 0 {
-			bl.End = max(b.until, bl.Start)
+	for i := range procs {
+		for _, ks := range procs[i].keys {
+			if ks.open {
+				bl := &f.Beliefs[ks.latest]
+				bl.Until = ks.until
+				if ks.until != 0 {
+					bl.End = max(ks.until, bl.Start)
+				}
+			}
 		}
 	}
 	return f
 }
 
 // newWrite describes the write invoked at op inv and completed at op done
-// (-1: never).
-func newWrite(h history.History, inv, done int, latest map[procKey]int) Write {
+// (-1: never), whose lease is the grant at index grant (-1: none).
+func newWrite(h history.History, inv, done, grant int) Write {
 	in := &h[inv]
-	w := Write{Key: in.Key, Status: UnknownOutcome, Invoke: inv, Done: done, Lo: in.Time, Hi: Forever, Token: in.Token, Grant: -1}
-	if g, ok := latest[procKey{in.Process, in.Key}]; ok {
-		w.Grant = g
-	}
+	w := Write{Key: in.Key, Status: UnknownOutcome, Invoke: inv, Done: done, Lo: in.Time, Hi: Forever, Token: in.Token, Grant: grant}
 	w.Value, w.HasValue = in.Int()
 	if done < 0 {
 		return w
