@@ -235,3 +235,87 @@ fx("tokens-per-key", "valid", [], [
     acq(1500, 0, "invoke", key="c"), acq(1600, 0, "ok", key="c", token=1, until=until(1500)),
     op(1700, 0, "invoke", "release", key="c", token=1), op(1710, 0, "ok", "release", key="c", token=1),
 ])
+
+# ---- Defects of the checkers before docs/history.md (format version 2) ----
+# Each history below was judged wrongly by the earlier checkers; the .expect
+# is what docs/history.md's definitions give.
+
+# Token order is not lease age: pg-unique-row's bigserial is drawn when the
+# insert starts, so an exclusive handover can regress the token. Only the
+# token anomaly is real; the writes were applied in grant order.
+fx("token-order-is-not-lease-age", "invalid", ["token-regression"], [
+    acq(900, 0, "invoke"), acq(1000, 0, "ok", token=5, until=until(900)),
+    op(1100, 0, "invoke", "write", token=5, value=1), op(1120, 0, "ok", "write", token=5, value=1, applied=1110*MS),
+    op(1200, 0, "invoke", "release", token=5), op(1210, 0, "ok", "release", token=5),
+    acq(1300, 1, "invoke"), acq(1400, 1, "ok", token=3, until=until(1300)),
+    op(1500, 1, "invoke", "write", token=3, value=2), op(1520, 1, "ok", "write", token=3, value=2, applied=1510*MS),
+    op(1600, 1, "invoke", "release", token=3), op(1610, 1, "ok", "release", token=3),
+])
+# A real stale write whose token happens to be higher: worker 0's lease
+# (token 9) ran out, worker 1 took the lock with token 4 and wrote, and worker
+# 0's late write landed after it and set the counter back.
+fx("stale-write-with-higher-token", "invalid", ["lost-update", "stale-write", "token-regression"], [
+    acq(900, 0, "invoke"), acq(1000, 0, "ok", token=9, until=until(900)),
+    op(1100, 0, "invoke", "read"), op(1110, 0, "ok", "read", value=0),
+    acq(6900, 1, "invoke"), acq(7000, 1, "ok", token=4, until=until(6900)),
+    op(7100, 1, "invoke", "read"), op(7110, 1, "ok", "read", value=0),
+    op(7200, 1, "invoke", "write", token=4, value=1), op(7220, 1, "ok", "write", token=4, value=1, applied=7210*MS),
+    op(7400, 0, "invoke", "write", token=9, value=1), op(7520, 0, "ok", "write", token=9, value=1, applied=7510*MS),
+])
+# Equal tokens are two leases: a failover rewound the counter, both grants got
+# token 7, and the older lease's late write is stale.
+fx("equal-tokens-two-leases", "invalid", ["lost-update", "stale-write", "token-reuse"], [
+    acq(900, 0, "invoke"), acq(1000, 0, "ok", token=7, until=until(900)),
+    op(1100, 0, "invoke", "read"), op(1110, 0, "ok", "read", value=0),
+    acq(6900, 1, "invoke"), acq(7000, 1, "ok", token=7, until=until(6900)),
+    op(7100, 1, "invoke", "read"), op(7110, 1, "ok", "read", value=0),
+    op(7200, 1, "invoke", "write", token=7, value=1), op(7220, 1, "ok", "write", token=7, value=1, applied=7210*MS),
+    op(7400, 0, "invoke", "write", token=7, value=1), op(7520, 0, "ok", "write", token=7, value=1, applied=7510*MS),
+])
+# One definition of token-regression: worker 1 asked before worker 0's grant
+# returned, so its lower token is no regression, although the only order of
+# the grants puts worker 0's first.
+fx("token-drawn-before-the-other-returned", "valid", [], [
+    acq(1000, 0, "invoke"), acq(1100, 1, "invoke"),
+    acq(1200, 0, "ok", token=6, until=until(1000)),
+    op(1300, 0, "invoke", "release", token=6), op(1350, 0, "ok", "release", token=6),
+    acq(1400, 1, "ok", token=5, until=until(1100)),
+    op(1500, 1, "invoke", "release", token=5), op(1510, 1, "ok", "release", token=5),
+])
+# A history whose only fault is a token: the grants overlap in time but can be
+# ordered; the lock model says nothing about tokens.
+fx("token-fault-only", "invalid", ["token-regression"], [
+    acq(1000, 0, "invoke"), acq(1100, 0, "ok", token=5, until=until(1000)),
+    op(1200, 0, "invoke", "release", token=5),
+    acq(1220, 1, "invoke"),
+    op(1250, 0, "ok", "release", token=5),
+    acq(1400, 1, "ok", token=3, until=until(1220)),
+    op(1500, 1, "invoke", "release", token=3), op(1510, 1, "ok", "release", token=3),
+])
+# A register kept in the locked system (no `applied`): worker 0's write was
+# applied before its lease ended, but its reply came back late (at 7.5 s,
+# after worker 1's write). Worker 1's read at 7.6 s returns worker 1's value:
+# the writes were applied in grant order and nothing was lost.
+fx("guarded-late-reply-read-proves-order", "valid", [], [
+    acq(900, 0, "invoke"), acq(1000, 0, "ok", until=until(900)),
+    op(1100, 0, "invoke", "read"), op(1110, 0, "ok", "read", value=0),
+    op(1200, 0, "invoke", "write", value=1), op(7500, 0, "ok", "write", value=1),
+    acq(6900, 1, "invoke"), acq(7000, 1, "ok", until=until(6900)),
+    op(7020, 1, "invoke", "read"), op(7030, 1, "ok", "read", value=1),
+    op(7100, 1, "invoke", "write", value=2), op(7200, 1, "ok", "write", value=2),
+    op(7600, 1, "invoke", "read"), op(7650, 1, "ok", "read", value=2),
+    op(7700, 1, "invoke", "release"), op(7710, 1, "ok", "release"),
+])
+# A renewal extends the lease: worker 0 renewed at 2.5 s for 2 s, so the grant
+# to worker 1 at 3.5 s is early (and both believed they held the lock).
+fx("renewed-lease-early-grant", "invalid", ["double-hold", "early-grant"], [
+    acq(1000, 0, "invoke", ttl=2000*MS), acq(1100, 0, "ok", lease=2000*MS, until=1000*MS+int(2000*MS*0.99)),
+    op(2500, 0, "invoke", "renew", ttl=2000*MS), op(2600, 0, "ok", "renew", lease=2000*MS, until=2500*MS+int(2000*MS*0.99)),
+    acq(3000, 1, "invoke", ttl=2000*MS), acq(3500, 1, "ok", lease=2000*MS, until=3000*MS+int(2000*MS*0.99)),
+])
+# A belief still open at the end of the history runs to its until: the double
+# hold whose second grant is the last line is found.
+fx("open-belief-last-line", "invalid", ["double-hold", "early-grant"], [
+    acq(900, 0, "invoke"), acq(1000, 0, "ok", token=1, until=until(900)),
+    acq(1900, 1, "invoke"), acq(2000, 1, "ok", token=2, until=until(1900)),
+])
