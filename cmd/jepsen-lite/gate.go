@@ -27,9 +27,13 @@ anomalies, detection rate over the seeds, time), optionally writes JUnit XML
 with one testcase per scenario and seed, and exits 0 only if every run ended
 as its scenario expected. A regression gate for anyone who ships a lock.
 
-With --from-store it runs nothing and summarizes the newest N stored runs of
-each scenario instead, judged against the scenario's current expectation:
-validation offline, on saved runs.
+With --from-store it runs nothing: it re-checks the stored histories of the
+newest N runs of each scenario with the current checkers, and judges them
+against the scenario's current expectation (the catalog's, not the one stored
+with the run): validation offline, on saved runs. The run directories are
+left as they are. A run whose history cannot be read or is not well-formed
+counts as an error; one that has no history (it died before starting) is
+left out.
 
 Examples:
   jepsen-lite gate --tags quick
@@ -46,7 +50,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	store := fs.String("store", "store", "the store directory")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	backend := fs.String("backend", "local", "where the servers run: local or docker")
-	fromStore := fs.String("from-store", "", "run nothing: summarize the newest --seeds stored runs of each scenario in this store, judged against the scenario's current expectation")
+	fromStore := fs.String("from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store with the current checkers, judged against the scenario's current expectation")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
@@ -97,21 +101,21 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return exitUsage, usagef("no scenario carries the tags %q", *tags)
 	}
 
-	stored := map[string][]*runner.Result{}
+	stored := map[string][]string{} // scenario -> run dirs, oldest first
 	if *fromStore != "" {
 		for _, sc := range selected {
-			runs, err := storedRuns(*fromStore, sc, *seeds)
+			dirs, err := storedRunDirs(*fromStore, sc, *seeds)
 			if err != nil {
 				return exitUsage, usageError{err}
 			}
-			stored[sc.Name] = runs
+			stored[sc.Name] = dirs
 		}
 	}
 	var cases []reports.Case
 	var rows []*gateRow
 	interrupted := false
 	for _, sc := range selected {
-		r := &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}, examples: map[string]string{}}
+		r := &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
 		rows = append(rows, r)
 		for seed := 1; seed <= *seeds && !interrupted; seed++ {
 			var res *runner.Result
@@ -120,7 +124,12 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				if seed > len(stored[sc.Name]) {
 					break
 				}
-				res = stored[sc.Name][seed-1]
+				runDir := stored[sc.Name][seed-1]
+				fmt.Fprintf(stderr, "gate: re-checking %s ...\n", runDir)
+				res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
+				if err == nil && ctx.Err() != nil {
+					err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
+				}
 			} else {
 				fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
 				res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start))
@@ -149,13 +158,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				for _, k := range c.Anomalies {
 					r.anomalies[k] = true
 				}
-				for _, cr := range res.Results.Checkers {
-					for _, a := range cr.Anomalies {
-						if _, ok := r.examples[a.Kind]; !ok {
-							r.examples[a.Kind] = a.Message
-						}
-					}
-				}
+				r.addProofs(res.Dir, res.Results.Checkers)
 			}
 			r.runs++
 			if c.Met {
@@ -185,7 +188,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			selection = append(selection, "--skip-tags", *skipTags)
 		}
 		selection = append(selection, pos...)
-		if err := writeScenariosMarkdown(*markdown, rows, *seeds, selection); err != nil {
+		if err := writeScenariosMarkdown(*markdown, rows, *seeds, selection, *fromStore); err != nil {
 			return exitInternal, err
 		}
 	}
@@ -214,43 +217,139 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 }
 
-// storedRuns returns the newest n runs of sc in store, oldest first, with
-// their expectation judged again against sc's current one. A run's time is
-// from its directory's start stamp to its results.json.
-func storedRuns(store string, sc *scenarios.Scenario, n int) ([]*runner.Result, error) {
+// storedRunDirs returns the directories of the newest n runs of sc in
+// store that have a history, oldest first. A run directory without one (the
+// run died before it started) is left out.
+func storedRunDirs(store string, sc *scenarios.Scenario, n int) ([]string, error) {
 	dir := filepath.Join(store, sc.Name)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("no stored runs of %s: %w", sc.Name, err)
 	}
-	var out []*runner.Result
+	var out []string
 	for i := len(entries) - 1; i >= 0 && len(out) < n; i-- {
-		runDir := filepath.Join(dir, entries[i].Name())
-		r, err := reports.ReadResults(runDir)
-		if err != nil {
-			continue // a run that died before its results: not counted
+		if !entries[i].IsDir() {
+			continue
 		}
-		r.ExpectationMet = sc.Expect.Met(r.Verdict, r.Checkers)
-		res := &runner.Result{Dir: runDir, Results: r}
-		if began, err := time.Parse(reports.RunDirTimestampFormat, strings.SplitN(entries[i].Name(), "-", 2)[0]); err == nil {
-			if st, err := os.Stat(filepath.Join(runDir, reports.ResultsFile)); err == nil {
+		runDir := filepath.Join(dir, entries[i].Name())
+		if _, err := os.Stat(filepath.Join(runDir, reports.HistoryFile)); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		out = append(out, runDir)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// recheckStored re-checks the history stored in runDir with the current
+// checkers, through readStored (the legacy rules, the stored scenario's
+// drift), and judges it against sc's current expectation, not the one stored
+// with the run. Nothing in runDir is written. A history that cannot be read
+// or is not well-formed is an error, as a live run's would be; the result
+// still names the run directory and its time. A run's time is from its
+// directory's start stamp to its results.json (to its history when it has
+// none).
+func recheckStored(ctx context.Context, runDir string, sc *scenarios.Scenario, timeout time.Duration) (*runner.Result, error) {
+	res := &runner.Result{Dir: runDir}
+	if began, err := time.Parse(reports.RunDirTimestampFormat, strings.SplitN(filepath.Base(runDir), "-", 2)[0]); err == nil {
+		for _, f := range []string{reports.ResultsFile, reports.HistoryFile} {
+			if st, err := os.Stat(filepath.Join(runDir, f)); err == nil {
 				res.Elapsed = st.ModTime().Sub(began)
+				break
 			}
 		}
-		out = append([]*runner.Result{res}, out...)
 	}
-	return out, nil
+	run, err := readStored(runDir, true)
+	if err != nil {
+		return res, err
+	}
+	results := run.check(ctx, run.options(0, false, checker.Options{Timeout: timeout, OutDir: ""}))
+	for _, cr := range results.Checkers {
+		if cr.Name == (checker.WellFormed{}).Name() && cr.Verdict != checker.Valid && len(cr.Anomalies) > 0 {
+			return res, fmt.Errorf("%s: not well-formed: %s", filepath.Join(runDir, reports.HistoryFile), cr.Anomalies[0].Message)
+		}
+	}
+	exp := sc.Expect
+	results.Expected = &exp
+	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers)
+	res.Results = results
+	return res, nil
 }
 
 // gateRow is one scenario's results over the gate's seeds.
 type gateRow struct {
 	sc             *scenarios.Scenario
 	name, expected string
-	observed       map[string]int    // verdict (or "error") -> runs
-	anomalies      map[string]bool   // kinds found in any run
-	examples       map[string]string // kind -> the first sentence found
-	met, runs      int
-	elapsed        time.Duration
+	observed       map[string]int  // verdict (or "error") -> runs
+	anomalies      map[string]bool // kinds found in any run
+	// found holds, for each run that found anomalies, the first anomaly of
+	// each kind, in the order of the runs.
+	found     []runProof
+	met, runs int
+	elapsed   time.Duration
+}
+
+// runProof is the first anomaly of each kind found in one run.
+type runProof struct {
+	dir   string                     // the run's store directory
+	first map[string]checker.Anomaly // kind -> the first anomaly of that kind
+}
+
+// proofItem is one anomaly that proves a kind, and the run it came from.
+type proofItem struct {
+	checker.Anomaly
+	dir string
+}
+
+// addProofs keeps the first anomaly of each kind that the run in dir found.
+func (r *gateRow) addProofs(dir string, rs []checker.Result) {
+	p := runProof{dir: dir, first: map[string]checker.Anomaly{}}
+	for _, cr := range rs {
+		for _, a := range cr.Anomalies {
+			if _, ok := p.first[a.Kind]; !ok {
+				p.first[a.Kind] = a
+			}
+		}
+	}
+	if len(p.first) > 0 {
+		r.found = append(r.found, p)
+	}
+}
+
+// proof returns, for each anomaly kind found, the first anomaly of that kind
+// from one run, by kind: from the first run that found the most kinds, and
+// for a kind it did not find, from the first run that did.
+func (r *gateRow) proof() []proofItem {
+	best := -1
+	for i, p := range r.found {
+		if best < 0 || len(p.first) > len(r.found[best].first) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	order := append([]runProof{r.found[best]}, r.found...)
+	seen := map[string]bool{}
+	var out []proofItem
+	for _, p := range order {
+		for _, k := range keys(kindSet(p.first)) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, proofItem{Anomaly: p.first[k], dir: p.dir})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
+	return out
+}
+
+func kindSet(m map[string]checker.Anomaly) map[string]bool {
+	set := map[string]bool{}
+	for k := range m {
+		set[k] = true
+	}
+	return set
 }
 
 func expectText(e checker.Expectation) string {

@@ -18,7 +18,6 @@ func gateRowOf(name, resource string, observed map[string]int, kinds ...string) 
 		name:      name,
 		observed:  observed,
 		anomalies: map[string]bool{},
-		examples:  map[string]string{},
 	}
 	r.sc.Lock.Algorithm = "zk-recipe"
 	for _, n := range observed {
@@ -92,12 +91,82 @@ func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
 	)
 }
 
-// renderScenariosMarkdown writes rows as scenarios.md to a temporary file
-// and returns its text.
+// TestScenariosMarkdownProvesUnsafeRows checks that an unsafe scenario's
+// section names, for each anomaly kind, the ops, the sentence and the run
+// directory of the first anomaly of that kind from one run (the run that
+// found the most kinds; a kind it lacks from the run that found it), and
+// that a safe scenario's section has no proof.
+func TestScenariosMarkdownProvesUnsafeRows(t *testing.T) {
+	unsafe := gateRowOf("unsafe", scenarios.Unfenced, map[string]int{"invalid": 3}, checker.DoubleHold, checker.EarlyGrant, checker.LostUpdate)
+	unsafe.addProofs("store/unsafe/20260101T000000.000Z", []checker.Result{
+		{Name: "double-hold", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
+			{Kind: checker.DoubleHold, Key: "k", Ops: []int{9, 11}, Message: "the first run's double hold"},
+		}},
+	})
+	unsafe.addProofs("store/unsafe/20260101T000100.000Z", []checker.Result{
+		{Name: "double-hold", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
+			{Kind: checker.DoubleHold, Key: "k", Ops: []int{2, 4, 5}, Message: "worker 1 acquired k at 1.010s while worker 0 held it since 0.110s"},
+			{Kind: checker.DoubleHold, Key: "k", Ops: []int{7, 8}, Message: "a second double hold"},
+		}},
+		{Name: "linearizability", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
+			{Kind: checker.EarlyGrant, Key: "k", Ops: []int{4, 2}, Message: "worker 1 was granted k at 1.010s while worker 0 held it"},
+		}},
+	})
+	many := make([]int, 20)
+	for i := range many {
+		many[i] = 100 + i
+	}
+	unsafe.addProofs("store/unsafe/20260101T000200.000Z", []checker.Result{
+		{Name: "resource", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
+			{Kind: checker.LostUpdate, Key: "k", Ops: many, Message: "k ended at 3 after 5 acknowledged increments"},
+		}},
+	})
+	safe := gateRowOf("safe", scenarios.Unfenced, map[string]int{"valid": 3})
+	safe.addProofs("store/safe/20260101T000000.000Z", []checker.Result{{Name: "double-hold", Verdict: checker.Valid, Anomalies: []checker.Anomaly{}}})
+	if got := safe.proof(); got != nil {
+		t.Errorf("a safe row has a proof: %+v", got)
+	}
+	md := renderScenariosMarkdown(t, []*gateRow{unsafe, safe}, 3)
+	mustContain(t, md,
+		"Live runs.\n",
+		"- Proof from one run, `store/unsafe/20260101T000100.000Z/` (ops by their `index` in its `history.jsonl`):\n"+
+			"  - `double-hold` on `k`, ops 2, 4, 5: worker 1 acquired k at 1.010s while worker 0 held it since 0.110s\n"+
+			"  - `early-grant` on `k`, ops 4, 2: worker 1 was granted k at 1.010s while worker 0 held it\n"+
+			"  - `lost-update` on `k`, ops 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, … (20 in all): k ended at 3 after 5 acknowledged increments (from `store/unsafe/20260101T000200.000Z/`)\n",
+	)
+	for _, unwanted := range []string{"the first run's double hold", "a second double hold"} {
+		if strings.Contains(md, unwanted) {
+			t.Errorf("scenarios.md names %q, not the first anomaly of the chosen run", unwanted)
+		}
+	}
+	safeSection := md[strings.Index(md, "### safe\n"):]
+	if strings.Contains(safeSection, "Proof") {
+		t.Errorf("the safe scenario has a proof:\n%s", safeSection)
+	}
+}
+
+func TestScenariosMarkdownSaysWhereTheRunsCameFrom(t *testing.T) {
+	rows := []*gateRow{gateRowOf("s", scenarios.Unfenced, map[string]int{"valid": 1})}
+	path := filepath.Join(t.TempDir(), "scenarios.md")
+	if err := writeScenariosMarkdown(path, rows, 1, nil, "store"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(b), "Histories re-checked with the current checkers (`gate --from-store store`).\n")
+	if strings.Contains(string(b), "Live runs.") {
+		t.Errorf("a re-checked store says it was live runs:\n%s", b)
+	}
+}
+
+// renderScenariosMarkdown writes rows as scenarios.md of live runs to a
+// temporary file and returns its text.
 func renderScenariosMarkdown(t *testing.T, rows []*gateRow, seeds int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, rows, seeds, []string{"--tags", "soak"}); err != nil {
+	if err := writeScenariosMarkdown(path, rows, seeds, []string{"--tags", "soak"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
