@@ -12,10 +12,18 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history/jepsen"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
 
+// The history formats check reads (--format).
+const (
+	formatJSONL  = "jsonl"
+	formatJepsen = "jepsen"
+)
+
 const checkUsage = `Usage: jepsen-lite check <run dir | history.jsonl> [flags]
+       jepsen-lite check --format jepsen <history.edn | Jepsen store dir> --ttl D [flags]
 
 Checks a stored history offline, with no server running: well-formedness,
 double holds, lease-aware linearizability, fencing-token order and the
@@ -23,16 +31,23 @@ protected resource. Exits 0 when the history is valid, 1 when it is not,
 2 when the checkers could not decide, 254 when the history cannot be read
 or is not well-formed (the message names the line).
 
+With --format jepsen it reads a Jepsen or Knossos EDN history of a lock
+workload instead (docs/history.md §5); --ttl, required then, is the lease
+every grant got.
+
 Examples:
   jepsen-lite check store/latest
   jepsen-lite check store/redis-single-gc-pause/20261122T031500.000Z --json
-  jepsen-lite check history.jsonl --check-timeout 30s`
+  jepsen-lite check history.jsonl --check-timeout 30s
+  jepsen-lite check --format jepsen store/etcd-lock/latest/history.edn --ttl 5s`
 
 func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("check", checkUsage, stderr)
 	asJSON := fs.Bool("json", false, "print the results document (results.json's shape) on stdout instead of a table")
 	timeout := fs.Duration("check-timeout", 5*time.Minute, "time budget; past it the verdict is unknown, never valid")
 	drift := fs.Float64("drift", 0, "clock drift allowance as a fraction of the lease, in [0, 1); 0 means none (default: from the run's scenario.yaml, else 0.01)")
+	format := fs.String("format", formatJSONL, "the history's format: jsonl (this project's history.jsonl) or jepsen (a Jepsen/Knossos EDN history)")
+	ttl := fs.Duration("ttl", 0, "with --format jepsen (required there): the lease every grant got, set as the ttl of each acquire")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -48,17 +63,43 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if driftSet && (*drift < 0 || *drift >= 1) {
 		return exitUsage, usagef("--drift %v: want a fraction in [0, 1)", *drift)
 	}
+	switch *format {
+	case formatJSONL:
+		if isSet(fs, "ttl") {
+			return exitUsage, usagef("--ttl applies to --format jepsen only: a jsonl history records each lease")
+		}
+	case formatJepsen:
+		if !isSet(fs, "ttl") {
+			return exitUsage, usagef("--format jepsen needs --ttl, the lease every grant got (a Jepsen history does not record it)")
+		}
+		if *ttl <= 0 {
+			return exitUsage, usagef("--ttl %v: want a positive duration", *ttl)
+		}
+	default:
+		return exitUsage, usagef("--format %q: want jsonl or jepsen", *format)
+	}
 	path := pos[0]
 	st, err := os.Stat(path)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	run, err := readStored(path, st.IsDir())
-	if err != nil {
-		return exitUsage, usageError{err}
-	}
-	if st.IsDir() {
-		path = filepath.Join(path, reports.HistoryFile)
+	var run *storedRun
+	if *format == formatJepsen {
+		if st.IsDir() {
+			path = filepath.Join(path, jepsen.HistoryFile)
+		}
+		h, err := jepsen.ReadFile(path, jepsen.Options{TTL: *ttl})
+		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		run = &storedRun{h: h}
+	} else {
+		if run, err = readStored(path, st.IsDir()); err != nil {
+			return exitUsage, usageError{err}
+		}
+		if st.IsDir() {
+			path = filepath.Join(path, reports.HistoryFile)
+		}
 	}
 	h, info := run.h, run.info
 	res := run.check(ctx, run.options(*drift, driftSet, checker.Options{Timeout: *timeout}))
