@@ -177,3 +177,60 @@ func (b *browser) waitFor(cond string) {
 	}
 	b.t.Fatalf("timed out waiting for %s", cond)
 }
+
+// TestBrowserReportBeliefs: a belief that nothing ends is drawn to the end
+// of the timeline with an arrow, a guarded write's apply interval is its
+// whole call and an unknown write's runs on without end; the header op
+// draws no fault.
+func TestBrowserReportBeliefs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the headless Chromium test")
+	}
+	dir := t.TempDir()
+	h := beliefsHistory()
+	writeRunDir(t, dir, h, Results{Scenario: "beliefs", Verdict: "valid", Stats: CountStats(h)}, "name: beliefs\n")
+	if err := WriteHTML(dir); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowser(t)
+	b.open("file://" + filepath.Join(dir, ReportFile))
+	var got struct {
+		Scripted bool     `json:"scripted"`
+		Open     int      `json:"open"`
+		Windows  int      `json:"windows"`
+		Unknown  int      `json:"unknown"`
+		Faults   int      `json:"faults"`
+		Tips     []string `json:"tips"`
+	}
+	b.eval(`(() => {
+		const q = s => document.querySelectorAll("#timeline " + s);
+		const tip = el => { const r = el.getBoundingClientRect();
+			el.dispatchEvent(new PointerEvent("pointermove", {bubbles: true, clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));
+			return document.getElementById("tooltip").textContent; };
+		return {scripted: typeof window.jepsenLiteReport === "object", open: q("path.hold-open").length,
+			windows: q("path.apply-window").length, unknown: q("path.apply-window.open").length,
+			faults: q(".nemesis, .nemesis-point").length,
+			tips: [tip(q("path.hold-open")[0]), ...Array.from(q("path.apply-window")).map(tip)]};
+	})()`, &got)
+	if !got.Scripted {
+		t.Fatal("report.js did not run to its end")
+	}
+	if got.Open != 1 || got.Windows != 2 || got.Unknown != 1 || got.Faults != 0 {
+		t.Errorf("drawn: %+v, want 1 open hold, 2 apply windows (1 without end), no fault", got)
+	}
+	for _, want := range []string{"held the lock (never ended)", "took effect between 0.200s and 0.600s", "may take effect any time from 1.200s on, or never"} {
+		if !slices.ContainsFunc(got.Tips, func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("tooltips %q lack %q", got.Tips, want)
+		}
+	}
+	shot := filepath.Join(t.TempDir(), "report-beliefs.png")
+	if err := b.screenshot(shot); err != nil {
+		t.Fatal(err)
+	}
+	keepScreenshot(t, shot)
+	if dir := os.Getenv("REPORTS_SCREENSHOT_DIR"); dir != "" {
+		if err := b.screenshotElement(".timeline-section", filepath.Join(dir, "timeline-beliefs.png")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

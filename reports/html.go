@@ -201,13 +201,13 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 	v := reportView{
 		In:        in,
 		Title:     in.Results.Scenario,
-		Duration:  tl.End,
+		Duration:  tl.Last,
 		Verdict:   in.Results.Verdict,
 		Met:       in.Results.ExpectationMet,
 		Checkers:  in.Results.Checkers,
 		Anomalies: anomalyWindows(in.Results.Checkers, in.History, tl),
 	}
-	v.Throughput, v.Latency = buildPlots(in.History, tl.End, tl.Nemesis)
+	v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
 	if v.Title == "" {
 		v.Title = "run"
 	}

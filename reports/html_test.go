@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
 // embeddedData extracts and decodes the JSON a report embeds for report.js.
@@ -154,5 +156,47 @@ func TestWriteHTMLTruncatedHistory(t *testing.T) {
 func TestWriteHTMLNoResults(t *testing.T) {
 	if err := WriteHTML(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("WriteHTML without results.json = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// beliefsHistory has the header op, a belief that nothing ends (worker 0),
+// a guarded write without `applied` and a write of unknown outcome after
+// which worker 1 crashes.
+func beliefsHistory() history.History {
+	v := func(n int64) func(*history.Op) { return func(o *history.Op) { o.Value = history.IntValue(n) } }
+	return indexed([]history.Op{
+		history.Header(),
+		wop(0.10, 0, history.Invoke, "acquire", withTTL(5)), wop(0.12, 0, history.OK, "acquire"),
+		wop(0.20, 0, history.Invoke, "write", v(1)), wop(0.60, 0, history.OK, "write", v(1)),
+		wop(1.00, 1, history.Invoke, "acquire", withTTL(5)), wop(1.10, 1, history.Fail, "acquire"),
+		wop(1.20, 1, history.Invoke, "write", v(2)), wop(1.40, 1, history.Info, "write"),
+		wop(2.00, 0, history.Invoke, "read"), wop(2.10, 0, history.OK, "read", v(1)),
+	})
+}
+
+func TestRenderHTMLBeliefsAndHeader(t *testing.T) {
+	h := beliefsHistory()
+	var b bytes.Buffer
+	if err := RenderHTML(&b, ReportInput{Results: Results{Scenario: "s", Verdict: "valid", Stats: CountStats(h)}, History: h}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	d := embeddedData(t, page)
+	if len(d.Timeline.Nemesis) != 0 || strings.Contains(page, `class="lg nemesis-legend"`) ||
+		regexp.MustCompile(`class="nem(esis|-line) nem-[a-z]`).MatchString(page) {
+		t.Errorf("the header op is drawn as a fault: %+v", d.Timeline.Nemesis)
+	}
+	if len(d.Timeline.ApplySpan) != 2 || d.Timeline.ApplyLen[0] != us(sec(0.4)) || d.Timeline.ApplyLen[1] != -1 {
+		t.Errorf("apply intervals = %v %v %v, want the guarded write's call (0.4s) and the unknown one's without end",
+			d.Timeline.ApplySpan, d.Timeline.ApplyLo, d.Timeline.ApplyLen)
+	}
+	open := 0
+	for _, c := range d.Timeline.C {
+		if (c>>2)&15 == int(kindHold) && c&3 == int(outOpen) {
+			open++
+		}
+	}
+	if open != 1 {
+		t.Errorf("%d open holds encoded, want worker 0's", open)
 	}
 }

@@ -78,7 +78,7 @@ func (p *plotFrame) begin(label string) {
 	fmt.Fprintf(&p.b, `<svg class="plot" viewBox="0 0 %g %g" preserveAspectRatio="xMidYMid meet" role="img" aria-label="%s">`,
 		p.w, p.h, template.HTMLEscapeString(label))
 	for _, iv := range p.nemesis {
-		x0, x1 := p.x(iv.Start), p.x(iv.End)
+		x0, x1 := p.x(min(iv.Start, p.end)), p.x(min(iv.End, p.end))
 		if iv.Point {
 			fmt.Fprintf(&p.b, `<line class="nem-line nem-%s" x1="%.1f" x2="%.1f" y1="%g" y2="%g"/>`, iv.Class, x0, x0, plotTop, p.h-plotBottom)
 			continue

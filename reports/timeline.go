@@ -23,19 +23,19 @@ const (
 	kindRead
 	kindWrite
 	kindOther
-	kindHold     // the process believed it held the lock
-	kindPastHold // the process went on acting after its own `until`
-	kindMaybe    // an acquire of unknown outcome may hold the lock on the server
+	kindHold  // a checker.Belief: the process believed it held the lock
+	kindMaybe // an acquire of unknown outcome may hold the lock on the server
 	kindLeaseLost
 	numKinds
 )
 
-var kindNames = [numKinds]string{"acquire", "release", "renew", "read", "write", "other", "hold", "past-until", "maybe-held", "lease-lost"}
+var kindNames = [numKinds]string{"acquire", "release", "renew", "read", "write", "other", "hold", "maybe-held", "lease-lost"}
 
 // outcome is how an op span ended.
 type outcome uint8
 
-// The outcomes. Open is an op that never completed before the history ended.
+// The outcomes. Open is an op that never completed before the history ended,
+// and a hold whose belief nothing ended (checker.Forever).
 const (
 	outOK outcome = iota
 	outFail
@@ -57,21 +57,26 @@ func outcomeOf(t history.Type) outcome {
 
 // span is one interval on one row of the timeline.
 type span struct {
-	Row   int
-	Kind  spanKind
-	Out   outcome
-	Start time.Duration
-	End   time.Duration
+	Row  int
+	Kind spanKind
+	Out  outcome
+	// Applies is set on a write span that has an apply interval: Mark and
+	// MarkEnd are then its checker.Write's Lo and Hi (MarkEnd is
+	// checker.Forever for a write of unknown outcome).
+	Applies bool
+	Start   time.Duration
+	End     time.Duration
 	// I is the index of the op that opens the span (an invoke, or the
-	// acquire's ok for a hold); J the index of the op that closes it (a
-	// completion, or the release's invoke), or -1.
+	// grant's ok for a hold); J the index of the op that closes it (a
+	// completion, or the belief's EndOp for a hold), or -1.
 	I, J int
-	// Mark is the acquire's `until` for a hold and the resource's `applied`
-	// time for a write; zero when absent.
-	Mark  time.Duration
-	Token uint64
-	Key   string
-	Err   string
+	// Mark is the belief's until for a hold and the ok's `until` for an
+	// acquire (zero when absent); the apply interval's start for a write.
+	Mark    time.Duration
+	MarkEnd time.Duration
+	Token   uint64
+	Key     string
+	Err     string
 }
 
 // row is one sub-lane of a worker's lane: the processes drawn on it.
@@ -99,7 +104,11 @@ type nemesisInterval struct {
 
 // timeline is everything the report draws in its timeline.
 type timeline struct {
-	End     time.Duration
+	// End is where the timeline ends: Last, or later where a belief still
+	// open at the end of the history runs on to its until.
+	End time.Duration
+	// Last is the time of the history's last op.
+	Last    time.Duration
 	Rows    []row
 	Spans   []span
 	Nemesis []nemesisInterval
@@ -172,13 +181,13 @@ func compactValue(v json.RawMessage) string {
 // fault's description on both); failing that, the oldest open fault it heals
 // at all. "heal-all" closes everything. A fault with a duration in its value
 // (client-pause) ends by itself; instant faults are points; the rest stay
-// open to the end of the history.
+// open to end. The header op is no fault and draws nothing.
 func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 	var out []nemesisInterval
 	open := []int{} // indexes into out of faults still open
 	invokeAt := map[string]time.Duration{}
 	for _, op := range h {
-		if !op.IsNemesis() {
+		if !op.IsNemesis() || op.IsHeader() {
 			continue
 		}
 		if op.Type == history.Invoke {
@@ -249,32 +258,40 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 	return out
 }
 
-// isHealed reports whether a fault is ended by a recorded heal rather than
-// by its own duration.
 // armed reports whether a nemesis op's value marks a fault that was only
 // armed (a client pause waits for its worker to reach its pause point; the
 // worker records the pause itself when it begins, and its end).
 func armed(value []byte) bool { return bytes.Contains(value, []byte(`"armed":true`)) }
 
 // buildTimeline turns a history into lanes, spans and nemesis intervals.
+//
+// The holds it draws are the checker's own beliefs (checker.Analyze, the one
+// implementation of docs/history.md §3), and a write's apply mark is the
+// checker's apply interval, so the picture cannot disagree with the verdict.
+// A belief that nothing ends (no release, lease-lost, crash, re-acquisition
+// or until) runs to the end of the timeline and is marked open; the
+// timeline runs to the history's last op or to the latest until a belief
+// still open at the end of the history runs to, whichever is later.
+//
 // Each worker (client) has a lane; each process of the worker is drawn on a
 // row of that lane, a new row only while an earlier process of the same
-// worker may still hold the lock (an acquire of unknown outcome may hold it
-// until its invoke + ttl).
+// worker may still hold the lock: while its belief (which ends at its crash
+// at the latest), or the maybe-held span of an acquire of unknown outcome
+// (until its invoke + ttl), or an op of it, is still drawn.
 func buildTimeline(h history.History) timeline {
+	facts := checker.Analyze(h)
 	var tl timeline
-	for _, op := range h {
-		tl.End = max(tl.End, op.Time)
+	for i := range h {
+		tl.Last = max(tl.Last, h[i].Time)
+	}
+	tl.End = tl.Last
+	for _, b := range facts.Beliefs {
+		if b.End != checker.Forever {
+			tl.End = max(tl.End, b.End)
+		}
 	}
 	tl.Nemesis = buildNemesis(h, tl.End)
 
-	type pending struct {
-		op history.Op
-	}
-	type holding struct {
-		ok    history.Op
-		until time.Duration
-	}
 	type proc struct {
 		client int
 		first  time.Duration
@@ -283,10 +300,7 @@ func buildTimeline(h history.History) timeline {
 	}
 	procs := map[int]*proc{}
 	var order []int
-	inflight := map[int]history.Op{}
-	holds := map[int]map[string]holding{}
-
-	getProc := func(op history.Op) *proc {
+	getProc := func(op *history.Op) *proc {
 		p := procs[op.Process]
 		if p == nil {
 			p = &proc{client: op.Client, first: op.Time}
@@ -295,84 +309,70 @@ func buildTimeline(h history.History) timeline {
 		}
 		return p
 	}
-	endHold := func(p *proc, pid int, key string, at time.Duration, closer int) {
-		hl, ok := holds[pid][key]
-		if !ok {
-			return
+	// The checker's writes are in the order of their completions, those
+	// that never completed last; next is the first not yet drawn.
+	next := 0
+	writeDoneAt := func(done int) *checker.Write {
+		for next < len(facts.Writes) && facts.Writes[next].Done >= 0 && facts.Writes[next].Done < done {
+			next++
 		}
-		delete(holds[pid], key)
-		s := span{Kind: kindHold, Out: outOK, Start: hl.ok.Time, End: at, I: hl.ok.Index, J: closer,
-			Mark: hl.until, Token: hl.ok.Token, Key: key}
-		if hl.until > 0 && hl.until < at {
-			s.End = max(hl.until, hl.ok.Time)
-			p.spans = append(p.spans, span{Kind: kindPastHold, Out: outOK, Start: s.End, End: at,
-				I: hl.ok.Index, J: closer, Mark: hl.until, Token: hl.ok.Token, Key: key})
+		if next < len(facts.Writes) && facts.Writes[next].Done == done {
+			return &facts.Writes[next]
 		}
-		p.spans = append(p.spans, s)
-		p.last = max(p.last, at)
+		return nil
 	}
-	endAllHolds := func(p *proc, pid int, at time.Duration, closer int) {
-		keys := make([]string, 0, len(holds[pid]))
-		for k := range holds[pid] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			endHold(p, pid, k, at, closer)
+	pendingWrites := map[int]*checker.Write{} // by invoke position
+	for k := range facts.Writes {
+		if w := &facts.Writes[k]; w.Done < 0 {
+			pendingWrites[w.Invoke] = w
 		}
 	}
 
-	for _, op := range h {
+	inflight := map[int]int{} // process -> position of its outstanding invoke
+	for i := range h {
+		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
 		p := getProc(op)
 		p.last = max(p.last, op.Time)
 		if op.Type == history.Invoke {
-			if op.F == history.FRelease {
-				endHold(p, op.Process, op.Key, op.Time, op.Index)
-			}
-			inflight[op.Process] = op
+			inflight[op.Process] = i
 			continue
 		}
+		at, ok := inflight[op.Process]
+		if ok && h[at].F == op.F {
+			delete(inflight, op.Process)
+		} else {
+			at = i // a completion without its invoke: draw it as a point
+		}
+		inv := &h[at]
 		if op.F == history.FLeaseLost {
-			endHold(p, op.Process, op.Key, op.Time, op.Index)
 			p.spans = append(p.spans, span{Kind: kindLeaseLost, Out: outcomeOf(op.Type), Start: op.Time, End: op.Time,
 				I: op.Index, J: -1, Key: op.Key})
 			continue
 		}
-		inv, ok := inflight[op.Process]
-		if ok && inv.F == op.F {
-			delete(inflight, op.Process)
-		} else {
-			inv = op // a completion without its invoke: draw it as a point
-		}
 		s := span{Kind: kindOf(op.F), Out: outcomeOf(op.Type), Start: inv.Time, End: op.Time,
 			I: inv.Index, J: op.Index, Token: op.Token, Key: op.Key, Err: op.Error}
-		if inv.Index == op.Index {
+		if at == i {
 			s.J = -1
 		}
 		if s.Token == 0 {
 			s.Token = inv.Token
 		}
-		if op.F == history.FWrite {
-			s.Mark = op.Applied
-		}
-		if op.F == history.FAcquire {
+		switch {
+		case op.F == history.FWrite && at != i:
+			if w := writeDoneAt(i); w != nil && w.Invoke == at {
+				s.setApply(w)
+			}
+		case op.F == history.FAcquire:
 			s.Mark = op.Until
 		}
 		p.spans = append(p.spans, s)
-		switch {
-		case op.F == history.FAcquire && op.Type == history.OK:
-			if holds[op.Process] == nil {
-				holds[op.Process] = map[string]holding{}
-			}
-			holds[op.Process][op.Key] = holding{ok: op, until: op.Until}
-		case op.F == history.FAcquire && op.Type == history.Info:
-			ttl := inv.TTL
+		if op.F == history.FAcquire && op.Type == history.Info {
 			maybeEnd := tl.End
-			if ttl > 0 {
-				maybeEnd = min(inv.Time+ttl, tl.End)
+			if inv.TTL > 0 {
+				maybeEnd = min(inv.Time+inv.TTL, tl.End)
 			}
 			if maybeEnd > op.Time {
 				p.spans = append(p.spans, span{Kind: kindMaybe, Out: outInfo, Start: op.Time, End: maybeEnd,
@@ -380,20 +380,36 @@ func buildTimeline(h history.History) timeline {
 				p.last = max(p.last, maybeEnd)
 			}
 		}
-		if op.Type == history.Info {
-			// The process crashed: whatever it believed ends here.
-			endAllHolds(p, op.Process, op.Time, op.Index)
-		}
 	}
-	// Ops still in flight and holds never released run to the end.
+	// Ops still in flight run to the end.
 	for _, pid := range order {
-		p := procs[pid]
-		if inv, ok := inflight[pid]; ok {
-			p.spans = append(p.spans, span{Kind: kindOf(inv.F), Out: outOpen, Start: inv.Time, End: tl.End,
-				I: inv.Index, J: -1, Token: inv.Token, Key: inv.Key})
-			p.last = tl.End
+		at, ok := inflight[pid]
+		if !ok {
+			continue
 		}
-		endAllHolds(p, pid, tl.End, -1)
+		p, inv := procs[pid], &h[at]
+		s := span{Kind: kindOf(inv.F), Out: outOpen, Start: inv.Time, End: tl.End,
+			I: inv.Index, J: -1, Token: inv.Token, Key: inv.Key}
+		if w := pendingWrites[at]; w != nil && inv.F == history.FWrite {
+			s.setApply(w)
+		}
+		p.spans = append(p.spans, s)
+		p.last = tl.End
+	}
+	// Holds: the checker's beliefs, on the rows of their grants' processes.
+	for _, b := range facts.Beliefs {
+		g := &facts.Grants[b.Grant]
+		p := procs[g.Process]
+		s := span{Kind: kindHold, Out: outOK, Start: b.Start, End: b.End, I: h[g.OK].Index, J: -1,
+			Mark: b.Until, Token: g.Token, Key: g.Key}
+		if b.EndOp >= 0 {
+			s.J = h[b.EndOp].Index
+		}
+		if b.End == checker.Forever {
+			s.Out, s.End = outOpen, tl.End
+		}
+		p.spans = append(p.spans, s)
+		p.last = max(p.last, s.End)
 	}
 
 	// Lanes: clients in order; rows packed greedily per client.
@@ -430,6 +446,18 @@ func buildTimeline(h history.History) timeline {
 	return tl
 }
 
+// setApply gives a write span the checker's apply interval of w: the moment
+// (Exact) or the window in which an accepted write took effect, the moment a
+// rejected write was refused when the history gives it (a rejected write
+// took no effect), and for a write of unknown outcome its invoke on, without
+// end (it may also never have taken effect).
+func (s *span) setApply(w *checker.Write) {
+	if w.Status == checker.Rejected && !w.Exact {
+		return
+	}
+	s.Applies, s.Mark, s.MarkEnd = true, w.Lo, w.Hi
+}
+
 func kindOf(f string) spanKind {
 	switch f {
 	case history.FAcquire:
@@ -451,8 +479,9 @@ func kindOf(f string) spanKind {
 // stored column-wise: S the start as a delta from the previous span's start,
 // D the duration, C the code row*64 + kind*4 + outcome, I the opening op's
 // index as a delta from the previous span's, J the closing op's index minus
-// the opening one (0: none). Sparse columns give the marks (until, applied),
-// tokens and errors of the spans that have them.
+// the opening one (0: none). Sparse columns give the marks (until), the
+// writes' apply intervals, the tokens and the errors of the spans that have
+// them.
 type timelineJSON struct {
 	End   int64     `json:"end"`
 	Rows  []rowJSON `json:"rows"`
@@ -462,9 +491,20 @@ type timelineJSON struct {
 	C     []int     `json:"c"`
 	I     []int     `json:"i"`
 	J     []int     `json:"j"`
-	// MarkSpan/MarkAt: span index delta and time (µs) of marks.
+	// MarkSpan/MarkAt: span index delta and time (µs) of marks: the until
+	// of a hold or an acquire.
 	MarkSpan []int   `json:"ms"`
 	MarkAt   []int64 `json:"mv"`
+	// ApplySpan/ApplyLo/ApplyLen: span index delta of a write with an apply
+	// interval (checker.Write's Lo..Hi), the interval's start as an offset
+	// from the span's start and its length (µs); the length is -1 for a
+	// write of unknown outcome: from Lo on, without end, or never. For a
+	// rejected write the entry is the moment it was refused, where the
+	// history gives it (it took no effect); a write without an entry has no
+	// such moment.
+	ApplySpan []int   `json:"as"`
+	ApplyLo   []int64 `json:"al"`
+	ApplyLen  []int64 `json:"ad"`
 	// TokSpan/Tok: span index delta and fencing token.
 	TokSpan []int    `json:"ts"`
 	Tok     []uint64 `json:"tv"`
@@ -512,7 +552,7 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 	out := timelineJSON{
 		End: us(tl.End), S: make([]int64, n), D: make([]int64, n), C: make([]int, n),
 		I: make([]int, n), J: make([]int, n), Named: []int{},
-		MarkSpan: []int{}, MarkAt: []int64{}, TokSpan: []int{}, Tok: []uint64{},
+		MarkSpan: []int{}, MarkAt: []int64{}, ApplySpan: []int{}, ApplyLo: []int64{}, ApplyLen: []int64{}, TokSpan: []int{}, Tok: []uint64{},
 		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{},
 	}
 	out.Kinds = kindNames[:]
@@ -532,7 +572,7 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 	}
 	errIdx := map[string]int{}
 	var prevStart int64
-	prevI, prevMark, prevTok, prevErr, prevKey := 0, 0, 0, 0, 0
+	prevI, prevMark, prevApply, prevTok, prevErr, prevKey := 0, 0, 0, 0, 0, 0
 	for k, s := range tl.Spans {
 		st := us(s.Start)
 		out.S[k] = st - prevStart
@@ -544,7 +584,16 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 		if s.J >= 0 {
 			out.J[k] = s.J - s.I
 		}
-		if s.Mark > 0 {
+		if s.Applies {
+			out.ApplySpan = append(out.ApplySpan, k-prevApply)
+			out.ApplyLo = append(out.ApplyLo, us(s.Mark)-st)
+			d := int64(-1)
+			if s.MarkEnd != checker.Forever {
+				d = us(s.MarkEnd) - us(s.Mark)
+			}
+			out.ApplyLen = append(out.ApplyLen, d)
+			prevApply = k
+		} else if s.Mark > 0 {
 			out.MarkSpan = append(out.MarkSpan, k-prevMark)
 			out.MarkAt = append(out.MarkAt, us(s.Mark))
 			prevMark = k

@@ -2,10 +2,14 @@ package reports
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/synth"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -45,7 +49,7 @@ func TestBuildTimelineLanesAndHolds(t *testing.T) {
 		until      time.Duration
 	}{
 		{sec(0.12), sec(3.00), 1, 12, 0, sec(5.10)},   // released at 3.0s, before its until
-		{sec(2.20), sec(5.20), 9, 19, 2, sec(5.20)},   // its belief ends at until 5.2s
+		{sec(2.20), sec(5.20), 9, -1, 2, sec(5.20)},   // its belief ends at until 5.2s, no op ends it
 		{sec(10.10), sec(11.0), 24, 25, 1, sec(15.1)}, // p3, on worker 0's second row
 	}
 	if len(holds) != len(want) {
@@ -53,21 +57,22 @@ func TestBuildTimelineLanesAndHolds(t *testing.T) {
 	}
 	for n, w := range want {
 		s := holds[n]
-		if s.Start != w.start || s.End != w.end || s.I != w.i || s.J != w.j || s.Row != w.row || s.Mark != w.until {
+		if s.Start != w.start || s.End != w.end || s.I != w.i || s.J != w.j || s.Row != w.row || s.Mark != w.until || s.Out != outOK {
 			t.Errorf("hold %d = %s row %d until %v, want %+v", n, describeSpan(s), s.Row, s.Mark, w)
 		}
-	}
-	past := findSpans(tl, kindPastHold)
-	if len(past) != 1 || past[0].Start != sec(5.20) || past[0].End != sec(6.00) {
-		t.Errorf("past-until spans = %v, want one from 5.2s to 6s", past)
 	}
 	maybe := findSpans(tl, kindMaybe)
 	if len(maybe) != 1 || maybe[0].Start != sec(5.60) || maybe[0].End != sec(9.60) || maybe[0].Row != 0 {
 		t.Errorf("maybe-held spans = %v, want one from 5.6s to 9.6s (invoke 4.6s + ttl 5s) on row 0", maybe)
 	}
 	writes := findSpans(tl, kindWrite)
-	if len(writes) != 2 || writes[0].Mark != sec(1.25) || writes[1].Mark != sec(2.35) {
-		t.Errorf("writes = %v, want two with applied marks 1.25s and 2.35s", writes)
+	if len(writes) != 2 {
+		t.Fatalf("writes = %v, want two", writes)
+	}
+	for n, at := range []time.Duration{sec(1.25), sec(2.35)} {
+		if w := writes[n]; !w.Applies || w.Mark != at || w.MarkEnd != at {
+			t.Errorf("write %d = %s applies %v %v..%v, want exactly at its applied time %v", n, describeSpan(w), w.Applies, w.Mark, w.MarkEnd, at)
+		}
 	}
 	var crashed int
 	for _, s := range tl.Spans {
@@ -180,5 +185,271 @@ func TestCompactRoundTrip(t *testing.T) {
 	}
 	if len(c.Nemesis) != 3 {
 		t.Errorf("nemesis = %+v, want partition, clock-bump, client-pause", c.Nemesis)
+	}
+}
+
+// wop is a worker op of process p (worker p) on key k.
+func wop(at float64, p int, typ history.Type, f string, set ...func(*history.Op)) history.Op {
+	op := history.Op{Time: sec(at), Process: p, Client: p, Type: typ, F: f, Key: "k"}
+	for _, s := range set {
+		s(&op)
+	}
+	return op
+}
+
+func withUntil(at float64) func(*history.Op) { return func(o *history.Op) { o.Until = sec(at) } }
+func withTTL(d float64) func(*history.Op)    { return func(o *history.Op) { o.TTL = sec(d) } }
+func withApplied(at float64) func(*history.Op) {
+	return func(o *history.Op) { o.Applied = sec(at) }
+}
+
+func indexed(ops []history.Op) history.History {
+	for i := range ops {
+		ops[i].Index = i
+	}
+	return ops
+}
+
+// assertHoldsAreBeliefs checks that the hold spans of tl are exactly the
+// beliefs checker.Analyze finds in h: one per grant, on its process's row,
+// over [Start, End) (to the end of the timeline, marked open, for a belief
+// that nothing ends), from the grant's ok to the op that ended the belief,
+// with the until in force.
+func assertHoldsAreBeliefs(t *testing.T, h history.History, tl timeline) {
+	t.Helper()
+	facts := checker.Analyze(h)
+	holds := map[int]span{}
+	for _, s := range findSpans(tl, kindHold) {
+		if _, dup := holds[s.I]; dup {
+			t.Errorf("two holds open at op %d", s.I)
+		}
+		holds[s.I] = s
+	}
+	if len(holds) != len(facts.Beliefs) {
+		t.Errorf("%d holds drawn, the checker has %d beliefs", len(holds), len(facts.Beliefs))
+	}
+	for _, b := range facts.Beliefs {
+		g := facts.Grants[b.Grant]
+		s, ok := holds[h[g.OK].Index]
+		if !ok {
+			t.Errorf("belief of the grant at op %d is not drawn", h[g.OK].Index)
+			continue
+		}
+		wantEnd, wantOut, wantJ := b.End, outOK, -1
+		if b.End == checker.Forever {
+			wantEnd, wantOut = tl.End, outOpen
+		}
+		if b.EndOp >= 0 {
+			wantJ = h[b.EndOp].Index
+		}
+		if s.Start != b.Start || s.End != wantEnd || s.Out != wantOut || s.J != wantJ || s.Mark != b.Until || s.Key != g.Key || s.Token != g.Token {
+			t.Errorf("hold %s out %d until %v, the checker's belief is [%v, %v) end op %d reason %d until %v",
+				describeSpan(s), s.Out, s.Mark, b.Start, b.End, b.EndOp, b.Reason, b.Until)
+		}
+		if !slices.Contains(tl.Rows[s.Row].Processes, g.Process) {
+			t.Errorf("hold %s drawn on row %d (%v), not on process %d's", describeSpan(s), s.Row, tl.Rows[s.Row].Processes, g.Process)
+		}
+		if b.End != checker.Forever && b.End > tl.End {
+			t.Errorf("the timeline ends at %v, before the belief's end %v", tl.End, b.End)
+		}
+	}
+}
+
+// TestTimelineDrawsTheCheckersBeliefs: the picture can never disagree with
+// the verdict. Every hold drawn is a checker.Belief, on hand-written
+// histories and on the checker's fixtures; the header op draws no fault.
+func TestTimelineDrawsTheCheckersBeliefs(t *testing.T) {
+	type hold struct {
+		start, end float64
+		j          int
+		until      float64
+		open       bool
+	}
+	tests := []struct {
+		name    string
+		ops     []history.Op // or:
+		fixture string       // a file of checker/testdata
+		holds   []hold       // nil: only compared with the checker
+		end     float64      // the timeline's end, when nonzero
+		nemesis []string     // the faults drawn, when not nil
+	}{
+		{name: "open belief without until runs to the end of the timeline", ops: []history.Op{
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(5)), wop(1.1, 0, history.OK, "acquire"),
+			wop(2.0, 1, history.Invoke, "read"), wop(3.0, 1, history.OK, "read"),
+		}, holds: []hold{{1.1, 3.0, -1, 0, true}}, end: 3.0},
+		{name: "open belief with until is drawn to its until, not cut at the last op", fixture: "open-belief-last-line.jsonl",
+			holds: []hold{{1.0, 5.85, -1, 5.85, false}, {2.0, 6.85, -1, 6.85, false}}, end: 6.85},
+		{name: "renew ok with a later until extends the hold to it", ops: []history.Op{
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(1)), wop(1.1, 0, history.OK, "acquire", withUntil(2.0)),
+			wop(1.5, 0, history.Invoke, "renew", withTTL(3)), wop(1.6, 0, history.OK, "renew", withUntil(4.0)),
+			wop(5.0, 0, history.Invoke, "release"), wop(5.1, 0, history.OK, "release"),
+		}, holds: []hold{{1.1, 4.0, -1, 4.0, false}}},
+		{name: "renewed hold ends at the release before the new until", ops: []history.Op{
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(1)), wop(1.1, 0, history.OK, "acquire", withUntil(2.0)),
+			wop(1.5, 0, history.Invoke, "renew", withTTL(3)), wop(1.6, 0, history.OK, "renew", withUntil(4.0)),
+			wop(3.0, 0, history.Invoke, "release"), wop(3.1, 0, history.OK, "release"),
+		}, holds: []hold{{1.1, 3.0, 4, 4.0, false}}},
+		{name: "a renewal back after the until does not revive the hold", ops: []history.Op{
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(1)), wop(1.1, 0, history.OK, "acquire", withUntil(2.0)),
+			wop(1.9, 0, history.Invoke, "renew", withTTL(3)), wop(2.5, 0, history.OK, "renew", withUntil(4.0)),
+			wop(5.0, 0, history.Invoke, "release"), wop(5.1, 0, history.OK, "release"),
+		}, holds: []hold{{1.1, 2.0, -1, 2.0, false}}},
+		{name: "renewed-lease-early-grant fixture", fixture: "renewed-lease-early-grant.jsonl",
+			holds: []hold{{1.1, 4.48, -1, 4.48, false}, {3.5, 4.98, -1, 4.98, false}}},
+		{name: "a crash, a lease-lost and a re-acquisition end beliefs", ops: []history.Op{
+			wop(1.0, 0, history.Invoke, "acquire"), wop(1.1, 0, history.OK, "acquire"),
+			wop(1.5, 0, history.Invoke, "acquire"), wop(1.6, 0, history.OK, "acquire"),
+			wop(2.0, 0, history.Invoke, "lease-lost"), wop(2.0, 0, history.OK, "lease-lost"),
+			wop(3.0, 0, history.Invoke, "acquire"), wop(3.1, 0, history.OK, "acquire"),
+			wop(3.5, 0, history.Invoke, "write"), wop(4.0, 0, history.Info, "write"),
+		}, holds: []hold{{1.1, 1.6, 3, 0, false}, {1.6, 2.0, 4, 0, false}, {3.1, 4.0, 9, 0, false}}},
+		{name: "the header op draws nothing in the nemesis lane", ops: []history.Op{
+			history.Header(),
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(5)), wop(1.1, 0, history.OK, "acquire", withUntil(6)),
+			wop(2.0, 0, history.Invoke, "release"), wop(2.1, 0, history.OK, "release"),
+		}, holds: []hold{{1.1, 2.0, 3, 6, false}}, end: 2.1, nemesis: []string{}},
+		{name: "the header op beside a fault", ops: []history.Op{
+			history.Header(),
+			{Time: sec(0.5), Process: -1, Type: history.Info, F: "partition", Value: history.JSONValue("a")},
+			wop(1.0, 0, history.Invoke, "acquire", withTTL(5)), wop(1.1, 0, history.OK, "acquire"),
+			{Time: sec(1.5), Process: -1, Type: history.Info, F: "heal", Value: history.JSONValue("a")},
+		}, holds: []hold{{1.1, 1.5, -1, 0, true}}, nemesis: []string{"partition"}},
+		{name: "guarded-late-reply-read-proves-order fixture", fixture: "guarded-late-reply-read-proves-order.jsonl",
+			holds: []hold{{1.0, 5.85, -1, 5.85, false}, {7.0, 7.7, 14, 11.85, false}}},
+		{name: "valid-handover fixture", fixture: "valid-handover.jsonl"},
+		{name: "session-lease-lost-then-other fixture", fixture: "session-lease-lost-then-other.jsonl"},
+		{name: "crash-then-new-process fixture", fixture: "crash-then-new-process.jsonl"},
+		{name: "the report's own history", ops: invalidHistory()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := indexed(slices.Clone(tc.ops))
+			if tc.fixture != "" {
+				var err error
+				if h, _, err = history.ReadFile(filepath.Join("..", "checker", "testdata", tc.fixture)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := history.Validate(h); err != nil {
+				t.Fatalf("not well-formed: %v", err)
+			}
+			tl := buildTimeline(h)
+			assertHoldsAreBeliefs(t, h, tl)
+			if tc.holds != nil {
+				got := findSpans(tl, kindHold)
+				if len(got) != len(tc.holds) {
+					t.Fatalf("holds = %v, want %d", got, len(tc.holds))
+				}
+				for n, w := range tc.holds {
+					s := got[n]
+					if s.Start != sec(w.start) || s.End != sec(w.end) || s.J != w.j || s.Mark != sec(w.until) || (s.Out == outOpen) != w.open {
+						t.Errorf("hold %d = %s until %v open %v, want %+v", n, describeSpan(s), s.Mark, s.Out == outOpen, w)
+					}
+				}
+			}
+			if tc.end != 0 && tl.End != sec(tc.end) {
+				t.Errorf("timeline ends at %v, want %v", tl.End, sec(tc.end))
+			}
+			if tc.nemesis != nil {
+				faults := []string{}
+				for _, iv := range tl.Nemesis {
+					faults = append(faults, iv.Fault)
+				}
+				if !slices.Equal(faults, tc.nemesis) {
+					t.Errorf("nemesis = %+v, want %v", tl.Nemesis, tc.nemesis)
+				}
+				if c := tl.compact(nil); len(c.Nemesis) != len(tc.nemesis) {
+					t.Errorf("encoded nemesis = %+v, want %v", c.Nemesis, tc.nemesis)
+				}
+			}
+		})
+	}
+}
+
+// TestTimelineHoldsMatchCheckerOnEveryFixture compares the holds drawn with
+// the checker's beliefs on every well-formed fixture of checker/testdata
+// and on a synthetic run with crashes and faults.
+func TestTimelineHoldsMatchCheckerOnEveryFixture(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "checker", "testdata", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			h, _, err := history.ReadFile(f)
+			if err != nil || history.Validate(h) != nil {
+				t.Skip("not well-formed: the checker gives no verdict")
+			}
+			assertHoldsAreBeliefs(t, h, buildTimeline(h))
+		})
+	}
+	t.Run("synthetic", func(t *testing.T) {
+		h := synth.Generate(rand.New(rand.NewPCG(5, 6)), synth.Options{Workers: 6, Keys: 2, Ops: 20000, TTL: time.Second,
+			InfoRate: 0.02, Tokens: true, NemesisEvery: 500})
+		assertHoldsAreBeliefs(t, h, buildTimeline(h))
+	})
+}
+
+// TestTimelineWriteApplyIntervals: a write's mark is the checker's apply
+// interval: a point where `applied` is given, the whole call otherwise, from
+// the invoke on without end for a write of unknown outcome, none for a
+// rejected write whose moment is unknown.
+func TestTimelineWriteApplyIntervals(t *testing.T) {
+	v := func(n int64) func(*history.Op) { return func(o *history.Op) { o.Value = history.IntValue(n) } }
+	h := indexed([]history.Op{
+		wop(1.0, 0, history.Invoke, "acquire"), wop(1.1, 0, history.OK, "acquire"),
+		wop(1.2, 0, history.Invoke, "write", v(1)), wop(1.5, 0, history.OK, "write", v(1)), // guarded: no applied
+		wop(2.0, 0, history.Invoke, "write", v(2)), wop(2.4, 0, history.OK, "write", v(2), withApplied(2.3)),
+		wop(3.0, 0, history.Invoke, "write", v(3)), wop(3.2, 0, history.Fail, "write", v(3)),
+		wop(4.0, 0, history.Invoke, "write", v(4)), wop(4.2, 0, history.Fail, "write", v(4), withApplied(4.1)),
+		wop(5.0, 0, history.Invoke, "write", v(5)), wop(5.5, 0, history.Info, "write"),
+		wop(6.0, 1, history.Invoke, "write", v(6)), // never completes
+		wop(7.0, 2, history.Invoke, "read"), wop(7.5, 2, history.OK, "read", v(1)),
+	})
+	if err := history.Validate(h); err != nil {
+		t.Fatal(err)
+	}
+	tl := buildTimeline(h)
+	type apply struct {
+		applies bool
+		lo, hi  time.Duration
+	}
+	want := []apply{
+		{true, sec(1.2), sec(1.5)},
+		{true, sec(2.3), sec(2.3)},
+		{false, 0, 0},
+		{true, sec(4.1), sec(4.1)},
+		{true, sec(5.0), checker.Forever},
+		{true, sec(6.0), checker.Forever},
+	}
+	writes := findSpans(tl, kindWrite)
+	if len(writes) != len(want) {
+		t.Fatalf("writes = %v, want %d", writes, len(want))
+	}
+	for n, w := range want {
+		s := writes[n]
+		if s.Applies != w.applies || (w.applies && (s.Mark != w.lo || s.MarkEnd != w.hi)) {
+			t.Errorf("write %d = %s apply %v %v..%v, want %+v", n, describeSpan(s), s.Applies, s.Mark, s.MarkEnd, w)
+		}
+	}
+	// The encoding report.js reads: span, offset from its start, length
+	// (-1: no end).
+	c := tl.compact(nil)
+	k := 0
+	var got [][3]int64
+	for q := range c.ApplySpan {
+		k += c.ApplySpan[q]
+		if tl.Spans[k].Kind != kindWrite {
+			t.Fatalf("apply entry %d on span %s", q, describeSpan(tl.Spans[k]))
+		}
+		got = append(got, [3]int64{us(tl.Spans[k].Start), c.ApplyLo[q], c.ApplyLen[q]})
+	}
+	wantC := [][3]int64{{us(sec(1.2)), 0, us(sec(0.3))}, {us(sec(2.0)), us(sec(0.3)), 0}, {us(sec(4.0)), us(sec(4.1)) - us(sec(4.0)), 0},
+		{us(sec(5.0)), 0, -1}, {us(sec(6.0)), 0, -1}}
+	if !slices.Equal(got, wantC) {
+		t.Errorf("apply columns = %v, want %v", got, wantC)
+	}
+	if len(c.MarkSpan) != 0 {
+		t.Errorf("marks = %v: writes carry no until, and no acquire here has one", c.MarkSpan)
 	}
 }

@@ -27,19 +27,38 @@
     return m;
   }
   var marks = sparse(T.ms, T.mv), tokens = sparse(T.ts, T.tv), errs = sparse(T.es, T.ev);
+  // A write's apply interval (the checker's): [lo, hi], hi -1 when it has no
+  // end (a write of unknown outcome may take effect any time, or never).
+  var applies = new Map();
+  (function () {
+    var at = 0, as = T.as || [];
+    for (var q = 0; q < as.length; q++) {
+      at += as[q];
+      var lo = start[at] + T.al[q];
+      applies.set(at, [lo, T.ad[q] < 0 ? -1 : lo + T.ad[q]]);
+    }
+  })();
   var keys = T.keys ? sparse(T.ks, T.kv) : null;
   var named = new Set(T.named);
   var rowOf = function (k) { return code[k] >> 6; };
   var kindOf = function (k) { return (code[k] >> 2) & 15; };
   var outOf = function (k) { return code[k] & 3; };
 
-  // Layers of a row: 0 holds (hold, past-until, maybe-held), 1 ops,
-  // 2 writes (ticks), 3 lease-lost marks.
+  // Layers of a row: 0 holds (hold, maybe-held), 1 ops, 2 writes (with
+  // their apply intervals), 3 lease-lost marks.
   function layerOf(kind) {
-    if (kind === K.hold || kind === K["past-until"] || kind === K["maybe-held"]) return 0;
+    if (kind === K.hold || kind === K["maybe-held"]) return 0;
     if (kind === K.write) return 2;
     if (kind === K["lease-lost"]) return 3;
     return 1;
+  }
+  var runEnd = Math.max(T.end, 1);
+  // reachOf is how far right a span is drawn: a write's apply interval may
+  // run past its completion (to the end, for a write of unknown outcome).
+  function reachOf(k) {
+    var ap = applies.get(k);
+    if (!ap) return end[k];
+    return Math.max(end[k], ap[1] < 0 ? runEnd : ap[1]);
   }
   var rows = T.rows || [];
   var lists = rows.map(function () { return [[], [], [], []]; });
@@ -48,12 +67,11 @@
   var reach = lists.map(function (ls) {
     return ls.map(function (l) {
       var a = new Float64Array(l.length), m = -Infinity;
-      for (var q = 0; q < l.length; q++) { m = Math.max(m, end[l[q]]); a[q] = m; }
+      for (var q = 0; q < l.length; q++) { m = Math.max(m, reachOf(l[q])); a[q] = m; }
       return a;
     });
   });
 
-  var runEnd = Math.max(T.end, 1);
   var view = { t0: 0, t1: runEnd };
   var selected = null; // Set of op indexes of the selected anomaly
   var selectedNemesis = null;
@@ -112,8 +130,7 @@
     var clampX = function (x) { return Math.max(GUTTER - 2, Math.min(W - RIGHT + 2, x)); };
     var out = [];
     out.push('<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + height + '" class="tl">');
-    out.push('<defs><pattern id="hatch-past" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" class="past-bg"/><line x1="0" y1="0" x2="0" y2="6" class="past-line"/></pattern>' +
-      '<pattern id="hatch-maybe" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="6" class="maybe-line"/></pattern>' +
+    out.push('<defs><pattern id="hatch-maybe" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="6" class="maybe-line"/></pattern>' +
       '<clipPath id="plot-clip"><rect x="' + GUTTER + '" y="0" width="' + plotW + '" height="' + height + '"/></clipPath></defs>');
     // lane backgrounds and labels
     rows.forEach(function (r, i) {
@@ -164,10 +181,19 @@
       var x0 = X(start[k]), x1 = X(end[k]);
       var common = ' data-span="' + k + '" data-index="' + a.di + '"';
       drawn++;
-      if (layer === 2) { // write: a tick at its applied time
-        var at = marks.has(k) ? marks.get(k) : end[k], xt = X(at);
-        out.push('<line class="tick-line o-' + OUT[o] + a.cls + '"' + common + ' x1="' + xt + '" x2="' + xt + '" y1="' + (ry + 2) + '" y2="' + (ry + ROWH - 2) + '"/>');
-        if (x1 - x0 > 3) out.push('<rect class="op o-' + OUT[o] + ' k-write' + a.cls + '"' + common + ' x="' + x0 + '" y="' + (ry + 16) + '" width="' + (x1 - x0) + '" height="4"/>');
+      if (layer === 2) { // write: its op, and the checker's apply interval
+        out.push('<rect class="op o-' + OUT[o] + ' k-write' + a.cls + '"' + common + ' x="' + x0 + '" y="' + (ry + 16) + '" width="' + Math.max(x1 - x0, 1.5) + '" height="4"/>');
+        var ap = applies.get(k);
+        if (!ap) return;
+        var xl = X(ap[0]);
+        if (ap[1] === ap[0]) { // exact: a tick at the moment
+          out.push('<line class="tick-line o-' + OUT[o] + a.cls + '"' + common + ' x1="' + xl + '" x2="' + xl + '" y1="' + (ry + 2) + '" y2="' + (ry + ROWH - 2) + '"/>');
+          return;
+        }
+        var open = ap[1] < 0, xh = X(open ? runEnd : ap[1]), ya = ry + 13.5;
+        var d = 'M' + xl + ' ' + (ya - 3) + 'v6M' + xl + ' ' + ya + 'H' + xh + (open ? 'm-4 -3l4 3 -4 3' : 'm0 -3v6');
+        out.push('<path class="apply-window o-' + OUT[o] + (open ? " open" : "") + a.cls + '"' + common + ' d="' + d + '"><title>' +
+          (open ? "may take effect any time from " + fmtS(ap[0]) + " on, or never" : "took effect between " + fmtS(ap[0]) + " and " + fmtS(ap[1])) + '</title></path>');
         return;
       }
       if (layer === 3) {
@@ -176,7 +202,11 @@
       }
       var g = geometry(layer, kind, ry), w = Math.max(x1 - x0, 1.5);
       var cls = layer === 0 ? "hold k-" + KINDS[kind] : "op o-" + OUT[o] + " k-" + KINDS[kind];
-      out.push('<rect class="' + cls + a.cls + '"' + common + ' x="' + x0 + '" y="' + g[0] + '" width="' + w + '" height="' + g[1] + '"/>');
+      var neverEnded = kind === K.hold && o === 3;
+      out.push('<rect class="' + cls + (neverEnded ? " open" : "") + a.cls + '"' + common + ' x="' + x0 + '" y="' + g[0] + '" width="' + w + '" height="' + g[1] + '"/>');
+      if (neverEnded) { // an arrow at the end: nothing ended this belief
+        out.push('<path class="hold-open' + a.cls + '"' + common + ' d="M' + (x1 - 7) + ' ' + (ry + 1) + 'l7 6.5 -7 6.5z"><title>never ended: no release, lease-lost, crash, re-acquisition or until</title></path>');
+      }
       if (kind === K.hold && marks.has(k)) { // until: the end of the client's own validity
         var xu = X(marks.get(k));
         if (xu > x1 + 1) out.push('<line class="validity' + a.cls + '" x1="' + x1 + '" x2="' + xu + '" y1="' + (ry + 7.5) + '" y2="' + (ry + 7.5) + '"/>');
@@ -204,10 +234,13 @@
         for (var q = lowerBound(rc, t0); q < l.length; q++) {
           var k2 = l[q];
           if (start[k2] > t1) break;
-          if (end[k2] < t0) continue;
+          if (reachOf(k2) < t0) continue;
           if (named.has(k2)) { drawSpan(k2, ry, layer); continue; }
-          var x0 = X(start[k2]), x1 = X(layer === 2 && marks.has(k2) ? marks.get(k2) : end[k2]);
-          if (layer === 2) x0 = x1;
+          var x0 = X(start[k2]), x1 = X(end[k2]);
+          if (layer === 2 && applies.has(k2)) {
+            var ap2 = applies.get(k2);
+            x0 = Math.min(x0, X(ap2[0])); x1 = Math.max(x1, X(ap2[1] < 0 ? runEnd : ap2[1]));
+          }
           var kind = kindOf(k2);
           var key = (layer === 0 ? 0 : outOf(k2)) + "|" + (layer === 0 ? kind : (kind === K.acquire ? K.acquire : K.read));
           var a = aggs[key];
@@ -293,14 +326,21 @@
     if (!el) { tip.hidden = true; return; }
     var k = +el.dataset.span, kind = KINDS[kindOf(k)], r = rows[rowOf(k)];
     var lines = [];
-    var head = kind === "hold" ? "held the lock" : kind === "past-until" ? "acted past its until" :
+    var head = kind === "hold" ? (outOf(k) === 3 ? "held the lock (never ended)" : "held the lock") :
       kind === "maybe-held" ? "may hold the lock (acquire of unknown outcome)" : kind + " " + OUT[outOf(k)];
     lines.push("<b>" + esc(head) + "</b> · worker " + r.w);
     lines.push(fmtS(start[k]) + " → " + fmtS(end[k]) + " (" + fmtDur(end[k] - start[k]) + ")");
     lines.push("ops " + I[k] + (J[k] >= 0 ? ", " + J[k] : ""));
     if (keys && keys.has(k)) lines.push("key " + esc(T.keys[keys.get(k)]));
     if (tokens.has(k)) lines.push("token " + tokens.get(k));
-    if (marks.has(k)) lines.push((kind === "write" ? "applied " : "until ") + fmtS(marks.get(k)));
+    if (marks.has(k)) lines.push("until " + fmtS(marks.get(k)));
+    if (kind === "write") {
+      var ap = applies.get(k);
+      if (!ap) lines.push("took no effect");
+      else if (ap[1] === ap[0]) lines.push((outOf(k) === 1 ? "rejected at " : "applied at ") + fmtS(ap[0]));
+      else if (ap[1] < 0) lines.push("may take effect any time from " + fmtS(ap[0]) + " on, or never");
+      else lines.push("took effect between " + fmtS(ap[0]) + " and " + fmtS(ap[1]));
+    }
     if (errs.has(k)) lines.push("error: " + esc(T.errors[errs.get(k)]));
     tip.innerHTML = lines.join("<br>");
     tip.hidden = false;
