@@ -200,3 +200,36 @@ func TestRenderHTMLBeliefsAndHeader(t *testing.T) {
 		t.Errorf("%d open holds encoded, want worker 0's", open)
 	}
 }
+
+func TestLoadReportInputGuardedVersion1(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		header   bool
+		resource string
+		kept     bool
+	}{
+		{"version 1 guarded: the reply's time is dropped", false, "guarded", false},
+		{"version 2 guarded: applied is exact", true, "guarded", true},
+		{"version 1 fenced: applied is exact", false, "fenced", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ops []history.Op
+			if tc.header {
+				ops = append(ops, history.Header())
+			}
+			ops = append(ops, wop(0.1, 0, history.Invoke, "acquire"), wop(0.2, 0, history.OK, "acquire"),
+				wop(0.3, 0, history.Invoke, "write"), wop(0.5, 0, history.OK, "write", withApplied(0.5)))
+			h := indexed(ops)
+			dir := t.TempDir()
+			writeRunDir(t, dir, h, Results{Scenario: "s", Verdict: "valid"}, "name: s\nresource: "+tc.resource+"\n")
+			in, err := LoadReportInput(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := in.History[len(in.History)-1]
+			if (w.Applied != 0) != tc.kept {
+				t.Errorf("applied = %v, want kept: %v", w.Applied, tc.kept)
+			}
+		})
+	}
+}
