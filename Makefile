@@ -76,6 +76,7 @@ fuzz: build
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./checker -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./checker -run '^$$' -fuzz '^FuzzSynthetic$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./checker/reference -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME)
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -47,7 +47,8 @@ func (x *parsed) beliefOf(g *grant) belief {
 
 // untilOf is g's until: the grant's until, moved by each renew ok of the
 // grant that carries an until and returns no later than the until in force
-// when it returns; never when the grant has none.
+// when it returns; never when the grant has none (a renewal's until does
+// not give it one).
 func (x *parsed) untilOf(g *grant) int64 {
 	if g.until == 0 {
 		return never

@@ -14,6 +14,17 @@
 //
 // Times are exact integer nanoseconds; a lease L under drift d lasts
 // int64(float64(L) * (1 - d)).
+//
+// Where the specification leaves a choice open, the reference takes the most
+// literal reading and says so where the choice is made:
+//   - real time alone orders ops: an op that returned at T may be ordered
+//     after one invoked at T, even of the same process;
+//   - a release that fails is left out of every prefix of the culprit rule,
+//     even while it is outstanding;
+//   - a renewal's until does not give a belief an until when its grant had
+//     none;
+//   - when several reads tie for the last to return, each one's value is a
+//     possible final value.
 package reference
 
 import (
@@ -65,7 +76,7 @@ func (r Result) All() []string {
 	return all
 }
 
-// Verdict returns the verdict of one checker: invalid when it found an
+// VerdictOf returns the verdict of one checker: invalid when it found an
 // anomaly.
 func (r Result) VerdictOf(name string) checker.Verdict {
 	if len(r.Kinds[name]) > 0 {

@@ -1,0 +1,229 @@
+package reference_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/reference"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// drifts are the drifts the differential tests use: checker.Options.Drift
+// and the same drift as the reference takes it.
+var drifts = []struct {
+	opts float64
+	ref  float64
+}{
+	{checker.NoDrift, 0},
+	{0.01, 0.01},
+	{0.2, 0.2},
+}
+
+// differentialHistories is how many generated histories TestDifferential
+// compares (fewer with -short).
+const differentialHistories = 10000
+
+// mismatch is how the fast checkers and the reference disagree on one
+// history, or "" when they agree.
+func mismatch(h history.History, drift int) (string, []checker.Result, reference.Result) {
+	d := drifts[drift]
+	fast := checker.Check(context.Background(), h, checker.Options{Drift: d.opts})
+	ref, err := reference.Check(h, d.ref)
+	if err != nil {
+		return "the reference refused the history: " + err.Error(), fast, ref
+	}
+	var diffs []string
+	if v := checker.Overall(fast); v != ref.Verdict {
+		diffs = append(diffs, fmt.Sprintf("verdict %s, reference %s", v, ref.Verdict))
+	}
+	for _, name := range reference.Names {
+		got := fastKinds(fast, name)
+		if want := ref.Kinds[name]; !slices.Equal(got, want) {
+			diffs = append(diffs, fmt.Sprintf("%s %v, reference %v", name, got, want))
+		}
+	}
+	return strings.Join(diffs, "; "), fast, ref
+}
+
+// fastKinds is the sorted, distinct anomaly kinds checker name found.
+func fastKinds(res []checker.Result, name string) []string {
+	var kinds []string
+	for _, r := range res {
+		if r.Name != name {
+			continue
+		}
+		for _, a := range r.Anomalies {
+			kinds = append(kinds, a.Kind)
+		}
+	}
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// jsonl renders h as JSON lines, ready to be saved as a fixture.
+func jsonl(h history.History) string {
+	var b []byte
+	for _, op := range h {
+		b = history.AppendJSON(b, op)
+		b = append(b, '\n')
+	}
+	return string(b)
+}
+
+// minimize drops whole ops of h (an invoke with its completion, or a
+// nemesis op) for as long as the history stays well-formed and the
+// disagreement stays the same, and returns what is left.
+func minimize(h history.History, diff string, drift int) history.History {
+	for {
+		shrunk := false
+		for i := 0; i < len(h); i++ {
+			drop := []int{i}
+			if op := h[i]; !op.IsNemesis() && op.Type == history.Invoke {
+				for j := i + 1; j < len(h); j++ {
+					if h[j].Process == op.Process {
+						if h[j].Type != history.Invoke {
+							drop = append(drop, j)
+						}
+						break
+					}
+				}
+			}
+			var c history.History
+			for j, op := range h {
+				if !slices.Contains(drop, j) {
+					op.Index = len(c)
+					c = append(c, op)
+				}
+			}
+			if history.Validate(c) != nil {
+				continue
+			}
+			if d, _, _ := mismatch(c, drift); d == diff {
+				h, shrunk = c, true
+				i--
+			}
+		}
+		if !shrunk {
+			return h
+		}
+	}
+}
+
+// report describes a disagreement: the history, a smallest part of it
+// that disagrees the same way, and both conclusions.
+func report(h history.History, diff string, drift int, fast []checker.Result, ref reference.Result) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "disagreement (drift %v): %s\n", drifts[drift].ref, diff)
+	if m := minimize(h, diff, drift); len(m) < len(h) {
+		_, mfast, mref := mismatch(m, drift)
+		fmt.Fprintf(&s, "minimized to %d ops:\n", len(m))
+		s.WriteString(conclusions(mfast, mref))
+		s.WriteString(jsonl(m))
+		s.WriteString("the whole history:\n")
+	}
+	s.WriteString(conclusions(fast, ref))
+	s.WriteString(jsonl(h))
+	return s.String()
+}
+
+// conclusions renders both sides' conclusions.
+func conclusions(fast []checker.Result, ref reference.Result) string {
+	var s strings.Builder
+	s.WriteString("fast checkers:\n")
+	for _, r := range fast {
+		fmt.Fprintf(&s, "  %s: %s %s\n", r.Name, r.Verdict, r.Note)
+		for _, a := range r.Anomalies {
+			fmt.Fprintf(&s, "    %s %v: %s\n", a.Kind, a.Ops, a.Message)
+		}
+	}
+	fmt.Fprintf(&s, "reference: %s %v\n", ref.Verdict, ref.Kinds)
+	return s.String()
+}
+
+// TestDifferential compares the fast checkers with the reference on
+// generated histories: the overall verdict and the anomaly kinds of each
+// checker must be the same. A disagreement prints the history as JSON lines
+// (to be saved under checker/testdata as a fixture) and both conclusions;
+// with REFERENCE_DUMP=dir each disagreeing history is also written to dir,
+// REFERENCE_HISTORIES=n compares n histories instead, and
+// REFERENCE_SEEDS=s1,s2,... only the histories of those seeds. One history in
+// ten has ops at equal times.
+func TestDifferential(t *testing.T) {
+	n := differentialHistories
+	if testing.Short() {
+		n /= 5
+	}
+	if s := os.Getenv("REFERENCE_HISTORIES"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("REFERENCE_HISTORIES=%q: %v", s, err)
+		}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i)
+	}
+	if s := os.Getenv("REFERENCE_SEEDS"); s != "" {
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			seed, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				t.Fatalf("REFERENCE_SEEDS=%q: %v", s, err)
+			}
+			seeds = append(seeds, seed)
+		}
+	}
+	dump := os.Getenv("REFERENCE_DUMP")
+	classes := map[string]int{}
+	printed := 0
+	for _, seed := range seeds {
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), reference.GenOptions{Ties: seed%10 == 9})
+		drift := int(seed % uint64(len(drifts)))
+		diff, fast, ref := mismatch(h, drift)
+		if diff == "" {
+			continue
+		}
+		classes[diff]++
+		if printed < 3 {
+			printed++
+			t.Errorf("seed %d: %s", seed, report(h, diff, drift, fast, ref))
+		}
+		if dump != "" {
+			name := filepath.Join(dump, fmt.Sprintf("seed-%05d-drift-%v.txt", seed, drifts[drift].ref))
+			if err := os.WriteFile(name, []byte(report(h, diff, drift, fast, ref)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(classes) > 0 {
+		var lines []string
+		total := 0
+		for c, k := range classes {
+			lines = append(lines, fmt.Sprintf("%5d  %s", k, c))
+			total += k
+		}
+		slices.Sort(lines)
+		t.Errorf("%d of %d histories disagree; by disagreement:\n%s", total, len(seeds), strings.Join(lines, "\n"))
+	}
+}
+
+// FuzzDifferential is TestDifferential for any seed.
+func FuzzDifferential(f *testing.F) {
+	f.Add(uint64(1), uint64(2))
+	f.Add(uint64(42), uint64(7))
+	f.Fuzz(func(t *testing.T, seed1, seed2 uint64) {
+		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), reference.GenOptions{Ties: seed2%10 == 9})
+		drift := int(seed1 % uint64(len(drifts)))
+		if diff, fast, ref := mismatch(h, drift); diff != "" {
+			t.Fatal(report(h, diff, drift, fast, ref))
+		}
+	})
+}

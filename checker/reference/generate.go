@@ -1,0 +1,618 @@
+package reference
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// GenOptions shape the histories Generate writes. The zero value lets
+// Generate draw every choice from its random source.
+type GenOptions struct {
+	// Ops is the number of client ops (invocations) to issue, at most; 0
+	// draws it from [7, 12].
+	Ops int
+	// Honest, when set, makes the lock service and the register behave
+	// correctly (and every unknown outcome harmless), so the history is valid
+	// for §4.1 under drift up to 0.01; only double-hold (no until),
+	// stale-write (slow writes, no fencing), lost-update and the token kinds
+	// (token modes) can still come out. When unset, Generate draws whether
+	// the service misbehaves.
+	Honest bool
+	// Ties allows ops at the same time; otherwise every op is strictly later
+	// than the one before it.
+	Ties bool
+}
+
+// Generate returns a random small well-formed history of a lock workload:
+// two or three workers, one or two keys, up to a dozen client ops of every
+// kind the format has (acquire, release, renew, read, write, lease-lost;
+// ok, fail, info and pending), crashes after which the worker goes on under
+// a new process number, nemesis ops and sometimes the header op. It
+// simulates a lock service that may honour the lock or misbehave (grant
+// early, let a non-holder release, renew for a non-holder, hand out equal or
+// falling tokens) and an atomic register, so reads are consistent with the
+// writes applied. Every choice comes from r.
+func Generate(r *rand.Rand, opts GenOptions) history.History {
+	g := &gen{r: r, opts: opts}
+	return g.run()
+}
+
+const ms = int64(time.Millisecond)
+
+type tokenMode int
+
+const (
+	tokNone tokenMode = iota
+	tokRising
+	tokEqual
+	tokFalling
+	tokRandom
+)
+
+// lockSvc is the simulated service's view of one key.
+type lockSvc struct {
+	holder  int // -1: free
+	expiry  int64
+	session bool
+	tok     uint64
+}
+
+// register is the simulated resource of one key.
+type register struct {
+	value  int64
+	maxTok uint64
+	past   []int64 // earlier values, for a misbehaving register's stale reads
+}
+
+type outstanding struct {
+	inv       int
+	f, key    string
+	lease     int64 // an acquire's or renew's effective lease (-1: never)
+	style     int   // an acquire's lease style
+	value     int64
+	token     uint64
+	applied   bool // a write already applied (at its invoke)
+	rejected  bool // a write already rejected (at its invoke)
+	appliedAt int64
+	waited    int
+	notBefore int64 // a paused op does not complete before this time
+}
+
+type worker struct {
+	client, proc int
+	out          *outstanding
+	held         map[string]*heldLease
+	lastRead     map[string]int64
+	key          string
+}
+
+type heldLease struct {
+	token uint64
+	until int64 // 0: none
+	lease int64
+}
+
+type deferredWrite struct {
+	key   string
+	value int64
+	token uint64
+}
+
+type gen struct {
+	r        *rand.Rand
+	opts     GenOptions
+	h        history.History
+	now      int64
+	workers  []*worker
+	keys     []string
+	svc      map[string]*lockSvc
+	reg      map[string]*register
+	crashed  map[int]bool
+	nextProc int
+	deferred []deferredWrite
+
+	misbehave float64 // probability of each misbehaviour
+	infoRate  float64
+	tokens    tokenMode
+	exact     bool // writes carry applied
+	fenced    bool // the register rejects writes with a token below the highest seen
+	untilRate float64
+	shortTTL  int64
+	longTTL   int64
+	slowRate  float64 // a write that lingers before completing
+	pauseRate float64 // a write paused (as by a GC pause) past its lease
+	shortOnly bool    // every acquire asks for a short lease
+}
+
+func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
+
+func (g *gen) pick(n int) int { return g.r.IntN(n) }
+
+func (g *gen) tick() {
+	if g.opts.Ties && g.chance(0.15) {
+		return
+	}
+	g.now += (1 + g.r.Int64N(50)) * ms
+}
+
+func (g *gen) emit(op history.Op) int {
+	op.Index = len(g.h)
+	op.Time = time.Duration(g.now)
+	g.h = append(g.h, op)
+	return op.Index
+}
+
+func (g *gen) run() history.History {
+	nw := 2 + g.pick(2)
+	if g.chance(0.65) {
+		g.keys = []string{"k"}
+	} else {
+		g.keys = []string{"k0", "k1"}
+	}
+	budget := g.opts.Ops
+	if budget == 0 {
+		budget = 7 + g.pick(6)
+	}
+	if !g.opts.Honest && g.chance(0.6) {
+		g.misbehave = []float64{0.1, 0.25, 0.5}[g.pick(3)]
+	}
+	g.infoRate = []float64{0, 0.08, 0.2}[g.pick(3)]
+	switch x := g.r.Float64(); {
+	case x < 0.25:
+		g.tokens = tokNone
+	case x < 0.75 || g.opts.Honest:
+		g.tokens = tokRising
+	case x < 0.85:
+		g.tokens = tokEqual
+	case x < 0.93:
+		g.tokens = tokFalling
+	default:
+		g.tokens = tokRandom
+	}
+	g.exact = g.chance(0.6)
+	g.fenced = g.chance(0.4)
+	g.untilRate = []float64{0, 0.6, 0.95}[g.pick(3)]
+	g.shortTTL = (50 + g.r.Int64N(250)) * ms
+	g.longTTL = (1000 + g.r.Int64N(4000)) * ms
+	g.slowRate = []float64{0, 0.15}[g.pick(2)]
+	g.pauseRate = []float64{0, 0.2, 0.5}[g.pick(3)]
+	if g.chance(0.25) {
+		// a history about the resource: two workers on one key with short
+		// leases, writes paused past them, no fencing
+		nw, g.keys = 2, []string{"k"}
+		g.infoRate = min(g.infoRate, 0.08)
+		g.exact = g.chance(0.8)
+		g.fenced = false
+		g.pauseRate = 0.5
+		g.untilRate = 0.95
+		g.shortOnly = true
+	}
+	g.svc = map[string]*lockSvc{}
+	g.reg = map[string]*register{}
+	g.crashed = map[int]bool{}
+	for _, k := range g.keys {
+		g.svc[k] = &lockSvc{holder: -1}
+		g.reg[k] = &register{}
+	}
+	g.tokensInit()
+
+	if g.chance(0.5) {
+		g.emit(history.Header())
+	}
+	for i := range nw {
+		w := &worker{client: i, proc: i, held: map[string]*heldLease{}, lastRead: map[string]int64{}}
+		w.key = g.keys[0]
+		if i > 0 && g.chance(0.5) {
+			w.key = g.keys[g.pick(len(g.keys))]
+		}
+		g.workers = append(g.workers, w)
+	}
+	g.nextProc = nw
+	issued := 0
+	for steps := 0; steps < 400; steps++ {
+		busy := false
+		for _, w := range g.workers {
+			if w.out != nil {
+				busy = true
+			}
+		}
+		if issued >= budget && !busy {
+			break
+		}
+		g.tick()
+		g.applyDeferred()
+		if g.chance(0.04) {
+			g.nemesis()
+			continue
+		}
+		w := g.workers[g.pick(len(g.workers))]
+		if w.out != nil {
+			if issued >= budget && g.chance(0.2) {
+				w.out = nil // left pending: the history ends before it completes
+				continue
+			}
+			if g.now >= w.out.notBefore {
+				g.complete(w)
+			}
+			continue
+		}
+		if issued < budget {
+			g.invoke(w)
+			issued++
+		}
+	}
+	return g.h
+}
+
+func (g *gen) tokensInit() {
+	for _, k := range g.keys {
+		switch g.tokens {
+		case tokFalling:
+			g.svc[k].tok = 20
+		case tokEqual:
+			g.svc[k].tok = 7
+		}
+	}
+}
+
+func (g *gen) nextToken(k string) uint64 {
+	s := g.svc[k]
+	switch g.tokens {
+	case tokNone:
+		return 0
+	case tokRising:
+		if g.misbehave > 0 && g.chance(g.misbehave/3) && s.tok > 1 {
+			return s.tok - uint64(g.pick(2)) // a repeated or regressed token
+		}
+		s.tok++
+		return s.tok
+	case tokEqual:
+		if g.chance(0.3) {
+			s.tok++
+		}
+		return s.tok
+	case tokFalling:
+		if s.tok > 1 {
+			s.tok--
+		}
+		return s.tok
+	default:
+		return uint64(1 + g.pick(4))
+	}
+}
+
+func (g *gen) nemesis() {
+	faults := []string{"partition", "kill", "pause", "clock-jump"}
+	f := faults[g.pick(len(faults))]
+	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
+	if g.chance(0.5) {
+		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+		return
+	}
+	g.emit(history.Op{Process: history.NemesisProcess, Type: history.Invoke, F: f, Value: v})
+	g.tick()
+	g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+}
+
+// believes reports whether w still considers itself the holder of k.
+func (g *gen) believes(w *worker, k string) *heldLease {
+	hl := w.held[k]
+	if hl == nil || hl.until != 0 && g.now >= hl.until {
+		return nil
+	}
+	return hl
+}
+
+func (g *gen) invoke(w *worker) {
+	k := w.key
+	if len(g.keys) > 1 && g.chance(0.3) {
+		k = g.keys[g.pick(len(g.keys))]
+	}
+	var f string
+	held := g.believes(w, k) != nil
+	_, hasRead := w.lastRead[k]
+	x := g.r.Float64()
+	pickF := func(choices ...any) string {
+		for i := 0; i < len(choices); i += 2 {
+			if x -= choices[i+1].(float64); x < 0 {
+				return choices[i].(string)
+			}
+		}
+		return choices[len(choices)-2].(string)
+	}
+	switch {
+	case held && hasRead:
+		f = pickF(history.FWrite, 0.7, history.FRead, 0.05, history.FRenew, 0.08, history.FRelease, 0.12, history.FLeaseLost, 0.03, history.FAcquire, 0.02)
+	case held:
+		f = pickF(history.FRead, 0.6, history.FRenew, 0.1, history.FRelease, 0.2, history.FLeaseLost, 0.05, history.FAcquire, 0.05)
+	case hasRead:
+		// a write from a lease its worker no longer trusts, or from none
+		f = pickF(history.FWrite, 0.3, history.FAcquire, 0.55, history.FRead, 0.05, history.FRelease, 0.07, history.FRenew, 0.03)
+	default:
+		f = pickF(history.FAcquire, 0.75, history.FRead, 0.1, history.FRelease, 0.1, history.FRenew, 0.05)
+	}
+	op := history.Op{Process: w.proc, Client: w.client, Type: history.Invoke, F: f, Key: k}
+	o := &outstanding{f: f, key: k}
+	switch f {
+	case history.FAcquire:
+		o.style = g.pick(6)
+		if g.shortOnly {
+			o.style = []int{0, 1, 4}[g.pick(3)]
+		}
+		switch o.style {
+		case 0, 1: // ttl and lease (short)
+			op.TTL = time.Duration(g.shortTTL)
+			o.lease = g.shortTTL
+		case 2: // ttl and lease (long)
+			op.TTL = time.Duration(g.longTTL)
+			o.lease = g.longTTL
+		case 3: // a lease that never expires (-1), no ttl asked
+			o.lease = -1
+		case 4: // legacy: ttl only, the ok carries no lease
+			op.TTL = time.Duration(g.shortTTL)
+			o.lease = g.shortTTL
+		case 5: // legacy session lock: neither ttl nor lease
+			o.lease = -1
+		}
+	case history.FRenew:
+		if hl := w.held[k]; hl != nil {
+			o.lease = hl.lease
+		} else {
+			o.lease = g.shortTTL
+		}
+		if g.chance(0.15) { // a renewal for another length than the grant's
+			o.lease = []int64{g.shortTTL / 2, g.shortTTL, g.longTTL, -1}[g.pick(4)]
+		}
+		if o.lease != -1 && g.chance(0.7) {
+			op.TTL = time.Duration(o.lease)
+		}
+	case history.FRelease:
+		if hl := w.held[k]; hl != nil {
+			op.Token = hl.token
+		}
+		delete(w.held, k)
+	case history.FLeaseLost:
+		delete(w.held, k)
+	case history.FWrite:
+		o.value = w.lastRead[k] + 1
+		if !g.chance(0.03) { // rarely, a write whose value the history does not say
+			op.Value = history.IntValue(o.value)
+		}
+		if hl := w.held[k]; hl != nil {
+			o.token = hl.token
+		}
+		op.Token = o.token
+		if g.chance(g.pauseRate) {
+			o.notBefore = g.now + 2*g.shortTTL + g.r.Int64N(2*g.shortTTL)
+		} else if g.chance(0.3) { // applied (or refused) as soon as it is sent
+			o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
+			o.appliedAt = g.now
+		}
+	}
+	o.inv = g.emit(op)
+	w.out = o
+}
+
+// applyWrite applies a write to the register unless fencing refuses it.
+func (g *gen) applyWrite(k string, v int64, tok uint64) (applied, rejected bool) {
+	reg := g.reg[k]
+	if g.fenced && tok < reg.maxTok {
+		return false, true
+	}
+	reg.past = append(reg.past, reg.value)
+	reg.value = v
+	reg.maxTok = max(reg.maxTok, tok)
+	return true, false
+}
+
+func (g *gen) applyDeferred() {
+	keep := g.deferred[:0]
+	for _, d := range g.deferred {
+		if g.chance(0.3) {
+			g.applyWrite(d.key, d.value, d.token)
+			continue
+		}
+		keep = append(keep, d)
+	}
+	g.deferred = keep
+}
+
+// available reports whether the service may honestly grant k to proc now.
+func (g *gen) available(k string, proc int) bool {
+	s := g.svc[k]
+	return s.holder == -1 || s.holder == proc || s.expiry != never && g.now >= s.expiry || s.session && g.crashed[s.holder]
+}
+
+func (g *gen) complete(w *worker) {
+	o := w.out
+	k := o.key
+	inv := g.h[o.inv]
+	op := history.Op{Process: w.proc, Client: w.client, F: o.f, Key: k, Type: history.OK}
+	crash := g.chance(g.infoRate)
+	svc := g.svc[k]
+	switch o.f {
+	case history.FAcquire:
+		grantable := g.available(k, w.proc) || g.chance(g.misbehave)
+		if crash {
+			// an acquire of unknown outcome may have taken effect; §4.1
+			// leaves it out, which is more permissive only when it does not
+			// renew the lease of a process that already holds the lock (a
+			// shorter lease, or a session lock its crash then frees), so the
+			// honest service never lets such an acquire take effect
+			if grantable && g.chance(0.5) && (svc.holder != w.proc || g.misbehave > 0) {
+				g.grant(w, o)
+			}
+			break
+		}
+		if !grantable {
+			if o.waited < 4 && g.chance(0.7) {
+				o.waited++ // a blocking acquire waits on
+				return
+			}
+			op.Type = history.Fail
+			op.Error = "held"
+			break
+		}
+		sess := g.grant(w, o)
+		op.Token = svc.tok
+		if g.tokens == tokNone {
+			op.Token = 0
+		}
+		hl := &heldLease{token: op.Token, lease: o.lease}
+		switch o.style {
+		case 0, 1, 2:
+			op.Lease = time.Duration(o.lease)
+			op.Session = sess
+		case 3:
+			op.Lease = history.NoLease
+			op.Session = sess
+		}
+		if o.lease != -1 && g.chance(g.untilRate) {
+			hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
+			if g.chance(0.1) {
+				hl.until = int64(inv.Time) + 2*o.lease // a client that trusts too long
+			}
+			op.Until = time.Duration(hl.until)
+		}
+		w.held[k] = hl
+	case history.FRelease:
+		mine := svc.holder == w.proc
+		if crash {
+			if mine && g.chance(0.5) {
+				svc.holder = -1
+			}
+			break
+		}
+		switch {
+		case mine:
+			svc.holder = -1
+		case g.chance(g.misbehave):
+			if g.chance(0.5) {
+				svc.holder = -1 // a foreign release that frees the lock
+			}
+		default:
+			op.Type = history.Fail
+			op.Error = "not held"
+		}
+		op.Token = inv.Token
+	case history.FRenew:
+		mine := svc.holder == w.proc
+		exp := never
+		if o.lease != -1 {
+			exp = g.now + o.lease
+		}
+		if crash {
+			// an unknown renew may have taken effect; the honest service
+			// applies it only when it does not shorten the lease (§4.1
+			// leaves unknown renews out)
+			if mine && g.chance(0.5) && exp >= svc.expiry {
+				svc.expiry = exp
+			}
+			break
+		}
+		switch {
+		case mine:
+			svc.expiry = exp
+		case g.chance(g.misbehave):
+			// renewed for a process that does not hold the lock
+		default:
+			op.Type = history.Fail
+			op.Error = "not held"
+		}
+		if op.Type == history.OK {
+			if g.chance(0.6) {
+				op.Lease = time.Duration(o.lease)
+			}
+			if hl := w.held[k]; inv.TTL == 0 && op.Lease == 0 && (hl == nil || hl.lease != o.lease) {
+				// the grant's lease would stand for it: say what it is
+				op.Lease = time.Duration(o.lease)
+			}
+			if hl := w.held[k]; hl != nil && o.lease != -1 && (hl.until != 0 && g.chance(0.8) || g.chance(0.05)) {
+				// (rarely an until on the renewal of a grant that had none)
+				hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
+				op.Until = time.Duration(hl.until)
+			}
+		}
+	case history.FRead:
+		if !crash && g.chance(0.05) {
+			op.Type = history.Fail
+			op.Error = "timeout"
+			break
+		}
+		if !crash {
+			v := g.reg[k].value
+			if past := g.reg[k].past; len(past) > 0 && g.chance(g.misbehave/4) {
+				v = past[g.pick(len(past))] // a stale read: the register is not linearizable
+			}
+			op.Value = history.IntValue(v)
+			w.lastRead[k] = v
+		}
+	case history.FWrite:
+		if !o.applied && !o.rejected && !crash && g.slowRate > 0 && o.waited < 4 && g.chance(g.slowRate*2) {
+			o.waited++ // a slow write: still in flight
+			return
+		}
+		op.Value = inv.Value
+		op.Token = o.token
+		if crash {
+			if !o.applied && !o.rejected {
+				switch x := g.r.Float64(); {
+				case x < 0.4:
+					g.applyWrite(k, o.value, o.token)
+				case x < 0.7:
+					g.deferred = append(g.deferred, deferredWrite{k, o.value, o.token})
+				}
+			}
+			break
+		}
+		if !o.applied && !o.rejected {
+			if g.chance(0.05) {
+				op.Type = history.Fail
+				op.Error = "timeout"
+				break
+			}
+			o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
+			o.appliedAt = g.now
+		}
+		if o.rejected {
+			op.Type = history.Fail
+			op.Error = "stale token"
+		}
+		if g.exact {
+			op.Applied = time.Duration(o.appliedAt)
+		}
+		delete(w.lastRead, k)
+	case history.FLeaseLost:
+	}
+	if crash {
+		op.Type = history.Info
+		op.Error = "crashed"
+		op.Lease, op.Until, op.Session, op.Applied = 0, 0, false, 0
+	}
+	g.emit(op)
+	w.out = nil
+	if crash {
+		g.crashed[w.proc] = true
+		w.proc = g.nextProc
+		g.nextProc++
+		clear(w.held)
+		clear(w.lastRead)
+	}
+}
+
+// grant makes w the service's holder of o.key and returns the session flag
+// of the grant.
+func (g *gen) grant(w *worker, o *outstanding) bool {
+	s := g.svc[o.key]
+	s.holder = w.proc
+	s.expiry = never
+	if o.lease != -1 {
+		s.expiry = g.now + o.lease
+	}
+	s.session = o.style == 5 || (o.style != 4 && g.chance(0.3))
+	s.tok = g.nextToken(o.key)
+	return s.session
+}

@@ -1,0 +1,156 @@
+package reference_test
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/reference"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// TestGenerateMix checks that generated histories are well-formed and
+// cover what the differential test needs: both verdicts in good proportion,
+// every anomaly kind, and every kind of op.
+func TestGenerateMix(t *testing.T) {
+	const n = 1000
+	verdicts := map[checker.Verdict]int{}
+	kinds := map[string]int{}
+	seen := map[string]bool{}
+	start := time.Now()
+	var checking time.Duration
+	for seed := range uint64(n) {
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 1)), reference.GenOptions{})
+		if err := history.Validate(h); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, jsonl(h))
+		}
+		clientOps := 0
+		for _, op := range h {
+			if op.IsHeader() {
+				seen["header"] = true
+				continue
+			}
+			if op.IsNemesis() {
+				seen["nemesis"] = true
+				continue
+			}
+			if op.Type == history.Invoke {
+				clientOps++
+			}
+			seen[op.F+" "+string(op.Type)] = true
+			switch {
+			case op.F == history.FAcquire && op.Type == history.OK && op.Lease == 0 && h[0].Time >= 0:
+				seen["acquire ok without lease"] = true
+			case op.F == history.FAcquire && op.Type == history.OK && op.Lease == -1:
+				seen["acquire ok lease -1"] = true
+			}
+			if op.F == history.FAcquire && op.Type == history.OK && op.Session {
+				seen["acquire ok session"] = true
+			}
+			if op.F == history.FAcquire && op.Type == history.OK && op.Until != 0 {
+				seen["acquire ok until"] = true
+			}
+			if op.F == history.FWrite && op.Type == history.OK && op.Applied != 0 {
+				seen["write ok applied"] = true
+			}
+			if op.F == history.FWrite && op.Type == history.OK && op.Applied == 0 {
+				seen["write ok without applied"] = true
+			}
+		}
+		if clientOps > 12 {
+			t.Fatalf("seed %d: %d client ops", seed, clientOps)
+		}
+		for _, p := range pendingOps(h) {
+			seen["pending "+p] = true
+		}
+		t0 := time.Now()
+		res, err := reference.Check(h, 0.01)
+		checking += time.Since(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verdicts[res.Verdict]++
+		for _, k := range res.All() {
+			kinds[k]++
+		}
+	}
+	t.Logf("%d histories in %v (reference: %v, %.0f histories/s); verdicts %v; kinds %v",
+		n, time.Since(start), checking, n/checking.Seconds(), verdicts, kinds)
+	if verdicts[checker.Valid] < n/5 || verdicts[checker.Invalid] < n/5 {
+		t.Errorf("verdicts out of proportion: %v", verdicts)
+	}
+	for _, k := range []string{checker.DoubleHold, checker.EarlyGrant, checker.ForeignRelease, checker.StaleWrite, checker.LostUpdate, checker.TokenReuse, checker.TokenRegression} {
+		if kinds[k] == 0 {
+			t.Errorf("no history with %s", k)
+		}
+	}
+	want := []string{"header", "nemesis", "acquire ok without lease", "acquire ok lease -1", "acquire ok session", "acquire ok until",
+		"write ok applied", "write ok without applied", "pending acquire", "pending write", "pending release"}
+	for _, f := range []string{history.FAcquire, history.FRelease, history.FRenew, history.FRead, history.FWrite} {
+		for _, typ := range []history.Type{history.Invoke, history.OK, history.Fail, history.Info} {
+			want = append(want, f+" "+string(typ))
+		}
+	}
+	want = append(want, history.FLeaseLost+" invoke", history.FLeaseLost+" ok")
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("no %q in %d histories", w, n)
+		}
+	}
+}
+
+// pendingOps lists the f of every invoke without a completion.
+func pendingOps(h history.History) []string {
+	out := map[int]string{}
+	for _, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			out[op.Process] = op.F
+		} else {
+			delete(out, op.Process)
+		}
+	}
+	var fs []string
+	for _, f := range out {
+		fs = append(fs, f)
+	}
+	slices.Sort(fs)
+	return fs
+}
+
+// TestGenerateHonest checks the generator's honest service against the
+// lease model: its histories never have an early-grant or a
+// foreign-release, whatever the drift up to the one it allows.
+func TestGenerateHonest(t *testing.T) {
+	for seed := range uint64(1000) {
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 2)), reference.GenOptions{Honest: true})
+		for _, d := range []float64{0, 0.01} {
+			res, err := reference.Check(h, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := res.Kinds[reference.Linearizability]; len(k) > 0 {
+				t.Fatalf("seed %d, drift %v: honest service, reference finds %v:\n%s", seed, d, k, jsonl(h))
+			}
+		}
+	}
+}
+
+// BenchmarkCheck measures the reference on generated histories (one
+// history per iteration, drift 0.01).
+func BenchmarkCheck(b *testing.B) {
+	hs := make([]history.History, 1000)
+	for i := range hs {
+		hs[i] = reference.Generate(rand.New(rand.NewPCG(uint64(i), 3)), reference.GenOptions{})
+	}
+	for i := 0; b.Loop(); i++ {
+		if _, err := reference.Check(hs[i%len(hs)], 0.01); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "histories/s")
+}

@@ -1,0 +1,208 @@
+package reference
+
+import (
+	"slices"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// write is one write op with its §3 and §4.2 attributes.
+type write struct {
+	*opCall
+	value    int64
+	hasValue bool
+	accepted bool   // ok
+	unknownW bool   // info or pending
+	lease    *grant // the write's lease, nil when none
+	lo, hi   int64  // the apply interval of an accepted write
+	after    int64  // after(w)
+}
+
+// valueOf is a write's value: its invoke's, else its completion's.
+func valueOf(c *opCall) (int64, bool) {
+	if v, ok := c.invOp.Int(); ok {
+		return v, true
+	}
+	return c.doneOp.Int()
+}
+
+// resourceAnomalies applies §4.2 to every key.
+func resourceAnomalies(x *parsed) []string {
+	var keys []string
+	for _, c := range x.calls {
+		if c.f == history.FWrite && !slices.Contains(keys, c.key) {
+			keys = append(keys, c.key)
+		}
+	}
+	var kinds []string
+	for _, key := range keys {
+		kinds = append(kinds, resourceKey(x, key)...)
+	}
+	return kinds
+}
+
+func resourceKey(x *parsed, key string) []string {
+	var ws []*write
+	var reads []*opCall // ok reads
+	for _, c := range x.calls {
+		if c.key != key {
+			continue
+		}
+		switch {
+		case c.f == history.FWrite:
+			w := &write{opCall: c, accepted: c.typ == history.OK, unknownW: c.unknown, lease: x.grantOf(c)}
+			w.value, w.hasValue = valueOf(c)
+			ws = append(ws, w)
+		case c.f == history.FRead && c.typ == history.OK:
+			reads = append(reads, c)
+		}
+	}
+	var acc []*write
+	for _, w := range ws {
+		if w.accepted {
+			// the apply interval: applied where present, else [invoke, completion]
+			w.lo, w.hi = w.call, w.ret
+			if a := int64(w.doneOp.Applied); a != 0 {
+				w.lo, w.hi = a, a
+			}
+			acc = append(acc, w)
+		}
+	}
+	// the intervals by time alone, before reads tighten them
+	lo := map[*write]int64{}
+	hi := map[*write]int64{}
+	for _, w := range acc {
+		lo[w], hi[w] = w.lo, w.hi
+	}
+	for _, w := range acc {
+		w.after = w.lo
+		// a unique value: v ≠ 0 written by exactly one write of the key that
+		// may have taken effect (accepted or of unknown outcome)
+		if !w.hasValue || w.value == 0 {
+			continue
+		}
+		n := 0
+		for _, o := range ws {
+			if (o.accepted || o.unknownW) && o.hasValue && o.value == w.value {
+				n++
+			}
+		}
+		if n != 1 {
+			continue
+		}
+		for _, r := range reads {
+			if v, ok := r.doneOp.Int(); !ok || v != w.value {
+				continue
+			}
+			// evidence only when it agrees with time: no accepted write
+			// applied, by time alone, after w and before the read's invoke
+			agrees := true
+			for _, o := range acc {
+				if lo[o] > hi[w] && hi[o] < r.call {
+					agrees = false
+				}
+			}
+			if agrees {
+				w.hi = min(w.hi, r.ret)
+				w.after = max(w.after, r.call)
+			}
+		}
+	}
+	before := func(a, b *write) bool { return a.hi < b.after }
+	var kinds []string
+	// stale-write: w_new provably applied before w_old, whose lease is older
+	for _, wo := range acc {
+		for _, wn := range acc {
+			if wo.lease == nil || wn.lease == nil {
+				continue
+			}
+			if wo.lease.ret < wn.lease.call && before(wn, wo) {
+				kinds = append(kinds, checker.StaleWrite)
+			}
+		}
+	}
+	// lost-update: every possible final value known and below n
+	n := int64(len(acc))
+	if n == 0 {
+		return kinds
+	}
+	type final struct {
+		v     int64
+		known bool
+	}
+	var finals []final
+	for _, w := range acc {
+		last := true
+		for _, o := range acc {
+			if o != w && before(w, o) {
+				last = false
+			}
+		}
+		if last {
+			finals = append(finals, final{w.value, w.hasValue})
+		}
+	}
+	// the last ok read to return of those invoked after hi of every accepted
+	// write (when several return at that same time, any of them may have been
+	// last: each one's value counts)
+	var last []*opCall
+	for _, r := range reads {
+		afterAll := true
+		for _, w := range acc {
+			if r.call <= w.hi {
+				afterAll = false
+			}
+		}
+		switch {
+		case !afterAll:
+		case len(last) == 0 || r.ret > last[0].ret:
+			last = []*opCall{r}
+		case r.ret == last[0].ret:
+			last = append(last, r)
+		}
+	}
+	if len(last) > 0 {
+		finals = nil
+		for _, r := range last {
+			v, ok := r.doneOp.Int()
+			finals = append(finals, final{v, ok})
+		}
+	}
+	for _, w := range ws {
+		if w.unknownW {
+			finals = append(finals, final{w.value, w.hasValue})
+		}
+	}
+	lost := len(finals) > 0
+	for _, f := range finals {
+		if !f.known || f.v >= n {
+			lost = false
+		}
+	}
+	if lost {
+		kinds = append(kinds, checker.LostUpdate)
+	}
+	return kinds
+}
+
+// tokenAnomalies applies §4.3: among grants with a nonzero token, two grants
+// of one key with the same token are a token-reuse; a grant invoked after
+// another grant of the key returned, with a lower token, a token-regression.
+func tokenAnomalies(x *parsed) []string {
+	var kinds []string
+	for _, a := range x.grants {
+		for _, b := range x.grants {
+			if a == b || a.key != b.key || a.token == 0 || b.token == 0 {
+				continue
+			}
+			if a.token == b.token {
+				kinds = append(kinds, checker.TokenReuse)
+			}
+			if a.ret < b.call && b.token < a.token {
+				kinds = append(kinds, checker.TokenRegression)
+			}
+		}
+	}
+	return kinds
+}
