@@ -129,8 +129,8 @@ type Facts struct {
 }
 
 // Older reports whether grant a is older than grant b (lease order): a
-// returned before b was invoked.
-func (f *Facts) Older(a, b int) bool { return f.Grants[a].Return < f.Grants[b].Call }
+// returned before b was invoked, in the history's order.
+func (f *Facts) Older(a, b int) bool { return f.Grants[a].OK < f.Grants[b].Invoke }
 
 // Crashed returns the time process p crashed and whether it did.
 func (f *Facts) Crashed(p int) (time.Duration, bool) {

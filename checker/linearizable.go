@@ -88,19 +88,24 @@ const (
 	kindRenew
 )
 
-// lockOp is one grant, release or renewal, as the model sees it.
+// lockOp is one grant, release or renewal, as the model sees it. Its times
+// (call, ret, crash) serve the lease arithmetic; its history indexes
+// (invoke, retIdx, crashIdx) order it against other ops (docs/history.md §3:
+// the history's order settles ties of time).
 type lockOp struct {
-	kind    opKind
-	proc    int
-	client  int
-	call    int64
-	ret     int64 // open for unknown outcomes
-	lease   int64 // lease × (1 − drift) in ns; -1 for never
-	session bool
-	crash   int64 // when the process crashed, open if never
-	invoke  int   // history index of the invoke
-	done    int   // history index of the completion, -1 when none
-	asked   time.Duration
+	kind     opKind
+	proc     int
+	client   int
+	call     int64
+	ret      int64 // open for unknown outcomes
+	lease    int64 // lease × (1 − drift) in ns; -1 for never
+	session  bool
+	crash    int64 // when the process crashed, open if never
+	invoke   int   // history index of the invoke
+	done     int   // history index of the completion, -1 when none
+	retIdx   int64 // done, or open for unknown outcomes
+	crashIdx int64 // history index of the process's crash, open if never
+	asked    time.Duration
 }
 
 func (o *lockOp) isOpen() bool { return o.ret == open }
@@ -138,8 +143,11 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		base := max(o.call, s.freedAt)
 		if s.holder >= 0 && s.holder != o.proc {
 			expired := s.expiry != open && o.ret >= s.expiry
-			closed := s.by.session && s.by.crash < o.ret
+			closed := s.by.session && s.by.crashIdx < o.retIdx
 			if !expired && !closed {
+				if o.isOpen() {
+					return true, s, "" // it may not have taken effect
+				}
 				return false, s, "early"
 			}
 			base = max(base, s.holdEnd())
@@ -278,8 +286,9 @@ func splitPieces(h history.History, drift float64) []piece {
 		ids[i] = id
 	}
 	crash := make([]int64, len(procs))
+	crashIdx := make([]int64, len(procs))
 	for i := range crash {
-		crash[i] = open
+		crash[i], crashIdx[i] = open, open
 	}
 	n := 0
 	for i := range h {
@@ -288,13 +297,13 @@ func splitPieces(h history.History, drift float64) []piece {
 			continue
 		}
 		if op.Type == history.Info && crash[ids[i]] == open {
-			crash[ids[i]] = int64(op.Time)
+			crash[ids[i]], crashIdx[ids[i]] = int64(op.Time), int64(i)
 		}
-		if op.Type == history.OK && (op.F == history.FAcquire || op.F == history.FRenew) || op.Type != history.Fail && op.F == history.FRelease {
+		if op.Type != history.Invoke && op.Type != history.Fail && (op.F == history.FAcquire || op.F == history.FRenew || op.F == history.FRelease) {
 			n++
 		}
 	}
-	slab := make([]lockOp, 0, n) // one allocation for all lock ops
+	slab := make([]lockOp, 0, n+len(procs)) // one allocation for all lock ops
 	pending := make([]int, len(procs))
 	for i := range pending {
 		pending[i] = -1
@@ -324,39 +333,15 @@ func splitPieces(h history.History, drift float64) []piece {
 		if inv < 0 || op.Type == history.Fail {
 			continue
 		}
-		in := &h[inv]
-		lo := lockOp{proc: op.Process, client: op.Client, call: int64(in.Time), ret: int64(op.Time), crash: crash[id], invoke: inv, done: i}
-		switch {
-		case op.F == history.FAcquire && op.Type == history.OK:
-			lease, session := grantLease(in, op)
-			lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
-			latestLease[procKey{op.Process, op.Key}] = int64(lease)
-		case op.F == history.FRenew && op.Type == history.OK:
-			lease := op.Lease
-			if lease == 0 {
-				lease = in.TTL
-			}
-			if lease == 0 {
-				lease = time.Duration(latestLease[procKey{op.Process, op.Key}])
-			}
-			if lease == 0 {
-				continue // a renewal of no grant: nothing to extend
-			}
-			lo.kind, lo.lease, lo.asked = kindRenew, scaleLease(lease, drift), lease
-		case op.F == history.FRelease:
-			lo.kind = kindRelease
-			if op.Type == history.Info {
-				lo.ret = open
-			}
-		default:
-			continue
+		if lo, ok := newLockOp(h, inv, i, crash[id], crashIdx[id], drift, latestLease); ok {
+			add(h[inv].Key, lo)
 		}
-		add(op.Key, lo)
 	}
 	for id, inv := range pending {
-		if inv >= 0 && h[inv].F == history.FRelease {
-			in := &h[inv]
-			add(in.Key, lockOp{kind: kindRelease, proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, crash: crash[id], invoke: inv, done: -1})
+		if inv >= 0 {
+			if lo, ok := newLockOp(h, inv, -1, crash[id], crashIdx[id], drift, latestLease); ok {
+				add(h[inv].Key, lo)
+			}
 		}
 	}
 	slices.Sort(keys)
@@ -369,23 +354,66 @@ func splitPieces(h history.History, drift float64) []piece {
 	return pieces
 }
 
+// newLockOp describes the lock op invoked at op inv and completed at op done
+// (-1: never), or reports that it is none (a read, a write, a renewal of no
+// grant). A grant records its process's lease in latestLease, for the
+// renewals after it.
+func newLockOp(h history.History, inv, done int, crash, crashIdx int64, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
+	in := &h[inv]
+	lo := lockOp{proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, retIdx: open, crash: crash, crashIdx: crashIdx, invoke: inv, done: done}
+	var out history.Op // the completion; zero when there is none
+	if done >= 0 {
+		out = h[done]
+		if out.Type == history.OK {
+			lo.ret, lo.retIdx = int64(out.Time), int64(done)
+		}
+	}
+	switch in.F {
+	case history.FAcquire:
+		lease, session := grantLease(in, &out)
+		lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
+		if !lo.isOpen() {
+			latestLease[procKey{in.Process, in.Key}] = int64(lease)
+		}
+	case history.FRenew:
+		lease := out.Lease
+		if lease == 0 {
+			lease = in.TTL
+		}
+		if lease == 0 {
+			lease = time.Duration(latestLease[procKey{in.Process, in.Key}])
+		}
+		if lease == 0 {
+			return lo, false // a renewal of no grant: nothing to extend
+		}
+		lo.kind, lo.lease, lo.asked = kindRenew, scaleLease(lease, drift), lease
+	case history.FRelease:
+		lo.kind = kindRelease
+	default:
+		return lo, false
+	}
+	return lo, true
+}
+
 // cutKey appends the pieces of one key's ops (in invoke order) to pieces.
 //
-// A cut before an op that is called at T needs every earlier op to have
-// returned before T (an unknown release counts as returned at its process's
-// crash, and never when its process did not crash) and every process that
-// may still hold the lock to have crashed before T and, unless its lock is a
-// session lock, to have a lease that may have expired by T: the lock then
-// behaves exactly as a free one. An unknown release may always take effect
-// at once, and the free lock it leaves is the most permissive state, so it
-// ends its process's hold for the purpose of cutting.
+// A cut before an op invoked at T needs every earlier op to have returned
+// before its invoke (an op of unknown outcome counts as returned at its
+// process's crash, and never when its process did not crash) and every
+// process that may still hold the lock to have crashed before it and, unless
+// its lock is a session lock, to have a lease that may have expired by T: the
+// lock then behaves exactly as a free one. An unknown release may always take
+// effect at once, and the free lock it leaves is the most permissive state,
+// so it ends its process's hold for the purpose of cutting; an unknown grant
+// or renewal makes no holder, since taking effect after the cut could only
+// constrain what follows (docs/history.md §4.1, "After a culprit").
 func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 	var cur []*lockOp
-	var maxEnd int64 = math.MinInt64
+	var maxEnd int64 = math.MinInt64 // the latest return index so far
 	seq := true
 	type hold struct {
 		grant *lockOp
-		bound int64 // the latest its lease may end, in any linearization
+		bound int64 // the latest time its lease may end, in any linearization
 	}
 	holders := map[int]hold{}
 	flush := func() {
@@ -396,10 +424,11 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 		clear(holders)
 	}
 	for _, o := range all {
-		if len(cur) > 0 && maxEnd < o.call {
+		at := int64(o.invoke)
+		if len(cur) > 0 && maxEnd < at {
 			quiet := true
 			for _, hd := range holders {
-				if hd.grant.crash >= o.call || (!hd.grant.session && hd.bound > o.call) {
+				if hd.grant.crashIdx >= at || (!hd.grant.session && hd.bound > o.call) {
 					quiet = false
 					break
 				}
@@ -408,28 +437,29 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 				flush()
 			}
 		}
-		if len(cur) > 0 && maxEnd >= o.call {
+		if len(cur) > 0 && maxEnd >= at {
 			seq = false
 		}
 		cur = append(cur, o)
-		end := o.ret
+		end := o.retIdx
 		if o.isOpen() {
 			seq = false
-			end = o.crash
+			end = o.crashIdx
 		}
 		maxEnd = max(maxEnd, end)
+		if o.isOpen() && o.kind != kindRelease {
+			continue
+		}
 		switch o.kind {
 		case kindRelease:
 			delete(holders, o.proc)
 			continue
 		case kindRenew:
-			// Whatever the model counts a renewed lease from lies before
-			// the renewal returned.
+			// A renewal that took effect set the expiry from its own call.
 			if hd, ok := holders[o.proc]; ok {
-				if o.lease < 0 {
-					hd.bound = open
-				} else {
-					hd.bound = max(hd.bound, satAdd(o.ret, o.lease))
+				hd.bound = open
+				if o.lease >= 0 {
+					hd.bound = satAdd(o.call, o.lease)
 				}
 				holders[o.proc] = hd
 			}
@@ -442,10 +472,10 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 		if o.lease >= 0 {
 			bound = satAdd(o.ret, o.lease)
 		}
-		// A grant called after another one returned is linearized after it
+		// A grant invoked after another one returned is linearized after it
 		// in every linearization, so that other holder has lost the lock.
 		for p, hd := range holders {
-			if p != o.proc && hd.grant.ret < o.call {
+			if p != o.proc && hd.grant.retIdx < at {
 				delete(holders, p)
 			}
 		}
@@ -489,7 +519,7 @@ func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok
 	model := pieceModel(key)
 	pops := make([]porcupine.Operation, len(ops))
 	for i, o := range ops {
-		pops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: o.call, Output: nil, Return: o.ret, Metadata: o.index()}
+		pops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: int64(o.invoke), Output: nil, Return: o.retIdx, Metadata: o.index()}
 	}
 	timeout := time.Duration(0)
 	if d, ok := ctx.Deadline(); ok {
@@ -511,21 +541,19 @@ func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok
 	return res == porcupine.Ok, &li, res == porcupine.Unknown
 }
 
-// upTo returns the ops of p as they stood at time t: those completed at or
-// before t that pass keep, and the releases called at or before t that were
-// still outstanding then (or completed at t but not kept), as of unknown
-// outcome. Acquires and renewals outstanding at t are left out: not taking
-// effect is always the more permissive of their outcomes.
-func upTo(p piece, t int64, keep func(*lockOp) bool) []*lockOp {
+// upTo returns the ops of p as they stood at the completion of history op
+// c: those completed at or before c, and those invoked before c and still
+// outstanding there (or of unknown outcome), as of unknown outcome.
+func upTo(p piece, c int64) []*lockOp {
 	var out []*lockOp
 	for _, o := range p.ops {
 		switch {
-		case o.call > t:
-		case !o.isOpen() && o.ret <= t && keep(o):
+		case int64(o.invoke) > c:
+		case o.retIdx <= c:
 			out = append(out, o)
-		case o.kind == kindRelease && (o.isOpen() || o.ret >= t):
+		default:
 			u := *o
-			u.ret, u.done = open, -1
+			u.ret, u.retIdx, u.done = open, open, -1
 			out = append(out, &u)
 		}
 	}
@@ -533,29 +561,22 @@ func upTo(p piece, t int64, keep func(*lockOp) bool) []*lockOp {
 }
 
 // culprits finds the op whose completion first made p impossible to
-// linearize (docs/history.md §4.1): the earliest completion time t such
-// that the ops completed by t cannot be ordered, by binary search (an order
-// of the ops completed by a later time is one of those completed by t, so
-// the answer only goes from possible to impossible). unknown is set when
-// porcupine ran out of time.
+// linearize (docs/history.md §4.1), by binary search over the completions
+// (an order of the ops as they stood at a later completion is one of those
+// as they stood at an earlier one, so the answer only goes from possible to
+// impossible). unknown is set when porcupine ran out of time.
 func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, unknown bool) {
-	var times []int64
+	var done []*lockOp
 	for _, o := range p.ops {
 		if !o.isOpen() {
-			times = append(times, o.ret)
+			done = append(done, o)
 		}
 	}
-	slices.Sort(times)
-	times = slices.Compact(times)
-	all := func(*lockOp) bool { return true }
-	possible := func(ops []*lockOp) (bool, bool) {
-		ok, _, timedOut := linearize(ctx, p.key, ops, false)
-		return ok, timedOut
-	}
-	lo, hi := 0, len(times)-1 // times[hi] is impossible
+	slices.SortFunc(done, func(a, b *lockOp) int { return cmp.Compare(a.retIdx, b.retIdx) })
+	lo, hi := 0, len(done)-1 // as of done[hi], the ops are impossible
 	for lo < hi {
 		mid := (lo + hi) / 2
-		ok, timedOut := possible(upTo(p, times[mid], all))
+		ok, _, timedOut := linearize(ctx, p.key, upTo(p, done[mid].retIdx), false)
 		if timedOut {
 			return nil, true
 		}
@@ -565,37 +586,12 @@ func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, un
 			hi = mid
 		}
 	}
-	t := times[lo]
-	var at []*lockOp
-	for _, o := range p.ops {
-		if !o.isOpen() && o.ret == t {
-			at = append(at, o)
-		}
+	o := done[lo]
+	why := "early"
+	if o.kind == kindRelease {
+		why = "foreign"
 	}
-	guilty := at
-	if len(at) > 1 {
-		guilty = nil
-		for _, o := range at {
-			ok, timedOut := possible(upTo(p, t, func(x *lockOp) bool { return x.ret < t || x == o }))
-			if timedOut {
-				return nil, true
-			}
-			if !ok {
-				guilty = append(guilty, o)
-			}
-		}
-		if len(guilty) == 0 {
-			guilty = at
-		}
-	}
-	for _, o := range guilty {
-		why := "early"
-		if o.kind == kindRelease {
-			why = "foreign"
-		}
-		as = append(as, describe(h, p, o, why))
-	}
-	return as, false
+	return []Anomaly{describe(h, p, o, why)}, false
 }
 
 func pieceModel(key string) porcupine.Model {
@@ -643,36 +639,27 @@ func pieceModel(key string) porcupine.Model {
 }
 
 // blocker finds the grant that held the lock against o, a grant that could
-// not be placed: a grant of another process in p, called before o returned,
-// that its process had not released before o returned, whose lease could
-// not have expired by then and whose process had not crashed by then (for a
-// session lock). Among such grants it prefers the latest one that returned
-// before o was called (it held the lock in every order), else the latest
-// to return. It returns nil when there is none.
+// not be placed: a grant of another process in p, invoked before o
+// returned, that its process had not released before o returned, whose lease
+// could not have expired by then and whose process had not crashed by then
+// (for a session lock). Among such grants it prefers the latest one that
+// returned before o was invoked (it held the lock in every order), else the
+// latest to return. It returns nil when there is none.
 func blocker(p piece, o *lockOp) *lockOp {
-	released := map[int]int64{} // process -> earliest release call after its grant
 	var best *lockOp
 	better := func(g *lockOp) bool {
 		if best == nil {
 			return true
 		}
-		gb, bb := g.ret <= o.call, best.ret <= o.call
+		gb, bb := g.retIdx < int64(o.invoke), best.retIdx < int64(o.invoke)
 		if gb != bb {
 			return gb
 		}
-		return g.ret > best.ret
+		return g.retIdx > best.retIdx
 	}
 	for _, g := range p.ops {
-		if g.call >= o.ret {
+		if int64(g.invoke) >= o.retIdx {
 			break
-		}
-		switch {
-		case g.kind == kindRelease:
-			if _, ok := released[g.proc]; !ok {
-				released[g.proc] = g.call
-			}
-		case g.kind == kindGrant:
-			delete(released, g.proc)
 		}
 		if g.kind != kindGrant || g == o || g.proc == o.proc || g.isOpen() {
 			continue
@@ -680,10 +667,10 @@ func blocker(p piece, o *lockOp) *lockOp {
 		if g.lease >= 0 && satAdd(g.call, g.lease) <= o.ret {
 			continue
 		}
-		if g.session && g.crash < o.ret {
+		if g.session && g.crashIdx < o.retIdx {
 			continue
 		}
-		if rc, ok := laterRelease(p, g); ok && rc < o.ret {
+		if r, ok := laterRelease(p, g); ok && int64(r) < o.retIdx {
 			continue
 		}
 		if better(g) {
@@ -693,11 +680,12 @@ func blocker(p piece, o *lockOp) *lockOp {
 	return best
 }
 
-// laterRelease returns the call time of g's process's first release after g.
-func laterRelease(p piece, g *lockOp) (int64, bool) {
+// laterRelease returns the invoke index of g's process's first release
+// after g.
+func laterRelease(p piece, g *lockOp) (int, bool) {
 	for _, x := range p.ops {
 		if x.kind == kindRelease && x.proc == g.proc && x.invoke > g.invoke {
-			return x.call, true
+			return x.invoke, true
 		}
 	}
 	return 0, false
@@ -722,7 +710,7 @@ func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
 	holder := fmt.Sprintf("worker %d", g.client)
 	msg := fmt.Sprintf("%s was granted %s at %s (asked at %s) while %s held it since %s (asked at %s)",
 		who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
-	if g.ret > o.call {
+	if g.retIdx > int64(o.invoke) {
 		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other",
 			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
 	}
@@ -745,31 +733,30 @@ func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.Histor
 	if r.info == nil {
 		return fmt.Errorf("checker: no linearization info for key %s", p.key)
 	}
-	from, to := int64(p.ops[0].call), int64(0)
+	// porcupine orders the ops by their history indexes, so the nemesis's
+	// annotations are placed by index too.
+	from, to := int64(p.ops[0].invoke), int64(0)
 	for _, o := range p.ops {
-		if o.ret != open {
-			to = max(to, o.ret)
-		}
-		to = max(to, o.call)
+		to = max(to, int64(o.index()))
 	}
 	var notes []porcupine.Annotation
 	nemesisStart := map[string]history.Op{}
 	for i := range h {
 		op := h[i]
-		if !op.IsNemesis() || int64(op.Time) < from || int64(op.Time) > to {
+		if !op.IsNemesis() || op.IsHeader() || int64(i) < from || int64(i) > to {
 			continue
 		}
 		if op.Type == history.Invoke {
 			nemesisStart[op.F] = op
 			continue
 		}
-		startT := int64(op.Time)
+		startI := int64(i)
 		if inv, ok := nemesisStart[op.F]; ok {
-			startT = int64(inv.Time)
+			startI = int64(inv.Index)
 			delete(nemesisStart, op.F)
 		}
-		notes = append(notes, porcupine.Annotation{Tag: "nemesis", Start: startT, End: int64(op.Time),
-			Description: op.F, Details: fmt.Sprintf("op %d: %s %s", op.Index, op.Type, string(op.Value)), BackgroundColor: "#f7d9c4"})
+		notes = append(notes, porcupine.Annotation{Tag: "nemesis", Start: startI, End: int64(i),
+			Description: op.F, Details: fmt.Sprintf("op %d at %s: %s %s", op.Index, secs(op.Time), op.Type, string(op.Value)), BackgroundColor: "#f7d9c4"})
 	}
 	r.info.AddAnnotations(notes)
 	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {

@@ -19,17 +19,18 @@ func TestLeaseModelStep(t *testing.T) {
 		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open}, expiry: expiry, freedAt: math.MinInt64}
 	}
 	session := func(proc int, crash int64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash}, expiry: open, freedAt: math.MinInt64}
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash, crashIdx: crash}, expiry: open, freedAt: math.MinInt64}
 	}
 	free := lockState{holder: -1, freedAt: math.MinInt64}
+	// In these cases an op's history indexes are its times: the orders agree.
 	acq := func(proc int, call, ret int64) *lockOp {
-		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, lease: 5 * s, crash: open}
+		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, retIdx: ret, lease: 5 * s, crash: open, crashIdx: open}
 	}
 	rel := func(proc int, ret int64) *lockOp {
 		return &lockOp{kind: kindRelease, proc: proc, call: ret - 1, ret: ret}
 	}
 	renew := func(proc int, call int64, lease int64) *lockOp {
-		return &lockOp{kind: kindRenew, proc: proc, call: call, ret: call + 1, lease: lease}
+		return &lockOp{kind: kindRenew, proc: proc, call: call, ret: call + 1, retIdx: call + 1, lease: lease}
 	}
 	tests := []struct {
 		name   string
@@ -49,14 +50,16 @@ func TestLeaseModelStep(t *testing.T) {
 		{"acquire after the session holder crashed", session(0, 20*s), acq(1, 12*s, 21*s), true, "", 1, 25 * s},
 		{"acquire held by a session that crashed too late", session(0, 21*s), acq(1, 12*s, 21*s), false, "early", 0, open},
 		{"acquire after a release counts from the release", lockState{holder: -1, freedAt: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
+		{"unknown acquire that cannot take effect changes nothing", held(0, 15*s), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 0, 15 * s},
+		{"unknown acquire after expiry takes effect", held(0, 15*s), &lockOp{kind: kindGrant, proc: 1, call: 16 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 1, 21 * s},
 		{"renew by the holder moves the expiry", held(1, 15*s), renew(1, 14*s, 5*s), true, "", 1, 19 * s},
 		{"renew to a lock that never expires", held(1, 15*s), renew(1, 14*s, -1), true, "", 1, open},
 		{"renew by another changes nothing", held(0, 15*s), renew(1, 14*s, 5*s), true, "", 0, 15 * s},
 		{"release by the holder", held(1, 15*s), rel(1, 13*s), true, "", -1, 0},
 		{"release by another", held(0, 15*s), rel(1, 13*s), false, "foreign", 0, 15 * s},
 		{"release of a free lock", free, rel(1, 13*s), false, "foreign", -1, 0},
-		{"unknown release by another", held(0, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open}, true, "", 0, 15 * s},
-		{"unknown release by the holder", held(1, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open}, true, "", -1, 0},
+		{"unknown release by another", held(0, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open, retIdx: open}, true, "", 0, 15 * s},
+		{"unknown release by the holder", held(1, 15*s), &lockOp{kind: kindRelease, proc: 1, call: 12 * s, ret: open, retIdx: open}, true, "", -1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,7 +76,7 @@ func (c TokenChecker) checkFacts(ctx context.Context, h history.History, f *Fact
 		next, best := 0, -1
 		group := map[int]int{} // the higher acquisition's ok -> its anomaly
 		for _, b := range byInvoke {
-			for next < len(as) && h[as[next].ok].Time < h[b.invoke].Time {
+			for next < len(as) && as[next].ok < b.invoke {
 				if best < 0 || as[next].token > as[best].token {
 					best = next
 				}
