@@ -170,7 +170,8 @@ func provedBounds(writes []*Write, reads []*Read) []orderedWrite {
 
 // staleWrites finds, for each accepted write, a write of a newer grant that
 // was provably applied before it: a sweep over the writes by hi, answering
-// the writes by after, keeping the latest-invoked grant seen so far.
+// the writes by after, keeping the latest-invoked grant (in history order)
+// seen so far.
 func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite) []Anomaly {
 	byHi := make([]int, 0, len(ws))
 	byAfter := make([]int, 0, len(ws))
@@ -190,7 +191,7 @@ func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite) []A
 		old := &ws[o]
 		for next < len(byHi) && ws[byHi[next]].hi < old.after {
 			n := byHi[next]
-			if newest < 0 || f.Grants[ws[n].w.Grant].Call > f.Grants[ws[newest].w.Grant].Call {
+			if newest < 0 || f.Grants[ws[n].w.Grant].Invoke > f.Grants[ws[newest].w.Grant].Invoke {
 				newest = n
 			}
 			next++
@@ -251,14 +252,25 @@ func lostUpdate(h history.History, key string, ws []orderedWrite, all []*Write, 
 			best, bestOp, how = v, op, text
 		}
 	}
-	var final *Read
+	// the ok reads invoked after every accepted write was applied; the
+	// last of them to return (all of them, on a tie) give the final value
+	var last time.Duration = math.MinInt64
+	var finals []*Read
 	for _, r := range reads {
-		if r.Call > maxHi && r.HasValue && (final == nil || r.Return > final.Return) {
-			final = r
+		if r.Call <= maxHi || !r.HasValue {
+			continue
+		}
+		switch {
+		case r.Return > last:
+			last, finals = r.Return, append(finals[:0], r)
+		case r.Return == last:
+			finals = append(finals, r)
 		}
 	}
-	if final != nil {
-		consider(final.Value, final.Done, fmt.Sprintf("%s read %d at %s, after every accepted write", worker(h[final.Done]), final.Value, secs(final.Return)))
+	if len(finals) > 0 {
+		for _, r := range finals {
+			consider(r.Value, r.Done, fmt.Sprintf("%s read %d at %s, after every accepted write", worker(h[r.Done]), r.Value, secs(r.Return)))
+		}
 	} else {
 		for i := range ws {
 			other := top1
