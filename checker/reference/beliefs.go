@@ -45,15 +45,16 @@ func (x *parsed) beliefOf(g *grant) belief {
 	return b
 }
 
-// untilOf is g's until: the grant's until, moved by each renew ok of the
-// grant that carries an until and returns no later than the until in force
-// when it returns; never when the grant has none (a renewal's until does
-// not give it one).
+// untilOf is g's until: the grant's until (never when it has none), moved
+// by each renew ok of the grant that carries an until and returns no later
+// than the until in force when it returns; a renewal's until on a grant
+// that had none sets one (it returns before never). Never when neither the
+// grant nor a renewal of it gave one.
 func (x *parsed) untilOf(g *grant) int64 {
-	if g.until == 0 {
-		return never
+	u := never
+	if g.until != 0 {
+		u = g.until
 	}
-	u := g.until
 	for _, c := range x.calls { // renew oks complete in invoke order within a process
 		if c.f != history.FRenew || c.typ != history.OK || c.proc != g.proc || c.key != g.key || x.grantOf(c) != g {
 			continue

@@ -15,7 +15,8 @@ type GenOptions struct {
 	// draws it from [7, 12].
 	Ops int
 	// Honest, when set, makes the lock service and the register behave
-	// correctly (and every unknown outcome harmless), so the history is valid
+	// correctly (an op of unknown outcome takes effect, or not, only as §4.1
+	// allows it to), so the history is valid
 	// for §4.1 under drift up to 0.01; only double-hold (no until),
 	// stale-write (slow writes, no fencing), lost-update and the token kinds
 	// (token modes) can still come out. When unset, Generate draws whether
@@ -437,13 +438,11 @@ func (g *gen) complete(w *worker) {
 	case history.FAcquire:
 		grantable := g.available(k, w.proc) || g.chance(g.misbehave)
 		if crash {
-			// an acquire of unknown outcome may have taken effect; §4.1
-			// leaves it out, which is more permissive only when it does not
-			// renew the lease of a process that already holds the lock (a
-			// shorter lease, or a session lock its crash then frees), so the
-			// honest service never lets such an acquire take effect
-			if grantable && g.chance(0.5) && (svc.holder != w.proc || g.misbehave > 0) {
-				g.grant(w, o)
+			// an acquire of unknown outcome may have taken effect (§4.1: as
+			// its ok would, or never), also one that renews its process's
+			// hold with a shorter lease
+			if grantable && g.chance(0.5) {
+				g.grant(w, o, true)
 			}
 			break
 		}
@@ -456,7 +455,7 @@ func (g *gen) complete(w *worker) {
 			op.Error = "held"
 			break
 		}
-		sess := g.grant(w, o)
+		sess := g.grant(w, o, false)
 		op.Token = svc.tok
 		if g.tokens == tokNone {
 			op.Token = 0
@@ -505,10 +504,11 @@ func (g *gen) complete(w *worker) {
 			exp = g.now + o.lease
 		}
 		if crash {
-			// an unknown renew may have taken effect; the honest service
-			// applies it only when it does not shorten the lease (§4.1
-			// leaves unknown renews out)
-			if mine && g.chance(0.5) && exp >= svc.expiry {
+			// an unknown renew may have taken effect (§4.1: as its ok would,
+			// or never); without a ttl on its invoke the model takes its
+			// grant's lease for it, so then the honest service applies it
+			// only when it does not shorten the lease
+			if mine && g.chance(0.5) && (inv.TTL != 0 || exp >= svc.expiry || g.misbehave > 0) {
 				svc.expiry = exp
 			}
 			break
@@ -604,8 +604,10 @@ func (g *gen) complete(w *worker) {
 }
 
 // grant makes w the service's holder of o.key and returns the session flag
-// of the grant.
-func (g *gen) grant(w *worker, o *outstanding) bool {
+// of the grant. An acquire of unknown outcome (unknown) has no ok to say
+// whether it is a session lock: §3 then takes one without a ttl for a
+// session lock and one with a ttl for none, and so does the honest service.
+func (g *gen) grant(w *worker, o *outstanding, unknown bool) bool {
 	s := g.svc[o.key]
 	s.holder = w.proc
 	s.expiry = never
@@ -613,6 +615,9 @@ func (g *gen) grant(w *worker, o *outstanding) bool {
 		s.expiry = g.now + o.lease
 	}
 	s.session = o.style == 5 || (o.style != 4 && g.chance(0.3))
+	if unknown && g.misbehave == 0 {
+		s.session = o.style == 5 || o.style == 3 && s.session
+	}
 	s.tok = g.nextToken(o.key)
 	return s.session
 }

@@ -4,9 +4,11 @@
 //
 // Every rule is written as directly as the specification states it: beliefs
 // are computed per grant and compared pairwise; the lease model of §4.1 is
-// decided by enumerating every order of a key's lock ops that real time
-// allows, for every prefix of the key's history, with no cuts other than the
-// specification's own "resume at the next quiescent point after a culprit";
+// decided by enumerating every order of a key's lock ops that the history's
+// order allows (with every op of unknown outcome placed anywhere after its
+// invoke, or left out), for the prefix at every completion of the key's
+// history, with no cuts other than the specification's own "resume at the
+// next quiescent point after a culprit";
 // the resource rules of §4.2 compare every pair of writes; the token rules of
 // §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
@@ -15,14 +17,19 @@
 // Times are exact integer nanoseconds; a lease L under drift d lasts
 // int64(float64(L) * (1 - d)).
 //
+// Order is the history's: an op returned before another was invoked when its
+// completion comes before the other's invoke in the history (indexes), so
+// ops stamped with the same time are still in history order. Lease
+// arithmetic (expiries compared with returns, beliefs, apply intervals)
+// uses the times.
+//
 // Where the specification leaves a choice open, the reference takes the most
 // literal reading and says so where the choice is made:
-//   - real time alone orders ops: an op that returned at T may be ordered
-//     after one invoked at T, even of the same process;
-//   - a release that fails is left out of every prefix of the culprit rule,
-//     even while it is outstanding;
-//   - a renewal's until does not give a belief an until when its grant had
-//     none;
+//   - an op of unknown outcome has no ok to take its lease from: an
+//     acquire's lease is its invoke's ttl (a session lock without one), a
+//     renewal's its invoke's ttl, else its grant's lease;
+//   - an acquire of unknown outcome takes over a session lock when the
+//     holder crashed at all (its own return, "r", is unknown: +∞);
 //   - when several reads tie for the last to return, each one's value is a
 //     possible final value.
 package reference
@@ -48,9 +55,9 @@ const (
 // Names lists the checkers of Result.Kinds, in checker.Check's order.
 var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens}
 
-// never is a time that never comes: an expiry that never happens, the return
-// of an op whose outcome is unknown, the crash of a process that never
-// crashed.
+// never is a time (or a history index) that never comes: an expiry that
+// never happens, the return of an op whose outcome is unknown, the crash of
+// a process that never crashed.
 const never = int64(math.MaxInt64)
 
 // Result is the reference's conclusion about a history.
@@ -89,6 +96,12 @@ func (r Result) VerdictOf(name string) checker.Verdict {
 // refuses a history that is not well-formed, returning history.Validate's
 // error.
 func Check(h history.History, d float64) (Result, error) {
+	return check(h, d, false)
+}
+
+// check is Check; with cutEvery, the lease model is judged in pieces cut at
+// every quiescent point (see leaseModel).
+func check(h history.History, d float64, cutEvery bool) (Result, error) {
 	if err := history.Validate(h); err != nil {
 		return Result{}, err
 	}
@@ -106,7 +119,7 @@ func Check(h history.History, d float64) (Result, error) {
 		}
 	}
 	add(DoubleHold, doubleHolds(x))
-	add(Linearizability, leaseModel(x, d))
+	add(Linearizability, leaseModel(x, d, cutEvery))
 	add(Resource, resourceAnomalies(x))
 	add(FencingTokens, tokenAnomalies(x))
 	return res, nil
@@ -137,14 +150,15 @@ type grant struct {
 
 // parsed is a history split into calls, with each process's crash.
 type parsed struct {
-	h      history.History
-	calls  []*opCall // in invoke order
-	crash  map[int]int64
-	grants []*grant // in invoke order
+	h        history.History
+	calls    []*opCall     // in invoke order
+	crash    map[int]int64 // the time of each process's crash
+	crashIdx map[int]int64 // the history index of each process's crash
+	grants   []*grant      // in invoke order
 }
 
 func parse(h history.History) *parsed {
-	x := &parsed{h: h, crash: map[int]int64{}}
+	x := &parsed{h: h, crash: map[int]int64{}, crashIdx: map[int]int64{}}
 	outstanding := map[int]*opCall{}
 	for i, op := range h {
 		if op.IsNemesis() {
@@ -163,6 +177,7 @@ func parse(h history.History) *parsed {
 		if op.Type == history.Info {
 			if _, crashed := x.crash[op.Process]; !crashed {
 				x.crash[op.Process] = int64(op.Time)
+				x.crashIdx[op.Process] = int64(i)
 			}
 		}
 	}
@@ -170,18 +185,29 @@ func parse(h history.History) *parsed {
 		if c.f != history.FAcquire || c.typ != history.OK {
 			continue
 		}
-		g := &grant{opCall: c, until: int64(c.doneOp.Until), token: c.doneOp.Token, session: c.doneOp.Session}
-		switch {
-		case c.doneOp.Lease != 0:
-			g.lease = int64(c.doneOp.Lease)
-		case c.invOp.TTL != 0:
-			g.lease = int64(c.invOp.TTL)
-		default:
-			g.lease, g.session = -1, true
-		}
+		g := &grant{opCall: c, until: int64(c.doneOp.Until), token: c.doneOp.Token}
+		g.lease, g.session = acquireLease(c)
 		x.grants = append(x.grants, g)
 	}
 	return x
+}
+
+// acquireLease is the lease L and session flag of an acquire (§3): the ok's
+// lease, else the invoke's ttl; a session lock that never expires when both
+// are absent. An acquire of unknown outcome has no ok: its invoke's ttl,
+// else a session lock.
+func acquireLease(c *opCall) (int64, bool) {
+	var okOp history.Op
+	if c.typ == history.OK {
+		okOp = c.doneOp
+	}
+	switch {
+	case okOp.Lease != 0:
+		return int64(okOp.Lease), okOp.Session
+	case c.invOp.TTL != 0:
+		return int64(c.invOp.TTL), okOp.Session
+	}
+	return -1, true
 }
 
 // crashOf is the time process p crashed: its first info completion, or
@@ -189,6 +215,15 @@ func parse(h history.History) *parsed {
 func (x *parsed) crashOf(p int) int64 {
 	if t, ok := x.crash[p]; ok {
 		return t
+	}
+	return never
+}
+
+// crashIdxOf is the history index of process p's crash: its first info
+// completion, or never.
+func (x *parsed) crashIdxOf(p int) int64 {
+	if i, ok := x.crashIdx[p]; ok {
+		return i
 	}
 	return never
 }
@@ -207,11 +242,12 @@ func (x *parsed) grantOf(c *opCall) *grant {
 	return best
 }
 
-// renewLease is the lease of a renew ok (§3): its own lease, else its
-// invoke's ttl, else its grant's lease (-1 when it has no grant either).
+// renewLease is the lease of a renewal (§3): its own lease (an ok's), else
+// its invoke's ttl, else its grant's lease (-1 when it has no grant either:
+// its process then holds nothing it could renew).
 func (x *parsed) renewLease(c *opCall) int64 {
 	switch {
-	case c.doneOp.Lease != 0:
+	case c.typ == history.OK && c.doneOp.Lease != 0:
 		return int64(c.doneOp.Lease)
 	case c.invOp.TTL != 0:
 		return int64(c.invOp.TTL)

@@ -274,6 +274,13 @@ func TestUntilRule(t *testing.T) {
 		at(0, 0, inv, acq, ttl(100)), at(10, 0, ok, acq, lease(100), until(100)),
 		at(50, 1, inv, acq, ttl(100)), at(100, 1, ok, acq, lease(100), until(149)),
 	), 0)
+	// a renewal's until on a grant that had none sets one: p0's belief ends
+	// at 80, before p1's grant
+	expect(t, build(
+		at(0, 0, inv, acq, ttl(100)), at(10, 0, ok, acq, lease(100)),
+		at(50, 0, inv, renew, ttl(100)), at(60, 0, ok, renew, lease(100), until(80)),
+		at(150, 1, inv, acq, ttl(100)), at(160, 1, ok, acq, lease(100)),
+	), 0)
 	// the same process's beliefs never make a double-hold
 	expect(t, build(
 		at(0, 0, inv, acq, ttl(100)), at(10, 0, ok, acq, lease(100)),
@@ -408,12 +415,10 @@ func TestUnknownRelease(t *testing.T) {
 	), 0, checker.EarlyGrant)
 }
 
-// TestOutstandingReleaseThatFails pins the reading of §4.1's culprit rule
-// for a release still outstanding at a grant's return that fails later:
-// taken as of unknown outcome at the grant's return, it would let the grant
-// through and make the failed release the op "completed at t"; the
-// reference leaves failed releases out of every prefix, so the grant is the
-// culprit.
+// TestOutstandingReleaseThatFails checks §4.1's culprit rule for a release
+// still outstanding at a grant's return that fails later: ops that later
+// fail are left out of every prefix, so the release does not let the grant
+// through, and the grant is the culprit.
 func TestOutstandingReleaseThatFails(t *testing.T) {
 	expect(t, build(
 		at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(30)),
@@ -497,4 +502,147 @@ func TestHeaderAndNemesisIgnored(t *testing.T) {
 		at(20, 0, inv, rel), at(30, 0, ok, rel),
 	)
 	expect(t, h, 0)
+}
+
+func TestHistoryOrderSettlesTies(t *testing.T) {
+	// p1's grant returns at 30 ms, the time p0's release is invoked: the
+	// history's order says which came first
+	h := func(releaseFirst bool) history.History {
+		ops := []history.Op{
+			at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(990)),
+			at(20, 1, inv, acq, ttl(1000)),
+		}
+		grant, release := at(30, 1, ok, acq, lease(1000), until(1000)), at(30, 0, inv, rel)
+		if releaseFirst {
+			ops = append(ops, release, grant)
+		} else {
+			ops = append(ops, grant, release)
+		}
+		return build(append(ops, at(40, 0, ok, rel))...)
+	}
+	expect(t, h(true), 0)
+	expect(t, h(false), 0, checker.EarlyGrant)
+	// the same for token-regression: p1's acquire, invoked at the time p0's
+	// grant returned, came after it only when the history says so
+	tok := func(okFirst bool) history.History {
+		ops := []history.Op{at(0, 0, inv, acq, ttl(100))}
+		grant, acquire := at(10, 0, ok, acq, lease(100), until(99), token(5)), at(10, 1, inv, acq, ttl(100))
+		if okFirst {
+			ops = append(ops, grant, acquire)
+		} else {
+			ops = append(ops, acquire, grant)
+		}
+		return build(append(ops,
+			at(20, 0, inv, rel), at(30, 0, ok, rel),
+			at(40, 1, ok, acq, lease(100), until(109), token(3)),
+		)...)
+	}
+	expect(t, tok(true), 0, checker.TokenRegression)
+	expect(t, tok(false), 0)
+}
+
+func TestCulpritByCompletionIndex(t *testing.T) {
+	// p1's foreign release and p2's early grant both return at 50 ms: the
+	// one completed first in the history is the culprit, and no quiescent
+	// point follows
+	h := func(releaseFirst bool) history.History {
+		ops := []history.Op{
+			at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(990)),
+			at(20, 1, inv, rel), at(25, 2, inv, acq, ttl(1000)),
+		}
+		release, grant := at(50, 1, ok, rel), at(50, 2, ok, acq, lease(1000), until(1000))
+		if releaseFirst {
+			return build(append(ops, release, grant)...)
+		}
+		return build(append(ops, grant, release)...)
+	}
+	expect(t, h(true), 0, checker.DoubleHold, checker.ForeignRelease)
+	expect(t, h(false), 0, checker.DoubleHold, checker.EarlyGrant)
+}
+
+func TestUnknownAcquireMayTakeEffect(t *testing.T) {
+	// p0 holds a lock that never expires and asks for it again with a
+	// 100 ms lease; whether the acquire is pending or of unknown outcome, it
+	// may have taken effect at 100 ms, so p0's hold may have ended at 200
+	// ms, before p1's grant
+	h := func(second ...history.Op) history.History {
+		ops := []history.Op{at(0, 0, inv, acq), at(10, 0, ok, acq, lease(-1), until(50))}
+		ops = append(ops, second...)
+		return build(append(ops, at(300, 1, inv, acq, ttl(100)), at(310, 1, ok, acq, lease(100)))...)
+	}
+	expect(t, h(at(100, 0, inv, acq, ttl(100))), 0)
+	expect(t, h(at(100, 0, inv, acq, ttl(100)), at(150, 0, info, acq)), 0)
+	expect(t, h(), 0, checker.EarlyGrant)
+	// a failed one never took effect
+	expect(t, h(at(100, 0, inv, acq, ttl(100)), at(150, 0, fail, acq)), 0, checker.EarlyGrant)
+}
+
+func TestUnknownRenewalMayTakeEffect(t *testing.T) {
+	// p0's renewal for 100 ms, pending or of unknown outcome, may have
+	// shortened its 1000 ms lease from its call at 100 ms
+	h := func(second ...history.Op) history.History {
+		ops := []history.Op{at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(50))}
+		ops = append(ops, second...)
+		return build(append(ops, at(300, 1, inv, acq, ttl(100)), at(310, 1, ok, acq, lease(100)))...)
+	}
+	expect(t, h(at(100, 0, inv, renew, ttl(100))), 0)
+	expect(t, h(at(100, 0, inv, renew, ttl(100)), at(150, 0, info, renew)), 0)
+	expect(t, h(), 0, checker.EarlyGrant)
+	expect(t, h(at(100, 0, inv, renew, ttl(100)), at(150, 0, fail, renew)), 0, checker.EarlyGrant)
+}
+
+func TestUnknownAcquireAgainstLiveHolder(t *testing.T) {
+	// p1's acquire of unknown outcome asks for a session lock; it cannot
+	// take p0's session lock, which never expires and whose process is
+	// alive, so it cannot free the lock for p2 by its crash either
+	expect(t, build(
+		at(0, 0, inv, acq), at(10, 0, ok, acq),
+		at(20, 1, inv, acq), at(30, 1, info, acq),
+		at(40, 2, inv, acq), at(50, 2, ok, acq),
+	), 0, checker.DoubleHold, checker.EarlyGrant)
+}
+
+// TestUnknownSessionAcquireOfCrashedProcess pins the literal reading of
+// §4.1 for an acquire of unknown outcome that asks for a session lock: its
+// return is unknown (r = +∞), so it may take the lock over from any holder
+// whose lease can expire, at any point of the order after its call, even
+// after its process crashed and before that lease could have expired by
+// the time of the grants around it; its process having crashed, the next
+// grant may then take the lock over from it. p2's grant at 50 ms, under
+// p0's lease of 1000 ms, is therefore possible (p0's belief still overlaps
+// it). The same acquire invoked before a quiescent point may take effect
+// after it, so the point does not behave as a free lock here.
+func TestUnknownSessionAcquireOfCrashedProcess(t *testing.T) {
+	expect(t, build(
+		at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(990)),
+		at(20, 1, inv, acq), at(30, 1, info, acq),
+		at(40, 2, inv, acq, ttl(1000)), at(50, 2, ok, acq, lease(1000)),
+	), 0, checker.DoubleHold)
+}
+
+func TestQuiescentPointAfterRenewal(t *testing.T) {
+	// p1's early grant (lease 5000 ms) is renewed for 100 ms, called at 60
+	// ms and returned at 250 ms, and p1 crashes: from 160 ms its lease may
+	// have expired, so the invoke at 300 ms is a quiescent point and p3's
+	// early grant is a second culprit; without the renewal it is not
+	h := func(renewed bool) history.History {
+		ops := []history.Op{
+			at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(20)),
+			at(30, 1, inv, acq, ttl(5000)), at(40, 1, ok, acq, lease(5000), until(50)),
+		}
+		if renewed {
+			ops = append(ops, at(60, 1, inv, renew, ttl(100)), at(250, 1, ok, renew, lease(100)))
+		}
+		return build(append(ops,
+			at(260, 1, inv, read), at(270, 1, info, read),
+			at(300, 2, inv, acq, ttl(1000)), at(310, 2, ok, acq, lease(1000), until(320)),
+			at(330, 3, inv, acq, ttl(1000)), at(340, 3, ok, acq, lease(1000), until(350)),
+		)...)
+	}
+	if n := reference.Culprits(h(true), 0); n != 2 {
+		t.Fatalf("%d culprits, want 2\n%s", n, jsonl(h(true)))
+	}
+	if n := reference.Culprits(h(false), 0); n != 1 {
+		t.Fatalf("%d culprits, want 1\n%s", n, jsonl(h(false)))
+	}
 }

@@ -117,7 +117,8 @@ func resourceKey(x *parsed, key string) []string {
 			if wo.lease == nil || wn.lease == nil {
 				continue
 			}
-			if wo.lease.ret < wn.lease.call && before(wn, wo) {
+			// lease order: A returned before B was invoked, in history order
+			if wo.lease.done < wn.lease.inv && before(wn, wo) {
 				kinds = append(kinds, checker.StaleWrite)
 			}
 		}
@@ -188,7 +189,8 @@ func resourceKey(x *parsed, key string) []string {
 
 // tokenAnomalies applies §4.3: among grants with a nonzero token, two grants
 // of one key with the same token are a token-reuse; a grant invoked after
-// another grant of the key returned, with a lower token, a token-regression.
+// another grant of the key returned (in history order), with a lower token,
+// a token-regression.
 func tokenAnomalies(x *parsed) []string {
 	var kinds []string
 	for _, a := range x.grants {
@@ -199,7 +201,7 @@ func tokenAnomalies(x *parsed) []string {
 			if a.token == b.token {
 				kinds = append(kinds, checker.TokenReuse)
 			}
-			if a.ret < b.call && b.token < a.token {
+			if a.done < b.inv && b.token < a.token {
 				kinds = append(kinds, checker.TokenRegression)
 			}
 		}
