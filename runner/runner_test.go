@@ -78,6 +78,9 @@ func TestGCPauseScenarios(t *testing.T) {
 			if err := history.Validate(h); err != nil {
 				t.Errorf("the recorded history is malformed: %v", err)
 			}
+			if v := history.Version(h); v != history.FormatVersion || r.HistoryVersion != v {
+				t.Errorf("history version %d (results.json says %d), want %d from its header op", v, r.HistoryVersion, history.FormatVersion)
+			}
 			again := checker.Overall(checker.Check(context.Background(), h, checker.Options{}))
 			if again != r.Verdict {
 				t.Errorf("offline verdict %s, run verdict %s", again, r.Verdict)
@@ -145,6 +148,10 @@ func TestGuardedResource(t *testing.T) {
 	for _, op := range h {
 		if op.F == history.FWrite && op.Type == history.Fail && strings.Contains(op.Error, "stale fencing token") {
 			refused = true
+		}
+		// The harness cannot see when etcd applied a guarded write.
+		if op.F == history.FWrite && op.Applied != 0 {
+			t.Errorf("op %d: a guarded write records applied %v", op.Index, op.Applied)
 		}
 	}
 	if !refused {
