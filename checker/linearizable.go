@@ -355,8 +355,7 @@ func splitPieces(h history.History, drift float64) []piece {
 }
 
 // newLockOp describes the lock op invoked at op inv and completed at op done
-// (-1: never), or reports that it is none (a read, a write, a renewal of no
-// grant). A grant records its process's lease in latestLease, for the
+// (-1: never), or reports that it is none (a read, a write). A grant records its process's lease in latestLease, for the
 // renewals after it.
 func newLockOp(h history.History, inv, done int, crash, crashIdx int64, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
 	in := &h[inv]
@@ -384,7 +383,9 @@ func newLockOp(h history.History, inv, done int, crash, crashIdx int64, drift fl
 			lease = time.Duration(latestLease[procKey{in.Process, in.Key}])
 		}
 		if lease == 0 {
-			return lo, false // a renewal of no grant: nothing to extend
+			// a renewal by a process with no grant of the key: it can never
+			// take effect, but it is an op of the model all the same
+			lease = history.NoLease
 		}
 		lo.kind, lo.lease, lo.asked = kindRenew, scaleLease(lease, drift), lease
 	case history.FRelease:
