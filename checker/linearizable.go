@@ -123,6 +123,7 @@ type lockState struct {
 	by      *lockOp
 	expiry  int64 // open: never
 	freedAt int64 // call time of the release that last freed the lock
+	now     int64 // the instant of the last op applied (0 before any)
 }
 
 // holdEnd is the earliest moment the holder's hold could have ended on its
@@ -136,28 +137,48 @@ func (s lockState) holdEnd() int64 {
 }
 
 // step applies o to s. why is set when o cannot be applied: "early" or
-// "foreign".
+// "foreign". Each op takes effect at one instant in [call, return] (from its
+// call on, for an unknown outcome), and the instants follow the order in
+// which the ops are applied: s.now is the instant of the last op applied, so
+// an op applied after it takes effect no earlier, and a grant that takes the
+// lock over takes effect no earlier than the moment the hold it ends could
+// have ended.
 func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
+	at := max(s.now, o.call) // o's instant, at the earliest
 	switch o.kind {
 	case kindGrant:
 		base := max(o.call, s.freedAt)
 		if s.holder >= 0 && s.holder != o.proc {
-			expired := s.expiry != open && o.ret >= s.expiry
-			closed := s.by.session && s.by.crashIdx < o.retIdx
-			if !expired && !closed {
+			// the earliest instant at which p's hold may have ended: its
+			// lease's expiry, or its crash for a session lock
+			end := open
+			if s.expiry != open {
+				end = s.expiry
+			}
+			if s.by.session && s.by.crashIdx < o.retIdx {
+				end = min(end, s.by.crash)
+			}
+			if end == open || max(at, end) > o.ret {
 				if o.isOpen() {
 					return true, s, "" // it may not have taken effect
 				}
 				return false, s, "early"
 			}
+			at = max(at, end)
 			base = max(base, s.holdEnd())
+		} else if at > o.ret {
+			return false, s, "early"
 		}
-		n := lockState{holder: o.proc, by: o, expiry: open, freedAt: s.freedAt}
+		n := lockState{holder: o.proc, by: o, expiry: open, freedAt: s.freedAt, now: at}
 		if o.lease >= 0 {
 			n.expiry = satAdd(base, o.lease)
 		}
 		return true, n, ""
 	case kindRenew:
+		if at > o.ret {
+			return false, s, "" // not at this point: its instant has passed
+		}
+		s.now = at
 		if s.holder == o.proc {
 			s.expiry = open
 			if o.lease >= 0 {
@@ -166,10 +187,14 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		}
 		return true, s, ""
 	}
+	if at > o.ret {
+		return false, s, "foreign"
+	}
 	if s.holder == o.proc {
-		return true, lockState{holder: -1, freedAt: max(s.freedAt, o.call)}, ""
+		return true, lockState{holder: -1, freedAt: max(s.freedAt, o.call), now: at}, ""
 	}
 	if o.isOpen() {
+		s.now = at
 		return true, s, ""
 	}
 	return false, s, "foreign"
@@ -604,11 +629,11 @@ func pieceModel(key string) porcupine.Model {
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(lockState), b.(lockState)
-			return x.holder == y.holder && x.by == y.by && x.expiry == y.expiry && x.freedAt == y.freedAt
+			return x == y
 		},
 		Hash: func(state any) uint64 {
 			s := state.(lockState)
-			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9
+			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9 ^ uint64(s.now)*0x94d049bb133111eb
 		},
 		DescribeOperation: func(input, _ any) string {
 			o := input.(*lockOp)

@@ -52,6 +52,7 @@ func TestLeaseModelStep(t *testing.T) {
 		{"acquire after a release counts from the release", lockState{holder: -1, freedAt: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
 		{"unknown acquire against a live session changes nothing", session(0, open), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 0, open},
 		{"unknown acquire may take effect once the lease may have expired", held(0, 15*s), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 1, 20 * s},
+		{"a takeover waits for the expiry, and a later op cannot return before it", lockState{holder: 0, by: &lockOp{proc: 0, lease: 5 * s, crash: open, crashIdx: open}, expiry: 15 * s, freedAt: math.MinInt64, now: 16 * s}, acq(1, 12*s, 15*s), false, "early", 0, 15 * s},
 		{"renew by the holder moves the expiry", held(1, 15*s), renew(1, 14*s, 5*s), true, "", 1, 19 * s},
 		{"renew to a lock that never expires", held(1, 15*s), renew(1, 14*s, -1), true, "", 1, open},
 		{"renew by another changes nothing", held(0, 15*s), renew(1, 14*s, 5*s), true, "", 0, 15 * s},
