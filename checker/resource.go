@@ -257,7 +257,7 @@ func lostUpdate(h history.History, key string, ws []orderedWrite, all []*Write, 
 	var last time.Duration = math.MinInt64
 	var finals []*Read
 	for _, r := range reads {
-		if r.Call <= maxHi || !r.HasValue {
+		if r.Call <= maxHi {
 			continue
 		}
 		switch {
@@ -269,6 +269,9 @@ func lostUpdate(h history.History, key string, ws []orderedWrite, all []*Write, 
 	}
 	if len(finals) > 0 {
 		for _, r := range finals {
+			if !r.HasValue {
+				return Anomaly{}, false // the final value is not known
+			}
 			consider(r.Value, r.Done, fmt.Sprintf("%s read %d at %s, after every accepted write", worker(h[r.Done]), r.Value, secs(r.Return)))
 		}
 	} else {
