@@ -33,13 +33,16 @@ const differentialHistories = 10000
 
 // quiescentQuestion labels the disagreements that go away when the
 // reference cuts each key at every quiescent point, as the fast checkers
-// do (reference.CheckCuttingEvery): an op of unknown outcome invoked before
-// a quiescent point that takes effect after it. docs/history.md says both
-// that judging resumes at a quiescent point only after a culprit and that
-// from a quiescent point the lock behaves as a free one, which such an op
-// contradicts (TestUnknownSessionAcquireOfCrashedProcess); until it says
-// which holds, REFERENCE_SKIP_QUIESCENT=1 leaves these disagreements out
-// of TestDifferential and FuzzDifferential, to look for others.
+// do (reference.CheckCuttingEvery): an op of unknown outcome (so far
+// always an acquire) invoked before a quiescent point that takes effect
+// after it. docs/history.md
+// judges a key whole until its first culprit, and also says that from a
+// quiescent point the lock behaves as a free one, which such an op
+// contradicts even with each op at an instant in order (the fixtures
+// crashed-session-grant-after-quiescent-point and
+// unknown-grant-after-quiescent-point-voids-renewal); the reference takes
+// the first. REFERENCE_SKIP_QUIESCENT=1 leaves these disagreements out of
+// TestDifferential and FuzzDifferential, to look for others.
 const quiescentQuestion = "quiescent-point question: "
 
 // mismatch is how the fast checkers and the reference disagree on one

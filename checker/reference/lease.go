@@ -78,32 +78,49 @@ func lockOps(x *parsed, key string) []*lockOp {
 }
 
 // state is the lease model's state: the holder (-1 for none), its grant, the
-// earliest expiry E of its lease and freed, the call of the release that
-// last freed the lock.
+// earliest expiry E of its lease, freed, the call of the release that last
+// freed the lock, and now, the instant at which the last op applied took
+// effect (0 before any).
 type state struct {
 	holder int
 	by     *lockOp
 	e      int64
 	freed  int64
+	now    int64
 }
 
 var free = state{holder: -1, e: never, freed: -1 << 63}
 
 // step applies o to s as §4.1 says, and reports whether o is possible. An
 // op of unknown outcome is applied as its ok would be; its return is +∞.
+//
+// Each op takes effect at one instant in [call, return], and the ops take
+// effect in the order of their instants: o's instant is at or after its
+// call and at or after s.now, the instant of the op applied before it; a
+// grant that takes the lock over from another holder p, at or after p's E,
+// or, when p's grant is a session lock and p crashed before o's return
+// (history order), at or after p's crash, whichever comes first. o is
+// possible only when that instant is no later than its return; it then
+// becomes now.
 func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
+	at := max(s.now, o.call) // o's instant, at the earliest
 	switch o.kind {
 	case kGrant:
 		q := o.proc
 		base := max(o.call, s.freed)
 		if s.holder >= 0 && s.holder != q {
 			p := s.holder
-			// r ≥ E, with times; "p crashed before r", in history order
-			expired := s.e != never && o.retTime() >= s.e
-			crashed := s.by.session && x.crashIdxOf(p) < o.retIdx()
-			if !expired && !crashed {
+			// the earliest instant at which p's hold may have ended: E, or
+			// for a session lock p's crash, when p crashed before r in
+			// history order
+			end := s.e
+			if s.by.session && x.crashIdxOf(p) < o.retIdx() {
+				end = min(end, x.crashOf(p))
+			}
+			if end == never {
 				return s, false
 			}
+			at = max(at, end)
 			// taken over from p: the lease begins no earlier than F_p, the
 			// earliest moment p's hold could have ended on its own
 			fp := s.e
@@ -112,13 +129,20 @@ func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
 			}
 			base = max(base, fp)
 		}
-		return state{holder: q, by: o, e: scaled(base, o.lease, d), freed: s.freed}, true
-	case kRelease:
-		if s.holder == o.proc {
-			return state{holder: -1, e: never, freed: max(s.freed, o.call)}, true
+		if at > o.retTime() {
+			return s, false
 		}
-		return s, false
+		return state{holder: q, by: o, e: scaled(base, o.lease, d), freed: s.freed, now: at}, true
+	case kRelease:
+		if s.holder != o.proc || at > o.retTime() {
+			return s, false
+		}
+		return state{holder: -1, e: never, freed: max(s.freed, o.call), now: at}, true
 	default: // renew
+		if at > o.retTime() {
+			return s, false
+		}
+		s.now = at
 		if s.holder == o.proc {
 			s.e = scaled(o.call, o.lease, d)
 		}
@@ -207,9 +231,13 @@ func prefix(piece []*lockOp, c int) []*lockOp {
 // first culprit, judging each piece from a free lock, as if a quiescent
 // point always behaved as a free lock ("From a quiescent point the lock
 // behaves exactly as a free one"). That is not the specification's rule,
-// which resumes only after a culprit, and the two differ when an op of
-// unknown outcome invoked before a quiescent point can take effect after
-// it (see TestUnknownSessionAcquireOfCrashedProcess); the differential
+// which resumes only after a culprit, and the two differ when an acquire of
+// unknown outcome invoked before a quiescent point takes effect after it
+// and lets through what a free lock would not: as a crashed session it
+// hands the lock on with F_p its crash, before the instant it took the lock
+// (checker/testdata/crashed-session-grant-after-quiescent-point), or it
+// takes the lock from a holder whose renewal then changes nothing
+// (unknown-grant-after-quiescent-point-voids-renewal). The differential
 // tests use it to tell those disagreements from others.
 func leaseModel(x *parsed, d float64, cutEvery bool) []string {
 	var keys []string

@@ -6,9 +6,10 @@
 // are computed per grant and compared pairwise; the lease model of §4.1 is
 // decided by enumerating every order of a key's lock ops that the history's
 // order allows (with every op of unknown outcome placed anywhere after its
-// invoke, or left out), for the prefix at every completion of the key's
-// history, with no cuts other than the specification's own "resume at the
-// next quiescent point after a culprit";
+// invoke, or left out), each op at an instant no earlier than the one
+// before it, for the prefix at every completion of the key's history, with
+// no cuts other than the specification's own "resume at the next quiescent
+// point after a culprit";
 // the resource rules of §4.2 compare every pair of writes; the token rules of
 // §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
@@ -29,7 +30,8 @@
 //     acquire's lease is its invoke's ttl (a session lock without one), a
 //     renewal's its invoke's ttl, else its grant's lease;
 //   - an acquire of unknown outcome takes over a session lock when the
-//     holder crashed at all (its own return, "r", is unknown: +∞);
+//     holder crashed at all (its own return, "r", is unknown: +∞), at or
+//     after the crash;
 //   - when several reads tie for the last to return, each one's value is a
 //     possible final value.
 package reference

@@ -602,22 +602,41 @@ func TestUnknownAcquireAgainstLiveHolder(t *testing.T) {
 	), 0, checker.DoubleHold, checker.EarlyGrant)
 }
 
-// TestUnknownSessionAcquireOfCrashedProcess pins the literal reading of
-// §4.1 for an acquire of unknown outcome that asks for a session lock: its
-// return is unknown (r = +∞), so it may take the lock over from any holder
-// whose lease can expire, at any point of the order after its call, even
-// after its process crashed and before that lease could have expired by
-// the time of the grants around it; its process having crashed, the next
-// grant may then take the lock over from it. p2's grant at 50 ms, under
-// p0's lease of 1000 ms, is therefore possible (p0's belief still overlaps
-// it). The same acquire invoked before a quiescent point may take effect
-// after it, so the point does not behave as a free lock here.
+// TestUnknownSessionAcquireOfCrashedProcess: an acquire of unknown outcome
+// that asks for a session lock, of a process that then crashed, may take
+// p0's lock over only at or after p0's earliest expiry (1000 ms), its own
+// return being unknown; every op after it in the order takes effect no
+// earlier. So it cannot free the lock for p2 by its crash: p2's grant at
+// 50 ms, under p0's lease, is early whether the acquire took effect or not.
 func TestUnknownSessionAcquireOfCrashedProcess(t *testing.T) {
 	expect(t, build(
 		at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(990)),
 		at(20, 1, inv, acq), at(30, 1, info, acq),
 		at(40, 2, inv, acq, ttl(1000)), at(50, 2, ok, acq, lease(1000)),
-	), 0, checker.DoubleHold)
+	), 0, checker.DoubleHold, checker.EarlyGrant)
+	// once p0's lease may have expired, p2's grant is possible
+	expect(t, build(
+		at(0, 0, inv, acq, ttl(1000)), at(10, 0, ok, acq, lease(1000), until(990)),
+		at(20, 1, inv, acq), at(30, 1, info, acq),
+		at(1040, 2, inv, acq, ttl(1000)), at(1050, 2, ok, acq, lease(1000)),
+	), 0)
+}
+
+// TestInstantsFollowTheOrder: p1's grant, returned at 200 ms, may take p0's
+// lock over only at or after p0's expiry at 100 ms; p0's renewal, returned
+// at 30 ms, cannot take effect after that instant, so it took effect before
+// the takeover, while p0 held the lock, and moved its expiry to 1020 ms:
+// p1's grant is early. Without the renewal it is not.
+func TestInstantsFollowTheOrder(t *testing.T) {
+	h := func(renewed bool) history.History {
+		ops := []history.Op{at(0, 0, inv, acq, ttl(100)), at(10, 0, ok, acq, lease(100), until(15))}
+		if renewed {
+			ops = append(ops, at(20, 0, inv, renew, ttl(1000)), at(30, 0, ok, renew, lease(1000)))
+		}
+		return build(append(ops, at(50, 1, inv, acq, ttl(100)), at(200, 1, ok, acq, lease(100)))...)
+	}
+	expect(t, h(false), 0)
+	expect(t, h(true), 0, checker.EarlyGrant)
 }
 
 func TestQuiescentPointAfterRenewal(t *testing.T) {
