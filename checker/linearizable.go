@@ -119,21 +119,10 @@ func (o *lockOp) index() int {
 }
 
 type lockState struct {
-	holder  int // -1: free
-	by      *lockOp
-	expiry  int64 // open: never
-	freedAt int64 // call time of the release that last freed the lock
-	now     int64 // the instant of the last op applied (0 before any)
-}
-
-// holdEnd is the earliest moment the holder's hold could have ended on its
-// own: its lease's earliest expiry, or for a session lock its crash if that
-// came first.
-func (s lockState) holdEnd() int64 {
-	if s.by.session {
-		return min(s.expiry, s.by.crash)
-	}
-	return s.expiry
+	holder int // -1: free
+	by     *lockOp
+	expiry int64 // open: never
+	now    int64 // the instant of the last op applied (0 before any)
 }
 
 // step applies o to s. why is set when o cannot be applied: "early" or
@@ -147,7 +136,6 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 	at := max(s.now, o.call) // o's instant, at the earliest
 	switch o.kind {
 	case kindGrant:
-		base := max(o.call, s.freedAt)
 		if s.holder >= 0 && s.holder != o.proc {
 			// the earliest instant at which p's hold may have ended: its
 			// lease's expiry, or its crash for a session lock
@@ -165,13 +153,13 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 				return false, s, "early"
 			}
 			at = max(at, end)
-			base = max(base, s.holdEnd())
 		} else if at > o.ret {
 			return false, s, "early"
 		}
-		n := lockState{holder: o.proc, by: o, expiry: open, freedAt: s.freedAt, now: at}
+		// the lease began when the grant took effect, at its instant
+		n := lockState{holder: o.proc, by: o, expiry: open, now: at}
 		if o.lease >= 0 {
-			n.expiry = satAdd(base, o.lease)
+			n.expiry = satAdd(at, o.lease)
 		}
 		return true, n, ""
 	case kindRenew:
@@ -191,7 +179,7 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		return false, s, "foreign"
 	}
 	if s.holder == o.proc {
-		return true, lockState{holder: -1, freedAt: max(s.freedAt, o.call), now: at}, ""
+		return true, lockState{holder: -1, now: at}, ""
 	}
 	if o.isOpen() {
 		s.now = at
@@ -515,7 +503,7 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 // porcupine otherwise. verbose asks for porcupine's linearization info.
 func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) pieceResult {
 	if p.seq && !verbose {
-		s := lockState{holder: -1, freedAt: math.MinInt64}
+		s := lockState{holder: -1}
 		for _, o := range p.ops {
 			ok, n, why := step(s, o)
 			if !ok {
@@ -622,7 +610,7 @@ func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, un
 
 func pieceModel(key string) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return lockState{holder: -1, freedAt: math.MinInt64} },
+		Init: func() any { return lockState{holder: -1} },
 		Step: func(state, input, _ any) (bool, any) {
 			ok, n, _ := step(state.(lockState), input.(*lockOp))
 			return ok, n
@@ -633,7 +621,7 @@ func pieceModel(key string) porcupine.Model {
 		},
 		Hash: func(state any) uint64 {
 			s := state.(lockState)
-			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ uint64(s.freedAt)*0xbf58476d1ce4e5b9 ^ uint64(s.now)*0x94d049bb133111eb
+			return uint64(s.holder)*0x9e3779b97f4a7c15 ^ uint64(s.expiry) ^ uint64(s.now)*0xbf58476d1ce4e5b9
 		},
 		DescribeOperation: func(input, _ any) string {
 			o := input.(*lockOp)

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -16,12 +15,12 @@ import (
 func TestLeaseModelStep(t *testing.T) {
 	const s = int64(time.Second)
 	held := func(proc int, expiry int64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open}, expiry: expiry, freedAt: math.MinInt64}
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open}, expiry: expiry}
 	}
 	session := func(proc int, crash int64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash, crashIdx: crash}, expiry: open, freedAt: math.MinInt64}
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash, crashIdx: crash}, expiry: open}
 	}
-	free := lockState{holder: -1, freedAt: math.MinInt64}
+	free := lockState{holder: -1}
 	// In these cases an op's history indexes are its times: the orders agree.
 	acq := func(proc int, call, ret int64) *lockOp {
 		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, retIdx: ret, lease: 5 * s, crash: open, crashIdx: open}
@@ -49,10 +48,10 @@ func TestLeaseModelStep(t *testing.T) {
 		{"acquire held by a live session", session(0, open), acq(1, 12*s, 99*s), false, "early", 0, open},
 		{"acquire after the session holder crashed", session(0, 20*s), acq(1, 12*s, 21*s), true, "", 1, 25 * s},
 		{"acquire held by a session that crashed too late", session(0, 21*s), acq(1, 12*s, 21*s), false, "early", 0, open},
-		{"acquire after a release counts from the release", lockState{holder: -1, freedAt: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
+		{"acquire after a release counts from the release's instant", lockState{holder: -1, now: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
 		{"unknown acquire against a live session changes nothing", session(0, open), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 0, open},
 		{"unknown acquire may take effect once the lease may have expired", held(0, 15*s), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 1, 20 * s},
-		{"a takeover waits for the expiry, and a later op cannot return before it", lockState{holder: 0, by: &lockOp{proc: 0, lease: 5 * s, crash: open, crashIdx: open}, expiry: 15 * s, freedAt: math.MinInt64, now: 16 * s}, acq(1, 12*s, 15*s), false, "early", 0, 15 * s},
+		{"a takeover waits for the expiry, and a later op cannot return before it", lockState{holder: 0, by: &lockOp{proc: 0, lease: 5 * s, crash: open, crashIdx: open}, expiry: 15 * s, now: 16 * s}, acq(1, 12*s, 15*s), false, "early", 0, 15 * s},
 		{"renew by the holder moves the expiry", held(1, 15*s), renew(1, 14*s, 5*s), true, "", 1, 19 * s},
 		{"renew to a lock that never expires", held(1, 15*s), renew(1, 14*s, -1), true, "", 1, open},
 		{"renew by another changes nothing", held(0, 15*s), renew(1, 14*s, 5*s), true, "", 0, 15 * s},
