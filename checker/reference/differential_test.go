@@ -31,20 +31,6 @@ var drifts = []struct {
 // compares (fewer with -short).
 const differentialHistories = 10000
 
-// quiescentQuestion labels the disagreements that go away when the
-// reference cuts each key at every quiescent point, as the fast checkers
-// do (reference.CheckCuttingEvery): an op of unknown outcome (so far
-// always an acquire) invoked before a quiescent point that takes effect
-// after it. docs/history.md
-// judges a key whole until its first culprit, and also says that from a
-// quiescent point the lock behaves as a free one, which such an op
-// contradicts even with each op at an instant in order (the fixtures
-// crashed-session-grant-after-quiescent-point and
-// unknown-grant-after-quiescent-point-voids-renewal); the reference takes
-// the first. REFERENCE_SKIP_QUIESCENT=1 leaves these disagreements out of
-// TestDifferential and FuzzDifferential, to look for others.
-const quiescentQuestion = "quiescent-point question: "
-
 // mismatch is how the fast checkers and the reference disagree on one
 // history, or "" when they agree.
 func mismatch(h history.History, drift int) (string, []checker.Result, reference.Result) {
@@ -54,13 +40,7 @@ func mismatch(h history.History, drift int) (string, []checker.Result, reference
 	if err != nil {
 		return "the reference refused the history: " + err.Error(), fast, ref
 	}
-	diff := differences(fast, ref)
-	if diff != "" {
-		if cut, err := reference.CheckCuttingEvery(h, d.ref); err == nil && differences(fast, cut) == "" {
-			diff = quiescentQuestion + diff
-		}
-	}
-	return diff, fast, ref
+	return differences(fast, ref), fast, ref
 }
 
 // differences describes how fast and ref differ: the overall verdict and
@@ -77,13 +57,6 @@ func differences(fast []checker.Result, ref reference.Result) string {
 		}
 	}
 	return strings.Join(diffs, "; ")
-}
-
-// skipped reports whether a disagreement is left out of the differential
-// tests: one of the quiescent-point question under
-// REFERENCE_SKIP_QUIESCENT=1.
-func skipped(diff string) bool {
-	return os.Getenv("REFERENCE_SKIP_QUIESCENT") == "1" && strings.HasPrefix(diff, quiescentQuestion)
 }
 
 // fastKinds is the sorted, distinct anomaly kinds checker name found.
@@ -188,8 +161,7 @@ func conclusions(fast []checker.Result, ref reference.Result) string {
 // with REFERENCE_DUMP=dir each disagreeing history is also written to dir,
 // REFERENCE_HISTORIES=n compares n histories instead, and
 // REFERENCE_SEEDS=s1,s2,... only the histories of those seeds. One history in
-// ten has ops at equal times. A disagreement of the open quiescent-point
-// question is labelled so (see quiescentQuestion).
+// ten has ops at equal times.
 func TestDifferential(t *testing.T) {
 	n := differentialHistories
 	if testing.Short() {
@@ -222,7 +194,7 @@ func TestDifferential(t *testing.T) {
 		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), reference.GenOptions{Ties: seed%10 == 9})
 		drift := int(seed % uint64(len(drifts)))
 		diff, fast, ref := mismatch(h, drift)
-		if diff == "" || skipped(diff) {
+		if diff == "" {
 			continue
 		}
 		classes[diff]++
@@ -256,7 +228,7 @@ func FuzzDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed1, seed2 uint64) {
 		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), reference.GenOptions{Ties: seed2%10 == 9})
 		drift := int(seed1 % uint64(len(drifts)))
-		if diff, fast, ref := mismatch(h, drift); diff != "" && !skipped(diff) {
+		if diff, fast, ref := mismatch(h, drift); diff != "" {
 			t.Fatal(report(h, diff, drift, fast, ref))
 		}
 	})

@@ -78,18 +78,16 @@ func lockOps(x *parsed, key string) []*lockOp {
 }
 
 // state is the lease model's state: the holder (-1 for none), its grant, the
-// earliest expiry E of its lease, freed, the call of the release that last
-// freed the lock, and now, the instant at which the last op applied took
-// effect (0 before any).
+// earliest expiry E of its lease, and now, the instant at which the last op
+// applied took effect (0 before any).
 type state struct {
 	holder int
 	by     *lockOp
 	e      int64
-	freed  int64
 	now    int64
 }
 
-var free = state{holder: -1, e: never, freed: -1 << 63}
+var free = state{holder: -1, e: never}
 
 // step applies o to s as §4.1 says, and reports whether o is possible. An
 // op of unknown outcome is applied as its ok would be; its return is +∞.
@@ -101,14 +99,13 @@ var free = state{holder: -1, e: never, freed: -1 << 63}
 // or, when p's grant is a session lock and p crashed before o's return
 // (history order), at or after p's crash, whichever comes first. o is
 // possible only when that instant is no later than its return; it then
-// becomes now.
+// becomes now. Instants are taken as early as the rules allow: an earlier
+// one never makes a later op less possible.
 func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
 	at := max(s.now, o.call) // o's instant, at the earliest
 	switch o.kind {
 	case kGrant:
-		q := o.proc
-		base := max(o.call, s.freed)
-		if s.holder >= 0 && s.holder != q {
+		if s.holder >= 0 && s.holder != o.proc {
 			p := s.holder
 			// the earliest instant at which p's hold may have ended: E, or
 			// for a session lock p's crash, when p crashed before r in
@@ -121,23 +118,17 @@ func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
 				return s, false
 			}
 			at = max(at, end)
-			// taken over from p: the lease begins no earlier than F_p, the
-			// earliest moment p's hold could have ended on its own
-			fp := s.e
-			if s.by.session {
-				fp = min(fp, x.crashOf(p))
-			}
-			base = max(base, fp)
 		}
 		if at > o.retTime() {
 			return s, false
 		}
-		return state{holder: q, by: o, e: scaled(base, o.lease, d), freed: s.freed, now: at}, true
+		// the lease began when the grant took effect, at its instant
+		return state{holder: o.proc, by: o, e: scaled(at, o.lease, d), now: at}, true
 	case kRelease:
 		if s.holder != o.proc || at > o.retTime() {
 			return s, false
 		}
-		return state{holder: -1, e: never, freed: max(s.freed, o.call), now: at}, true
+		return state{holder: -1, e: never, now: at}, true
 	default: // renew
 		if at > o.retTime() {
 			return s, false
@@ -225,21 +216,12 @@ func prefix(piece []*lockOp, c int) []*lockOp {
 	return set
 }
 
-// leaseModel judges each key by §4.1 and returns the culprits' kinds.
-//
-// With cutEvery it also cuts each key at every quiescent point before its
-// first culprit, judging each piece from a free lock, as if a quiescent
-// point always behaved as a free lock ("From a quiescent point the lock
-// behaves exactly as a free one"). That is not the specification's rule,
-// which resumes only after a culprit, and the two differ when an acquire of
-// unknown outcome invoked before a quiescent point takes effect after it
-// and lets through what a free lock would not: as a crashed session it
-// hands the lock on with F_p its crash, before the instant it took the lock
-// (checker/testdata/crashed-session-grant-after-quiescent-point), or it
-// takes the lock from a holder whose renewal then changes nothing
-// (unknown-grant-after-quiescent-point-voids-renewal). The differential
-// tests use it to tell those disagreements from others.
-func leaseModel(x *parsed, d float64, cutEvery bool) []string {
+// leaseModel judges each key by §4.1 and returns the culprits' kinds: the
+// key's model ops are cut at every quiescent point into pieces, each judged
+// on its own from a free lock, with at most one culprit. An op of unknown
+// outcome belongs to the piece of its invoke: it takes effect before the
+// next quiescent point, if at all.
+func leaseModel(x *parsed, d float64) []string {
 	var keys []string
 	for _, c := range x.calls {
 		if !slices.Contains(keys, c.key) {
@@ -249,42 +231,25 @@ func leaseModel(x *parsed, d float64, cutEvery bool) []string {
 	var kinds []string
 	for _, key := range keys {
 		all := lockOps(x, key)
-		from := 0 // the piece being judged: all[from:]
-		for from < len(all) {
+		for from := 0; from < len(all); {
 			end := len(all)
-			for i := from + 1; cutEvery && i < len(all); i++ {
+			for i := from + 1; i < len(all); i++ {
 				if quiescent(x, all, i, d) {
 					end = i
 					break
 				}
 			}
 			c, o := culprit(x, all[from:end], d)
-			if o == nil {
-				if end < len(all) {
-					from = end
-					continue
-				}
-				break
-			}
-			switch o.kind {
-			case kGrant:
+			switch {
+			case o == nil:
+			case o.kind == kGrant:
 				kinds = append(kinds, checker.EarlyGrant)
-			case kRelease:
+			case o.kind == kRelease:
 				kinds = append(kinds, checker.ForeignRelease)
 			default:
 				panic(fmt.Sprintf("reference: a renewal (op %d) is the culprit", c))
 			}
-			next := -1
-			for i := from; i < len(all); i++ {
-				if all[i].inv > c && quiescent(x, all, i, d) {
-					next = i
-					break
-				}
-			}
-			if next < 0 {
-				break
-			}
-			from = next
+			from = end
 		}
 	}
 	return kinds
@@ -295,7 +260,7 @@ func leaseModel(x *parsed, d float64, cutEvery bool) []string {
 // be ordered, and the op completed there. nil when piece is valid.
 func culprit(x *parsed, piece []*lockOp, d float64) (int, *lockOp) {
 	if orderable(x, piece, d) {
-		return 0, nil // the key's history is valid: no culprit
+		return 0, nil // the piece is valid: no culprit
 	}
 	var done []*lockOp
 	for _, o := range piece {

@@ -7,9 +7,8 @@
 // decided by enumerating every order of a key's lock ops that the history's
 // order allows (with every op of unknown outcome placed anywhere after its
 // invoke, or left out), each op at an instant no earlier than the one
-// before it, for the prefix at every completion of the key's history, with
-// no cuts other than the specification's own "resume at the next quiescent
-// point after a culprit";
+// before it, for the prefix at every completion, in each piece between the
+// key's quiescent points, with no cuts other than the specification's own;
 // the resource rules of §4.2 compare every pair of writes; the token rules of
 // §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
@@ -98,12 +97,6 @@ func (r Result) VerdictOf(name string) checker.Verdict {
 // refuses a history that is not well-formed, returning history.Validate's
 // error.
 func Check(h history.History, d float64) (Result, error) {
-	return check(h, d, false)
-}
-
-// check is Check; with cutEvery, the lease model is judged in pieces cut at
-// every quiescent point (see leaseModel).
-func check(h history.History, d float64, cutEvery bool) (Result, error) {
 	if err := history.Validate(h); err != nil {
 		return Result{}, err
 	}
@@ -121,7 +114,7 @@ func check(h history.History, d float64, cutEvery bool) (Result, error) {
 		}
 	}
 	add(DoubleHold, doubleHolds(x))
-	add(Linearizability, leaseModel(x, d, cutEvery))
+	add(Linearizability, leaseModel(x, d))
 	add(Resource, resourceAnomalies(x))
 	add(FencingTokens, tokenAnomalies(x))
 	return res, nil

@@ -225,8 +225,8 @@ func TestSessionLockFreedByCrash(t *testing.T) {
 
 func TestSessionTakeoverBase(t *testing.T) {
 	// p1 takes over p0's session lock after p0's crash at 500: its lease
-	// begins no earlier than the crash, so it could not have expired before
-	// 1500, and p2's grant at 1300 is early; at 1500 it is not
+	// begins at its instant, no earlier than the crash, so it could not have
+	// expired before 1500, and p2's grant at 1300 is early; at 1500 it is not
 	h := func(ret int64) history.History {
 		return build(
 			at(0, 0, inv, acq), at(10, 0, ok, acq, lease(5000), session()),
@@ -238,6 +238,21 @@ func TestSessionTakeoverBase(t *testing.T) {
 	}
 	expect(t, h(1499), 0, checker.EarlyGrant)
 	expect(t, h(1500), 0)
+}
+
+// TestLeaseBeginsAtItsInstant: p0's acquire of unknown outcome asks for a
+// session lock and p0 crashes at 130 ms; it may take p1's lock over at p1's
+// expiry (1090 ms under drift 0.01), and p2's grant may take it over from
+// the crashed session at that same instant, but p2's lease begins there, at
+// its instant, not at its call or at p0's crash: it may end from 2080 ms,
+// and p3's grant at 1610 ms is early.
+func TestLeaseBeginsAtItsInstant(t *testing.T) {
+	expect(t, build(
+		at(100, 1, inv, acq, ttl(1000)), at(110, 1, ok, acq, lease(1000), until(1000)),
+		at(120, 0, inv, acq), at(130, 0, info, acq),
+		at(140, 2, inv, acq, ttl(1000)), at(1500, 2, ok, acq, lease(1000), until(1550)),
+		at(1600, 3, inv, acq, ttl(1000)), at(1610, 3, ok, acq, lease(1000), until(2500)),
+	), 0.01, checker.EarlyGrant)
 }
 
 func TestRenewalMakesGrantEarly(t *testing.T) {
