@@ -121,9 +121,6 @@ type Facts struct {
 	Beliefs []Belief // Beliefs[i] is the belief of Grants[i]
 	Writes  []Write  // in the order of their completions; those that never completed last
 	Reads   []Read   // in the order of their completions
-	// Crash maps each process that crashed to the time of its first info
-	// completion.
-	Crash map[int]time.Duration
 	// Version is the history's format version.
 	Version int
 }
@@ -131,12 +128,6 @@ type Facts struct {
 // Older reports whether grant a is older than grant b (lease order): a
 // returned before b was invoked, in the history's order.
 func (f *Facts) Older(a, b int) bool { return f.Grants[a].OK < f.Grants[b].Invoke }
-
-// Crashed returns the time process p crashed and whether it did.
-func (f *Facts) Crashed(p int) (time.Duration, bool) {
-	t, ok := f.Crash[p]
-	return t, ok
-}
 
 // grantLease applies docs/history.md §3's rule for a grant's lease.
 func grantLease(inv, ok *history.Op) (time.Duration, bool) {
@@ -152,7 +143,7 @@ func grantLease(inv, ok *history.Op) (time.Duration, bool) {
 // Analyze evaluates the shared definitions over h, which must be
 // well-formed (history.Validate).
 func Analyze(h history.History) *Facts {
-	f := &Facts{Crash: map[int]time.Duration{}, Version: history.Version(h)}
+	f := &Facts{Version: history.Version(h)}
 	// Processes are numbered densely, so per-process state lives in slices;
 	// each process touches few keys, kept in a short list.
 	ids := map[int]int32{}
@@ -280,9 +271,6 @@ func Analyze(h history.History) *Facts {
 			f.Writes = append(f.Writes, newWrite(h, inv, i, latestOf(p, op.Key)))
 		}
 		if op.Type == history.Info {
-			if _, crashed := f.Crash[op.Process]; !crashed {
-				f.Crash[op.Process] = op.Time
-			}
 			for k := range p.keys {
 				closeB(&p.keys[k], op.Time, i, EndCrash)
 			}
