@@ -47,3 +47,20 @@ func Version(h History) int {
 	}
 	return v.Version
 }
+
+// DropReplyTimes applies the version 1 rule for a register kept in the
+// locked system (docs/history.md, "The header op and versions"): such a
+// history recorded the reply's time as a write's `applied`, which is not the
+// moment the write took effect, so it is cleared, in place. Histories of
+// version 2 and later, and registers of the harness's own, are left as they
+// are; guarded says whether the run's register was kept in the locked system.
+func DropReplyTimes(h History, guarded bool) {
+	if !guarded || Version(h) >= 2 {
+		return
+	}
+	for i := range h {
+		if h[i].F == FWrite {
+			h[i].Applied = 0
+		}
+	}
+}

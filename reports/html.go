@@ -99,17 +99,9 @@ func LoadReportInput(runDir string) (ReportInput, error) {
 	if b, err := os.ReadFile(filepath.Join(runDir, ScenarioFile)); err == nil {
 		in.Scenario = string(b)
 		in.Description = scenarioDescription(b)
-		if scenarioField(b, "resource") == "guarded" && history.Version(h) < 2 {
-			// A version 1 history of a register kept in the locked system
-			// recorded the reply's time as `applied`; the checkers drop it
-			// (docs/history.md, "The header op and versions"), and so does
-			// the timeline, which draws the checker's apply intervals.
-			for i := range in.History {
-				if in.History[i].F == history.FWrite {
-					in.History[i].Applied = 0
-				}
-			}
-		}
+		// the timeline draws the checker's apply intervals, so it drops
+		// what the checkers drop
+		history.DropReplyTimes(in.History, scenarioField(b, "resource") == "guarded")
 	}
 	in.Links = runLinks(runDir)
 	return in, nil

@@ -41,13 +41,7 @@ func readStored(path string, isDir bool) (*storedRun, error) {
 			r.sc = sc
 		}
 	}
-	if r.sc != nil && r.sc.Resource == scenarios.Guarded && history.Version(h) < 2 {
-		for i := range r.h {
-			if r.h[i].F == history.FWrite {
-				r.h[i].Applied = 0
-			}
-		}
-	}
+	history.DropReplyTimes(r.h, r.sc != nil && r.sc.Resource == scenarios.Guarded)
 	return r, nil
 }
 
