@@ -281,3 +281,38 @@ func TestOwnerValuesAreRandomPerAcquisitionAndReplayable(t *testing.T) {
 
 // newTestRand is a seeded source for tests.
 func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+func TestRedlockReleaseOutcome(t *testing.T) {
+	lost := errors.New("i/o timeout")
+	tests := []struct {
+		name    string
+		masters int
+		deleted int
+		errs    []error
+		want    string // "ok", "fail" (ErrNotHeld) or "info"
+	}{
+		{"every master deleted it", 5, 5, nil, "ok"},
+		{"a bare quorum deleted it", 5, 3, nil, "ok"},
+		{"a quorum deleted it, others silent", 5, 3, []error{lost, lost}, "ok"},
+		{"one master deleted it, all answered", 5, 1, nil, "fail"},
+		{"a minority deleted it, silent masters could make a quorum", 5, 2, []error{lost}, "info"},
+		{"a minority deleted it, silent masters could not make a quorum", 5, 1, []error{lost}, "fail"},
+		{"none answered", 3, 0, []error{lost, lost, lost}, "info"},
+		{"single master, not ours", 1, 0, nil, "fail"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := redlockReleaseOutcome("k", tt.masters, tt.deleted, tt.errs)
+			got := "info"
+			switch {
+			case err == nil:
+				got = "ok"
+			case errors.Is(err, ErrNotHeld):
+				got = "fail"
+			}
+			if got != tt.want {
+				t.Fatalf("outcome %s (%v), want %s", got, err, tt.want)
+			}
+		})
+	}
+}

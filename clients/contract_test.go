@@ -228,7 +228,11 @@ func TestContract(t *testing.T) {
 			if _, err := b.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
 				t.Fatalf("contended acquire: err = %v, want ErrNotAcquired", err)
 			}
-			if err := a.Release(ctx, la); err != nil {
+			err = a.Release(ctx, la)
+			switch {
+			case c.expires && !errors.Is(err, ErrReleaseNoOp):
+				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
+			case !c.expires && err != nil:
 				t.Fatalf("release: %v", err)
 			}
 			if c.expires {
@@ -254,7 +258,9 @@ func TestContract(t *testing.T) {
 			switch {
 			case c.ownedRelease && !errors.Is(err, ErrNotHeld):
 				t.Fatalf("second release of the first lease: err = %v, want ErrNotHeld", err)
-			case !c.ownedRelease && err != nil:
+			case c.expires && !errors.Is(err, ErrReleaseNoOp):
+				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
+			case !c.ownedRelease && !c.expires && err != nil:
 				t.Fatalf("release without owner check: err = %v, want nil", err)
 			}
 			if c.expires {

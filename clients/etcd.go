@@ -33,7 +33,9 @@ const etcdLocksPrefix = "/locks/"
 //
 // The token is the lock key's CreateRevision (the revision of the response
 // that created it: the key is new for each Acquire's lease). Leases have no
-// Until: the lock lasts as long as the session. As a LeaseWatcher a lease is
+// Until: the lock lasts as long as the session. The service frees it when the
+// lease expires, at the earliest the granted TTL after the grant was asked
+// for (Lease.Expires), and Close revokes the leases (Session). As a LeaseWatcher a lease is
 // lost when its session ends (the client saw its lease expire). Release
 // deletes the lock key only if its CreateRevision is still the token
 // (ErrNotHeld when not), then revokes the lease, also when the delete failed,
@@ -104,6 +106,7 @@ func (e *EtcdMutex) revoke(ctx context.Context, s *concurrency.Session) error {
 func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
+	start := time.Now()
 	grant, err := e.client.Grant(cctx, etcdLeaseSeconds(ttl))
 	if err != nil {
 		return Lease{}, fmt.Errorf("clients: etcd-mutex: grant lease: %w", err)
@@ -129,7 +132,10 @@ func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	e.mu.Lock()
 	e.sessions[m.Key()] = s
 	e.mu.Unlock()
-	return Lease{Key: key, Token: uint64(m.Header().Revision), Owner: m.Key()}, nil
+	// The lease's TTL counts from the grant or the last keep-alive, both
+	// after start; etcd may grant another TTL than the one asked for.
+	granted := time.Duration(grant.TTL) * time.Second
+	return Lease{Key: key, Token: uint64(m.Header().Revision), Owner: m.Key(), Expires: start.Add(granted), Session: true}, nil
 }
 
 // Lost returns the channel the lease's session closes when it ends; for a
@@ -172,13 +178,18 @@ func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
 	return nil
 }
 
-// Close stops every session's keep-alive (their leases then expire) and
-// closes the client.
+// Close revokes the lease of every session it still holds, as a client
+// that ends cleanly does (a lease whose revoke fails stops being kept alive
+// and expires after its TTL), and closes the client.
 func (e *EtcdMutex) Close() error {
-	e.stop()
 	e.mu.Lock()
+	held := e.sessions
 	e.sessions = map[string]*concurrency.Session{}
 	e.mu.Unlock()
+	for _, s := range held {
+		_ = e.revoke(context.Background(), s)
+	}
+	e.stop()
 	if err := e.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("clients: etcd-mutex: close: %w", err)
 	}

@@ -3,6 +3,8 @@ package clients
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,7 +132,7 @@ func TestAfterResponseHook(t *testing.T) {
 			if calls != 1 {
 				t.Fatalf("hook ran %d times, want 1", calls)
 			}
-			if err := l.Release(ctx, lease); err != nil {
+			if err := l.Release(ctx, lease); err != nil && !errors.Is(err, ErrReleaseNoOp) {
 				t.Fatal(err)
 			}
 		})
@@ -239,7 +241,7 @@ func TestZKSessionLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, _, err := zk.Connect([]string{eps[0].Addr}, time.Second, zk.WithLogger(zkSilentLogger{}))
+	conn, _, err := zk.Connect([]string{eps[0].Addr}, time.Second, zk.WithLogger(zkLogger{new(atomic.Int64)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +276,105 @@ func TestZKSessionLost(t *testing.T) {
 	}
 	if err := b.Release(ctx, lb); err == nil {
 		t.Fatal("release with the ensemble down succeeded")
+	}
+}
+
+// TestRedlockValidityWithSlowMaster delays the last master's replies and
+// checks that the lease is valid until t0 + ttl − drift, as the seed's
+// t1 + (ttl − (t1 − t0) − drift) gives: the time spent acquiring is counted
+// once, not twice. The service's own expiry is t0 + ttl.
+func TestRedlockValidityWithSlowMaster(t *testing.T) {
+	cs := newClusters(t)
+	eps := cs.endpoints(t, redisMasters)
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	slow := slices.Clone(eps)
+	slow[2].Addr, err = nw.Link("w0->"+eps[2].Name, eps[2].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const delay = 300 * time.Millisecond
+	if err := nw.Latency([]string{"w0->" + eps[2].Name}, delay, 0); err != nil {
+		t.Fatal(err)
+	}
+	l := newLocker(t, "redlock", slow, 0, map[string]string{"node-timeout": "2s"})
+	const ttl = 5 * time.Second
+	drift := redlockFixedDrift + ttl/redlockDriftPerTTL
+	start := time.Now()
+	lease, err := l.Acquire(t.Context(), "validity-redlock", ttl)
+	end := time.Now()
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background(), lease) })
+	if end.Sub(start) < delay {
+		t.Fatalf("the acquire took %v: the delay of %v was not injected", end.Sub(start), delay)
+	}
+	lo, hi := start.Add(ttl-drift), end.Add(ttl-drift)
+	if lease.Until.Before(lo) || lease.Until.After(hi) {
+		t.Fatalf("Until is %v after the start, want t0 + ttl − drift, between %v and %v",
+			lease.Until.Sub(start), lo.Sub(start), hi.Sub(start))
+	}
+	if lease.Expires.Before(start.Add(ttl)) || lease.Expires.After(end.Add(ttl)) {
+		t.Fatalf("Expires is %v after the start, want t0 + ttl", lease.Expires.Sub(start))
+	}
+}
+
+// TestZKLeaseLostOnDisconnect resets the holder's connection and checks that
+// its lease is lost at once, while its session (and so its node) still lives
+// on the server: from the disconnect on, the client cannot be sure the server
+// has not already used up most of the session timeout (DESIGN §5).
+func TestZKLeaseLostOnDisconnect(t *testing.T) {
+	_, eps := startOwnCluster(t, zkOne)
+	ctx := t.Context()
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	link := "w0->" + eps[0].Name
+	via := slices.Clone(eps)
+	via[0].Addr, err = nw.Link(link, eps[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const session = 20 * time.Second
+	a := newLocker(t, "zk-recipe", via, 0, map[string]string{"wait": "50ms", "session-timeout": session.String()})
+	la, err := a.Acquire(ctx, "disconnect", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := a.(LeaseWatcher).Lost(la)
+	if err := nw.Reset(link); err != nil {
+		t.Fatal(err)
+	}
+	// The reset takes effect at the next packet; send one rather than wait
+	// for the next ping (a third of the session timeout).
+	go func() { _, _, _ = a.(*ZKRecipe).conn.Exists("/") }()
+	// The old rule gave up a full session timeout after the disconnect.
+	const bound = session * 3 / 4
+	select {
+	case <-lost:
+	case <-time.After(bound):
+		t.Fatalf("Lost did not close within %v of the disconnect", bound)
+	}
+	observer, _, err := zk.Connect([]string{eps[0].Addr}, time.Second, zk.WithLogger(zkLogger{new(atomic.Int64)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	if ok, _, err := observer.Exists(la.Owner); err != nil || !ok {
+		t.Fatalf("node %s: exists %v, %v; want the session alive when the lease was given up", la.Owner, ok, err)
+	}
+	if err := nw.Heal(link); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.(LeaseWatcher).Lost(la):
+	default:
+		t.Fatal("a lost lease came back")
 	}
 }

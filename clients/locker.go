@@ -21,6 +21,12 @@ var ErrNotAcquired = errors.New("clients: lock not acquired")
 // the caller did not hold the lock (any more). It is recorded as fail.
 var ErrNotHeld = errors.New("clients: lock not held")
 
+// ErrReleaseNoOp reports a release that the algorithm does not perform on
+// the server (the timeout locks: the lock frees itself when its lease ends).
+// The recording wrapper records it as fail, so that nothing reads it as a
+// release that freed the lock.
+var ErrReleaseNoOp = errors.New("clients: release does nothing on the server: the lock frees itself when its lease ends")
+
 // Locker is one client's handle on a lock algorithm. A Locker is used by one
 // worker at a time; the runner makes one per worker.
 type Locker interface {
@@ -35,11 +41,20 @@ type Locker interface {
 }
 
 // Lease is what a successful Acquire returns.
+//
+// Expires and Never state what the service itself granted (DESIGN §5, "Lease
+// semantics of the algorithms"): Expires is the earliest instant, from
+// time.Now, at which the service may free the lock on its own, without a
+// release; Never is set instead when it never does. An algorithm sets exactly
+// one of them. Session is set when closing the client frees the lock.
 type Lease struct {
-	Key   string
-	Token uint64    // fencing token; 0 when the algorithm has none
-	Until time.Time // client-side validity end, from time.Now (monotonic); zero when none (session locks)
-	Owner string    // the random value / node path / session that identifies us
+	Key     string
+	Token   uint64    // fencing token; 0 when the algorithm has none
+	Until   time.Time // client-side validity end, from time.Now (monotonic); zero when none (session locks)
+	Owner   string    // the random value / node path / session that identifies us
+	Expires time.Time // earliest instant the service may free the lock without a release
+	Never   bool      // the service never frees the lock on its own
+	Session bool      // closing the client frees the lock
 }
 
 // Renewer is a Locker that can extend a lease it holds.
@@ -88,5 +103,6 @@ type Algorithm struct {
 	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd"
 	Token    string // where its fencing token comes from, or "none"
 	Validity string // how it knows its lease is still valid
+	Lease    string // how long the service keeps the lock without a release, and whether closing the client frees it (DESIGN §5)
 	New      Factory
 }

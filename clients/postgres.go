@@ -99,8 +99,10 @@ end $$`,
 // in milliseconds; the row is created with ts 0 and timeout = the first
 // acquirer's ttl in milliseconds, as the seed stores one timeout per task.
 // Until = the acquire's start + the stored timeout − drift; the token is ts,
-// which the statement makes strictly increase per key. Release does nothing,
-// as in the seed. A skewed worker clock takes the lock early.
+// which the statement makes strictly increase per key; Lease.Expires = the
+// acquire's start + the stored timeout (a contender on a clock like ours
+// takes the row only after it). Release does nothing, as in the seed
+// (ErrReleaseNoOp). A skewed worker clock takes the lock early.
 //
 // pg-state (task, enum task_status): capture is the seed's `update task set
 // status = 'in_progress' where id in (select id from task where status =
@@ -331,7 +333,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		if n == 0 {
 			return Lease{}, ErrNotAcquired
 		}
-		return Lease{Key: key}, nil
+		return Lease{Key: key, Never: true}, nil
 
 	case pgTimeout:
 		if err := checkTTL(p.flavor.String(), ttl); err != nil {
@@ -341,7 +343,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 			key, ttl.Milliseconds()); err != nil {
 			return Lease{}, err
 		}
-		start := time.Now()
+		start := time.Now() // no later than the clock reading below
 		ts := p.clock.Now().UnixMilli()
 		var timeout int64
 		found, err := p.queryRow(ctx, `update task_timeout set ts = $1 where id = $2 and ts + timeout < $1 returning timeout`,
@@ -356,7 +358,10 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		if ts < 0 {
 			return Lease{}, fmt.Errorf("worker clock before 1970 gave ts %d", ts)
 		}
-		return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, time.Duration(timeout)*time.Millisecond, p.drift)}, nil
+		// A contender takes the row when its own clock passes ts + timeout:
+		// timeout after start on a clock like ours.
+		stored := time.Duration(timeout) * time.Millisecond
+		return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, stored, p.drift), Expires: start.Add(stored)}, nil
 
 	case pgState:
 		if _, err := p.exec(ctx, `insert into task (id, status) values ($1, 'done') on conflict (id) do nothing`, key); err != nil {
@@ -371,7 +376,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		if !found {
 			return Lease{}, ErrNotAcquired
 		}
-		return Lease{Key: key}, nil
+		return Lease{Key: key, Never: true}, nil
 
 	case pgUniqueRow:
 		owner := p.owners.next()
@@ -385,7 +390,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 			}
 			return Lease{}, err
 		}
-		return Lease{Key: key, Owner: owner, Token: uint64(token)}, nil
+		return Lease{Key: key, Owner: owner, Token: uint64(token), Never: true}, nil
 
 	default: // pgAdvisory
 		var ok bool
@@ -396,7 +401,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		if !ok {
 			return Lease{}, ErrNotAcquired
 		}
-		return Lease{Key: key, Owner: "pid-" + strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10)}, nil
+		return Lease{Key: key, Owner: "pid-" + strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10), Never: true, Session: true}, nil
 	}
 }
 
@@ -407,7 +412,7 @@ func (p *Postgres) Release(ctx context.Context, l Lease) error {
 	var err error
 	switch p.flavor {
 	case pgTimeout:
-		return nil
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, ErrReleaseNoOp)
 	case pgMutex:
 		var n int64
 		n, err = p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, false, l.Key)

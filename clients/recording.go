@@ -37,18 +37,58 @@ func (p *Process) Crash() { p.id += p.workers }
 // invoke followed by its completion: ok on success, fail when the error is
 // ErrNotAcquired or ErrNotHeld (the call definitely did nothing), and info on
 // any other error (a timeout or lost connection may have taken effect), after
-// which the process crashes. Every algorithm is thus recorded the same way.
+// which the process crashes (Crash). Every algorithm is thus recorded the same
+// way.
 type Recorded struct {
 	Locker Locker
 	Rec    *history.Recorder
 	Proc   *Process
+	// Open builds the Locker of the worker's next process after a crash.
+	// When it is nil, a crash keeps the same Locker.
+	Open func(ctx context.Context) (Locker, error)
+}
+
+// Crash ends the current process as a process that dies ends: its Locker is
+// closed, and with it its connections and sessions (and every lock that
+// closing frees, DESIGN §5). The worker goes on under a new process number;
+// Ready opens its new Locker. Without Open, only the number changes.
+func (r *Recorded) Crash() {
+	r.Proc.Crash()
+	if r.Open == nil || r.Locker == nil {
+		return
+	}
+	_ = r.Locker.Close() // the process is gone, whatever closing it said
+	r.Locker = nil
+}
+
+// Ready makes sure the current process has a Locker, opening a new one after
+// a crash; opened reports that it did. A process whose Locker cannot be
+// opened (its servers are unreachable, say) sends nothing: call Ready again
+// later.
+func (r *Recorded) Ready(ctx context.Context) (opened bool, err error) {
+	if r.Locker != nil {
+		return false, nil
+	}
+	if r.Open == nil {
+		return false, errors.New("clients: the lock client was closed and there is no Open")
+	}
+	l, err := r.Open(ctx)
+	if err != nil {
+		return false, err
+	}
+	r.Locker = l
+	return true, nil
 }
 
 var _ Locker = (*Recorded)(nil)
 
 // Acquire records and performs one acquire attempt.
 func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FAcquire, Key: key, TTL: ttl})
+	if r.Locker == nil {
+		// Nothing was sent: nothing is recorded.
+		return Lease{}, errors.New("clients: the process has no lock client (call Ready)")
+	}
+	inv := r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FAcquire, Key: key, TTL: ttl})
 	l, err := r.Locker.Acquire(ctx, key, ttl)
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FAcquire, Key: key}
 	if err == nil {
@@ -57,17 +97,37 @@ func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		if !l.Until.IsZero() {
 			done.Until = r.Rec.Since(l.Until)
 		}
+		done.Lease = r.lease(l, inv.Time)
+		done.Session = l.Session
 	}
 	r.complete(done, err, ErrNotAcquired)
 	return l, err
 }
 
-// Release records and performs a release.
+// lease is the history's `lease` of l for an acquire invoked at harness time
+// invoked: history.NoLease when the service never frees the lock on its
+// own, else the time from the invoke to l.Expires (at least 1 ns: a lease
+// never ends before it was asked for), or 0 (absent) when the algorithm
+// states neither.
+func (r *Recorded) lease(l Lease, invoked time.Duration) time.Duration {
+	switch {
+	case l.Never:
+		return history.NoLease
+	case l.Expires.IsZero():
+		return 0
+	default:
+		return max(r.Rec.Since(l.Expires)-invoked, 1)
+	}
+}
+
+// Release records and performs a release. A release the algorithm does not
+// perform on the server (ErrReleaseNoOp) is recorded as fail: the holder
+// stops believing at its invoke, and the lock is freed only by its lease.
 func (r *Recorded) Release(ctx context.Context, l Lease) error {
 	r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FRelease, Key: l.Key, Token: l.Token})
 	err := r.Locker.Release(ctx, l)
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.OK, F: history.FRelease, Key: l.Key, Token: l.Token}
-	r.complete(done, err, ErrNotHeld)
+	r.complete(done, err, ErrNotHeld, ErrReleaseNoOp)
 	return err
 }
 
@@ -81,26 +141,41 @@ func (r *Recorded) LeaseLost(key string, token uint64) {
 	r.Rec.Record(op)
 }
 
-// Close closes the wrapped Locker.
-func (r *Recorded) Close() error { return r.Locker.Close() }
+// Close closes the wrapped Locker, if the process has one.
+func (r *Recorded) Close() error {
+	if r.Locker == nil {
+		return nil
+	}
+	return r.Locker.Close()
+}
 
 // complete records the completion of the op in done: ok when err is nil,
 // fail when err is definite, info (and a crash) otherwise.
-func (r *Recorded) complete(done history.Op, err, definite error) {
+func (r *Recorded) complete(done history.Op, err error, definite ...error) {
 	switch {
 	case err == nil:
 		done.Type = history.OK
-	case errors.Is(err, definite):
+	case isAny(err, definite):
 		done.Type = history.Fail
 		done.Error = err.Error()
-		done.Until = 0
+		done.Until, done.Lease, done.Session = 0, 0, false
 	default:
 		done.Type = history.Info
 		done.Error = err.Error()
-		done.Until = 0
+		done.Until, done.Lease, done.Session = 0, 0, false
 	}
 	r.Rec.Record(done)
 	if done.Type == history.Info {
-		r.Proc.Crash()
+		r.Crash()
 	}
+}
+
+// isAny reports whether err matches any of targets.
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
 }

@@ -60,5 +60,5 @@ func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration
 	if token <= 0 {
 		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", r.name, key, ErrNotAcquired)
 	}
-	return Lease{Key: key, Owner: value, Token: uint64(token), Until: validUntil(start, ttl, r.drift)}, nil
+	return Lease{Key: key, Owner: value, Token: uint64(token), Until: validUntil(start, ttl, r.drift), Expires: redisExpiry(start, ttl)}, nil
 }

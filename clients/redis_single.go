@@ -103,7 +103,7 @@ func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration
 	if !ok {
 		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", r.name, key, ErrNotAcquired)
 	}
-	return Lease{Key: key, Owner: value, Until: validUntil(start, ttl, r.drift)}, nil
+	return Lease{Key: key, Owner: value, Until: validUntil(start, ttl, r.drift), Expires: redisExpiry(start, ttl)}, nil
 }
 
 // Release deletes the key if it still holds the lease's value; ErrNotHeld when
@@ -131,6 +131,12 @@ func releaseRedisKey(ctx context.Context, name string, c *redis.Client, timeout 
 		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, ErrNotHeld)
 	}
 	return nil
+}
+
+// redisExpiry is the earliest instant a Redis key set with PX ttl by a
+// command sent after start can expire: the server keeps whole milliseconds.
+func redisExpiry(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(ttl.Truncate(time.Millisecond))
 }
 
 // checkTTL rejects a ttl that a millisecond-resolution server cannot store.

@@ -54,11 +54,11 @@ func (f zaddFlavor) String() string {
 // redis-zadd-timeout: score = floor(ts/timeout) with ts the worker's own clock
 // (Target.Clock) in milliseconds and timeout the ttl; acquire is ZADD
 // task:timeout GT CH score key (1 = acquired). The lock is the time slot: it
-// is held until the slot ends, so Until = the acquire's start + ((score+1) ×
-// timeout − ts) − drift, and the score is the token (GT makes it strictly
-// increase per key). Release does nothing, as in the seed: the lock frees
-// itself when the next slot begins. A skewed worker clock takes a later slot
-// early.
+// is held until the slot ends, so Lease.Expires = the acquire's start + the
+// time left in the slot on the worker's clock, Until = Expires − drift, and
+// the score is the token (GT makes it strictly increase per key). Release
+// does nothing, as in the seed (ErrReleaseNoOp): the lock frees itself when
+// the next slot begins. A skewed worker clock takes a later slot early.
 //
 // redis-zadd-state: states done (0, initial), in_progress (1), failed (2); the
 // member is created done with ZADD task:state NX 0 key; capture is ZADD
@@ -146,11 +146,12 @@ func (r *RedisZadd) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	if n == 0 {
 		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", name, key, ErrNotAcquired)
 	}
-	return Lease{Key: key}, nil
+	return Lease{Key: key, Never: true}, nil
 }
 
-// zaddSlot returns the seed's score floor(ts/timeout) and the time left in
-// that slot, both in the worker clock's milliseconds.
+// zaddSlot returns the seed's score floor(ts/timeout), with ts the worker
+// clock's milliseconds, and the time from now to the end of that slot, when
+// a contender reading the same clock takes the next slot.
 func zaddSlot(now time.Time, ttl time.Duration) (score int64, left time.Duration) {
 	ts := now.UnixMilli()
 	timeout := ttl.Milliseconds()
@@ -158,7 +159,8 @@ func zaddSlot(now time.Time, ttl time.Duration) (score int64, left time.Duration
 	if ts < 0 && ts%timeout != 0 {
 		score-- // floor, not truncation, for clocks before 1970
 	}
-	return score, time.Duration((score+1)*timeout-ts) * time.Millisecond
+	end := time.UnixMilli((score + 1) * timeout)
+	return score, end.Sub(now)
 }
 
 func (r *RedisZadd) acquireTimeout(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
@@ -166,7 +168,7 @@ func (r *RedisZadd) acquireTimeout(ctx context.Context, key string, ttl time.Dur
 	if err := checkTTL(name, ttl); err != nil {
 		return Lease{}, err
 	}
-	start := time.Now()
+	start := time.Now() // no later than the clock reading below
 	score, left := zaddSlot(r.clock.Now(), ttl)
 	n, err := r.zadd(ctx, zaddTimeoutSet, redis.ZAddArgs{GT: true, Ch: true, Members: []redis.Z{{Score: float64(score), Member: key}}})
 	if err != nil {
@@ -179,7 +181,7 @@ func (r *RedisZadd) acquireTimeout(ctx context.Context, key string, ttl time.Dur
 	if score < 0 {
 		return Lease{}, fmt.Errorf("clients: %s: worker clock before 1970 gave slot %d", name, score)
 	}
-	return Lease{Key: key, Token: uint64(score), Until: validUntil(start, left, r.drift)}, nil
+	return Lease{Key: key, Token: uint64(score), Until: validUntil(start, left, r.drift), Expires: start.Add(left)}, nil
 }
 
 // Release gives the lock back as the seed does: the mutex clears the flag
@@ -189,7 +191,7 @@ func (r *RedisZadd) Release(ctx context.Context, l Lease) error {
 	name := r.flavor.String()
 	switch r.flavor {
 	case zaddTimeout:
-		return nil
+		return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, ErrReleaseNoOp)
 	case zaddState:
 		if _, err := r.zadd(ctx, zaddStateSet, redis.ZAddArgs{XX: true, Members: []redis.Z{{Score: zaddReleased, Member: l.Key}}}); err != nil {
 			return fmt.Errorf("clients: %s: release %s: %w", name, l.Key, err)

@@ -41,16 +41,24 @@ var ErrOutcomeUnknown = errors.New("clients: outcome unknown")
 //  4. validity = ttl − elapsed − drift, where drift is the target's Drift
 //     plus 2 ms plus 1% of the ttl;
 //  5. the lock is taken when at least N/2+1 masters granted it and validity
-//     is positive; Until = t0 + validity. Otherwise every master is unlocked
-//     (even those that did not answer).
+//     is positive; the lease is then valid for validity from now (t1), so
+//     Until = t1 + validity = t0 + ttl − drift. Otherwise every master is
+//     unlocked (even those that did not answer).
+//
+// The service frees the lock ttl after the SETs (Lease.Expires = t0 + ttl):
+// each master expires its key ttl after it set it, and every SET was sent
+// after t0.
 //
 // An acquire that fails is ErrNotAcquired when its outcome is certain: every
 // master answered or could not even be connected to, or the masters that did
-// not answer could not have made a quorum even had they set the key. When unanswered masters could have
-// completed a quorum, the error is indeterminate (the recording notes it as
-// info). Release runs the compare-and-delete on every master: nil when at
-// least one master deleted our key, ErrNotHeld when every master answered that
-// the key was not ours, indeterminate otherwise. Redlock has no fencing token.
+// not answer could not have made a quorum even had they set the key. When
+// unanswered masters could have completed a quorum, the error is
+// indeterminate (the recording notes it as info). Release runs the
+// compare-and-delete on every master and succeeds only when a quorum of them
+// deleted our key, as redsync's Unlock does; ErrNotHeld when the masters that
+// deleted it and those that did not answer could not make a quorum, so that
+// the lock was no longer held by a quorum; indeterminate otherwise. Redlock
+// has no fencing token.
 // Options: "node-timeout" (default DefaultRedlockNodeTimeout).
 type Redlock struct {
 	afterResponse
@@ -148,11 +156,12 @@ func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 		votes[i] = r.setOn(ctx, c, key, value, ttl)
 	}
 	r.runAfterResponse()
-	elapsed := time.Since(t0)
-	validity := ttl - elapsed - r.drift - redlockFixedDrift - ttl/redlockDriftPerTTL
+	t1 := time.Now()
+	drift := r.drift + redlockFixedDrift + ttl/redlockDriftPerTTL
+	validity := ttl - t1.Sub(t0) - drift
 	err := redlockOutcome(votes, validity)
 	if err == nil {
-		return Lease{Key: key, Owner: value, Until: t0.Add(validity)}, nil
+		return Lease{Key: key, Owner: value, Until: t1.Add(validity), Expires: redisExpiry(t0, ttl)}, nil
 	}
 	// Unlock every master, also those that said no or did not answer.
 	_, _ = r.deleteOnAll(context.WithoutCancel(ctx), key, value)
@@ -193,16 +202,25 @@ func (r *Redlock) deleteOnAll(ctx context.Context, key, value string) (deleted i
 	return deleted, errs
 }
 
-// Release unlocks every master.
+// Release unlocks every master; it succeeds when a quorum deleted our key.
 func (r *Redlock) Release(ctx context.Context, l Lease) error {
 	deleted, errs := r.deleteOnAll(ctx, l.Key, l.Owner)
+	return redlockReleaseOutcome(l.Key, len(r.clients), deleted, errs)
+}
+
+// redlockReleaseOutcome decides a release from the number of masters that
+// deleted our key and the errors of those that did not answer.
+func redlockReleaseOutcome(key string, masters, deleted int, errs []error) error {
+	quorum := masters/2 + 1
 	switch {
-	case deleted > 0:
+	case deleted >= quorum:
 		return nil
-	case len(errs) == 0:
-		return fmt.Errorf("clients: redlock: release %s: no master held it: %w", l.Key, ErrNotHeld)
+	case deleted+len(errs) < quorum:
+		return fmt.Errorf("clients: redlock: release %s: %d of %d masters held it, quorum %d: %w",
+			key, deleted, masters, quorum, ErrNotHeld)
 	default:
-		return fmt.Errorf("clients: redlock: release %s: %w", l.Key, errors.Join(errs...))
+		return fmt.Errorf("clients: redlock: release %s: %d of %d masters deleted it, quorum %d: %w",
+			key, deleted, masters, quorum, errors.Join(errs...))
 	}
 }
 

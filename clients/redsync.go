@@ -93,10 +93,11 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 	}
 	value := r.owners.next()
 	m := r.mutex(key, ttl, redsync.WithGenValueFunc(func() (string, error) { return value, nil }))
+	start := time.Now()
 	if err := m.LockContext(ctx); err != nil {
 		return Lease{}, r.classifyAcquire(key, err)
 	}
-	return Lease{Key: key, Owner: m.Value(), Until: m.Until().Add(-r.drift)}, nil
+	return Lease{Key: key, Owner: m.Value(), Until: m.Until().Add(-r.drift), Expires: redisExpiry(start, ttl)}, nil
 }
 
 // redsyncAnswers counts, in an error redsync returned, the masters that

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -42,24 +43,32 @@ const zkSeqDigits = 10
 // on the connection, within about the session timeout.
 //
 // The token is the node's creation zxid (Stat.Czxid), ensemble-wide
-// monotonic. Leases have no Until: the lock lasts as long as the session. As
-// a LeaseWatcher, a lease is lost when its session expires, when the client
-// has been disconnected for longer than the session timeout, or when a new
-// session replaced it. Release deletes the node; ErrNotHeld when it was gone;
+// monotonic. Leases have no Until: the lock lasts as long as the session.
+// The service frees it when the session expires, at the earliest the
+// negotiated session timeout (the server's answer to the connect request, not
+// the timeout asked for) after the create was sent: Lease.Expires, with
+// Session set (Close ends the session and deletes the node). As a
+// LeaseWatcher, a lease is lost as soon as the client cannot be sure its
+// session lives: at the first Disconnected event (Curator's advice on
+// SUSPENDED; by then the server may have used two thirds of the timeout, the
+// client's read timeout, without hearing from us), when the session expires,
+// or when a new session replaced it. Release deletes the node; ErrNotHeld when it was gone;
 // a node whose delete failed is deleted again at the next Acquire.
 // Options: "session-timeout" (default DefaultZKSessionTimeout), "wait"
 // (default DefaultZKWait).
 type ZKRecipe struct {
-	conn           *zk.Conn
-	sessionTimeout time.Duration
-	wait           time.Duration
-	parents        map[string]bool
-	orphans        []string // our nodes whose delete failed
+	conn    *zk.Conn
+	wait    time.Duration
+	parents map[string]bool
+	orphans []string // our nodes whose delete failed
 
-	mu           sync.Mutex
-	session      int64 // the current session's id, 0 while there is none
-	disconnected *time.Timer
-	leases       map[string]zkLease // by node path
+	// negotiated is the session timeout the server granted, in ns, as
+	// the client logs it after each handshake (0 until the first).
+	negotiated atomic.Int64
+
+	mu      sync.Mutex
+	session int64              // the current session's id, 0 while there is none
+	leases  map[string]zkLease // by node path
 }
 
 // zkLease is a held lease and the session it belongs to.
@@ -73,9 +82,23 @@ var (
 	_ LeaseWatcher = (*ZKRecipe)(nil)
 )
 
-type zkSilentLogger struct{}
+// zkAuthenticated is the format of go-zookeeper's log line after a
+// handshake; its second argument is the session timeout the server granted,
+// in milliseconds, which the client keeps unexported.
+const zkAuthenticated = "authenticated: id=%d, timeout=%d"
 
-func (zkSilentLogger) Printf(string, ...any) {}
+// zkLogger drops go-zookeeper's log lines and keeps the negotiated session
+// timeout from the handshake line.
+type zkLogger struct{ negotiated *atomic.Int64 }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if format != zkAuthenticated || len(args) != 2 {
+		return
+	}
+	if ms, ok := args[1].(int32); ok && ms > 0 {
+		l.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
+	}
+}
 
 // NewZKRecipe is the zk-recipe Factory; the client connects to every
 // endpoint that is not a replica or sentinel.
@@ -96,16 +119,15 @@ func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 		servers = append(servers, p.Addr)
 	}
 	z := &ZKRecipe{
-		sessionTimeout: sessionTimeout,
-		wait:           wait,
-		parents:        map[string]bool{},
-		leases:         map[string]zkLease{},
+		wait:    wait,
+		parents: map[string]bool{},
+		leases:  map[string]zkLease{},
 	}
 	// Events wait on z.mu until z.conn is set.
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	conn, _, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(zkSilentLogger{}), zk.WithLogInfo(false), zk.WithEventCallback(z.onEvent))
+		zk.WithLogger(zkLogger{&z.negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(z.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
 	}
@@ -123,28 +145,13 @@ func (z *ZKRecipe) onEvent(ev zk.Event) {
 	defer z.mu.Unlock()
 	switch ev.State {
 	case zk.StateHasSession:
-		z.stopDisconnectTimer()
 		z.session = z.conn.SessionID()
 		z.loseLeasesLocked(func(l zkLease) bool { return l.session != z.session })
 	case zk.StateExpired:
-		z.stopDisconnectTimer()
 		z.session = 0
 		z.loseLeasesLocked(func(zkLease) bool { return true })
 	case zk.StateDisconnected:
-		if z.disconnected == nil {
-			z.disconnected = time.AfterFunc(z.sessionTimeout, func() {
-				z.mu.Lock()
-				defer z.mu.Unlock()
-				z.loseLeasesLocked(func(zkLease) bool { return true })
-			})
-		}
-	}
-}
-
-func (z *ZKRecipe) stopDisconnectTimer() {
-	if z.disconnected != nil {
-		z.disconnected.Stop()
-		z.disconnected = nil
+		z.loseLeasesLocked(func(zkLease) bool { return true })
 	}
 }
 
@@ -250,6 +257,7 @@ func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	if err != nil {
 		return Lease{}, err
 	}
+	start := time.Now()
 	path, err := z.conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		return Lease{}, fmt.Errorf("clients: zk-recipe: create node under %s: %w", dir, err)
@@ -312,6 +320,12 @@ func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	if !exists {
 		return Lease{}, fmt.Errorf("clients: zk-recipe: our node %s vanished (session expired): %w", path, ErrOutcomeUnknown)
 	}
+	negotiated := time.Duration(z.negotiated.Load())
+	if negotiated <= 0 {
+		// Unreachable: the client logs the handshake before it sends a
+		// request.
+		return giveUp(errors.New("no session timeout was logged by the client"))
+	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.session == 0 || stat.EphemeralOwner != z.session {
@@ -319,7 +333,7 @@ func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		return Lease{}, fmt.Errorf("clients: zk-recipe: session changed during acquire of %s: %w", key, ErrOutcomeUnknown)
 	}
 	z.leases[path] = zkLease{session: z.session, lost: make(chan struct{})}
-	return Lease{Key: key, Token: uint64(stat.Czxid), Owner: path}, nil
+	return Lease{Key: key, Token: uint64(stat.Czxid), Owner: path, Expires: start.Add(negotiated), Session: true}, nil
 }
 
 // Release deletes the lease's node.
@@ -347,8 +361,5 @@ func (z *ZKRecipe) Release(ctx context.Context, l Lease) error {
 // Close closes the session, which deletes its ephemeral nodes.
 func (z *ZKRecipe) Close() error {
 	z.conn.Close()
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.stopDisconnectTimer()
 	return nil
 }

@@ -295,8 +295,9 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}
 	}()
 	type setup struct {
-		clock *workerClock
-		rng   *rand.Rand
+		clock  *workerClock
+		rng    *rand.Rand
+		target clients.Target
 	}
 	var setups []setup
 	for i := 0; i < s.Workers; i++ {
@@ -318,39 +319,51 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
 		lockers = append(lockers, l)
-		setups = append(setups, setup{clock: clock, rng: wrng})
+		setups = append(setups, setup{clock: clock, rng: wrng, target: target})
 	}
 	rec := startClock()
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
-	for i, l := range lockers {
-		clock, wrng := setups[i].clock, setups[i].rng
-		var reg register = harnessRegister{resource}
-		if s.Resource == scenarios.Guarded {
-			g, ok := l.(clients.GuardedResource)
-			if !ok {
-				return false, fmt.Errorf("%w: resource %q: %s keeps no register in its system (algorithms that do: the pg locks, etcd-mutex)", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
-			}
-			reg = guardedRegister{g: g}
+	newRegister := func(l clients.Locker) (register, error) {
+		if s.Resource != scenarios.Guarded {
+			return harnessRegister{resource}, nil
 		}
+		g, ok := l.(clients.GuardedResource)
+		if !ok {
+			return nil, fmt.Errorf("%w: resource %q: %s keeps no register in its system (algorithms that do: the pg locks, etcd-mutex)", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
+		}
+		return guardedRegister{g: g}, nil
+	}
+	for i, l := range lockers {
+		clock, wrng, target := setups[i].clock, setups[i].rng, setups[i].target
+		reg, err := newRegister(l)
+		if err != nil {
+			return false, err
+		}
+		// A crashed process's Locker is closed; its successor gets a new
+		// one built the same way.
+		open := func(ctx context.Context) (clients.Locker, error) { return factory(ctx, target) }
 		ws = append(ws, &worker{
-			id:       i,
-			locker:   &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers)},
-			rec:      rec,
-			register: reg,
-			rng:      wrng,
-			clock:    clock,
-			keys:     s.Lock.Keys,
-			ttl:      s.Lock.TTL,
-			think:    s.Think,
-			hold:     s.Hold,
-			opTime:   max(s.Lock.TTL, time.Second),
-			pauses:   map[string]pause{},
-			isolate:  isolator(net, fmt.Sprintf("w%d", i)),
+			id:          i,
+			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers), Open: open},
+			rec:         rec,
+			register:    reg,
+			newRegister: newRegister,
+			rng:         wrng,
+			clock:       clock,
+			keys:        s.Lock.Keys,
+			ttl:         s.Lock.TTL,
+			think:       s.Think,
+			hold:        s.Hold,
+			opTime:      max(s.Lock.TTL, time.Second),
+			pauses:      map[string]pause{},
 		})
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))
 
 	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec, Rand: nemesis.TargetRand(s.Seed)}
+	for _, w := range ws {
+		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
+	}
 	nem := nemesis.NewRunner(env)
 	defer func() {
 		if herr := nem.HealAll(teardown); herr != nil {
@@ -415,14 +428,18 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	return ctx.Err() != nil, nil
 }
 
-// isolator returns a function that cuts (or heals) every link of worker.
-func isolator(net *cluster.Network, worker string) func(cut bool) error {
+// isolator returns a function that cuts (or heals) every link of worker
+// through the nemesis's link record, so that healing the isolation leaves a
+// partition of the same links in place, and healing that partition leaves
+// the isolation.
+func isolator(env *nemesis.Env, worker string) func(cut bool) error {
+	cable := cluster.Fault{Kind: cluster.FaultCut}
 	return func(cut bool) error {
-		links := net.LinksFrom(worker)
+		links := env.Network.LinksFrom(worker)
 		if cut {
-			return net.Cut(links...)
+			return env.ApplyLinks(cable, links...)
 		}
-		return net.Heal(links...)
+		return env.HealLinks(cable, links...)
 	}
 }
 

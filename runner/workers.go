@@ -22,17 +22,20 @@ func (c *workerClock) Now() time.Time { return time.Now().Add(time.Duration(c.of
 
 // worker is one simulated client running the workload loop.
 type worker struct {
-	id       int
-	locker   *clients.Recorded
-	rec      *history.Recorder
-	register register
-	rng      *rand.Rand
-	clock    *workerClock
-	keys     []string
-	ttl      time.Duration
-	think    time.Duration
-	hold     time.Duration // how long the holder keeps the lock after its write
-	opTime   time.Duration
+	id     int
+	locker *clients.Recorded
+	rec    *history.Recorder
+	// register is the resource as the current process sees it; newRegister
+	// builds it for each new Locker (a guarded register lives in it).
+	register    register
+	newRegister func(clients.Locker) (register, error)
+	rng         *rand.Rand
+	clock       *workerClock
+	keys        []string
+	ttl         time.Duration
+	think       time.Duration
+	hold        time.Duration // how long the holder keeps the lock after its write
+	opTime      time.Duration
 
 	// hooked is set when the locker runs the after-response pause itself.
 	hooked bool
@@ -74,7 +77,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 		return
 	}
 	desc := map[string]any{"worker": w.id, "point": point, "duration": p.d.String(), "isolate": p.isolate}
-	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-pause", Value: history.JSONValue(desc)})
+	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FClientPause, Value: history.JSONValue(desc)})
 	var cutErr error
 	if p.isolate && w.isolate != nil {
 		cutErr = w.isolate(true)
@@ -85,7 +88,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	case <-abort.Done():
 		t.Stop()
 	}
-	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: "client-resume", Value: history.JSONValue(desc)}
+	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FClientResume, Value: history.JSONValue(desc)}
 	if p.isolate && w.isolate != nil {
 		cutErr = errors.Join(cutErr, w.isolate(false))
 		// Healing a cut closes the connections that lived through it (their
@@ -105,14 +108,47 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 // lock for the scenario's hold time (the holder's other work); release.
 // It stops between iterations when stop ends, and everywhere when abort ends.
 func (w *worker) run(stop, abort context.Context) {
+	w.attach(abort)
+	for stop.Err() == nil {
+		if w.ready(abort) {
+			w.iterate(abort)
+		}
+		w.sleep(stop, w.think)
+	}
+}
+
+// attach connects the worker to its process's current Locker: the pause
+// hook and the register.
+func (w *worker) attach(abort context.Context) {
+	w.hooked = false
 	if h, ok := w.locker.Locker.(clients.ResponseHooker); ok {
 		h.SetAfterResponse(func() { w.pauseAt(abort, nemesis.AfterResponse) })
 		w.hooked = true
 	}
-	for stop.Err() == nil {
-		w.iterate(abort)
-		w.sleep(stop, w.think)
+	if w.newRegister != nil {
+		reg, err := w.newRegister(w.locker.Locker)
+		if err == nil {
+			w.register = reg
+		}
 	}
+}
+
+// ready gives the worker's current process a Locker: after a crash the old
+// one was closed, and a new one is opened here. It reports false, after a
+// back-off, when the new one cannot be opened yet (its servers are out of
+// reach); nothing is recorded then, as nothing was sent.
+func (w *worker) ready(abort context.Context) bool {
+	ctx, cancel := context.WithTimeout(abort, w.opTime)
+	opened, err := w.locker.Ready(ctx)
+	cancel()
+	if err != nil {
+		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.ttl/10)+1)))
+		return false
+	}
+	if opened {
+		w.attach(abort)
+	}
+	return true
 }
 
 func (w *worker) iterate(abort context.Context) {
@@ -143,7 +179,7 @@ func (w *worker) iterate(abort context.Context) {
 	if !lease.Until.IsZero() && !time.Now().Before(lease.Until) {
 		return
 	}
-	if lost := w.lost(lease); lost {
+	if w.lost(lease) {
 		return
 	}
 	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
@@ -160,6 +196,9 @@ func (w *worker) iterate(abort context.Context) {
 	read.Value = history.IntValue(v)
 	w.rec.Record(read)
 
+	// The pause point lies between the holder's last check and its write,
+	// as in Kleppmann's GC pause: a paused holder learns nothing until it
+	// has written.
 	w.pauseAt(abort, nemesis.BeforeWrite)
 
 	inv := w.op(history.Invoke, history.FWrite, key, lease.Token)
@@ -180,7 +219,7 @@ func (w *worker) iterate(abort context.Context) {
 	}
 	w.rec.Record(done)
 	if done.Type == history.Info {
-		w.locker.Proc.Crash()
+		w.locker.Crash()
 		return
 	}
 	w.sleep(abort, w.hold)

@@ -90,7 +90,7 @@ func (c *Cluster) setupZooKeeper() error {
 			"clientPort=" + strconv.Itoa(n.port),
 			"clientPortAddress=127.0.0.1",
 			"admin.enableServer=false",
-			"4lw.commands.whitelist=ruok,srvr,mntr,stat",
+			"4lw.commands.whitelist=ruok,srvr,mntr,stat,cons",
 			"maxClientCnxns=0",
 			"autopurge.purgeInterval=0",
 		}

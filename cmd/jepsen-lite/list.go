@@ -45,9 +45,9 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 	defer tw.Flush()
 	switch {
 	case *algs:
-		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY")
+		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY\tLEASE (WHAT FREES IT)")
 		for _, a := range clients.Algorithms() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity, a.Lease)
 		}
 	case *faults:
 		fmt.Fprintln(tw, "FAULT\tDESCRIPTION")

@@ -1,0 +1,110 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// TestCrashEndsTheSession crashes a holder of each session-bound lock and
+// checks that another worker then takes the lock at once, long before the
+// lease could run out, because the crash closed the holder's client (DESIGN
+// §5: closing the client frees the lock); and that the crashed worker goes
+// on as a new process with a new client of its own.
+func TestCrashEndsTheSession(t *testing.T) {
+	cs := newClusters(t)
+	tests := []struct {
+		name    string
+		options map[string]string
+		ttl     time.Duration
+	}{
+		{name: "pg-advisory", ttl: 30 * time.Second},
+		// A 30 s session: only closing it frees the node within the test.
+		{name: "zk-recipe", options: map[string]string{"wait": "100ms", "session-timeout": "30s"}, ttl: 30 * time.Second},
+		{name: "etcd-mutex", ttl: 30 * time.Second},
+	}
+	specs := map[string]leaseContract{}
+	for _, c := range leaseContracts {
+		specs[c.name] = c
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eps := cs.endpoints(t, specs[tc.name].spec)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			alg, err := Lookup(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := func(ctx context.Context) (Locker, error) {
+				return alg.New(ctx, Target{Worker: 0, Endpoints: eps, Clock: wallClock{}, Rand: newTestRand(1), Options: tc.options})
+			}
+			first, err := open(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := history.NewRecorder()
+			a := &Recorded{Locker: first, Rec: rec, Proc: NewProcess(0, 2), Open: open}
+			t.Cleanup(func() { _ = a.Close() })
+			b := newLocker(t, tc.name, eps, 1, tc.options)
+			key := "crash-" + tc.name
+
+			if _, err := a.Acquire(ctx, key, tc.ttl); err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			if _, err := b.Acquire(ctx, key, tc.ttl); !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("contended acquire: err = %v, want ErrNotAcquired", err)
+			}
+			crashed := time.Now()
+			a.Crash()
+			if a.Locker != nil {
+				t.Fatal("the crashed process kept its Locker")
+			}
+			if a.Proc.ID() != 2 {
+				t.Fatalf("process after the crash = %d, want 2", a.Proc.ID())
+			}
+			// The server frees the lock on close, not necessarily before
+			// Close returns (PostgreSQL ends the backend on its own time).
+			var lb Lease
+			for {
+				lb, err = b.Acquire(ctx, key, tc.ttl)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, ErrNotAcquired) {
+					t.Fatalf("acquire after the crash: %v", err)
+				}
+				if time.Since(crashed) > 5*time.Second {
+					t.Fatalf("the lock is still held %v after its holder crashed; its lease is %v", time.Since(crashed), tc.ttl)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err := b.Release(ctx, lb); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+
+			opened, err := a.Ready(ctx)
+			if err != nil || !opened {
+				t.Fatalf("Ready after the crash: opened %v, err %v", opened, err)
+			}
+			if a.Locker == first {
+				t.Fatal("the new process reuses the crashed process's Locker")
+			}
+			la, err := a.Acquire(ctx, key, tc.ttl)
+			if err != nil {
+				t.Fatalf("acquire by the new process: %v", err)
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Fatalf("release by the new process: %v", err)
+			}
+			for _, op := range rec.History() {
+				if op.Index >= 2 && op.Process != 2 {
+					t.Fatalf("op %d after the crash recorded as process %d, want 2", op.Index, op.Process)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package clients
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// serverLease reads, from the server itself, the window in which the service
+// will free the lock that l names on its own: no earlier than lo and no later
+// than hi, as instants on this process's monotonic clock. The acquire ran
+// from start to end.
+type serverLease func(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, start, end time.Time) (lo, hi time.Time)
+
+// leaseContract is what one algorithm's Lease says about the service, and how
+// the server shows it.
+type leaseContract struct {
+	name    string
+	spec    cluster.Spec
+	options map[string]string
+	ttl     time.Duration
+	session bool // closing the client frees the lock
+	never   bool // the service keeps the lock until a release
+	server  serverLease
+}
+
+var leaseContracts = []leaseContract{
+	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
+	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
+	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redlock"], server: redisPTTL(3)},
+	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redsync"], server: redisPTTL(3)},
+	{name: "redis-zadd-mutex", spec: redisMasters, ttl: 5 * time.Second, never: true},
+	{name: "redis-zadd-timeout", spec: redisMasters, ttl: 2 * time.Second, server: zaddSlotEnd},
+	{name: "redis-zadd-state", spec: redisMasters, ttl: 5 * time.Second, never: true},
+	{name: "pg-mutex", spec: postgresOne, ttl: 5 * time.Second, never: true},
+	{name: "pg-timeout", spec: postgresOne, ttl: 2 * time.Second, server: pgTimeoutRow},
+	{name: "pg-state", spec: postgresOne, ttl: 5 * time.Second, never: true},
+	{name: "pg-unique-row", spec: postgresOne, ttl: 5 * time.Second, never: true},
+	{name: "pg-advisory", spec: postgresOne, ttl: 5 * time.Second, session: true, never: true},
+	// The server clamps the session timeout asked for (90 s) to its
+	// maximum (60 s): the lease is what it granted, not what was asked.
+	{name: "zk-recipe", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"wait": "100ms", "session-timeout": "90s"}, session: true, server: zkSessionTimeout},
+	// A ttl of 1.5 s is a lease of 2 s: etcd leases are whole seconds.
+	{name: "etcd-mutex", spec: etcdOne, ttl: 1500 * time.Millisecond, session: true, server: etcdGrantedTTL},
+}
+
+func TestLeaseContractCoversEveryAlgorithm(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range leaseContracts {
+		covered[c.name] = true
+	}
+	for _, name := range Names() {
+		if !covered[name] {
+			t.Errorf("%s has no lease contract", name)
+		}
+	}
+}
+
+// TestLeaseMatchesServer takes each algorithm's lock once and checks the
+// Lease it returns (Expires, Never, Session) against the server's own view
+// of the lock: the key's PTTL, the stored slot or timestamp, the negotiated
+// session timeout, the lease's granted TTL. Expires must not be after the
+// earliest moment the server may free the lock (a later one would make the
+// checker call a legitimate grant early), and not earlier than that moment
+// less the acquire's own duration (and a millisecond of rounding).
+func TestLeaseMatchesServer(t *testing.T) {
+	cs := newClusters(t)
+	for _, c := range leaseContracts {
+		t.Run(c.name, func(t *testing.T) {
+			eps := cs.endpoints(t, c.spec)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			a := newLocker(t, c.name, eps, 0, c.options)
+			key := "lease-" + c.name
+			start := time.Now()
+			l, err := a.Acquire(ctx, key, c.ttl)
+			end := time.Now()
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			t.Cleanup(func() { _ = a.Release(context.Background(), l) })
+			if l.Session != c.session {
+				t.Errorf("Session = %v, want %v", l.Session, c.session)
+			}
+			if c.never {
+				if !l.Never || !l.Expires.IsZero() {
+					t.Fatalf("the server keeps the lock until a release; lease says Never %v, Expires %v", l.Never, l.Expires)
+				}
+				return
+			}
+			lo, hi := c.server(t, ctx, eps, l, start, end)
+			if l.Never || l.Expires.IsZero() {
+				t.Fatalf("the server frees the lock on its own; lease says Never %v, Expires %v", l.Never, l.Expires)
+			}
+			if l.Expires.After(hi) {
+				t.Errorf("Expires is %v after the acquire started, but the server may free the lock %v after it", l.Expires.Sub(start), hi.Sub(start))
+			}
+			// Servers that keep milliseconds round the lease's start down.
+			if slack := end.Sub(start) + time.Millisecond; l.Expires.Before(lo.Add(-slack)) {
+				t.Errorf("Expires is %v after the acquire started, more than the acquire's duration and 1 ms (%v) before the server frees the lock (%v after it)",
+					l.Expires.Sub(start), slack, lo.Sub(start))
+			}
+		})
+	}
+}
+
+// redisPTTL reads the key's PTTL on the first masters masters.
+func redisPTTL(masters int) serverLease {
+	return func(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, _, _ time.Time) (time.Time, time.Time) {
+		t.Helper()
+		var lo, hi time.Time
+		for _, ep := range eps[:masters] {
+			c := redis.NewClient(&redis.Options{Addr: ep.Addr, DisableIdentity: true})
+			before := time.Now()
+			pttl, err := c.PTTL(ctx, l.Key).Result()
+			after := time.Now()
+			c.Close()
+			if err != nil || pttl <= 0 {
+				t.Fatalf("%s: PTTL %s = %v, %v", ep.Name, l.Key, pttl, err)
+			}
+			// PTTL counts whole milliseconds left.
+			nodeLo, nodeHi := before.Add(pttl), after.Add(pttl+time.Millisecond)
+			if lo.IsZero() || nodeLo.Before(lo) {
+				lo = nodeLo
+			}
+			if hi.IsZero() || nodeHi.Before(hi) {
+				hi = nodeHi
+			}
+		}
+		return lo, hi
+	}
+}
+
+// wallToMono maps a wall-clock instant onto this process's monotonic clock.
+func wallToMono(wall time.Time) time.Time {
+	now := time.Now()
+	return now.Add(wall.Sub(now.Round(0)))
+}
+
+// zaddSlotEnd reads the key's score (its slot): a contender on the same clock
+// takes the next slot at (score+1) × ttl milliseconds.
+func zaddSlotEnd(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, _, _ time.Time) (time.Time, time.Time) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: eps[0].Addr, DisableIdentity: true})
+	defer c.Close()
+	score, err := c.ZScore(ctx, zaddTimeoutSet, l.Key).Result()
+	if err != nil {
+		t.Fatalf("ZSCORE: %v", err)
+	}
+	const ttl = 2 * time.Second
+	end := wallToMono(time.UnixMilli((int64(score) + 1) * ttl.Milliseconds()))
+	return end.Add(-time.Millisecond), end.Add(time.Millisecond)
+}
+
+// pgTimeoutRow reads the row's ts and timeout: a contender on the same clock
+// takes it once its ts exceeds ts + timeout.
+func pgTimeoutRow(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, _, _ time.Time) (time.Time, time.Time) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(eps[0].Addr)
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var ts, timeout int64
+	if err := conn.QueryRow(ctx, `select ts, timeout from task_timeout where id = $1`, l.Key).Scan(&ts, &timeout); err != nil {
+		t.Fatal(err)
+	}
+	first := wallToMono(time.UnixMilli(ts + timeout + 1)) // the first ts that passes ts + timeout < $1
+	return first.Add(-time.Millisecond), first
+}
+
+// zkSessionTimeout reads the session's timeout from the server (`cons`): the
+// session ends no earlier than that after the server last heard from the
+// client, at the latest when the create arrived, between start and end.
+func zkSessionTimeout(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, start, end time.Time) (time.Time, time.Time) {
+	t.Helper()
+	sid := fmt.Sprintf("sid=0x%x,", zkSessionOf(t, ctx, eps, l))
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", eps[0].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("cons")); err != nil {
+		t.Fatal(err)
+	}
+	to := regexp.MustCompile(`[(,]to=(\d+)[,)]`)
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, sid) {
+			continue
+		}
+		m := to.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("cons: no timeout in %q", line)
+		}
+		ms, _ := strconv.Atoi(m[1])
+		timeout := time.Duration(ms) * time.Millisecond
+		if timeout != 60*time.Second {
+			t.Fatalf("server granted %v; the test expects its maximum, 60s", timeout)
+		}
+		return start.Add(timeout), end.Add(timeout)
+	}
+	t.Fatalf("cons lists no connection with %s", sid)
+	return time.Time{}, time.Time{}
+}
+
+// zkSessionOf returns the session that owns the lease's node.
+func zkSessionOf(t *testing.T, ctx context.Context, eps []Endpoint, l Lease) int64 {
+	t.Helper()
+	z := newLocker(t, "zk-recipe", eps, 9, nil).(*ZKRecipe)
+	ok, stat, err := z.conn.Exists(l.Owner)
+	if err != nil || !ok {
+		t.Fatalf("node %s: exists %v, %v", l.Owner, ok, err)
+	}
+	return stat.EphemeralOwner
+}
+
+// etcdGrantedTTL reads the lock key's lease and its granted TTL.
+func etcdGrantedTTL(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, start, end time.Time) (time.Time, time.Time) {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{eps[0].Addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.Get(ctx, l.Owner)
+	if err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("get %s: %v, %v", l.Owner, got, err)
+	}
+	ttl, err := c.TimeToLive(ctx, clientv3.LeaseID(got.Kvs[0].Lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Duration(ttl.GrantedTTL) * time.Second
+	if granted != 2*time.Second {
+		t.Fatalf("granted TTL %v; the test expects 2s for a ttl of 1.5s", granted)
+	}
+	// The lease counts from the grant, made within the acquire, or from a
+	// later keep-alive.
+	return start.Add(granted), end.Add(granted)
+}
+
+// TestAlgorithmLeaseTextMatchesContract keeps `jepsen-lite list
+// --algorithms` true: an algorithm's Lease text says "never" exactly when
+// its service keeps the lock until a release, and "closing the client frees
+// it" exactly when its leases are session leases.
+func TestAlgorithmLeaseTextMatchesContract(t *testing.T) {
+	contracts := map[string]leaseContract{}
+	for _, c := range leaseContracts {
+		contracts[c.name] = c
+	}
+	for _, a := range Algorithms() {
+		c, ok := contracts[a.Name]
+		if !ok {
+			t.Errorf("%s has no lease contract", a.Name)
+			continue
+		}
+		if got := strings.HasPrefix(a.Lease, "never"); got != c.never {
+			t.Errorf("%s: lease text %q; the service never frees it on its own: %v", a.Name, a.Lease, c.never)
+		}
+		if got := strings.Contains(a.Lease, "closing the client frees it"); got != c.session {
+			t.Errorf("%s: lease text %q; closing the client frees it: %v", a.Name, a.Lease, c.session)
+		}
+	}
+}
