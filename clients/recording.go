@@ -104,6 +104,33 @@ func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	return l, err
 }
 
+// ErrNoRenewal reports a renewal asked of an algorithm that cannot renew (its
+// Locker is not a Renewer). Nothing is sent or recorded.
+var ErrNoRenewal = errors.New("clients: the algorithm cannot renew a lease")
+
+// Renew records and performs a renewal of l for ttl: a `renew` invoke with the
+// ttl and the lease's token, completed ok with the new until and the lease the
+// service granted (counted from the invoke), fail when the lease was
+// definitely not held (ErrNotHeld), info otherwise.
+func (r *Recorded) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	rn, ok := r.Locker.(Renewer)
+	if !ok {
+		return Lease{}, ErrNoRenewal
+	}
+	inv := r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FRenew, Key: l.Key, TTL: ttl, Token: l.Token})
+	nl, err := rn.Renew(ctx, l, ttl)
+	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FRenew, Key: l.Key, Token: l.Token}
+	if err == nil {
+		done.Token = nl.Token
+		if !nl.Until.IsZero() {
+			done.Until = r.Rec.Since(nl.Until)
+		}
+		done.Lease = r.lease(nl, inv.Time)
+	}
+	r.complete(done, err, ErrNotHeld)
+	return nl, err
+}
+
 // lease is the history's `lease` of l for an acquire invoked at harness time
 // invoked: history.NoLease when the service never frees the lock on its
 // own, else the time from the invoke to l.Expires (at least 1 ns: a lease

@@ -112,3 +112,52 @@ func TestRecordedOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// renewingLocker is a scriptedLocker that can renew.
+type renewingLocker struct {
+	scriptedLocker
+	renewErr error
+}
+
+func (r *renewingLocker) Renew(_ context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if r.renewErr != nil {
+		return Lease{}, r.renewErr
+	}
+	l.Expires = time.Now().Add(ttl)
+	l.Until = l.Expires.Add(-time.Millisecond)
+	return l, nil
+}
+
+func TestRecordedRenew(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want history.Type
+	}{
+		{"renewed", nil, history.OK},
+		{"not held", ErrNotHeld, history.Fail},
+		{"unknown", errors.New("i/o timeout"), history.Info},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := history.NewRecorder()
+			r := &Recorded{Locker: &renewingLocker{renewErr: tt.err}, Rec: rec, Proc: NewProcess(0, 1)}
+			_, _ = r.Renew(context.Background(), Lease{Key: "k", Token: 7}, time.Hour)
+			h := rec.History()
+			if len(h) != 2 || h[0].F != history.FRenew || h[0].TTL != time.Hour || h[0].Token != 7 || h[1].Type != tt.want {
+				t.Fatalf("history %+v, want a renew invoke (ttl 1h, token 7) and a %s completion", h, tt.want)
+			}
+			if tt.want == history.OK && (h[1].Lease < time.Hour-time.Minute || h[1].Lease > time.Hour+time.Minute || h[1].Until == 0) {
+				t.Fatalf("renew ok with lease %v, until %v", h[1].Lease, h[1].Until)
+			}
+			if tt.want != history.OK && (h[1].Lease != 0 || h[1].Until != 0) {
+				t.Fatalf("a %s renewal records lease %v, until %v", tt.want, h[1].Lease, h[1].Until)
+			}
+		})
+	}
+	rec := history.NewRecorder()
+	r := &Recorded{Locker: &scriptedLocker{}, Rec: rec, Proc: NewProcess(0, 1)}
+	if _, err := r.Renew(context.Background(), Lease{Key: "k"}, time.Second); !errors.Is(err, ErrNoRenewal) || rec.Len() != 0 {
+		t.Fatalf("renewal without a Renewer: err %v, %d ops recorded", err, rec.Len())
+	}
+}

@@ -31,6 +31,7 @@ type RedisFenced struct {
 
 var (
 	_ Locker         = (*RedisFenced)(nil)
+	_ Renewer        = (*RedisFenced)(nil)
 	_ ResponseHooker = (*RedisFenced)(nil)
 )
 

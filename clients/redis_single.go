@@ -21,6 +21,15 @@ else
     return 0
 end`)
 
+// extendIfOwner sets a new expiry of ARGV[2] ms on KEYS[1] only while it still
+// holds ARGV[1]: the owner-checked extension of the Redis seed and of redsync.
+var extendIfOwner = redis.NewScript(`
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("pexpire", KEYS[1], ARGV[2])
+else
+    return 0
+end`)
+
 // newRedisClient returns a client for one node. It never retries a command
 // on its own (a retried SET NX could find its own key and report the lock as
 // taken) nor a failed dial (the dial error must reach the caller, as proof the
@@ -54,6 +63,7 @@ type RedisSingle struct {
 
 var (
 	_ Locker         = (*RedisSingle)(nil)
+	_ Renewer        = (*RedisSingle)(nil)
 	_ ResponseHooker = (*RedisSingle)(nil)
 )
 
@@ -110,6 +120,26 @@ func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration
 // it did not.
 func (r *RedisSingle) Release(ctx context.Context, l Lease) error {
 	return releaseRedisKey(ctx, r.name, r.client, r.timeout, l)
+}
+
+// Renew extends the lease to ttl from now, only while the key still holds
+// the lease's value (ErrNotHeld when it does not). The token is unchanged.
+func (r *RedisSingle) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if err := checkTTL(r.name, ttl); err != nil {
+		return Lease{}, err
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	n, err := extendIfOwner.Run(cctx, r.client, []string{l.Key}, l.Owner, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: %s: renew %s: %w", r.name, l.Key, err)
+	}
+	if n == 0 {
+		return Lease{}, fmt.Errorf("clients: %s: renew %s: %w", r.name, l.Key, ErrNotHeld)
+	}
+	l.Until, l.Expires = validUntil(start, ttl, r.drift), redisExpiry(start, ttl)
+	return l, nil
 }
 
 // Close closes the connections.

@@ -70,6 +70,7 @@ type Redlock struct {
 
 var (
 	_ Locker         = (*Redlock)(nil)
+	_ Renewer        = (*Redlock)(nil)
 	_ ResponseHooker = (*Redlock)(nil)
 )
 
@@ -221,6 +222,47 @@ func redlockReleaseOutcome(key string, masters, deleted int, errs []error) error
 	default:
 		return fmt.Errorf("clients: redlock: release %s: %d of %d masters deleted it, quorum %d: %w",
 			key, deleted, masters, quorum, errors.Join(errs...))
+	}
+}
+
+// Renew extends the lease as the Redlock documentation describes: the
+// owner-checked extension on every master, one after the other, with the same
+// timing as an acquire. The lease is extended when a quorum extended it and
+// validity is left: Until = t0 + ttl − drift, Expires = t0 + ttl. When fewer
+// masters than a quorum extended it, even counting those that did not
+// answer, the error is ErrNotHeld; when a quorum extended it too late, or
+// unanswered masters could complete one, the outcome is unknown.
+func (r *Redlock) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if err := checkTTL("redlock", ttl); err != nil {
+		return Lease{}, err
+	}
+	t0 := time.Now()
+	var extended, unknown int
+	for _, c := range r.clients {
+		cctx, cancel := context.WithTimeout(ctx, r.nodeTimeout)
+		n, err := extendIfOwner.Run(cctx, c, []string{l.Key}, l.Owner, ttl.Milliseconds()).Int64()
+		cancel()
+		switch {
+		case err != nil && !neverSent(err):
+			unknown++
+		case err == nil && n > 0:
+			extended++
+		}
+	}
+	t1 := time.Now()
+	drift := r.drift + redlockFixedDrift + ttl/redlockDriftPerTTL
+	validity := ttl - t1.Sub(t0) - drift
+	quorum := len(r.clients)/2 + 1
+	switch {
+	case extended >= quorum && validity > 0:
+		l.Until, l.Expires = t1.Add(validity), redisExpiry(t0, ttl)
+		return l, nil
+	case extended+unknown < quorum:
+		return Lease{}, fmt.Errorf("clients: redlock: renew %s: %d of %d masters extended it, %d did not answer, quorum %d: %w",
+			l.Key, extended, len(r.clients), unknown, quorum, ErrNotHeld)
+	default:
+		return Lease{}, fmt.Errorf("clients: redlock: renew %s: %d of %d masters extended it, %d did not answer, validity %v: %w",
+			l.Key, extended, len(r.clients), unknown, validity, ErrOutcomeUnknown)
 	}
 }
 

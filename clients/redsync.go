@@ -43,7 +43,10 @@ type Redsync struct {
 	owners        ownerValues
 }
 
-var _ Locker = (*Redsync)(nil)
+var (
+	_ Locker  = (*Redsync)(nil)
+	_ Renewer = (*Redsync)(nil)
+)
 
 // NewRedsync is the redsync Factory; it uses every endpoint that is not a
 // replica or sentinel as one master.
@@ -148,6 +151,34 @@ func (r *Redsync) classifyAcquire(key string, err error) error {
 	default:
 		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrOutcomeUnknown)
 	}
+}
+
+// Renew extends the lease with redsync's own Mutex.ExtendContext on the
+// lease's value: extended on a quorum within the validity, Until is the
+// mutex's new Until minus the target's Drift. ErrNotHeld when the masters
+// that failed with a network error could not have completed a quorum;
+// otherwise (and when redsync extended a quorum too late) the outcome is
+// unknown.
+func (r *Redsync) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if err := checkTTL("redsync", ttl); err != nil {
+		return Lease{}, err
+	}
+	m := r.mutex(l.Key, ttl, redsync.WithValue(l.Owner))
+	start := time.Now()
+	ok, err := m.ExtendContext(ctx)
+	if ok {
+		l.Until, l.Expires = m.Until().Add(-r.drift), redisExpiry(start, ttl)
+		return l, nil
+	}
+	if errors.Is(err, redsync.ErrExtendFailed) {
+		return Lease{}, fmt.Errorf("clients: redsync: extend %s: %w: %w", l.Key, err, ErrOutcomeUnknown)
+	}
+	taken, failed, quorumTaken := redsyncAnswers(err)
+	extended := r.nodes - taken - failed
+	if quorumTaken || failed == 0 || extended+failed < r.nodes/2+1 {
+		return Lease{}, fmt.Errorf("clients: redsync: extend %s: %v: %w", l.Key, err, ErrNotHeld)
+	}
+	return Lease{}, fmt.Errorf("clients: redsync: extend %s: %w: %w", l.Key, err, ErrOutcomeUnknown)
 }
 
 // Release unlocks the mutex on every master.

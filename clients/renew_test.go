@@ -1,0 +1,72 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestRenew checks every Renewer against real servers: a renewed lease
+// outlives its first ttl (a contender still finds the lock held), its Until
+// and Expires move to the new ttl and agree with the server's PTTL, a lease
+// the holder no longer has cannot be renewed (ErrNotHeld), and the recording
+// wrapper writes the renewal as a `renew` op with the new lease.
+func TestRenew(t *testing.T) {
+	cs := newClusters(t)
+	specs := map[string]leaseContract{}
+	for _, c := range leaseContracts {
+		specs[c.name] = c
+	}
+	for _, name := range []string{"redis-single", "redis-fenced", "redlock", "redsync"} {
+		t.Run(name, func(t *testing.T) {
+			c := specs[name]
+			eps := cs.endpoints(t, c.spec)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			a := newLocker(t, name, eps, 0, c.options)
+			b := newLocker(t, name, eps, 1, c.options)
+			if _, ok := a.(Renewer); !ok {
+				t.Fatalf("%s is not a Renewer", name)
+			}
+			key := "renew-" + name
+			const short, long = 600 * time.Millisecond, 5 * time.Second
+			la, err := a.Acquire(ctx, key, short)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			start := time.Now()
+			lr, err := a.(Renewer).Renew(ctx, la, long)
+			end := time.Now()
+			if err != nil {
+				t.Fatalf("renew: %v", err)
+			}
+			if lr.Token != la.Token || lr.Owner != la.Owner || lr.Key != la.Key {
+				t.Fatalf("renewal changed the lease's identity: %+v after %+v", lr, la)
+			}
+			lo, hi := c.server(t, ctx, eps, lr, start, end)
+			if lr.Expires.After(hi) || lr.Expires.Before(lo.Add(-end.Sub(start)-time.Millisecond)) {
+				t.Fatalf("renewed Expires %v after the renewal started, server frees it %v to %v after it",
+					lr.Expires.Sub(start), lo.Sub(start), hi.Sub(start))
+			}
+			if !lr.Until.After(la.Until) || lr.Until.After(lr.Expires) {
+				t.Fatalf("renewed Until %v after the renewal started, Expires %v", lr.Until.Sub(start), lr.Expires.Sub(start))
+			}
+			time.Sleep(time.Until(la.Expires) + 100*time.Millisecond)
+			if _, err := b.Acquire(ctx, key, short); !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("acquire after the first ttl of a renewed lease: err = %v, want ErrNotAcquired", err)
+			}
+			stranger := lr
+			stranger.Owner = "not-the-owner"
+			if _, err := a.(Renewer).Renew(ctx, stranger, long); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("renewal by another owner: err = %v, want ErrNotHeld", err)
+			}
+			if err := a.Release(ctx, lr); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if _, err := a.(Renewer).Renew(ctx, lr, long); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("renewal after the release: err = %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}
