@@ -323,6 +323,9 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	rec := startClock()
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
+	if _, ok := lockers[0].(clients.Renewer); s.Lock.Renew > 0 && !ok {
+		return false, fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, s.Lock.Algorithm)
+	}
 	newRegister := func(l clients.Locker) (register, error) {
 		if s.Resource != scenarios.Guarded {
 			return harnessRegister{resource}, nil
@@ -354,6 +357,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			ttl:         s.Lock.TTL,
 			think:       s.Think,
 			hold:        s.Hold,
+			renew:       s.Lock.Renew,
 			opTime:      max(s.Lock.TTL, time.Second),
 			pauses:      map[string]pause{},
 		})

@@ -35,6 +35,7 @@ type worker struct {
 	ttl         time.Duration
 	think       time.Duration
 	hold        time.Duration // how long the holder keeps the lock after its write
+	renew       time.Duration // the watchdog's period while holding; 0 never renews
 	opTime      time.Duration
 
 	// hooked is set when the locker runs the after-response pause itself.
@@ -222,7 +223,33 @@ func (w *worker) iterate(abort context.Context) {
 		w.locker.Crash()
 		return
 	}
-	w.sleep(abort, w.hold)
+	w.holdLock(abort, &lease)
+}
+
+// holdLock keeps the lock for the hold time, the holder's other work. With a
+// watchdog period it renews the lease for the ttl every period while it
+// holds, and stops holding at the first renewal that fails (the lease may be
+// gone; a renewal of unknown outcome crashes the process).
+func (w *worker) holdLock(abort context.Context, lease *clients.Lease) {
+	if w.renew <= 0 {
+		w.sleep(abort, w.hold)
+		return
+	}
+	for left := w.hold; left > 0 && abort.Err() == nil; {
+		d := min(w.renew, left)
+		w.sleep(abort, d)
+		left -= d
+		if left <= 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(abort, w.opTime)
+		renewed, err := w.locker.Renew(ctx, *lease, w.ttl)
+		cancel()
+		if err != nil {
+			return
+		}
+		*lease = renewed
+	}
 }
 
 // lost reports whether a session lock already knows lease is gone, and

@@ -67,6 +67,11 @@ type Lock struct {
 	Drift     time.Duration     `yaml:"drift,omitempty"`
 	Keys      []string          `yaml:"keys,omitempty"`
 	Options   map[string]string `yaml:"options,omitempty"`
+	// Renew is the watchdog's period: while it holds the lock, a holder
+	// renews its lease for the ttl every Renew, as Redisson's watchdog
+	// does every ttl/3. Zero never renews. Only algorithms that can renew
+	// (clients.Renewer) accept it.
+	Renew time.Duration `yaml:"renew,omitempty"`
 }
 
 // Nemesis is the fault schedule: scripted steps and, when Random is set, a
@@ -183,6 +188,8 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must be a positive duration such as 2s", "lock", "ttl")
 	case s.Lock.Drift < 0 || s.Lock.Drift >= s.Lock.TTL:
 		return fail("must be at least 0 and less than the ttl", "lock", "drift")
+	case s.Lock.Renew < 0 || s.Lock.Renew >= s.Lock.TTL && s.Lock.Renew > 0:
+		return fail("must be at least 0 and less than the ttl (a watchdog renews every ttl/3)", "lock", "renew")
 	case s.Resource != "" && s.Resource != Unfenced && s.Resource != Fenced && s.Resource != Guarded:
 		return fail(fmt.Sprintf("unknown mode %q (known: %s, %s, %s)", s.Resource, Unfenced, Fenced, Guarded), "resource")
 	case s.Workers < 1:

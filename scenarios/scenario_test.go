@@ -75,6 +75,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown anomaly kind", [2]string{"anomalies: [stale-write]", "anomalies: [stale-wrote]"}, []string{"t.yaml:19", "stale-wrote", "double-hold"}},
 		{"unknown verdict", [2]string{"verdict: invalid", "verdict: broken"}, []string{"t.yaml:18", "broken"}},
 		{"not a duration", [2]string{"ttl: 1s", "ttl: soon"}, []string{"t.yaml", "line 7", "soon"}},
+		{"renewal not shorter than the ttl", [2]string{"ttl: 1s", "ttl: 1s\n  renew: 1s"}, []string{"t.yaml", "renew", "less than the ttl"}},
+		{"negative renewal", [2]string{"ttl: 1s", "ttl: 1s\n  renew: -1s"}, []string{"t.yaml", "renew"}},
 		{"bad yaml", [2]string{"workers: 2", "workers: [2"}, []string{"t.yaml", "line"}},
 	}
 	for _, tt := range tests {
