@@ -53,7 +53,11 @@ type Results struct {
 	Expected       *checker.Expectation `json:"expected,omitempty"`
 	ExpectationMet bool                 `json:"expectation_met"`
 	Checkers       []checker.Result     `json:"checkers"`
-	Stats          Stats                `json:"stats"`
+	// Liveness is the liveness verdict (checker.Liveness), apart from
+	// Verdict: a stuck lock does not make a run invalid, and the
+	// expectation does not judge it. Absent when the run was interrupted.
+	Liveness *checker.LivenessResult `json:"liveness,omitempty"`
+	Stats    Stats                   `json:"stats"`
 	// Truncated is set when the history ended in an incomplete line that was
 	// left out of the check.
 	Truncated bool `json:"truncated,omitempty"`

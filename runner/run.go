@@ -227,6 +227,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		}
 		results.Checkers = checker.Check(context.WithoutCancel(ctx), h, copts)
 		results.Verdict = checker.Overall(results.Checkers)
+		if results.Checkers[0].Verdict == checker.Valid {
+			live := checker.Liveness(h, checker.LivenessOptions{})
+			results.Liveness = &live
+		}
 		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers)
 	}
 	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {

@@ -119,6 +119,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			fmt.Fprintf(stdout, "  the last line was incomplete and was left out: checked the %d complete lines before it\n", len(h))
 		}
 		printCheckers(stdout, res.Checkers)
+		printLiveness(stdout, res.Liveness)
 		fmt.Fprintf(stdout, "verdict: %s\n", res.Verdict)
 	}
 	switch res.Verdict {

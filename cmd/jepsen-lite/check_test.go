@@ -35,3 +35,19 @@ func TestCheckDriftAndMalformed(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckReportsStuckApartFromTheVerdict checks a history in which the
+// holder of a lock that never expires crashed and every later acquire was
+// refused: `check` says the key is stuck, with the ops, while the safety
+// verdict stays valid (exit 0).
+func TestCheckReportsStuckApartFromTheVerdict(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "check", "testdata/holder-crashed-lock-never-expires.jsonl")
+	for _, want := range []string{"liveness (apart from the verdict): STUCK; grants in the run: 1", "stuck k ops [1 2", "verdict: valid"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("output does not say %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, want 0: a stuck lock is not a safety violation", code)
+	}
+}

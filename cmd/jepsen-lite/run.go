@@ -139,6 +139,7 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	fmt.Fprintf(w, "\n%s (seed %d): %s, expected %s: %s\n", r.Scenario, r.Seed, strings.ToUpper(string(r.Verdict)), exp, met)
 	fmt.Fprintf(w, "  ops %d (ok %d, fail %d, info %d) in %v\n", r.Stats.Ops, r.Stats.OK, r.Stats.Fail, r.Stats.Info, res.Elapsed.Round(time.Millisecond))
 	printCheckers(w, r.Checkers)
+	printLiveness(w, r.Liveness)
 	fmt.Fprintf(w, "  store:  %s\n", res.Dir)
 	fmt.Fprintf(w, "  report: %s/%s\n", res.Dir, reports.ReportFile)
 }
@@ -158,6 +159,23 @@ func printCheckers(w io.Writer, rs []checker.Result) {
 			}
 			fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
 		}
+	}
+}
+
+// printLiveness prints the liveness verdict, apart from the checkers whose
+// worst verdict is the run's: how many grants the run saw, and every stuck
+// key with its ops.
+func printLiveness(w io.Writer, l *checker.LivenessResult) {
+	if l == nil {
+		return
+	}
+	word := map[checker.Verdict]string{checker.Valid: "not stuck", checker.Invalid: "STUCK", checker.Unknown: "not judged"}[l.Verdict]
+	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", word, l.Grants)
+	if l.Note != "" {
+		fmt.Fprintf(w, "    note: %s\n", l.Note)
+	}
+	for _, a := range l.Anomalies {
+		fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
 	}
 }
 

@@ -72,6 +72,10 @@ func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Re
 	}
 	res.Checkers = checker.Check(ctx, r.h, opts)
 	res.Verdict = checker.Overall(res.Checkers)
+	if res.Checkers[0].Verdict == checker.Valid {
+		live := checker.Liveness(r.h, checker.LivenessOptions{})
+		res.Liveness = &live
+	}
 	if res.Expected != nil {
 		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers)
 	}
