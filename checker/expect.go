@@ -3,23 +3,45 @@ package checker
 // Expectation is what a scenario expects of its run: a verdict, the anomaly
 // kinds that must all be found and the kinds that must not be found (for
 // instance: two workers believed they held the lock, but fencing kept the
-// resource exact, so no stale-write and no lost-update).
+// resource exact, so no stale-write and no lost-update), and, apart from
+// them, its liveness.
 type Expectation struct {
 	Verdict   Verdict  `json:"verdict" yaml:"verdict"`
 	Anomalies []string `json:"anomalies,omitempty" yaml:"anomalies,omitempty"`
 	Absent    []string `json:"absent,omitempty" yaml:"absent,omitempty"`
+	// Liveness is ExpectStuck (the liveness verdict must find a stuck
+	// key), ExpectLive (it must be valid: judged, and nothing stuck) or
+	// empty (not expected either way).
+	Liveness string `json:"liveness,omitempty" yaml:"liveness,omitempty"`
 }
 
+// The liveness expectations.
+const (
+	ExpectStuck = "stuck"
+	ExpectLive  = "live"
+)
+
 // Met reports whether results satisfy e: the overall verdict equals
-// e.Verdict, every kind in e.Anomalies was found by some checker and no kind
-// in e.Absent was. A zero Expectation expects a valid verdict.
-func (e Expectation) Met(verdict Verdict, results []Result) bool {
+// e.Verdict, every kind in e.Anomalies was found by some checker, no kind
+// in e.Absent was, and live (nil when the run was not checked for it) is
+// what e.Liveness asks. A zero Expectation expects a valid verdict.
+func (e Expectation) Met(verdict Verdict, results []Result, live *LivenessResult) bool {
 	want := e.Verdict
 	if want == "" {
 		want = Valid
 	}
 	if verdict != want {
 		return false
+	}
+	switch e.Liveness {
+	case ExpectStuck:
+		if live == nil || live.Verdict != Invalid {
+			return false
+		}
+	case ExpectLive:
+		if live == nil || live.Verdict != Valid {
+			return false
+		}
 	}
 	found := map[string]bool{}
 	for _, r := range results {

@@ -12,20 +12,28 @@ func TestExpectationMet(t *testing.T) {
 		e       Expectation
 		verdict Verdict
 		results []Result
+		live    *LivenessResult
 		want    bool
 	}{
-		{"zero expects valid", Expectation{}, Valid, nil, true},
-		{"zero rejects invalid", Expectation{}, Invalid, found, false},
-		{"verdict and kinds", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold}}, Invalid, found, true},
-		{"missing kind", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold, StaleWrite}}, Invalid, found, false},
-		{"wrong verdict", Expectation{Verdict: Valid}, Invalid, found, false},
-		{"absent kind absent", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold}, Absent: []string{StaleWrite}}, Invalid, found, true},
-		{"absent kind found", Expectation{Verdict: Invalid, Absent: []string{DoubleHold}}, Invalid, found, false},
-		{"unknown expected", Expectation{Verdict: Unknown}, Unknown, nil, true},
+		{"zero expects valid", Expectation{}, Valid, nil, nil, true},
+		{"zero rejects invalid", Expectation{}, Invalid, found, nil, false},
+		{"verdict and kinds", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold}}, Invalid, found, nil, true},
+		{"missing kind", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold, StaleWrite}}, Invalid, found, nil, false},
+		{"wrong verdict", Expectation{Verdict: Valid}, Invalid, found, nil, false},
+		{"absent kind absent", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold}, Absent: []string{StaleWrite}}, Invalid, found, nil, true},
+		{"absent kind found", Expectation{Verdict: Invalid, Absent: []string{DoubleHold}}, Invalid, found, nil, false},
+		{"unknown expected", Expectation{Verdict: Unknown}, Unknown, nil, nil, true},
+		{"stuck required and found", Expectation{Liveness: ExpectStuck}, Valid, nil, &LivenessResult{Verdict: Invalid}, true},
+		{"stuck required, not found", Expectation{Liveness: ExpectStuck}, Valid, nil, &LivenessResult{Verdict: Valid}, false},
+		{"stuck required, not checked", Expectation{Liveness: ExpectStuck}, Valid, nil, nil, false},
+		{"live required and live", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Valid}, true},
+		{"live required, stuck", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Invalid}, false},
+		{"live required, not judged", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Unknown}, false},
+		{"liveness not expected: a stuck run still meets a safety expectation", Expectation{}, Valid, nil, &LivenessResult{Verdict: Invalid}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.e.Met(tt.verdict, tt.results); got != tt.want {
+			if got := tt.e.Met(tt.verdict, tt.results, tt.live); got != tt.want {
 				t.Errorf("Met = %v, want %v", got, tt.want)
 			}
 		})

@@ -72,7 +72,7 @@ func invalidResults(h history.History) Results {
 	exp := &checker.Expectation{Verdict: checker.Invalid, Anomalies: []string{checker.DoubleHold}}
 	v := checker.Overall(checkers)
 	return Results{Scenario: "redis-single-clock-bump", Seed: 3, Verdict: v, Expected: exp,
-		ExpectationMet: exp.Met(v, checkers), Checkers: checkers, Stats: CountStats(h)}
+		ExpectationMet: exp.Met(v, checkers, nil), Checkers: checkers, Stats: CountStats(h)}
 }
 
 const invalidScenarioYAML = `name: redis-single-clock-bump

@@ -231,7 +231,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 			live := checker.Liveness(h, checker.LivenessOptions{})
 			results.Liveness = &live
 		}
-		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers)
+		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
 	}
 	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {
 		runErr = err

@@ -208,6 +208,11 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 	default:
 		return fail(fmt.Sprintf("unknown verdict %q (known: valid, invalid, unknown)", s.Expect.Verdict), "expect", "verdict")
 	}
+	switch s.Expect.Liveness {
+	case "", checker.ExpectStuck, checker.ExpectLive:
+	default:
+		return fail(fmt.Sprintf("unknown liveness %q (known: %s, %s)", s.Expect.Liveness, checker.ExpectStuck, checker.ExpectLive), "expect", "liveness")
+	}
 	for field, kinds := range map[string][]string{"anomalies": s.Expect.Anomalies, "absent": s.Expect.Absent} {
 		for i, k := range kinds {
 			if !slices.Contains(checker.Kinds(), k) {

@@ -153,12 +153,12 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			} else {
 				c.Verdict = res.Results.Verdict
 				c.Met = res.Results.ExpectationMet
-				c.Anomalies = anomalyKinds(res.Results.Checkers)
+				c.Anomalies = anomalyKinds(withLiveness(res.Results))
 				r.observed[string(c.Verdict)]++
 				for _, k := range c.Anomalies {
 					r.anomalies[k] = true
 				}
-				r.addProofs(res.Dir, res.Results.Checkers)
+				r.addProofs(res.Dir, withLiveness(res.Results))
 			}
 			r.runs++
 			if c.Met {
@@ -271,7 +271,7 @@ func recheckStored(ctx context.Context, runDir string, sc *scenarios.Scenario, t
 	}
 	exp := sc.Expect
 	results.Expected = &exp
-	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers)
+	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers, results.Liveness)
 	res.Results = results
 	return res, nil
 }
@@ -363,7 +363,20 @@ func expectText(e checker.Expectation) string {
 	if len(e.Absent) > 0 {
 		v += " without " + strings.Join(e.Absent, ",")
 	}
+	if e.Liveness != "" {
+		v += "; " + e.Liveness
+	}
 	return v
+}
+
+// withLiveness returns the checkers' results and, when the run found a stuck
+// key, the liveness result as one more, so that the gate lists and proves
+// `stuck` beside the safety anomalies.
+func withLiveness(r *reports.Results) []checker.Result {
+	if r.Liveness == nil || len(r.Liveness.Anomalies) == 0 {
+		return r.Checkers
+	}
+	return append(slices.Clip(r.Checkers), checker.Result{Name: "liveness", Verdict: r.Liveness.Verdict, Anomalies: r.Liveness.Anomalies})
 }
 
 func anomalyKinds(rs []checker.Result) []string {

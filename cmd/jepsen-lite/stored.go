@@ -77,7 +77,7 @@ func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Re
 		res.Liveness = &live
 	}
 	if res.Expected != nil {
-		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers)
+		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers, res.Liveness)
 	}
 	return res
 }
