@@ -104,7 +104,19 @@ func (e *EtcdMutex) revoke(ctx context.Context, s *concurrency.Session) error {
 
 // Acquire tries the mutex once on a new session.
 func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
-	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	return e.acquire(ctx, key, ttl, 0)
+}
+
+// AcquireWait takes the mutex with the library's own Mutex.Lock, which waits
+// for every earlier waiter's key to go, up to wait.
+func (e *EtcdMutex) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	return e.acquire(ctx, key, ttl, wait)
+}
+
+// acquire takes the mutex on a new session: with TryLock when wait is 0,
+// else with Lock bounded by wait.
+func (e *EtcdMutex) acquire(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.timeout+wait)
 	defer cancel()
 	start := time.Now()
 	grant, err := e.client.Grant(cctx, etcdLeaseSeconds(ttl))
@@ -117,7 +129,31 @@ func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) 
 		return Lease{}, fmt.Errorf("clients: etcd-mutex: session: %w", err)
 	}
 	m := concurrency.NewMutex(s, etcdLocksPrefix+key)
-	lockErr := m.TryLock(cctx)
+	var lockErr error
+	if wait > 0 {
+		lctx, cancelLock := context.WithTimeout(cctx, wait)
+		lockErr = m.Lock(lctx)
+		cancelLock()
+	} else {
+		lockErr = m.TryLock(cctx)
+	}
+	var token int64
+	if lockErr == nil {
+		token = m.Header().Revision
+	}
+	if lockErr == nil && wait > 0 {
+		// After waiting, the header is that of the last read, not of
+		// the put that created our key: read its create revision.
+		got, err := e.client.Get(cctx, m.Key())
+		switch {
+		case err != nil:
+			lockErr = err
+		case len(got.Kvs) == 0:
+			lockErr = concurrency.ErrSessionExpired
+		default:
+			token = got.Kvs[0].CreateRevision
+		}
+	}
 	if lockErr != nil {
 		revokeErr := e.revoke(ctx, s)
 		switch {
@@ -135,7 +171,7 @@ func (e *EtcdMutex) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	// The lease's TTL counts from the grant or the last keep-alive, both
 	// after start; etcd may grant another TTL than the one asked for.
 	granted := time.Duration(grant.TTL) * time.Second
-	return Lease{Key: key, Token: uint64(m.Header().Revision), Owner: m.Key(), Expires: start.Add(granted), Session: true}, nil
+	return Lease{Key: key, Token: uint64(token), Owner: m.Key(), Expires: start.Add(granted), Session: true}, nil
 }
 
 // Lost returns the channel the lease's session closes when it ends; for a

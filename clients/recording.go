@@ -88,8 +88,27 @@ func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		// Nothing was sent: nothing is recorded.
 		return Lease{}, errors.New("clients: the process has no lock client (call Ready)")
 	}
+	return r.acquire(key, ttl, func() (Lease, error) { return r.Locker.Acquire(ctx, key, ttl) })
+}
+
+// ErrNoWait reports a waiting acquire asked of a Locker that is not a
+// Waiter. Nothing is sent or recorded.
+var ErrNoWait = errors.New("clients: the algorithm cannot wait for a lock")
+
+// AcquireWait records and performs one waiting acquire (Waiter): one op
+// from the invoke to the moment the lock was taken or the wait ended.
+func (r *Recorded) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	w, ok := r.Locker.(Waiter)
+	if !ok {
+		return Lease{}, ErrNoWait
+	}
+	return r.acquire(key, ttl, func() (Lease, error) { return w.AcquireWait(ctx, key, ttl, wait) })
+}
+
+// acquire records the acquire that call performs.
+func (r *Recorded) acquire(key string, ttl time.Duration, call func() (Lease, error)) (Lease, error) {
 	inv := r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FAcquire, Key: key, TTL: ttl})
-	l, err := r.Locker.Acquire(ctx, key, ttl)
+	l, err := call()
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FAcquire, Key: key}
 	if err == nil {
 		done.Type = history.OK

@@ -161,3 +161,11 @@ func TestRecordedRenew(t *testing.T) {
 		t.Fatalf("renewal without a Renewer: err %v, %d ops recorded", err, rec.Len())
 	}
 }
+
+func TestRecordedAcquireWaitNeedsAWaiter(t *testing.T) {
+	rec := history.NewRecorder()
+	r := &Recorded{Locker: &scriptedLocker{}, Rec: rec, Proc: NewProcess(0, 1)}
+	if _, err := r.AcquireWait(context.Background(), "k", time.Second, time.Second); !errors.Is(err, ErrNoWait) || rec.Len() != 0 {
+		t.Fatalf("waiting acquire without a Waiter: err %v, %d ops recorded", err, rec.Len())
+	}
+}

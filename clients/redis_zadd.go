@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,6 +75,7 @@ type RedisZadd struct {
 	timeout time.Duration
 	drift   time.Duration
 	clock   Clock
+	rand    *rand.Rand // the worker's own source: the delays of a waiting acquire
 }
 
 var (
@@ -110,12 +112,16 @@ func newRedisZadd(f zaddFlavor, t Target) (*RedisZadd, error) {
 	if f == zaddTimeout && t.Clock == nil {
 		return nil, fmt.Errorf("clients: %s: target has no clock", name)
 	}
+	if t.Rand == nil {
+		return nil, fmt.Errorf("clients: %s: target has no random source", name)
+	}
 	return &RedisZadd{
 		flavor:  f,
 		client:  newRedisClient(ep.Addr, timeout),
 		timeout: timeout,
 		drift:   t.Drift,
 		clock:   t.Clock,
+		rand:    t.Rand,
 	}, nil
 }
 

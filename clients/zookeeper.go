@@ -250,8 +250,19 @@ func (z *ZKRecipe) deleteOrphans() {
 	z.orphans = left
 }
 
-// Acquire runs the recipe once; ttl is not used (the session is the lease).
+// Acquire runs the recipe once, waiting for its predecessor up to the "wait"
+// option; ttl is not used (the session is the lease).
 func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	return z.acquire(ctx, key, z.wait)
+}
+
+// AcquireWait runs the recipe once, waiting for its predecessor up to wait:
+// the recipe's own way of blocking.
+func (z *ZKRecipe) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	return z.acquire(ctx, key, wait)
+}
+
+func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	z.deleteOrphans()
 	dir, err := z.ensureParent(key)
 	if err != nil {
@@ -264,7 +275,7 @@ func (z *ZKRecipe) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	}
 	name := path[strings.LastIndex(path, "/")+1:]
 
-	deadline := time.Now().Add(z.wait)
+	deadline := time.Now().Add(wait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

@@ -330,6 +330,9 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	if _, ok := lockers[0].(clients.Renewer); s.Lock.Renew > 0 && !ok {
 		return false, fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, s.Lock.Algorithm)
 	}
+	if _, ok := lockers[0].(clients.Waiter); s.Lock.Wait > 0 && !ok {
+		return false, fmt.Errorf("%w: lock.acquire: %s cannot wait for a lock", ErrSetup, s.Lock.Algorithm)
+	}
 	newRegister := func(l clients.Locker) (register, error) {
 		if s.Resource != scenarios.Guarded {
 			return harnessRegister{resource}, nil
@@ -362,6 +365,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			think:       s.Think,
 			hold:        s.Hold,
 			renew:       s.Lock.Renew,
+			wait:        s.Lock.Wait,
 			opTime:      max(s.Lock.TTL, time.Second),
 			pauses:      map[string]pause{},
 		})

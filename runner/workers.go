@@ -36,6 +36,7 @@ type worker struct {
 	think       time.Duration
 	hold        time.Duration // how long the holder keeps the lock after its write
 	renew       time.Duration // the watchdog's period while holding; 0 never renews
+	wait        time.Duration // how long an acquire waits for the lock; 0 tries once
 	opTime      time.Duration
 
 	// hooked is set when the locker runs the after-response pause itself.
@@ -154,8 +155,14 @@ func (w *worker) ready(abort context.Context) bool {
 
 func (w *worker) iterate(abort context.Context) {
 	key := w.keys[w.rng.IntN(len(w.keys))]
-	ctx, cancel := context.WithTimeout(abort, w.opTime)
-	lease, err := w.locker.Acquire(ctx, key, w.ttl)
+	ctx, cancel := context.WithTimeout(abort, w.opTime+w.wait)
+	var lease clients.Lease
+	var err error
+	if w.wait > 0 {
+		lease, err = w.locker.AcquireWait(ctx, key, w.ttl, w.wait)
+	} else {
+		lease, err = w.locker.Acquire(ctx, key, w.ttl)
+	}
 	cancel()
 	if !w.hooked {
 		// The algorithm processes its reply inside a library: the pause

@@ -72,7 +72,18 @@ type Lock struct {
 	// does every ttl/3. Zero never renews. Only algorithms that can renew
 	// (clients.Renewer) accept it.
 	Renew time.Duration `yaml:"renew,omitempty"`
+	// Acquire is how a worker asks for the lock: AcquireTry (the default)
+	// tries once; AcquireWait waits for it, as the algorithm's library
+	// or seed waits (clients.Waiter), for up to Wait.
+	Acquire string        `yaml:"acquire,omitempty"`
+	Wait    time.Duration `yaml:"wait,omitempty"`
 }
+
+// The ways of asking for a lock.
+const (
+	AcquireTry  = "try"
+	AcquireWait = "wait"
+)
 
 // Nemesis is the fault schedule: scripted steps and, when Random is set, a
 // seeded random schedule. Before a run the random spec is expanded with the
@@ -190,6 +201,12 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must be at least 0 and less than the ttl", "lock", "drift")
 	case s.Lock.Renew < 0 || s.Lock.Renew >= s.Lock.TTL && s.Lock.Renew > 0:
 		return fail("must be at least 0 and less than the ttl (a watchdog renews every ttl/3)", "lock", "renew")
+	case s.Lock.Acquire != "" && s.Lock.Acquire != AcquireTry && s.Lock.Acquire != AcquireWait:
+		return fail(fmt.Sprintf("unknown way %q (known: %s, %s)", s.Lock.Acquire, AcquireTry, AcquireWait), "lock", "acquire")
+	case s.Lock.Acquire == AcquireWait && s.Lock.Wait <= 0:
+		return fail("must be a positive duration with acquire: wait", "lock", "wait")
+	case s.Lock.Acquire != AcquireWait && s.Lock.Wait != 0:
+		return fail("is only for acquire: wait", "lock", "wait")
 	case s.Resource != "" && s.Resource != Unfenced && s.Resource != Fenced && s.Resource != Guarded:
 		return fail(fmt.Sprintf("unknown mode %q (known: %s, %s, %s)", s.Resource, Unfenced, Fenced, Guarded), "resource")
 	case s.Workers < 1:

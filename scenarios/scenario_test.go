@@ -78,6 +78,9 @@ func TestParseErrors(t *testing.T) {
 		{"not a duration", [2]string{"ttl: 1s", "ttl: soon"}, []string{"t.yaml", "line 7", "soon"}},
 		{"renewal not shorter than the ttl", [2]string{"ttl: 1s", "ttl: 1s\n  renew: 1s"}, []string{"t.yaml", "renew", "less than the ttl"}},
 		{"negative renewal", [2]string{"ttl: 1s", "ttl: 1s\n  renew: -1s"}, []string{"t.yaml", "renew"}},
+		{"unknown way of acquiring", [2]string{"ttl: 1s", "ttl: 1s\n  acquire: beg"}, []string{"t.yaml", "beg", "try, wait"}},
+		{"waiting without a bound", [2]string{"ttl: 1s", "ttl: 1s\n  acquire: wait"}, []string{"t.yaml", "wait", "positive"}},
+		{"a bound without waiting", [2]string{"ttl: 1s", "ttl: 1s\n  wait: 2s"}, []string{"t.yaml", "only for acquire: wait"}},
 		{"bad yaml", [2]string{"workers: 2", "workers: [2"}, []string{"t.yaml", "line"}},
 	}
 	for _, tt := range tests {
