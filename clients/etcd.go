@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -53,6 +54,7 @@ type EtcdMutex struct {
 
 var (
 	_ Locker          = (*EtcdMutex)(nil)
+	_ Renewer         = (*EtcdMutex)(nil)
 	_ LeaseWatcher    = (*EtcdMutex)(nil)
 	_ GuardedResource = (*EtcdMutex)(nil)
 )
@@ -212,6 +214,34 @@ func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
 		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, ErrNotHeld)
 	}
 	return nil
+}
+
+// Renew sends one keep-alive for the lease's session (the session's own
+// keep-alives go on as well) and returns the lease with Expires moved to the
+// TTL etcd answered, counted from before the request; ttl is not used (the
+// lease keeps its granted TTL). ErrNotHeld when the lease is no longer ours
+// or etcd no longer knows it.
+func (e *EtcdMutex) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	e.mu.Lock()
+	s, ok := e.sessions[l.Owner]
+	e.mu.Unlock()
+	if !ok {
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: not held: %w", l.Owner, ErrNotHeld)
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := e.client.KeepAliveOnce(cctx, s.Lease())
+	switch {
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: %w: %w", l.Owner, err, ErrNotHeld)
+	case err != nil:
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: %w", l.Owner, err)
+	case resp.TTL <= 0:
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: the lease expired: %w", l.Owner, ErrNotHeld)
+	}
+	l.Expires = start.Add(time.Duration(resp.TTL) * time.Second)
+	return l, nil
 }
 
 // Close revokes the lease of every session it still holds, as a client

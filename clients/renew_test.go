@@ -70,3 +70,55 @@ func TestRenew(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionRenew checks the renewal of the session locks: one keep-alive
+// (etcd) or one read that the server answers (ZooKeeper) moves Expires to
+// the session's timeout from the renewal, and a released lease cannot be
+// renewed.
+func TestSessionRenew(t *testing.T) {
+	cs := newClusters(t)
+	specs := map[string]leaseContract{}
+	for _, c := range leaseContracts {
+		specs[c.name] = c
+	}
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		session time.Duration // what the server grants for ttl and the options
+	}{
+		{"etcd-mutex", 2 * time.Second, 2 * time.Second},
+		{"zk-recipe", 2 * time.Second, 60 * time.Second}, // the contract's options ask for 90 s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := specs[tc.name]
+			eps := cs.endpoints(t, c.spec)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			a := newLocker(t, tc.name, eps, 0, c.options)
+			la, err := a.Acquire(ctx, "session-renew-"+tc.name, tc.ttl)
+			if err != nil {
+				t.Fatalf("acquire: %v", err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			start := time.Now()
+			lr, err := a.(Renewer).Renew(ctx, la, tc.ttl)
+			end := time.Now()
+			if err != nil {
+				t.Fatalf("renew: %v", err)
+			}
+			if lr.Expires.Before(start.Add(tc.session-time.Second)) || lr.Expires.After(end.Add(tc.session)) || !lr.Expires.After(la.Expires) {
+				t.Fatalf("renewed Expires %v after the renewal started (first lease's %v), want about %v",
+					lr.Expires.Sub(start), la.Expires.Sub(start), tc.session)
+			}
+			if lr.Token != la.Token || lr.Owner != la.Owner {
+				t.Fatalf("renewal changed the lease's identity: %+v after %+v", lr, la)
+			}
+			if err := a.Release(ctx, lr); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if _, err := a.(Renewer).Renew(ctx, lr, tc.ttl); !errors.Is(err, ErrNotHeld) {
+				t.Fatalf("renewal after the release: err = %v, want ErrNotHeld", err)
+			}
+		})
+	}
+}

@@ -79,6 +79,7 @@ type zkLease struct {
 
 var (
 	_ Locker       = (*ZKRecipe)(nil)
+	_ Renewer      = (*ZKRecipe)(nil)
 	_ LeaseWatcher = (*ZKRecipe)(nil)
 )
 
@@ -345,6 +346,37 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 	}
 	z.leases[path] = zkLease{session: z.session, lost: make(chan struct{})}
 	return Lease{Key: key, Token: uint64(stat.Czxid), Owner: path, Expires: start.Add(negotiated), Session: true}, nil
+}
+
+// Renew proves the lease's session alive by reading the lease's node: the
+// server heard from the session when it answered, so the session lasts at
+// least the negotiated timeout from before the request (Expires). The
+// session's own heartbeats go on as well; ttl is not used. ErrNotHeld when
+// the lease was lost or its node is gone.
+func (z *ZKRecipe) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	z.mu.Lock()
+	_, held := z.leases[l.Owner]
+	z.mu.Unlock()
+	if !held {
+		return Lease{}, fmt.Errorf("clients: zk-recipe: renew %s: the lease was lost: %w", l.Owner, ErrNotHeld)
+	}
+	start := time.Now()
+	exists, stat, err := z.conn.Exists(l.Owner)
+	switch {
+	case err != nil:
+		return Lease{}, fmt.Errorf("clients: zk-recipe: renew %s: %w", l.Owner, err)
+	case !exists:
+		return Lease{}, fmt.Errorf("clients: zk-recipe: renew %s: the node is gone: %w", l.Owner, ErrNotHeld)
+	}
+	z.mu.Lock()
+	lease, held := z.leases[l.Owner]
+	z.mu.Unlock()
+	if !held || stat.EphemeralOwner != lease.session {
+		// Lost while we asked: the answer may come from a new session.
+		return Lease{}, fmt.Errorf("clients: zk-recipe: renew %s: the lease was lost: %w", l.Owner, ErrNotHeld)
+	}
+	l.Expires = start.Add(time.Duration(z.negotiated.Load()))
+	return l, nil
 }
 
 // Release deletes the lease's node.
