@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -196,8 +197,14 @@ type reportData struct {
 // script and figure is inline, so the file opens from disk with no network.
 func RenderHTML(w io.Writer, in ReportInput) error {
 	tl := buildTimeline(in.History)
+	checkers := in.Results.Checkers
+	if l := in.Results.Liveness; l != nil && len(l.Anomalies) > 0 {
+		// A stuck key is drawn and listed like an anomaly, from the
+		// last grant to the last refused acquire, under its own name.
+		checkers = append(slices.Clip(checkers), checker.Result{Name: "liveness", Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
+	}
 	named := map[int]bool{}
-	for _, r := range in.Results.Checkers {
+	for _, r := range checkers {
 		for _, a := range r.Anomalies {
 			for _, i := range a.Ops {
 				named[i] = true
@@ -210,8 +217,8 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		Duration:  tl.Last,
 		Verdict:   in.Results.Verdict,
 		Met:       in.Results.ExpectationMet,
-		Checkers:  in.Results.Checkers,
-		Anomalies: anomalyWindows(in.Results.Checkers, in.History, tl),
+		Checkers:  checkers,
+		Anomalies: anomalyWindows(checkers, in.History, tl),
 	}
 	v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
 	if v.Title == "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -231,5 +232,35 @@ func TestLoadReportInputGuardedVersion1(t *testing.T) {
 				t.Errorf("applied = %v, want kept: %v", w.Applied, tc.kept)
 			}
 		})
+	}
+}
+
+// TestRenderHTMLStuck checks that the report says a run's lock was stuck,
+// apart from the verdict, and draws the stuck window like an anomaly's.
+func TestRenderHTMLStuck(t *testing.T) {
+	h, _, err := history.ReadFile("../cmd/jepsen-lite/testdata/holder-crashed-lock-never-expires.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := checker.Liveness(h, checker.LivenessOptions{})
+	if live.Verdict != checker.Invalid {
+		t.Fatalf("fixture liveness %s, want a stuck key", live.Verdict)
+	}
+	var b bytes.Buffer
+	if err := RenderHTML(&b, ReportInput{Results: Results{Scenario: "s", Verdict: checker.Valid, Liveness: &live, Stats: CountStats(h)}, History: h}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !regexp.MustCompile(`<dd id="liveness"><strong[^>]*>stuck</strong> \(apart from the verdict\); 1 grants`).MatchString(page) {
+		t.Errorf("the summary does not say the lock was stuck")
+	}
+	found := false
+	for _, a := range embeddedData(t, page).Anomalies {
+		if a.Kind == checker.Stuck {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no stuck window is drawn")
 	}
 }
