@@ -162,6 +162,10 @@ func printCheckers(w io.Writer, rs []checker.Result) {
 	}
 }
 
+// fewGrants is the number of grants below which a run's summary warns that
+// its safety verdict rests on too few holds to say much.
+const fewGrants = 5
+
 // printLiveness prints the liveness verdict, apart from the checkers whose
 // worst verdict is the run's: how many grants the run saw, and every stuck
 // key with its ops.
@@ -171,6 +175,9 @@ func printLiveness(w io.Writer, l *checker.LivenessResult) {
 	}
 	word := map[checker.Verdict]string{checker.Valid: "not stuck", checker.Invalid: "STUCK", checker.Unknown: "not judged"}[l.Verdict]
 	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", word, l.Grants)
+	if l.Grants < fewGrants {
+		fmt.Fprintf(w, "    only %d grants: a safe verdict says little about a lock that was hardly ever held\n", l.Grants)
+	}
 	if l.Note != "" {
 		fmt.Fprintf(w, "    note: %s\n", l.Note)
 	}
