@@ -77,42 +77,50 @@ func TestLeaseContractCoversEveryAlgorithm(t *testing.T) {
 // checker call a legitimate grant early), and not earlier than that moment
 // less the acquire's own duration (and a millisecond of rounding).
 func TestLeaseMatchesServer(t *testing.T) {
+	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint) {
+		a := newLocker(t, c.name, eps, 0, c.options)
+		key := "lease-" + c.name
+		start := time.Now()
+		l, err := a.Acquire(ctx, key, c.ttl)
+		end := time.Now()
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		t.Cleanup(func() { _ = a.Release(context.Background(), l) })
+		if l.Session != c.session {
+			t.Errorf("Session = %v, want %v", l.Session, c.session)
+		}
+		if c.never {
+			if !l.Never || !l.Expires.IsZero() {
+				t.Fatalf("the server keeps the lock until a release; lease says Never %v, Expires %v", l.Never, l.Expires)
+			}
+			return
+		}
+		lo, hi := c.server(t, ctx, eps, l, start, end)
+		if l.Never || l.Expires.IsZero() {
+			t.Fatalf("the server frees the lock on its own; lease says Never %v, Expires %v", l.Never, l.Expires)
+		}
+		if l.Expires.After(hi) {
+			t.Errorf("Expires is %v after the acquire started, but the server may free the lock %v after it", l.Expires.Sub(start), hi.Sub(start))
+		}
+		// Servers that keep milliseconds round the lease's start down.
+		if slack := end.Sub(start) + time.Millisecond; l.Expires.Before(lo.Add(-slack)) {
+			t.Errorf("Expires is %v after the acquire started, more than the acquire's duration and 1 ms (%v) before the server frees the lock (%v after it)",
+				l.Expires.Sub(start), slack, lo.Sub(start))
+		}
+	})
+}
+
+// eachAlgorithm runs f as one subtest per lease contract (every algorithm),
+// on the contract's cluster, with a context bounded for the subtest.
+func eachAlgorithm(t *testing.T, f func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint)) {
 	cs := newClusters(t)
 	for _, c := range leaseContracts {
 		t.Run(c.name, func(t *testing.T) {
 			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			a := newLocker(t, c.name, eps, 0, c.options)
-			key := "lease-" + c.name
-			start := time.Now()
-			l, err := a.Acquire(ctx, key, c.ttl)
-			end := time.Now()
-			if err != nil {
-				t.Fatalf("acquire: %v", err)
-			}
-			t.Cleanup(func() { _ = a.Release(context.Background(), l) })
-			if l.Session != c.session {
-				t.Errorf("Session = %v, want %v", l.Session, c.session)
-			}
-			if c.never {
-				if !l.Never || !l.Expires.IsZero() {
-					t.Fatalf("the server keeps the lock until a release; lease says Never %v, Expires %v", l.Never, l.Expires)
-				}
-				return
-			}
-			lo, hi := c.server(t, ctx, eps, l, start, end)
-			if l.Never || l.Expires.IsZero() {
-				t.Fatalf("the server frees the lock on its own; lease says Never %v, Expires %v", l.Never, l.Expires)
-			}
-			if l.Expires.After(hi) {
-				t.Errorf("Expires is %v after the acquire started, but the server may free the lock %v after it", l.Expires.Sub(start), hi.Sub(start))
-			}
-			// Servers that keep milliseconds round the lease's start down.
-			if slack := end.Sub(start) + time.Millisecond; l.Expires.Before(lo.Add(-slack)) {
-				t.Errorf("Expires is %v after the acquire started, more than the acquire's duration and 1 ms (%v) before the server frees the lock (%v after it)",
-					l.Expires.Sub(start), slack, lo.Sub(start))
-			}
+			f(t, ctx, c, eps)
 		})
 	}
 }

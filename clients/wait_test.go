@@ -13,54 +13,48 @@ import (
 // whose wait ends while the lock is held is refused (ErrNotAcquired), after
 // having waited.
 func TestAcquireWait(t *testing.T) {
-	cs := newClusters(t)
-	for _, c := range leaseContracts {
-		t.Run(c.name, func(t *testing.T) {
-			eps := cs.endpoints(t, c.spec)
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			a := newLocker(t, c.name, eps, 0, c.options)
-			b := newLocker(t, c.name, eps, 1, c.options)
-			w, ok := b.(Waiter)
-			if !ok {
-				t.Fatalf("%s is not a Waiter", c.name)
+	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint) {
+		a := newLocker(t, c.name, eps, 0, c.options)
+		b := newLocker(t, c.name, eps, 1, c.options)
+		w, ok := b.(Waiter)
+		if !ok {
+			t.Fatalf("%s is not a Waiter", c.name)
+		}
+		key := "wait-" + c.name
+		ttl := c.ttl
+		if ttl > 2*time.Second {
+			ttl = 2 * time.Second
+		}
+		la, err := a.Acquire(ctx, key, ttl)
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+		const short = 300 * time.Millisecond
+		start := time.Now()
+		if _, err := w.AcquireWait(ctx, key, ttl, short); !errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("wait while held: err = %v, want ErrNotAcquired", err)
+		}
+		if waited := time.Since(start); waited < short-MaxRetryDelay {
+			t.Fatalf("refused after %v of a %v wait", waited, short)
+		}
+		released := make(chan error, 1)
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			err := a.Release(context.Background(), la)
+			if errors.Is(err, ErrReleaseNoOp) {
+				err = nil
 			}
-			key := "wait-" + c.name
-			ttl := c.ttl
-			if ttl > 2*time.Second {
-				ttl = 2 * time.Second
-			}
-			la, err := a.Acquire(ctx, key, ttl)
-			if err != nil {
-				t.Fatalf("acquire: %v", err)
-			}
-			const short = 300 * time.Millisecond
-			start := time.Now()
-			if _, err := w.AcquireWait(ctx, key, ttl, short); !errors.Is(err, ErrNotAcquired) {
-				t.Fatalf("wait while held: err = %v, want ErrNotAcquired", err)
-			}
-			if waited := time.Since(start); waited < short-MaxRetryDelay {
-				t.Fatalf("refused after %v of a %v wait", waited, short)
-			}
-			released := make(chan error, 1)
-			go func() {
-				time.Sleep(200 * time.Millisecond)
-				err := a.Release(context.Background(), la)
-				if errors.Is(err, ErrReleaseNoOp) {
-					err = nil
-				}
-				released <- err
-			}()
-			lb, err := w.AcquireWait(ctx, key, ttl, 5*time.Second)
-			if err != nil {
-				t.Fatalf("wait for a lock given back: %v", err)
-			}
-			if err := <-released; err != nil {
-				t.Fatalf("release: %v", err)
-			}
-			if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
-				t.Fatalf("release by the waiter: %v", err)
-			}
-		})
-	}
+			released <- err
+		}()
+		lb, err := w.AcquireWait(ctx, key, ttl, 5*time.Second)
+		if err != nil {
+			t.Fatalf("wait for a lock given back: %v", err)
+		}
+		if err := <-released; err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+			t.Fatalf("release by the waiter: %v", err)
+		}
+	})
 }
