@@ -34,6 +34,31 @@ func BenchmarkCheck1M(b *testing.B) {
 	}
 }
 
+// BenchmarkLiveness1M measures the liveness report (apart from the verdict)
+// over the same history as BenchmarkCheck1M.
+func BenchmarkLiveness1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	b.ResetTimer()
+	for b.Loop() {
+		if l := Liveness(h, LivenessOptions{}); l.Verdict == Invalid || l.Grants == 0 {
+			b.Fatalf("liveness %s with %d grants: %+v", l.Verdict, l.Grants, l.Anomalies)
+		}
+	}
+}
+
+// BenchmarkCheckWithLiveness1M is BenchmarkCheck1M with the liveness report
+// over the same facts: what every run and `jepsen-lite check` do.
+func BenchmarkCheckWithLiveness1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	b.ResetTimer()
+	for b.Loop() {
+		res, live := CheckWithLiveness(context.Background(), h, Options{}, LivenessOptions{})
+		if v := Overall(res); v != Valid || live == nil || live.Verdict == Invalid {
+			b.Fatalf("verdict %s, liveness %+v", v, live)
+		}
+	}
+}
+
 func BenchmarkCheckEach1M(b *testing.B) {
 	h := benchHistory(b, bigOptions)
 	for _, c := range Checkers(Options{}) {

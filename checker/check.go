@@ -80,6 +80,25 @@ type factsChecker interface {
 // and every other checker an unknown verdict that says it did not run: never
 // a verdict about the lock.
 func Check(ctx context.Context, h history.History, opts Options) []Result {
+	results, _ := check(ctx, h, opts)
+	return results
+}
+
+// CheckWithLiveness is Check followed by Liveness over the same facts, so
+// that the history is analyzed once. The liveness result is nil when the
+// history is not well-formed.
+func CheckWithLiveness(ctx context.Context, h history.History, opts Options, lopts LivenessOptions) ([]Result, *LivenessResult) {
+	results, facts := check(ctx, h, opts)
+	if facts == nil {
+		return results, nil
+	}
+	live := liveness(h, facts, lopts)
+	return results, &live
+}
+
+// check is Check; it also returns the facts it analyzed (nil when the
+// history is not well-formed).
+func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts) {
 	if opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
@@ -92,7 +111,7 @@ func Check(ctx context.Context, h history.History, opts Options) []Result {
 		for i, c := range checkers[1:] {
 			results[i+1] = Result{Name: c.Name(), Verdict: Unknown, Anomalies: []Anomaly{}, Note: "not run: the history is not well-formed"}
 		}
-		return results
+		return results, nil
 	}
 	var facts *Facts
 	factsReady := make(chan struct{})
@@ -119,7 +138,8 @@ func Check(ctx context.Context, h history.History, opts Options) []Result {
 		}()
 	}
 	wg.Wait()
-	return results
+	<-factsReady
+	return results, facts
 }
 
 // runValidated validates h and then runs check, timing it; a malformed

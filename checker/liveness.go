@@ -66,13 +66,17 @@ type LivenessResult struct {
 // means k is held, not stuck. k is not judged when the last fault and its
 // longest lease leave less than opts.Window of the run.
 func Liveness(h history.History, opts LivenessOptions) LivenessResult {
+	return liveness(h, Analyze(h), opts)
+}
+
+// liveness is Liveness over facts already analyzed from h.
+func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult {
 	if opts.Window <= 0 {
 		opts.Window = DefaultStuckWindow
 	}
 	if opts.Attempts <= 0 {
 		opts.Attempts = DefaultStuckAttempts
 	}
-	f := Analyze(h)
 	res := LivenessResult{Grants: len(f.Grants), Anomalies: []Anomaly{}}
 	if len(h) == 0 {
 		res.Verdict, res.Note = Unknown, "the history is empty"

@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +123,20 @@ func TestLiveness(t *testing.T) {
 				t.Fatalf("grants %d, want %d", res.Grants, grants)
 			}
 		})
+	}
+}
+
+// TestCheckWithLiveness checks that the shared-facts path gives the same
+// liveness as Liveness, and none for a malformed history.
+func TestCheckWithLiveness(t *testing.T) {
+	h := new(livenessHistory).grant(0, 0, history.NoLease, false).op(10, 0, history.FWrite, history.Info).fails(100, 2500).h
+	results, live := CheckWithLiveness(context.Background(), h, Options{}, LivenessOptions{})
+	if Overall(results) != Valid || live == nil || !reflect.DeepEqual(*live, Liveness(h, LivenessOptions{})) {
+		t.Fatalf("verdict %s, liveness %+v; want valid and %+v", Overall(results), live, Liveness(h, LivenessOptions{}))
+	}
+	bad := append(history.History{}, h...)
+	bad[2].Process = 7 // a completion without an invoke
+	if _, live := CheckWithLiveness(context.Background(), bad, Options{}, LivenessOptions{}); live != nil {
+		t.Fatalf("liveness %+v of a malformed history, want none", live)
 	}
 }

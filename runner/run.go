@@ -225,12 +225,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		if copts.Drift == 0 && s.Lock.TTL > 0 {
 			copts.Drift = float64(s.Lock.Drift) / float64(s.Lock.TTL)
 		}
-		results.Checkers = checker.Check(context.WithoutCancel(ctx), h, copts)
+		results.Checkers, results.Liveness = checker.CheckWithLiveness(context.WithoutCancel(ctx), h, copts, checker.LivenessOptions{})
 		results.Verdict = checker.Overall(results.Checkers)
-		if results.Checkers[0].Verdict == checker.Valid {
-			live := checker.Liveness(h, checker.LivenessOptions{})
-			results.Liveness = &live
-		}
 		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
 	}
 	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {

@@ -70,12 +70,8 @@ func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Re
 		exp := r.sc.Expect
 		res.Expected = &exp
 	}
-	res.Checkers = checker.Check(ctx, r.h, opts)
+	res.Checkers, res.Liveness = checker.CheckWithLiveness(ctx, r.h, opts, checker.LivenessOptions{})
 	res.Verdict = checker.Overall(res.Checkers)
-	if res.Checkers[0].Verdict == checker.Valid {
-		live := checker.Liveness(r.h, checker.LivenessOptions{})
-		res.Liveness = &live
-	}
 	if res.Expected != nil {
 		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers, res.Liveness)
 	}
