@@ -29,10 +29,11 @@ import (
 //   - a grant to q is possible when the lock is free or q holds it; while p
 //     holds it, only when q's acquire returned no earlier than E, or p's
 //     grant is a session lock and p crashed before q's acquire returned.
-//     q's lease then may end from base + lease × (1 − Drift), where base is
-//     the latest of q's call, the call of the release that freed the lock,
-//     and, when q took the lock over from p, the earliest moment p's hold
-//     could have ended on its own; a lease of -1 never ends;
+//     q's lease then may end from base + lease × (1 − Drift), where base
+//     is q's call when the ok records its `lease` (counted from the
+//     acquire's invoke, whenever the grant took effect), and the grant's
+//     instant when the invoke's ttl stands for the lease (the server's
+//     lease begins when it grants); a lease of -1 never ends;
 //   - a release succeeds only for the holder, and frees the lock;
 //   - a renewal that succeeded moves E to its call + lease × (1 − Drift)
 //     when its process holds the lock, and changes nothing otherwise;
@@ -106,6 +107,9 @@ type lockOp struct {
 	retIdx   int64 // done, or open for unknown outcomes
 	crashIdx int64 // history index of the process's crash, open if never
 	asked    time.Duration
+	// fromCall: a grant's lease is its ok's `lease`, counted from its
+	// call; otherwise (the invoke's ttl) it counts from its instant
+	fromCall bool
 }
 
 func (o *lockOp) isOpen() bool { return o.ret == open }
@@ -156,10 +160,16 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 		} else if at > o.ret {
 			return false, s, "early"
 		}
-		// the lease began when the grant took effect, at its instant
+		// a recorded lease counts from the grant's call, whenever the
+		// grant took effect; a ttl standing for it, from the grant's
+		// instant (the server's lease begins when it grants)
 		n := lockState{holder: o.proc, by: o, expiry: open, now: at}
 		if o.lease >= 0 {
-			n.expiry = satAdd(at, o.lease)
+			base := at
+			if o.fromCall {
+				base = o.call
+			}
+			n.expiry = satAdd(base, o.lease)
 		}
 		return true, n, ""
 	case kindRenew:
@@ -384,6 +394,7 @@ func newLockOp(h history.History, inv, done int, crash, crashIdx int64, drift fl
 	case history.FAcquire:
 		lease, session := grantLease(in, &out)
 		lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
+		lo.fromCall = out.Type == history.OK && out.Lease != 0
 		if !lo.isOpen() {
 			latestLease[procKey{in.Process, in.Key}] = int64(lease)
 		}

@@ -24,6 +24,9 @@ type lockOp struct {
 	unknown bool  // info or pending: may take effect after its call, or never
 	lease   int64 // a grant's L or a renew's L' (-1: never expires)
 	session bool  // a grant's session flag
+	// fromCall: a grant's L is its ok's `lease`, counted from its call;
+	// otherwise (the invoke's ttl) it counts from the grant's instant
+	fromCall bool
 	g       *grant
 }
 
@@ -59,6 +62,7 @@ func lockOps(x *parsed, key string) []*lockOp {
 		case history.FAcquire:
 			o.kind = kGrant
 			o.lease, o.session = acquireLease(c)
+			o.fromCall = c.typ == history.OK && c.doneOp.Lease != 0
 			for _, g := range x.grants {
 				if g.opCall == c {
 					o.g = g
@@ -122,8 +126,14 @@ func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
 		if at > o.retTime() {
 			return s, false
 		}
-		// the lease began when the grant took effect, at its instant
-		return state{holder: o.proc, by: o, e: scaled(at, o.lease, d), now: at}, true
+		// a recorded lease counts from the grant's call, whenever the
+		// grant took effect; a ttl standing for it, from the grant's
+		// instant (the server's lease begins when it grants)
+		base := at
+		if o.fromCall {
+			base = o.call
+		}
+		return state{holder: o.proc, by: o, e: scaled(base, o.lease, d), now: at}, true
 	case kRelease:
 		if s.holder != o.proc || at > o.retTime() {
 			return s, false

@@ -224,35 +224,53 @@ func TestSessionLockFreedByCrash(t *testing.T) {
 }
 
 func TestSessionTakeoverBase(t *testing.T) {
-	// p1 takes over p0's session lock after p0's crash at 500: its lease
-	// begins at its instant, no earlier than the crash, so it could not have
-	// expired before 1500, and p2's grant at 1300 is early; at 1500 it is not
-	h := func(ret int64) history.History {
+	// p1 takes over p0's session lock after p0's crash at 500. With its ttl
+	// standing for its lease, the lease begins at p1's instant, no earlier
+	// than the crash, so it could not have expired before 1500, and p2's
+	// grant at 1300 is early; at 1500 it is not. With a recorded lease,
+	// counted from p1's call at 30, it may have expired from 1030: p2's
+	// grant at 1300 is possible.
+	h := func(ret int64, recorded bool) history.History {
+		l := ttl(1000)
+		if recorded {
+			l = lease(1000)
+		}
 		return build(
 			at(0, 0, inv, acq), at(10, 0, ok, acq, lease(5000), session()),
-			at(30, 1, inv, acq),
+			at(30, 1, inv, acq, ttl(1000)),
 			at(400, 0, inv, read), at(500, 0, info, read),
-			at(600, 1, ok, acq, lease(1000), until(100)),
+			at(600, 1, ok, acq, l, until(100)),
 			at(1200, 2, inv, acq), at(ret, 2, ok, acq, lease(1000)),
 		)
 	}
-	expect(t, h(1499), 0, checker.EarlyGrant)
-	expect(t, h(1500), 0)
+	expect(t, h(1499, false), 0, checker.EarlyGrant)
+	expect(t, h(1500, false), 0)
+	expect(t, h(1300, true), 0)
 }
 
 // TestLeaseBeginsAtItsInstant: p0's acquire of unknown outcome asks for a
 // session lock and p0 crashes at 130 ms; it may take p1's lock over at p1's
 // expiry (1090 ms under drift 0.01), and p2's grant may take it over from
-// the crashed session at that same instant, but p2's lease begins there, at
-// its instant, not at its call or at p0's crash: it may end from 2080 ms,
-// and p3's grant at 1610 ms is early.
+// the crashed session at that same instant. When p2's ttl stands for its
+// lease, the lease begins there, at its instant, not at its call or at p0's
+// crash: it may end from 2080 ms, and p3's grant at 1610 ms is early. When
+// p2's ok records its lease, that lease counts from p2's call at 140 ms and
+// may end from 1130 ms: p3's grant is possible.
 func TestLeaseBeginsAtItsInstant(t *testing.T) {
-	expect(t, build(
-		at(100, 1, inv, acq, ttl(1000)), at(110, 1, ok, acq, lease(1000), until(1000)),
-		at(120, 0, inv, acq), at(130, 0, info, acq),
-		at(140, 2, inv, acq, ttl(1000)), at(1500, 2, ok, acq, lease(1000), until(1550)),
-		at(1600, 3, inv, acq, ttl(1000)), at(1610, 3, ok, acq, lease(1000), until(2500)),
-	), 0.01, checker.EarlyGrant)
+	h := func(recorded bool) history.History {
+		l := mod(func(*history.Op) {})
+		if recorded {
+			l = lease(1000)
+		}
+		return build(
+			at(100, 1, inv, acq, ttl(1000)), at(110, 1, ok, acq, lease(1000), until(1000)),
+			at(120, 0, inv, acq), at(130, 0, info, acq),
+			at(140, 2, inv, acq, ttl(1000)), at(1500, 2, ok, acq, l, until(1550)),
+			at(1600, 3, inv, acq, ttl(1000)), at(1610, 3, ok, acq, lease(1000), until(2500)),
+		)
+	}
+	expect(t, h(false), 0.01, checker.EarlyGrant)
+	expect(t, h(true), 0.01)
 }
 
 func TestRenewalMakesGrantEarly(t *testing.T) {
