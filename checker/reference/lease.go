@@ -27,7 +27,7 @@ type lockOp struct {
 	// fromCall: a grant's L is its ok's `lease`, counted from its call;
 	// otherwise (the invoke's ttl) it counts from the grant's instant
 	fromCall bool
-	g       *grant
+	g        *grant
 }
 
 // retTime is o's return time in the lease arithmetic: never (+∞) for an op
