@@ -83,17 +83,32 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		return res
 	}
 	end := h[len(h)-1].Time
+	// One pass: the last nemesis op, the crashes, and the acquires of each
+	// key with their completions.
 	var lastFault time.Duration
 	faults := false
-	for _, op := range h {
-		if op.IsNemesis() && !op.IsHeader() {
-			lastFault, faults = op.Time, true
-		}
-	}
 	crashed := map[int]time.Duration{} // process → time of its info
-	for _, op := range h {
-		if !op.IsNemesis() && op.Type == history.Info {
-			crashed[op.Process] = op.Time
+	type attempt struct{ invoke, done int }
+	attempts := map[string][]attempt{}
+	open := map[int]int{} // process → index of its outstanding acquire invoke
+	for i, op := range h {
+		switch {
+		case op.IsHeader():
+		case op.IsNemesis():
+			lastFault, faults = op.Time, true
+		default:
+			if op.Type == history.Info {
+				crashed[op.Process] = op.Time
+			}
+			if op.F != history.FAcquire {
+				continue
+			}
+			if op.Type == history.Invoke {
+				open[op.Process] = i
+			} else if inv, ok := open[op.Process]; ok {
+				delete(open, op.Process)
+				attempts[op.Key] = append(attempts[op.Key], attempt{inv, i})
+			}
 		}
 	}
 	released := releasedAt(h, f)
@@ -154,30 +169,9 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 			s.start = max(s.start, b.End)
 		}
 	}
-	for _, op := range h {
-		if !op.IsNemesis() && op.F == history.FAcquire && op.Key != "" {
-			state(op.Key)
-		}
-	}
-
-	// The acquires of each key, with their completions.
-	type attempt struct{ invoke, done int }
-	attempts := map[string][]attempt{}
-	open := map[int]int{} // process → index of its outstanding acquire invoke
-	for i, op := range h {
-		if op.IsNemesis() || op.F != history.FAcquire {
-			continue
-		}
-		if op.Type == history.Invoke {
-			open[op.Process] = i
-			continue
-		}
-		inv, ok := open[op.Process]
-		if !ok {
-			continue
-		}
-		delete(open, op.Process)
-		attempts[op.Key] = append(attempts[op.Key], attempt{inv, i})
+	// Every key asked for is judged, also one whose acquires are pending.
+	for _, inv := range open {
+		state(h[inv].Key)
 	}
 	for k, as := range attempts {
 		s := state(k)

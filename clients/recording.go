@@ -82,11 +82,14 @@ func (r *Recorded) Ready(ctx context.Context) (opened bool, err error) {
 
 var _ Locker = (*Recorded)(nil)
 
+// errNoClient reports a call on a process whose Locker was closed by its
+// crash and not opened again (Ready). Nothing is sent or recorded.
+var errNoClient = errors.New("clients: the process has no lock client (call Ready)")
+
 // Acquire records and performs one acquire attempt.
 func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if r.Locker == nil {
-		// Nothing was sent: nothing is recorded.
-		return Lease{}, errors.New("clients: the process has no lock client (call Ready)")
+		return Lease{}, errNoClient
 	}
 	return r.acquire(key, ttl, func() (Lease, error) { return r.Locker.Acquire(ctx, key, ttl) })
 }
@@ -98,6 +101,9 @@ var ErrNoWait = errors.New("clients: the algorithm cannot wait for a lock")
 // AcquireWait records and performs one waiting acquire (Waiter): one op
 // from the invoke to the moment the lock was taken or the wait ended.
 func (r *Recorded) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
+	if r.Locker == nil {
+		return Lease{}, errNoClient
+	}
 	w, ok := r.Locker.(Waiter)
 	if !ok {
 		return Lease{}, ErrNoWait
@@ -111,12 +117,7 @@ func (r *Recorded) acquire(key string, ttl time.Duration, call func() (Lease, er
 	l, err := call()
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FAcquire, Key: key}
 	if err == nil {
-		done.Type = history.OK
-		done.Token = l.Token
-		if !l.Until.IsZero() {
-			done.Until = r.Rec.Since(l.Until)
-		}
-		done.Lease = r.lease(l, inv.Time)
+		r.granted(&done, l, inv.Time)
 		done.Session = l.Session
 	}
 	r.complete(done, err, ErrNotAcquired)
@@ -132,6 +133,9 @@ var ErrNoRenewal = errors.New("clients: the algorithm cannot renew a lease")
 // service granted (counted from the invoke), fail when the lease was
 // definitely not held (ErrNotHeld), info otherwise.
 func (r *Recorded) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	if r.Locker == nil {
+		return Lease{}, errNoClient
+	}
 	rn, ok := r.Locker.(Renewer)
 	if !ok {
 		return Lease{}, ErrNoRenewal
@@ -140,29 +144,28 @@ func (r *Recorded) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease
 	nl, err := rn.Renew(ctx, l, ttl)
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FRenew, Key: l.Key, Token: l.Token}
 	if err == nil {
-		done.Token = nl.Token
-		if !nl.Until.IsZero() {
-			done.Until = r.Rec.Since(nl.Until)
-		}
-		done.Lease = r.lease(nl, inv.Time)
+		r.granted(&done, nl, inv.Time)
 	}
 	r.complete(done, err, ErrNotHeld)
 	return nl, err
 }
 
-// lease is the history's `lease` of l for an acquire invoked at harness time
-// invoked: history.NoLease when the service never frees the lock on its
-// own, else the time from the invoke to l.Expires (at least 1 ns: a lease
-// never ends before it was asked for), or 0 (absent) when the algorithm
-// states neither.
-func (r *Recorded) lease(l Lease, invoked time.Duration) time.Duration {
+// granted fills the ok of an acquire or renewal invoked at harness time
+// invoked with what l grants: its token, its until, and its `lease`:
+// history.NoLease when the service never frees the lock on its own, else the
+// time from the invoke to l.Expires (at least 1 ns: a lease never ends
+// before it was asked for), or absent when the algorithm states neither.
+func (r *Recorded) granted(done *history.Op, l Lease, invoked time.Duration) {
+	done.Type = history.OK
+	done.Token = l.Token
+	if !l.Until.IsZero() {
+		done.Until = r.Rec.Since(l.Until)
+	}
 	switch {
 	case l.Never:
-		return history.NoLease
-	case l.Expires.IsZero():
-		return 0
-	default:
-		return max(r.Rec.Since(l.Expires)-invoked, 1)
+		done.Lease = history.NoLease
+	case !l.Expires.IsZero():
+		done.Lease = max(r.Rec.Since(l.Expires)-invoked, 1)
 	}
 }
 

@@ -43,13 +43,13 @@ var (
 	_ Waiter = (*EtcdMutex)(nil)
 )
 
-// retryAcquire calls try until it takes the lock or wait has passed, sleeping
-// a random delay between MinRetryDelay and MaxRetryDelay after each refusal.
-// An outcome other than a refusal ends the wait at once.
-func retryAcquire(ctx context.Context, wait time.Duration, rng *rand.Rand, try func() (Lease, error)) (Lease, error) {
+// retryAcquire calls acquire until it takes the lock or wait has passed,
+// sleeping a random delay between MinRetryDelay and MaxRetryDelay after each
+// refusal. An outcome other than a refusal ends the wait at once.
+func retryAcquire(ctx context.Context, key string, ttl, wait time.Duration, rng *rand.Rand, acquire func(context.Context, string, time.Duration) (Lease, error)) (Lease, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		l, err := try()
+		l, err := acquire(ctx, key, ttl)
 		if err == nil || !errors.Is(err, ErrNotAcquired) {
 			return l, err
 		}
@@ -70,31 +70,31 @@ func retryAcquire(ctx context.Context, wait time.Duration, rng *rand.Rand, try f
 // AcquireWait retries SET NX after a random delay until it takes the lock or
 // wait has passed.
 func (r *RedisSingle) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	return retryAcquire(ctx, wait, r.owners.rand, func() (Lease, error) { return r.Acquire(ctx, key, ttl) })
+	return retryAcquire(ctx, key, ttl, wait, r.owners.rand, r.Acquire)
 }
 
 // AcquireWait retries the fenced script after a random delay until it takes
 // the lock or wait has passed.
 func (r *RedisFenced) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	return retryAcquire(ctx, wait, r.owners.rand, func() (Lease, error) { return r.Acquire(ctx, key, ttl) })
+	return retryAcquire(ctx, key, ttl, wait, r.owners.rand, r.Acquire)
 }
 
 // AcquireWait runs the algorithm again after a random delay until it takes
 // the lock or wait has passed, as the Redlock documentation describes.
 func (r *Redlock) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	return retryAcquire(ctx, wait, r.owners.rand, func() (Lease, error) { return r.Acquire(ctx, key, ttl) })
+	return retryAcquire(ctx, key, ttl, wait, r.owners.rand, r.Acquire)
 }
 
 // AcquireWait retries the ZADD after a random delay until it takes the lock
 // or wait has passed.
 func (r *RedisZadd) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	return retryAcquire(ctx, wait, r.rand, func() (Lease, error) { return r.Acquire(ctx, key, ttl) })
+	return retryAcquire(ctx, key, ttl, wait, r.rand, r.Acquire)
 }
 
 // AcquireWait retries the flavor's acquire statement after a random delay
 // until it takes the lock or wait has passed.
 func (p *Postgres) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	return retryAcquire(ctx, wait, p.owners.rand, func() (Lease, error) { return p.Acquire(ctx, key, ttl) })
+	return retryAcquire(ctx, key, ttl, wait, p.owners.rand, p.Acquire)
 }
 
 // AcquireWait lets redsync try as it does by default, with its own delays

@@ -339,12 +339,11 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}
 		return guardedRegister{g: g}, nil
 	}
+	if _, err := newRegister(lockers[0]); err != nil {
+		return false, err
+	}
 	for i, l := range lockers {
 		clock, wrng, target := setups[i].clock, setups[i].rng, setups[i].target
-		reg, err := newRegister(l)
-		if err != nil {
-			return false, err
-		}
 		// A crashed process's Locker is closed; its successor gets a new
 		// one built the same way.
 		open := func(ctx context.Context) (clients.Locker, error) { return factory(ctx, target) }
@@ -352,7 +351,6 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			id:          i,
 			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers), Open: open},
 			rec:         rec,
-			register:    reg,
 			newRegister: newRegister,
 			rng:         wrng,
 			clock:       clock,

@@ -25,8 +25,9 @@ type worker struct {
 	id     int
 	locker *clients.Recorded
 	rec    *history.Recorder
-	// register is the resource as the current process sees it; newRegister
-	// builds it for each new Locker (a guarded register lives in it).
+	// register is the resource as the current process sees it; attach
+	// builds it with newRegister for each new Locker (a guarded register
+	// lives in it). The runner checked at setup that the algorithm has one.
 	register    register
 	newRegister func(clients.Locker) (register, error)
 	rng         *rand.Rand
@@ -127,11 +128,8 @@ func (w *worker) attach(abort context.Context) {
 		h.SetAfterResponse(func() { w.pauseAt(abort, nemesis.AfterResponse) })
 		w.hooked = true
 	}
-	if w.newRegister != nil {
-		reg, err := w.newRegister(w.locker.Locker)
-		if err == nil {
-			w.register = reg
-		}
+	if reg, err := w.newRegister(w.locker.Locker); err == nil {
+		w.register = reg
 	}
 }
 
