@@ -46,6 +46,25 @@ func BenchmarkLiveness1M(b *testing.B) {
 	}
 }
 
+// BenchmarkLivenessAllUp1M measures the liveness report over the benchmark
+// history made a version 3 history (a header op in front) without
+// availability records: every node is up throughout, so the unavailable
+// rule judges every stretch between grants. (The plain benchmark history
+// has no header and begins with a nemesis op, so there the rule judges
+// nothing.)
+func BenchmarkLivenessAllUp1M(b *testing.B) {
+	h := append(history.History{history.Header()}, benchHistory(b, bigOptions)...)
+	for i := range h {
+		h[i].Index = i
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if l := Liveness(h, LivenessOptions{}); l.Verdict == Invalid || l.Grants == 0 {
+			b.Fatalf("liveness %s with %d grants: %+v", l.Verdict, l.Grants, l.Anomalies[0])
+		}
+	}
+}
+
 // BenchmarkCheckWithLiveness1M is BenchmarkCheck1M with the liveness report
 // over the same facts: what every run and `jepsen-lite check` do.
 func BenchmarkCheckWithLiveness1M(b *testing.B) {

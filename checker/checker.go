@@ -54,11 +54,20 @@ const (
 
 // Anomaly is one proof that a property was broken: its kind, the key, the
 // indexes of the ops that prove it and one plain sentence a person can read.
+// A liveness anomaly also gives the window of time it covers.
 type Anomaly struct {
-	Kind    string `json:"kind"`
-	Key     string `json:"key,omitempty"`
-	Ops     []int  `json:"ops"`
-	Message string `json:"message"`
+	Kind    string  `json:"kind"`
+	Key     string  `json:"key,omitempty"`
+	Ops     []int   `json:"ops"`
+	Message string  `json:"message"`
+	Window  *Window `json:"window,omitempty"`
+}
+
+// Window is the stretch of harness time a liveness anomaly covers, from
+// Start to End.
+type Window struct {
+	Start time.Duration `json:"start_ns"`
+	End   time.Duration `json:"end_ns"`
 }
 
 // Result is what one checker concluded about one history.

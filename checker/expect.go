@@ -9,17 +9,23 @@ type Expectation struct {
 	Verdict   Verdict  `json:"verdict" yaml:"verdict"`
 	Anomalies []string `json:"anomalies,omitempty" yaml:"anomalies,omitempty"`
 	Absent    []string `json:"absent,omitempty" yaml:"absent,omitempty"`
-	// Liveness is ExpectStuck (the liveness verdict must find a stuck
-	// key), ExpectLive (it must be valid: judged, and nothing stuck) or
-	// empty (not expected either way).
+	// Liveness is ExpectStuck or ExpectUnavailable (the liveness report
+	// must find an anomaly of that kind; it may find the other too),
+	// ExpectLive (the liveness verdict must be valid: judged, and neither
+	// stuck nor unavailable) or empty (not expected either way).
 	Liveness string `json:"liveness,omitempty" yaml:"liveness,omitempty"`
 }
 
 // The liveness expectations.
 const (
-	ExpectStuck = "stuck"
-	ExpectLive  = "live"
+	ExpectStuck       = Stuck
+	ExpectUnavailable = Unavailable
+	ExpectLive        = "live"
 )
+
+// LivenessExpectations returns the values Expectation.Liveness may take
+// besides empty.
+func LivenessExpectations() []string { return []string{ExpectLive, ExpectStuck, ExpectUnavailable} }
 
 // Met reports whether results satisfy e: the overall verdict equals
 // e.Verdict, every kind in e.Anomalies was found by some checker, no kind
@@ -34,8 +40,8 @@ func (e Expectation) Met(verdict Verdict, results []Result, live *LivenessResult
 		return false
 	}
 	switch e.Liveness {
-	case ExpectStuck:
-		if live == nil || live.Verdict != Invalid {
+	case ExpectStuck, ExpectUnavailable:
+		if !live.Has(e.Liveness) {
 			return false
 		}
 	case ExpectLive:

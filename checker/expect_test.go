@@ -7,6 +7,9 @@ func TestExpectationMet(t *testing.T) {
 		{Name: "double-hold", Verdict: Invalid, Anomalies: []Anomaly{{Kind: DoubleHold}}},
 		{Name: "resource", Verdict: Valid},
 	}
+	stuck := &LivenessResult{Verdict: Invalid, Anomalies: []Anomaly{{Kind: Stuck}}}
+	unavailable := &LivenessResult{Verdict: Invalid, Anomalies: []Anomaly{{Kind: Unavailable}}}
+	both := &LivenessResult{Verdict: Invalid, Anomalies: []Anomaly{{Kind: Stuck}, {Kind: Unavailable}}}
 	tests := []struct {
 		name    string
 		e       Expectation
@@ -23,13 +26,20 @@ func TestExpectationMet(t *testing.T) {
 		{"absent kind absent", Expectation{Verdict: Invalid, Anomalies: []string{DoubleHold}, Absent: []string{StaleWrite}}, Invalid, found, nil, true},
 		{"absent kind found", Expectation{Verdict: Invalid, Absent: []string{DoubleHold}}, Invalid, found, nil, false},
 		{"unknown expected", Expectation{Verdict: Unknown}, Unknown, nil, nil, true},
-		{"stuck required and found", Expectation{Liveness: ExpectStuck}, Valid, nil, &LivenessResult{Verdict: Invalid}, true},
+		{"stuck required and found", Expectation{Liveness: ExpectStuck}, Valid, nil, stuck, true},
+		{"stuck required, found with unavailable", Expectation{Liveness: ExpectStuck}, Valid, nil, both, true},
+		{"stuck required, only unavailable found", Expectation{Liveness: ExpectStuck}, Valid, nil, unavailable, false},
 		{"stuck required, not found", Expectation{Liveness: ExpectStuck}, Valid, nil, &LivenessResult{Verdict: Valid}, false},
 		{"stuck required, not checked", Expectation{Liveness: ExpectStuck}, Valid, nil, nil, false},
+		{"unavailable required and found", Expectation{Liveness: ExpectUnavailable}, Valid, nil, unavailable, true},
+		{"unavailable required, found with stuck", Expectation{Liveness: ExpectUnavailable}, Valid, nil, both, true},
+		{"unavailable required, only stuck found", Expectation{Liveness: ExpectUnavailable}, Valid, nil, stuck, false},
+		{"unavailable required, not checked", Expectation{Liveness: ExpectUnavailable}, Valid, nil, nil, false},
 		{"live required and live", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Valid}, true},
-		{"live required, stuck", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Invalid}, false},
+		{"live required, stuck", Expectation{Liveness: ExpectLive}, Valid, nil, stuck, false},
+		{"live required, unavailable", Expectation{Liveness: ExpectLive}, Valid, nil, unavailable, false},
 		{"live required, not judged", Expectation{Liveness: ExpectLive}, Valid, nil, &LivenessResult{Verdict: Unknown}, false},
-		{"liveness not expected: a stuck run still meets a safety expectation", Expectation{}, Valid, nil, &LivenessResult{Verdict: Invalid}, true},
+		{"liveness not expected: a stuck run still meets a safety expectation", Expectation{}, Valid, nil, both, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

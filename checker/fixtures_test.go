@@ -43,6 +43,25 @@ func readExpect(t *testing.T, path string) (Verdict, []string) {
 	return v, kinds
 }
 
+// readLivenessExpect reads the "liveness:" line of testdata/<name>.expect:
+// exactly the liveness anomaly kinds Liveness must find. A fixture without
+// the line is not judged for liveness.
+func readLivenessExpect(t *testing.T, path string) ([]string, bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "liveness" {
+			kinds := strings.Fields(val)
+			slices.Sort(kinds)
+			return kinds, true
+		}
+	}
+	return nil, false
+}
+
 func TestFixtures(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil || len(files) == 0 {
@@ -85,6 +104,22 @@ func TestFixtures(t *testing.T) {
 					}
 				}
 				t.Fatalf("got %s %v, want %s %v%s", got, kinds, wantVerdict, wantKinds, s)
+			}
+			if wantLive, ok := readLivenessExpect(t, strings.TrimSuffix(file, ".jsonl")+".expect"); ok {
+				live := Liveness(h, LivenessOptions{})
+				var got []string
+				for _, a := range live.Anomalies {
+					if !slices.Contains(got, a.Kind) {
+						got = append(got, a.Kind)
+					}
+					if a.Message == "" || len(a.Ops) < 4 || a.Window == nil || strings.Contains(a.Message, "\n") {
+						t.Errorf("liveness anomaly without a one-line message, its ops or its window: %+v", a)
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, wantLive) {
+					t.Fatalf("liveness %s %v, want %v (note %q, anomalies %+v)", live.Verdict, got, wantLive, live.Note, live.Anomalies)
+				}
 			}
 			_, statErr := os.Stat(filepath.Join(out, VisualizationFile))
 			linInvalid := res[2].Verdict == Invalid

@@ -28,7 +28,9 @@ import (
 // rules:
 //   - a grant to q is possible when the lock is free or q holds it; while p
 //     holds it, only when q's acquire returned no earlier than E, or p's
-//     grant is a session lock and p crashed before q's acquire returned.
+//     grant is a session lock and p's client was closed before q's acquire
+//     returned: at p's crash, or for a crash that kept the client (`kept`)
+//     at the next crash of p's worker that closed it.
 //     q's lease then may end from base + lease × (1 − Drift), where base
 //     is q's call when the ok records its `lease` (counted from the
 //     acquire's invoke, whenever the grant took effect), and the grant's
@@ -102,6 +104,8 @@ type lockOp struct {
 	lease    int64 // lease × (1 − drift) in ns; -1 for never
 	session  bool
 	crash    int64 // when the process crashed, open if never
+	freed    int64 // when its client was closed, freeing its sessions: its crash, later for a kept one; open if never
+	freedIdx int64 // history index of that close, open if never
 	invoke   int   // history index of the invoke
 	done     int   // history index of the completion, -1 when none
 	retIdx   int64 // done, or open for unknown outcomes
@@ -147,8 +151,8 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 			if s.expiry != open {
 				end = s.expiry
 			}
-			if s.by.session && s.by.crashIdx < o.retIdx {
-				end = min(end, s.by.crash)
+			if s.by.session && s.by.freedIdx < o.retIdx {
+				end = min(end, s.by.freed)
 			}
 			if end == open || max(at, end) > o.ret {
 				if o.isOpen() {
@@ -310,9 +314,14 @@ func splitPieces(h history.History, drift float64) []piece {
 	}
 	crash := make([]int64, len(procs))
 	crashIdx := make([]int64, len(procs))
+	freed := make([]int64, len(procs))
+	freedIdx := make([]int64, len(procs))
 	for i := range crash {
-		crash[i], crashIdx[i] = open, open
+		crash[i], crashIdx[i], freed[i], freedIdx[i] = open, open, open, open
 	}
+	// A kept crash leaves the client open: its sessions end at the next
+	// crash of the same worker that closes the client (docs/history.md §1).
+	keptOpen := map[int][]int32{} // by client: processes whose client lives on
 	n := 0
 	for i := range h {
 		op := &h[i]
@@ -320,7 +329,17 @@ func splitPieces(h history.History, drift float64) []piece {
 			continue
 		}
 		if op.Type == history.Info && crash[ids[i]] == open {
-			crash[ids[i]], crashIdx[ids[i]] = int64(op.Time), int64(i)
+			id := ids[i]
+			crash[id], crashIdx[id] = int64(op.Time), int64(i)
+			if op.Kept {
+				keptOpen[op.Client] = append(keptOpen[op.Client], id)
+			} else {
+				freed[id], freedIdx[id] = int64(op.Time), int64(i)
+				for _, k := range keptOpen[op.Client] {
+					freed[k], freedIdx[k] = int64(op.Time), int64(i)
+				}
+				delete(keptOpen, op.Client)
+			}
 		}
 		if op.Type != history.Invoke && op.Type != history.Fail && (op.F == history.FAcquire || op.F == history.FRenew || op.F == history.FRelease) {
 			n++
@@ -356,13 +375,13 @@ func splitPieces(h history.History, drift float64) []piece {
 		if inv < 0 || op.Type == history.Fail {
 			continue
 		}
-		if lo, ok := newLockOp(h, inv, i, crash[id], crashIdx[id], drift, latestLease); ok {
+		if lo, ok := newLockOp(h, inv, i, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
 			add(h[inv].Key, lo)
 		}
 	}
 	for id, inv := range pending {
 		if inv >= 0 {
-			if lo, ok := newLockOp(h, inv, -1, crash[id], crashIdx[id], drift, latestLease); ok {
+			if lo, ok := newLockOp(h, inv, -1, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
 				add(h[inv].Key, lo)
 			}
 		}
@@ -377,12 +396,17 @@ func splitPieces(h history.History, drift float64) []piece {
 	return pieces
 }
 
+// ends are when a process crashed and when its client was closed (the same
+// op unless the crash kept the client), as times and history indexes.
+type ends struct{ crash, crashIdx, freed, freedIdx int64 }
+
 // newLockOp describes the lock op invoked at op inv and completed at op done
 // (-1: never), or reports that it is none (a read, a write). A grant records its process's lease in latestLease, for the
 // renewals after it.
-func newLockOp(h history.History, inv, done int, crash, crashIdx int64, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
+func newLockOp(h history.History, inv, done int, e ends, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
 	in := &h[inv]
-	lo := lockOp{proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, retIdx: open, crash: crash, crashIdx: crashIdx, invoke: inv, done: done}
+	lo := lockOp{proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, retIdx: open,
+		crash: e.crash, crashIdx: e.crashIdx, freed: e.freed, freedIdx: e.freedIdx, invoke: inv, done: done}
 	var out history.Op // the completion; zero when there is none
 	if done >= 0 {
 		out = h[done]
@@ -453,7 +477,7 @@ func cutKey(pieces []piece, key string, all []*lockOp) []piece {
 		if len(cur) > 0 && maxEnd < at {
 			quiet := true
 			for _, hd := range holders {
-				if hd.grant.crashIdx >= at || (!hd.grant.session && hd.bound > o.call) {
+				if hd.grant.crashIdx >= at || (hd.grant.session && hd.grant.freedIdx >= at) || (!hd.grant.session && hd.bound > o.call) {
 					quiet = false
 					break
 				}
@@ -692,7 +716,7 @@ func blocker(p piece, o *lockOp) *lockOp {
 		if g.lease >= 0 && satAdd(g.call, g.lease) <= o.ret {
 			continue
 		}
-		if g.session && g.crashIdx < o.retIdx {
+		if g.session && g.freedIdx < o.retIdx {
 			continue
 		}
 		if r, ok := laterRelease(p, g); ok && int64(r) < o.retIdx {

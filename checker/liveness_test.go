@@ -3,6 +3,7 @@ package checker
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,56 +41,123 @@ func (b *livenessHistory) fails(ms, end int) *livenessHistory {
 	return b
 }
 
+// waits adds acquires by processes 1 to 3, invoked at ms, still waiting
+// at the end of the history.
+func (b *livenessHistory) waits(ms int) *livenessHistory {
+	for p := 1; p <= 3; p++ {
+		b.add(ms, history.Op{Process: p, Client: p % 4, Type: history.Invoke, F: history.FAcquire, Key: "k", TTL: time.Second})
+	}
+	return b
+}
+
+// header adds the header op of a format version 3 history, whose nemesis
+// records availability.
+func (b *livenessHistory) header() *livenessHistory { return b.add(0, history.Header()) }
+
+// avail adds an availability record: nodes server nodes, down the ones down.
+func (b *livenessHistory) avail(ms, nodes int, down ...string) *livenessHistory {
+	return b.add(ms, history.AvailabilityOp(history.Availability{Nodes: nodes, Down: down}))
+}
+
+// fault adds a nemesis op f.
+func (b *livenessHistory) fault(ms int, f string) *livenessHistory {
+	return b.add(ms, history.Op{Process: history.NemesisProcess, Type: history.Info, F: f})
+}
+
 func TestLiveness(t *testing.T) {
 	never, second := history.NoLease, time.Second
+	both := []string{Stuck, Unavailable}
 	tests := []struct {
 		name    string
 		h       *livenessHistory
 		verdict Verdict
-		note    string // a part of the note, when there must be one
+		kinds   []string // exactly the anomaly kinds, sorted
+		note    string   // a part of the note, when there must be one
 	}{
-		{"a lock that never expires, its holder crashed: stuck",
+		{"a lock that never expires, its holder crashed: stuck, and unavailable with every node up",
 			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fails(100, 2500),
-			Invalid, ""},
-		{"grants until the end: not stuck",
+			Invalid, both, ""},
+		{"grants until the end: not stuck, but unavailable between them",
 			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FRelease, history.OK).fails(100, 1000).grant(1500, 1, never, false).op(1510, 1, history.FRelease, history.OK).fails(1600, 2300).grant(2400, 2, never, false).op(2410, 2, history.FRelease, history.OK),
-			Valid, ""},
+			Invalid, []string{Unavailable}, ""},
+		{"grants less than a second apart: neither",
+			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(1000, 1, never, false).op(1010, 1, history.FRelease, history.OK).fails(1100, 1900).grant(2000, 2, never, false).op(2010, 2, history.FRelease, history.OK),
+			Valid, nil, ""},
 		{"a live holder of a lock that never expires: held, not stuck",
 			new(livenessHistory).grant(0, 0, never, false).fails(100, 2500),
-			Valid, "held at the end"},
+			Valid, nil, "held at the end"},
 		{"a live session holder: held, not stuck",
 			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 2500),
-			Valid, "held at the end"},
+			Valid, nil, "held at the end"},
 		{"a ttl lock whose holder crashed, refused long after its lease: stuck",
 			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 3500),
-			Invalid, ""},
+			Invalid, both, ""},
 		{"a ttl lock refused only within its lease and a little after: not stuck",
 			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 1800),
-			Valid, ""},
+			Valid, nil, ""},
 		{"a crashed session's lease counts from the crash",
 			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 3500),
-			Valid, ""},
+			Valid, nil, ""},
 		{"a crashed session refused long after its lease: stuck",
 			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 4500),
-			Invalid, ""},
+			Invalid, both, ""},
 		{"a crashed session holder of a lock without a lease frees it at the crash",
 			new(livenessHistory).grant(0, 0, never, true).op(10, 0, history.FWrite, history.Info).fails(100, 2000),
-			Invalid, ""},
+			Invalid, both, ""},
 		{"an acquire of unknown outcome may hold the lock for its ttl",
 			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).op(100, 5, history.FAcquire, history.Info).fails(200, 1600),
-			Valid, ""},
-		{"the last fault and the longest lease leave too little of the run",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 1900).add(2000, history.Op{Process: history.NemesisProcess, Type: history.Info, F: "heal"}).fails(2100, 3500),
-			Unknown, "not judged"},
+			Valid, nil, ""},
+		{"the last fault and the longest lease leave too little of the run, and the history does not say which nodes were up",
+			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 800).fault(900, "heal").fails(1000, 2800),
+			Unknown, nil, "not judged"},
 		{"too few attempts",
 			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).op(100, 1, history.FAcquire, history.Fail).op(2000, 2, history.FAcquire, history.Fail),
-			Valid, ""},
+			Valid, nil, ""},
 		{"a live session holder superseded by later grants does not hold it",
 			new(livenessHistory).grant(0, 0, 2*second, true).grant(3000, 1, never, false).op(3010, 1, history.FRelease, history.OK).fails(3100, 5000),
-			Invalid, ""},
+			Invalid, both, ""},
 		{"no grant at all",
 			new(livenessHistory).fails(0, 2000),
-			Invalid, "no acquire succeeded"},
+			Invalid, both, "no acquire succeeded"},
+		{"workers still waiting at the end behind a crashed holder that never frees it: stuck",
+			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).waits(100).op(2500, 4, history.FRead, history.OK),
+			Invalid, []string{Stuck}, ""},
+		{"workers waiting for less than the window at the end: not stuck",
+			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).waits(1800).op(2500, 4, history.FRead, history.OK),
+			Valid, nil, ""},
+		{"workers waiting behind a live holder: held, not stuck",
+			new(livenessHistory).grant(0, 0, never, false).waits(100).op(2500, 0, history.FRead, history.OK),
+			Valid, nil, "held at the end"},
+		{"a kept crash ends the holder's process: its session lives on, but nobody rightly holds the lock",
+			new(livenessHistory).grant(0, 0, 2*second, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FRelease, Key: "k"}).
+				add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FRelease, Key: "k", Kept: true}).fails(100, 3500),
+			Invalid, both, ""},
+
+		// unavailable, with the nemesis's availability records
+		{"refused for 3 s with every node up and nobody holding it: unavailable, not stuck",
+			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 3100).grant(3200, 1, second, false).op(3210, 1, history.FRelease, history.OK),
+			Invalid, []string{Unavailable}, ""},
+		{"Redlock with 3 of 5 masters killed during the refusals: no majority, nothing to judge there",
+			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2", "n3").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
+			Unknown, nil, ""},
+		{"2 of 5 masters killed: a majority is up, so the refusals count",
+			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
+			Invalid, []string{Unavailable}, "not judged for stuck"},
+		{"refusals excused by a live holder's lease",
+			new(livenessHistory).header().grant(0, 0, 5*second, false).fails(100, 3100).op(3200, 0, history.FRelease, history.OK).grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
+			Valid, nil, ""},
+		{"refused for less than the bound",
+			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(950, 1, second, false).op(960, 1, history.FRelease, history.OK).fails(1000, 1900).grant(1900, 2, second, false).op(1910, 2, history.FRelease, history.OK),
+			Valid, nil, ""},
+		{"a stuck tail with the majority down is stuck, not unavailable",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fails(100, 2500),
+			Invalid, []string{Stuck}, ""},
+		{"a history before version 3 with faults: unavailable judged only before its first fault",
+			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).fault(950, "kill").fails(1000, 3000).fault(3050, "start").grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
+			Unknown, nil, "does not record which nodes were up"},
+		{"a record that cannot be read: nothing known until the next",
+			new(livenessHistory).header().add(50, history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FAvailability, Value: []byte(`{"down":["n1"]}`)}).fails(100, 3000).avail(3050, 3).grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
+			Valid, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,15 +165,25 @@ func TestLiveness(t *testing.T) {
 				t.Fatalf("test history is malformed: %v", err)
 			}
 			res := Liveness(tt.h.h, LivenessOptions{})
-			if res.Verdict != tt.verdict {
-				t.Fatalf("verdict %s, want %s (note %q, anomalies %+v)", res.Verdict, tt.verdict, res.Note, res.Anomalies)
+			var kinds []string
+			for _, a := range res.Anomalies {
+				if !slices.Contains(kinds, a.Kind) {
+					kinds = append(kinds, a.Kind)
+				}
+			}
+			slices.Sort(kinds)
+			if res.Verdict != tt.verdict || !slices.Equal(kinds, tt.kinds) {
+				t.Fatalf("verdict %s %v, want %s %v (note %q, anomalies %+v)", res.Verdict, kinds, tt.verdict, tt.kinds, res.Note, res.Anomalies)
 			}
 			if !strings.Contains(res.Note, tt.note) {
 				t.Fatalf("note %q does not say %q", res.Note, tt.note)
 			}
 			for _, a := range res.Anomalies {
-				if a.Kind != Stuck || a.Key != "k" || len(a.Ops) < 4 || a.Message == "" {
-					t.Fatalf("anomaly %+v: want a stuck k with its ops and a sentence", a)
+				if a.Key != "k" || len(a.Ops) < 4 || a.Message == "" || a.Window == nil || a.Window.End-a.Window.Start < time.Second {
+					t.Fatalf("anomaly %+v: want k with its ops, a sentence and a window of at least 1s", a)
+				}
+				if !strings.HasPrefix(a.Message, "k "+a.Kind+" from ") {
+					t.Fatalf("sentence %q does not begin with what it is", a.Message)
 				}
 				for _, i := range a.Ops {
 					if i < 0 || i >= len(tt.h.h) {
@@ -123,6 +201,45 @@ func TestLiveness(t *testing.T) {
 				t.Fatalf("grants %d, want %d", res.Grants, grants)
 			}
 		})
+	}
+}
+
+// TestUnavailableWindow checks the window and the ops an unavailable anomaly
+// names: 3 of 5 nodes killed at 1 s and started at 2 s, a longest lease of
+// 2 s, refusals from 0.2 s to 6.4 s and a grant at 6.5 s: the window begins
+// at 4 s (the start plus the longest lease) and ends at the grant's call;
+// the ops are the last grant before it and the first and last refused
+// acquires inside it.
+func TestUnavailableWindow(t *testing.T) {
+	b := new(livenessHistory).header().grant(0, 0, 2*time.Second, false).op(10, 0, history.FRelease, history.OK).fails(200, 1000).
+		avail(1000, 5, "n1", "n2", "n3").fault(1001, "kill").fails(1100, 2000).avail(2000, 5).fault(2001, "start").fails(2100, 6500).
+		grant(6500, 1, 2*time.Second, false).op(6510, 1, history.FRelease, history.OK)
+	if err := history.Validate(b.h); err != nil {
+		t.Fatal(err)
+	}
+	res := Liveness(b.h, LivenessOptions{})
+	if len(res.Anomalies) != 1 || res.Anomalies[0].Kind != Unavailable {
+		t.Fatalf("anomalies %+v, want one unavailable", res.Anomalies)
+	}
+	a := res.Anomalies[0]
+	if want := (Window{Start: 4 * time.Second, End: 6500 * time.Millisecond}); *a.Window != want {
+		t.Fatalf("window %+v, want %+v", *a.Window, want)
+	}
+	if len(a.Ops) != 6 || a.Ops[0] != 1 || a.Ops[1] != 2 {
+		t.Fatalf("ops %v, want the grant 1, 2 and the first and last refusals", a.Ops)
+	}
+	first, last := b.h[a.Ops[2]], b.h[a.Ops[5]]
+	if first.Time != 4*time.Second || first.Type != history.Invoke || last.Time != 6405*time.Millisecond || last.Type != history.Fail {
+		t.Fatalf("first refusal %+v, last %+v: want the acquire invoked at 4s and the refusal at 6.405s", first, last)
+	}
+	for _, want := range []string{"k unavailable from 4.000s to 6.500s with all 5 server nodes up", "25 acquires by 3 workers failed", "the last grant before it was worker 0's at 0.005s"} {
+		if !strings.Contains(a.Message, want) {
+			t.Errorf("sentence %q does not say %q", a.Message, want)
+		}
+	}
+	// A longer bound finds nothing.
+	if res := Liveness(b.h, LivenessOptions{UnavailableWindow: 3 * time.Second}); len(res.Anomalies) != 0 {
+		t.Fatalf("with a 3s bound: %+v, want none", res.Anomalies)
 	}
 }
 

@@ -15,15 +15,15 @@ import (
 func TestLeaseModelStep(t *testing.T) {
 	const s = int64(time.Second)
 	held := func(proc int, expiry int64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open}, expiry: expiry}
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: 5 * s, crash: open, freed: open, freedIdx: open}, expiry: expiry}
 	}
 	session := func(proc int, crash int64) lockState {
-		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash, crashIdx: crash}, expiry: open}
+		return lockState{holder: proc, by: &lockOp{proc: proc, lease: -1, session: true, crash: crash, crashIdx: crash, freed: crash, freedIdx: crash}, expiry: open}
 	}
 	free := lockState{holder: -1}
 	// In these cases an op's history indexes are its times: the orders agree.
 	acq := func(proc int, call, ret int64) *lockOp {
-		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, retIdx: ret, lease: 5 * s, crash: open, crashIdx: open}
+		return &lockOp{kind: kindGrant, proc: proc, call: call, ret: ret, retIdx: ret, lease: 5 * s, crash: open, crashIdx: open, freed: open, freedIdx: open}
 	}
 	rel := func(proc int, ret int64) *lockOp {
 		return &lockOp{kind: kindRelease, proc: proc, call: ret - 1, ret: ret}
@@ -48,6 +48,8 @@ func TestLeaseModelStep(t *testing.T) {
 		{"acquire held by a live session", session(0, open), acq(1, 12*s, 99*s), false, "early", 0, open},
 		{"acquire after the session holder crashed", session(0, 20*s), acq(1, 12*s, 21*s), true, "", 1, 25 * s},
 		{"acquire held by a session that crashed too late", session(0, 21*s), acq(1, 12*s, 21*s), false, "early", 0, open},
+		{"acquire held by a session whose crash kept its client", lockState{holder: 0, by: &lockOp{proc: 0, lease: -1, session: true, crash: 20 * s, crashIdx: 20 * s, freed: open, freedIdx: open}, expiry: open}, acq(1, 12*s, 21*s), false, "early", 0, open},
+		{"acquire after the kept client was closed by a later crash", lockState{holder: 0, by: &lockOp{proc: 0, lease: -1, session: true, crash: 10 * s, crashIdx: 10 * s, freed: 20 * s, freedIdx: 20 * s}, expiry: open}, acq(1, 12*s, 21*s), true, "", 1, 25 * s},
 		{"acquire after a release counts from the release's instant", lockState{holder: -1, now: 30 * s}, acq(1, 1*s, 31*s), true, "", 1, 35 * s},
 		{"unknown acquire against a live session changes nothing", session(0, open), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 0, open},
 		{"unknown acquire may take effect once the lease may have expired", held(0, 15*s), &lockOp{kind: kindGrant, proc: 1, call: 12 * s, ret: open, retIdx: open, lease: 5 * s, crash: open, crashIdx: open}, true, "", 1, 20 * s},

@@ -60,6 +60,9 @@ func Algorithms() []Algorithm {
 		{Name: "zk-recipe", System: systemZooKeeper, Token: "lock node's czxid",
 			Validity: "session: lost on expiry, on disconnect, or when a new session replaced it",
 			Lease:    "negotiated session timeout after the last heartbeat; closing the client frees it", New: NewZKRecipe},
+		{Name: "zk-lock", System: systemZooKeeper, Token: "none (zk.Lock keeps its node unexported)",
+			Validity: "session: lost on expiry, on disconnect, or when a new session replaced it",
+			Lease:    "negotiated session timeout after the last heartbeat; closing the client frees it", New: NewZKLock},
 		{Name: "etcd-mutex", System: systemEtcd, Token: "lock key's create revision",
 			Validity: "session: lease of ttl (>= 1s) kept alive; lost when it expires",
 			Lease:    "granted lease TTL (whole seconds) after the last keep-alive; closing the client frees it (revoke)", New: NewEtcdMutex},
@@ -125,7 +128,13 @@ var algorithmOptions = map[string][]OptionDoc{
 		{"session-timeout", DefaultZKSessionTimeout.String(), "session timeout asked of the server"},
 		{"wait", DefaultZKWait.String(), "longest wait for the predecessor in one acquire (0: none)"},
 	},
-	"etcd-mutex": {{"timeout", DefaultEtcdTimeout.String(), "per-request timeout"}},
+	"zk-lock": {
+		{"session-timeout", DefaultZKSessionTimeout.String(), "session timeout asked of the server"},
+	},
+	"etcd-mutex": {
+		{"timeout", DefaultEtcdTimeout.String(), "per-request timeout"},
+		{"release", EtcdReleaseUnlock, "unlock: Mutex.Unlock then Session.Close, as users release; txn: delete the key only if its create revision is the token, then revoke"},
+	},
 }
 
 // AlgorithmOptions returns the options the algorithm called name reads, with

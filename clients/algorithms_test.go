@@ -15,7 +15,7 @@ func TestAlgorithmsListIsComplete(t *testing.T) {
 	want := []string{"redis-single", "redis-fenced", "redlock", "redsync",
 		"redis-zadd-mutex", "redis-zadd-timeout", "redis-zadd-state",
 		"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory",
-		"zk-recipe", "etcd-mutex"}
+		"zk-recipe", "zk-lock", "etcd-mutex"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

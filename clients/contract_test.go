@@ -152,6 +152,10 @@ type contract struct {
 	// freeReleaseNotHeld: without an owner check, releasing a lock that is
 	// free is still ErrNotHeld (the mutex locks report the unchanged flag).
 	freeReleaseNotHeld bool
+	// noTry: the library only waits and cannot be abandoned (zk.Lock): a
+	// contended acquire ends at its deadline by closing its client
+	// (ErrClientClosed), and the worker goes on with a new one.
+	noTry bool
 }
 
 var (
@@ -186,6 +190,7 @@ var contracts = []contract{
 	{name: "pg-unique-row", spec: postgresOne, ttl: 5 * time.Second, token: true, ownedRelease: true},
 	{name: "pg-advisory", spec: postgresOne, ttl: 5 * time.Second, ownedRelease: true},
 	{name: "zk-recipe", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"wait": "100ms"}, token: true, ownedRelease: true},
+	{name: "zk-lock", spec: zkOne, ttl: 5 * time.Second, ownedRelease: true, noTry: true},
 	{name: "etcd-mutex", spec: etcdOne, ttl: 5 * time.Second, token: true, ownedRelease: true},
 }
 
@@ -225,9 +230,24 @@ func TestContract(t *testing.T) {
 			}
 			checkLease(t, c, la, key, start, time.Now())
 
-			if _, err := b.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
-				t.Fatalf("contended acquire: err = %v, want ErrNotAcquired", err)
+			// refused checks that l's acquire of the held key is refused,
+			// and returns the Locker to go on with.
+			refused := func(l Locker, worker int, what string) Locker {
+				t.Helper()
+				if !c.noTry {
+					if _, err := l.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
+						t.Fatalf("%s: err = %v, want ErrNotAcquired", what, err)
+					}
+					return l
+				}
+				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+				if _, err := l.Acquire(wctx, key, c.ttl); !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
+					t.Fatalf("%s: err = %v, want ErrClientClosed", what, err)
+				}
+				return newLocker(t, c.name, eps, worker, c.options)
 			}
+			b = refused(b, 1, "contended acquire")
 			err = a.Release(ctx, la)
 			switch {
 			case c.expires && !errors.Is(err, ErrReleaseNoOp):
@@ -284,20 +304,18 @@ func TestContract(t *testing.T) {
 				}
 				return
 			}
-			if _, err := a.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
-				t.Fatalf("acquire while the second lease is held: err = %v, want ErrNotAcquired", err)
-			}
+			a2 := refused(a, 0, "acquire while the second lease is held")
 			if err := b.Release(ctx, lb); err != nil {
 				t.Fatalf("release of the second lease: %v", err)
 			}
-			lc, err := a.Acquire(ctx, key, c.ttl)
+			lc, err := a2.Acquire(ctx, key, c.ttl)
 			if err != nil {
 				t.Fatalf("third acquire: %v", err)
 			}
 			if c.token && lc.Token <= lb.Token {
 				t.Fatalf("token %d after token %d: not increasing", lc.Token, lb.Token)
 			}
-			if err := a.Release(ctx, lc); err != nil {
+			if err := a2.Release(ctx, lc); err != nil {
 				t.Fatalf("third release: %v", err)
 			}
 		})

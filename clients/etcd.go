@@ -25,6 +25,17 @@ const etcdResourcePrefix = "/resource/"
 // etcdLocksPrefix is the prefix of every lock's keys: /locks/<key>/<lease>.
 const etcdLocksPrefix = "/locks/"
 
+// The values of etcd-mutex's option "release".
+const (
+	// EtcdReleaseUnlock releases as the library's users do: Mutex.Unlock,
+	// then Session.Close (the default).
+	EtcdReleaseUnlock = "unlock"
+	// EtcdReleaseTxn releases with our own careful transaction: delete the
+	// lock key only if its CreateRevision is still the token, then revoke
+	// the lease.
+	EtcdReleaseTxn = "txn"
+)
+
 // EtcdMutex is etcd's concurrency.Mutex. Each Acquire grants a lease of the
 // ttl rounded up to whole seconds (at least 1 s), opens a Session on it (the
 // client keeps the lease alive from then on) and calls TryLock once:
@@ -36,20 +47,61 @@ const etcdLocksPrefix = "/locks/"
 // that created it: the key is new for each Acquire's lease). Leases have no
 // Until: the lock lasts as long as the session. The service frees it when the
 // lease expires, at the earliest the granted TTL after the grant was asked
-// for (Lease.Expires), and Close revokes the leases (Session). As a LeaseWatcher a lease is
-// lost when its session ends (the client saw its lease expire). Release
+// for (Lease.Expires), and Close revokes the leases (Session). As a
+// LeaseWatcher a lease is lost when its session ends (Session.Done: the
+// client saw its lease expire, or heard nothing for a TTL).
+//
+// Release, by default (option "release" = "unlock"), is what the library's
+// users write: Mutex.Unlock(ctx) on the Mutex that acquired, then
+// Session.Close() on its session. Unlock deletes the Mutex's own key
+// unconditionally and returns only the delete's error: it says nil also
+// when the key was already gone (its lease expired, and another worker may
+// hold the lock by now under its own key, which Unlock does not touch).
+// Close stops the keep-alive and revokes the lease (bounded by the TTL),
+// returning the revoke's error (ErrLeaseNotFound when the lease was gone).
+// The outcome is recorded by what etcd did, not by what Unlock says:
+//   - Close succeeded: the lease lived until the revoke, so the key (bound
+//     to it, deleted only with it or by us) was there until our delete or
+//     our revoke removed it: the release freed the lock (nil, recorded ok),
+//     whatever Unlock returned.
+//   - the key was gone before the Unlock: the release freed nothing
+//     (ErrNotHeld, recorded fail). This is known only from a Get of the key
+//     sent when the Locker's session had already ended (Session.Done closed)
+//     before the Unlock. That Get is ours, not the users': it only
+//     classifies the outcome for the history, changes nothing in etcd nor
+//     in the Unlock and Close that follow, and is not sent while the
+//     session lives.
+//   - otherwise (Close failed, the key was there or its state is unknown):
+//     the lease may have ended before or after the delete, so the release
+//     may or may not have freed the lock: indeterminate (recorded info).
+//
+// A lease this Locker does not hold (released already, or never its own)
+// has no Mutex to unlock: ErrNotHeld, and nothing is sent.
+//
+// With "release" = "txn" Release is our own careful transaction instead: it
 // deletes the lock key only if its CreateRevision is still the token
 // (ErrNotHeld when not), then revokes the lease, also when the delete failed,
-// so that an unknown release frees the lock within the lease's TTL. Options: "timeout" (per
-// request, default DefaultEtcdTimeout).
+// so that an unknown release frees the lock within the lease's TTL.
+//
+// Options: "timeout" (per request, default DefaultEtcdTimeout; Session.Close
+// has the library's own bound, the lease TTL), "release" ("unlock", the
+// default, or "txn").
 type EtcdMutex struct {
 	client  *clientv3.Client
 	timeout time.Duration
+	release string          // EtcdReleaseUnlock or EtcdReleaseTxn
 	life    context.Context // the sessions' keep-alives live as long as the Locker
 	stop    context.CancelFunc
 
-	mu       sync.Mutex
-	sessions map[string]*concurrency.Session // by lock key
+	mu    sync.Mutex
+	holds map[string]etcdHold // by lock key
+}
+
+// etcdHold is one lock this Locker holds: the Mutex that took it and the
+// Session its lease lives in.
+type etcdHold struct {
+	s *concurrency.Session
+	m *concurrency.Mutex
 }
 
 var (
@@ -65,6 +117,10 @@ func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
 	const name = "etcd-mutex"
 	opts := newOptionReader(name, t.Options)
 	timeout := opts.duration("timeout", DefaultEtcdTimeout)
+	release := opts.str("release", EtcdReleaseUnlock)
+	if release != EtcdReleaseUnlock && release != EtcdReleaseTxn {
+		opts.fail("release", release, fmt.Errorf("must be %q or %q", EtcdReleaseUnlock, EtcdReleaseTxn))
+	}
 	if err := opts.done(); err != nil {
 		return nil, err
 	}
@@ -85,7 +141,7 @@ func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
 		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
 	}
 	life, stop := context.WithCancel(context.Background())
-	return &EtcdMutex{client: client, timeout: timeout, life: life, stop: stop, sessions: map[string]*concurrency.Session{}}, nil
+	return &EtcdMutex{client: client, timeout: timeout, release: release, life: life, stop: stop, holds: map[string]etcdHold{}}, nil
 }
 
 // etcdLeaseSeconds is the lease TTL for a lock ttl: whole seconds, rounded
@@ -168,7 +224,7 @@ func (e *EtcdMutex) acquire(ctx context.Context, key string, ttl, wait time.Dura
 		}
 	}
 	e.mu.Lock()
-	e.sessions[m.Key()] = s
+	e.holds[m.Key()] = etcdHold{s: s, m: m}
 	e.mu.Unlock()
 	// The lease's TTL counts from the grant or the last keep-alive, both
 	// after start; etcd may grant another TTL than the one asked for.
@@ -181,31 +237,84 @@ func (e *EtcdMutex) acquire(ctx context.Context, key string, ttl, wait time.Dura
 func (e *EtcdMutex) Lost(l Lease) <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if s, ok := e.sessions[l.Owner]; ok {
-		return s.Done()
+	if h, ok := e.holds[l.Owner]; ok {
+		return h.s.Done()
 	}
 	closed := make(chan struct{})
 	close(closed)
 	return closed
 }
 
-// Release deletes the lock key if it is still ours, then revokes the lease.
+// Release gives the lease back as option "release" says: by default with
+// Mutex.Unlock and Session.Close (releaseUnlock), else with our own
+// transaction (releaseTxn).
 func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
+	e.mu.Lock()
+	h, ok := e.holds[l.Owner]
+	delete(e.holds, l.Owner)
+	e.mu.Unlock()
+	switch {
+	case e.release == EtcdReleaseTxn:
+		return e.releaseTxn(ctx, l, h, ok)
+	case !ok:
+		// No Mutex to unlock: this client does not hold the lease
+		// (released already, or never its own). Nothing is sent.
+		return fmt.Errorf("clients: etcd-mutex: release %s: this client does not hold it: %w", l.Owner, ErrNotHeld)
+	default:
+		return e.releaseUnlock(ctx, l, h)
+	}
+}
+
+// releaseUnlock calls h.m.Unlock, then h.s.Close, as the library's users
+// do, and classifies the outcome by what etcd did (see EtcdMutex): ok when
+// the revoke succeeded, ErrNotHeld when the key was gone before the Unlock,
+// indeterminate otherwise.
+func (e *EtcdMutex) releaseUnlock(ctx context.Context, l Lease, h etcdHold) error {
+	// Only to classify the outcome: when the session has already ended,
+	// read whether the lock key is still there before the Unlock.
+	gone := false
+	select {
+	case <-h.s.Done():
+		gctx, cancel := context.WithTimeout(ctx, e.timeout)
+		got, err := e.client.Get(gctx, l.Owner)
+		cancel()
+		gone = err == nil && (len(got.Kvs) == 0 || got.Kvs[0].CreateRevision != int64(l.Token))
+	default:
+	}
+	uctx, cancel := context.WithTimeout(ctx, e.timeout)
+	unlockErr := h.m.Unlock(uctx)
+	cancel()
+	closeErr := h.s.Close()
+	switch {
+	case gone:
+		return fmt.Errorf("clients: etcd-mutex: release %s: the session had ended and the lock key was gone before the Unlock: %w", l.Owner, ErrNotHeld)
+	case closeErr == nil:
+		// The lease lived until the revoke, so the key was there until
+		// the Unlock's delete or the revoke removed it.
+		return nil
+	case unlockErr != nil:
+		return fmt.Errorf("clients: etcd-mutex: release %s: unlock: %w; close session: %w", l.Owner, unlockErr, closeErr)
+	default:
+		// The lease ended before the revoke (or the revoke's outcome is
+		// unknown): before or after the Unlock's delete.
+		return fmt.Errorf("clients: etcd-mutex: release %s: unlocked, but close session: %w", l.Owner, closeErr)
+	}
+}
+
+// releaseTxn deletes the lock key if it is still ours, then revokes the
+// lease when this client holds it (held).
+func (e *EtcdMutex) releaseTxn(ctx context.Context, l Lease, h etcdHold, held bool) error {
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	resp, err := e.client.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(l.Owner), "=", int64(l.Token))).
 		Then(clientv3.OpDelete(l.Owner)).
 		Commit()
-	e.mu.Lock()
-	s, ok := e.sessions[l.Owner]
-	delete(e.sessions, l.Owner)
-	e.mu.Unlock()
-	if ok {
-		// Stop the keep-alive and revoke the lease: after a failed delete
-		// the lock then still frees itself within the lease's TTL; a failed
-		// revoke only leaves a lease that expires on its own.
-		_ = e.revoke(ctx, s)
+	// Stop the keep-alive and revoke the lease: after a failed delete the
+	// lock then still frees itself within the lease's TTL; a failed revoke
+	// only leaves a lease that expires on its own.
+	if held {
+		_ = e.revoke(ctx, h.s)
 	}
 	if err != nil {
 		return fmt.Errorf("clients: etcd-mutex: release %s: %w", l.Owner, err)
@@ -223,7 +332,7 @@ func (e *EtcdMutex) Release(ctx context.Context, l Lease) error {
 // or etcd no longer knows it.
 func (e *EtcdMutex) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	e.mu.Lock()
-	s, ok := e.sessions[l.Owner]
+	h, ok := e.holds[l.Owner]
 	e.mu.Unlock()
 	if !ok {
 		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: not held: %w", l.Owner, ErrNotHeld)
@@ -231,7 +340,7 @@ func (e *EtcdMutex) Renew(ctx context.Context, l Lease, ttl time.Duration) (Leas
 	cctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := e.client.KeepAliveOnce(cctx, s.Lease())
+	resp, err := e.client.KeepAliveOnce(cctx, h.s.Lease())
 	switch {
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return Lease{}, fmt.Errorf("clients: etcd-mutex: renew %s: %w: %w", l.Owner, err, ErrNotHeld)
@@ -249,11 +358,11 @@ func (e *EtcdMutex) Renew(ctx context.Context, l Lease, ttl time.Duration) (Leas
 // and expires after its TTL), and closes the client.
 func (e *EtcdMutex) Close() error {
 	e.mu.Lock()
-	held := e.sessions
-	e.sessions = map[string]*concurrency.Session{}
+	held := e.holds
+	e.holds = map[string]etcdHold{}
 	e.mu.Unlock()
-	for _, s := range held {
-		_ = e.revoke(context.Background(), s)
+	for _, h := range held {
+		_ = e.revoke(context.Background(), h.s)
 	}
 	e.stop()
 	if err := e.client.Close(); err != nil && !errors.Is(err, context.Canceled) {

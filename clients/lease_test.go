@@ -35,6 +35,9 @@ type leaseContract struct {
 	session bool // closing the client frees the lock
 	never   bool // the service keeps the lock until a release
 	server  serverLease
+	// closesToGiveUp: a wait that ends before the lock is taken ends by
+	// closing the client (ErrClientClosed): zk.Lock cannot be abandoned.
+	closesToGiveUp bool
 }
 
 var leaseContracts = []leaseContract{
@@ -53,6 +56,7 @@ var leaseContracts = []leaseContract{
 	// The server clamps the session timeout asked for (90 s) to its
 	// maximum (60 s): the lease is what it granted, not what was asked.
 	{name: "zk-recipe", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"wait": "100ms", "session-timeout": "90s"}, session: true, server: zkSessionTimeout},
+	{name: "zk-lock", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"session-timeout": "90s"}, session: true, server: zkSessionTimeout, closesToGiveUp: true},
 	// A ttl of 1.5 s is a lease of 2 s: etcd leases are whole seconds.
 	{name: "etcd-mutex", spec: etcdOne, ttl: 1500 * time.Millisecond, session: true, server: etcdGrantedTTL},
 }
@@ -228,13 +232,19 @@ func zkSessionTimeout(t *testing.T, ctx context.Context, eps []Endpoint, l Lease
 	return time.Time{}, time.Time{}
 }
 
-// zkSessionOf returns the session that owns the lease's node.
+// zkSessionOf returns the session that owns the lease's node: the only
+// node under the key's directory (zk.Lock does not tell its node's path).
 func zkSessionOf(t *testing.T, ctx context.Context, eps []Endpoint, l Lease) int64 {
 	t.Helper()
 	z := newLocker(t, "zk-recipe", eps, 9, nil).(*ZKRecipe)
-	ok, stat, err := z.conn.Exists(l.Owner)
+	dir := zkLocksRoot + "/" + l.Key
+	children, _, err := z.conn.Children(dir)
+	if err != nil || len(children) != 1 {
+		t.Fatalf("children of %s: %v, %v; want the lease's node alone", dir, children, err)
+	}
+	ok, stat, err := z.conn.Exists(dir + "/" + children[0])
 	if err != nil || !ok {
-		t.Fatalf("node %s: exists %v, %v", l.Owner, ok, err)
+		t.Fatalf("node %s: exists %v, %v", children[0], ok, err)
 	}
 	return stat.EphemeralOwner
 }

@@ -27,6 +27,13 @@ var ErrNotHeld = errors.New("clients: lock not held")
 // release that freed the lock.
 var ErrReleaseNoOp = errors.New("clients: release does nothing on the server: the lock frees itself when its lease ends")
 
+// ErrClientClosed reports a call that closed its own client to return: an
+// algorithm whose library call cannot be abandoned any other way
+// (go-zookeeper's zk.Lock) gives up a wait so. The outcome is indeterminate,
+// and the client is gone even when the scenario keeps clients after errors
+// (Recorded.KeepClient).
+var ErrClientClosed = errors.New("clients: the call closed its client to return")
+
 // Locker is one client's handle on a lock algorithm. A Locker is used by one
 // worker at a time; the runner makes one per worker.
 type Locker interface {

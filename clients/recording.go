@@ -46,6 +46,12 @@ type Recorded struct {
 	// Open builds the Locker of the worker's next process after a crash.
 	// When it is nil, a crash keeps the same Locker.
 	Open func(ctx context.Context) (Locker, error)
+	// KeepClient models an application that logs an indeterminate error
+	// and calls again on the same client (scenario lock.on-error:
+	// keep-client): a crash still ends the process, but keeps its Locker,
+	// and the info is recorded as kept (docs/history.md §1). A call that
+	// closed its own client (ErrClientClosed) crashes as usual.
+	KeepClient bool
 }
 
 // Crash ends the current process as a process that dies ends: its Locker is
@@ -53,8 +59,13 @@ type Recorded struct {
 // closing frees, DESIGN §5). The worker goes on under a new process number;
 // Ready opens its new Locker. Without Open, only the number changes.
 func (r *Recorded) Crash() {
+	r.crash(false)
+}
+
+// crash ends the current process; keep leaves its Locker open.
+func (r *Recorded) crash(keep bool) {
 	r.Proc.Crash()
-	if r.Open == nil || r.Locker == nil {
+	if keep || r.Open == nil || r.Locker == nil {
 		return
 	}
 	_ = r.Locker.Close() // the process is gone, whatever closing it said
@@ -91,7 +102,7 @@ func (r *Recorded) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	if r.Locker == nil {
 		return Lease{}, errNoClient
 	}
-	return r.acquire(key, ttl, func() (Lease, error) { return r.Locker.Acquire(ctx, key, ttl) })
+	return r.acquire(ctx, key, ttl, func() (Lease, error) { return r.Locker.Acquire(ctx, key, ttl) })
 }
 
 // ErrNoWait reports a waiting acquire asked of a Locker that is not a
@@ -108,13 +119,22 @@ func (r *Recorded) AcquireWait(ctx context.Context, key string, ttl, wait time.D
 	if !ok {
 		return Lease{}, ErrNoWait
 	}
-	return r.acquire(key, ttl, func() (Lease, error) { return w.AcquireWait(ctx, key, ttl, wait) })
+	return r.acquire(ctx, key, ttl, func() (Lease, error) { return w.AcquireWait(ctx, key, ttl, wait) })
 }
 
+// ErrRunEnded is the cause with which the runner cancels a waiting acquire
+// when the run ends. A waiting acquire cut short so with an unknown outcome is
+// left pending in the history (docs/history.md §1): the worker was still
+// waiting when the record ended, and nothing it learned since is recorded.
+var ErrRunEnded = errors.New("clients: the run ended while the call waited")
+
 // acquire records the acquire that call performs.
-func (r *Recorded) acquire(key string, ttl time.Duration, call func() (Lease, error)) (Lease, error) {
+func (r *Recorded) acquire(ctx context.Context, key string, ttl time.Duration, call func() (Lease, error)) (Lease, error) {
 	inv := r.Rec.Record(history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), Type: history.Invoke, F: history.FAcquire, Key: key, TTL: ttl})
 	l, err := call()
+	if err != nil && !errors.Is(err, ErrNotAcquired) && errors.Is(context.Cause(ctx), ErrRunEnded) {
+		return l, err // still waiting when the run ended: pending
+	}
 	done := history.Op{Process: r.Proc.ID(), Client: r.Proc.Worker(), F: history.FAcquire, Key: key}
 	if err == nil {
 		r.granted(&done, l, inv.Time)
@@ -212,11 +232,25 @@ func (r *Recorded) complete(done history.Op, err error, definite ...error) {
 		done.Type = history.Info
 		done.Error = err.Error()
 		done.Until, done.Lease, done.Session = 0, 0, false
+		done.Kept = r.Keeps(err)
 	}
 	r.Rec.Record(done)
 	if done.Type == history.Info {
-		r.Crash()
+		r.crash(done.Kept)
 	}
+}
+
+// Keeps reports whether an info caused by err keeps the process's Locker:
+// with KeepClient, unless the call closed its client (ErrClientClosed).
+// The runner asks it for the infos it records itself (a resource write).
+func (r *Recorded) Keeps(err error) bool {
+	return r.KeepClient && r.Locker != nil && !errors.Is(err, ErrClientClosed)
+}
+
+// CrashAfter ends the current process after an info the caller recorded
+// with Kept set from Keeps(err).
+func (r *Recorded) CrashAfter(err error) {
+	r.crash(r.Keeps(err))
 }
 
 // isAny reports whether err matches any of targets.

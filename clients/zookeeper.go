@@ -38,7 +38,8 @@ const zkSeqDigits = 10
 // when the predecessor goes. One Acquire waits at most the "wait" option (and
 // never past ctx's deadline); if it still is not lowest it deletes its node
 // and returns ErrNotAcquired (an indeterminate error if that delete failed:
-// the node is then deleted at the next Acquire). ZooKeeper calls cannot be
+// the node is then deleted at the next Acquire, as is any node of the
+// session that a failed create may have left). ZooKeeper calls cannot be
 // cancelled: a call on a broken connection returns when the client gives up
 // on the connection, within about the session timeout.
 //
@@ -60,7 +61,8 @@ type ZKRecipe struct {
 	conn    *zk.Conn
 	wait    time.Duration
 	parents map[string]bool
-	orphans []string // our nodes whose delete failed
+	orphans []string        // our nodes whose delete failed
+	unsure  map[string]bool // lock directories where a create failed: a node of ours may be there, its path unknown
 
 	// negotiated is the session timeout the server granted, in ns, as
 	// the client logs it after each handshake (0 until the first).
@@ -122,6 +124,7 @@ func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 	z := &ZKRecipe{
 		wait:    wait,
 		parents: map[string]bool{},
+		unsure:  map[string]bool{},
 		leases:  map[string]zkLease{},
 	}
 	// Events wait on z.mu until z.conn is set.
@@ -240,7 +243,11 @@ func (z *ZKRecipe) ensureParent(key string) (string, error) {
 	return dir, nil
 }
 
-// deleteOrphans deletes the nodes earlier Acquires could not delete.
+// deleteOrphans deletes the nodes earlier Acquires could not delete, and,
+// in a directory where a create failed, every node of the current session
+// that holds no lease of ours: the create may have made one whose path the
+// client never learned (go-zookeeper finds a protected node again only when
+// its own retry can list the children).
 func (z *ZKRecipe) deleteOrphans() {
 	var left []string
 	for _, p := range z.orphans {
@@ -249,6 +256,46 @@ func (z *ZKRecipe) deleteOrphans() {
 		}
 	}
 	z.orphans = left
+	for dir := range z.unsure {
+		if z.deleteStrays(dir) == nil {
+			delete(z.unsure, dir)
+		}
+	}
+}
+
+// deleteStrays deletes the nodes in dir owned by the current session that
+// are not held leases.
+func (z *ZKRecipe) deleteStrays(dir string) error {
+	children, _, err := z.conn.Children(dir)
+	if err != nil {
+		return err
+	}
+	z.mu.Lock()
+	session := z.session
+	held := make(map[string]bool, len(z.leases))
+	for p := range z.leases {
+		held[p] = true
+	}
+	z.mu.Unlock()
+	if session == 0 {
+		return errors.New("no session")
+	}
+	for _, c := range children {
+		p := dir + "/" + c
+		if held[p] {
+			continue
+		}
+		ok, stat, err := z.conn.Exists(p)
+		if err != nil {
+			return err
+		}
+		if ok && stat.EphemeralOwner == session {
+			if err := z.conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Acquire runs the recipe once, waiting for its predecessor up to the "wait"
@@ -272,6 +319,7 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 	start := time.Now()
 	path, err := z.conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
 	if err != nil {
+		z.unsure[dir] = true
 		return Lease{}, fmt.Errorf("clients: zk-recipe: create node under %s: %w", dir, err)
 	}
 	name := path[strings.LastIndex(path, "/")+1:]

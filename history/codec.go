@@ -12,8 +12,8 @@ import (
 // AppendJSON appends the JSON encoding of op (one object, no newline) to b
 // and returns the extended slice. Fields are written in the order of the
 // example in DESIGN §2 (index, time, process, client, type, f, key, ttl,
-// token, until, lease, session, value, applied, node, error); zero TTL,
-// Until, Lease, Token, Applied, a false Session and empty Key, Value, Node,
+// token, until, lease, session, kept, value, applied, node, error); zero TTL,
+// Until, Lease, Token, Applied, a false Session or Kept and empty Key, Value, Node,
 // Error are left out; Client is written for every worker op (even 0) and left out for
 // nemesis ops. A Value that is not valid JSON is written as a JSON string of
 // its bytes, so the output is always valid JSON.
@@ -54,6 +54,9 @@ func AppendJSON(b []byte, op Op) []byte {
 	}
 	if op.Session {
 		b = append(b, `,"session":true`...)
+	}
+	if op.Kept {
+		b = append(b, `,"kept":true`...)
 	}
 	if len(op.Value) != 0 {
 		b = append(b, `,"value":`...)
@@ -145,6 +148,7 @@ type wireOp struct {
 	Until   int64           `json:"until"`
 	Lease   int64           `json:"lease"`
 	Session bool            `json:"session"`
+	Kept    bool            `json:"kept"`
 	Token   uint64          `json:"token"`
 	Value   json.RawMessage `json:"value"`
 	Applied int64           `json:"applied"`
@@ -213,7 +217,7 @@ func (d *decoder) slow(line []byte) (Op, error) {
 	op := Op{
 		Index: int(w.Index), Time: time.Duration(w.Time), Process: int(w.Process), Client: int(w.Client),
 		Type: Type(d.intern([]byte(w.Type))), F: d.intern([]byte(w.F)), Key: d.intern([]byte(w.Key)),
-		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Lease: time.Duration(w.Lease), Session: w.Session, Token: w.Token,
+		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Lease: time.Duration(w.Lease), Session: w.Session, Kept: w.Kept, Token: w.Token,
 		Applied: time.Duration(w.Applied), Node: d.intern([]byte(w.Node)), Error: w.Error,
 	}
 	if len(w.Value) != 0 && string(w.Value) != "null" {
@@ -283,14 +287,20 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 			case "applied":
 				op.Applied = time.Duration(n)
 			}
-		case "session":
+		case "session", "kept":
+			var v bool
 			switch {
 			case bytes.HasPrefix(b[i:], []byte("true")):
-				op.Session, i = true, i+4
+				v, i = true, i+4
 			case bytes.HasPrefix(b[i:], []byte("false")):
-				op.Session, i = false, i+5
+				v, i = false, i+5
 			default:
 				return op, false
+			}
+			if string(key) == "session" {
+				op.Session = v
+			} else {
+				op.Kept = v
 			}
 		case "token":
 			var u uint64

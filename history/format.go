@@ -8,9 +8,11 @@ import (
 // Version 1 histories (written before the header op existed) have no `lease`
 // or `session` fields: the acquire invoke's `ttl` stands for the lease there.
 // Version 2 added `lease` and `session`, and `applied` only where the
-// harness knows the moment exactly. Every version is read by Read and
+// harness knows the moment exactly. Version 3 added `kept` on an info whose
+// worker kept its lock client, and the nemesis's `availability` record.
+// Every version is read by Read and
 // ReadFile; docs/history.md is the specification.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // FHistory is the f of the header op: the first op of a history written by
 // a run, a nemesis-process info op whose value names the format and its

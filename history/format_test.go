@@ -30,7 +30,7 @@ func TestVersion(t *testing.T) {
 
 // TestHeaderRoundTrip writes a history that starts with the header op and
 // reads it back: the header survives, the history is well-formed, and the
-// lease and session fields round-trip.
+// lease, session and kept fields round-trip.
 func TestHeaderRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
@@ -38,6 +38,8 @@ func TestHeaderRoundTrip(t *testing.T) {
 		Header(),
 		{Index: 1, Time: 10, Process: 0, Type: Invoke, F: FAcquire, Key: "k", TTL: 2000},
 		{Index: 2, Time: 20, Process: 0, Type: OK, F: FAcquire, Key: "k", Lease: NoLease, Session: true, Token: 3},
+		{Index: 3, Time: 30, Process: 0, Type: Invoke, F: FRelease, Key: "k", Token: 3},
+		{Index: 4, Time: 40, Process: 0, Type: Info, F: FRelease, Key: "k", Token: 3, Kept: true, Error: "connection closed"},
 	}
 	for _, op := range ops {
 		if err := w.Append(op); err != nil {
@@ -57,7 +59,15 @@ func TestHeaderRoundTrip(t *testing.T) {
 	if Version(h) != FormatVersion || !h[0].IsHeader() {
 		t.Fatalf("version %d, first op %+v", Version(h), h[0])
 	}
-	if g := h[2]; g.Lease != NoLease || !g.Session || g.Token != 3 {
+	if g := h[2]; g.Lease != NoLease || !g.Session || g.Token != 3 || g.Kept {
 		t.Fatalf("grant read back as %+v", g)
+	}
+	if c := h[4]; !c.Kept || c.Type != Info {
+		t.Fatalf("kept crash read back as %+v", c)
+	}
+	// The slow decoder (a line the fast one declines) reads kept too.
+	op, err := new(decoder).slow([]byte(`{"index":4,"time":40,"process":0,"client":0,"type":"info","f":"release","key":"k","kept":true,"error":"a\u0041"}`))
+	if err != nil || !op.Kept {
+		t.Fatalf("slow decode: %+v, %v", op, err)
 	}
 }

@@ -1,6 +1,8 @@
 package history
 
-// The nemesis ops' f values that readers of a history pair up. A fault op is
+import "encoding/json"
+
+// The nemesis ops' f values that readers of a history look for. A fault op is
 // recorded when a fault begins and its heal op when it ends; both carry a
 // value saying what was done to whom.
 const (
@@ -11,7 +13,63 @@ const (
 	FClientResume = "client-resume"
 	// FHealAll ends every fault still active.
 	FHealAll = "heal-all"
+	// FAvailability is the nemesis's availability record: not a fault and
+	// not a heal, but which server nodes are down or cut off from the
+	// workers from this op on (its value is an Availability). The nemesis
+	// records one whenever that set changes; a history of format version 3
+	// or later without one had every server node up throughout.
+	FAvailability = "availability"
 )
+
+// Availability is the value of an availability record: Nodes is the number
+// of server nodes a majority is counted over (sentinels are not server
+// nodes), and Down names those that are down (killed, paused) or cut off
+// from the workers, in the cluster's order.
+type Availability struct {
+	Nodes int      `json:"nodes"`
+	Down  []string `json:"down"`
+}
+
+// Up returns the number of server nodes that are up.
+func (a Availability) Up() int { return a.Nodes - len(a.Down) }
+
+// Majority reports whether a majority of the server nodes is up:
+// Up() ≥ Nodes/2 + 1.
+func (a Availability) Majority() bool { return a.Nodes > 0 && a.Up() >= a.Nodes/2+1 }
+
+// AvailabilityOf returns the value of an availability record, and false when
+// op is not one or its value does not say how many nodes there are and
+// which are down.
+func AvailabilityOf(op Op) (Availability, bool) {
+	if !op.IsAvailability() {
+		return Availability{}, false
+	}
+	var raw struct {
+		Nodes *int     `json:"nodes"`
+		Down  []string `json:"down"`
+	}
+	if err := json.Unmarshal(op.Value, &raw); err != nil || raw.Nodes == nil || *raw.Nodes < len(raw.Down) {
+		return Availability{}, false
+	}
+	return Availability{Nodes: *raw.Nodes, Down: raw.Down}, true
+}
+
+// AvailabilityOp returns the availability record of a, to be recorded by the
+// nemesis.
+func AvailabilityOp(a Availability) Op {
+	if a.Down == nil {
+		a.Down = []string{}
+	}
+	return Op{Process: NemesisProcess, Type: Info, F: FAvailability, Value: JSONValue(a)}
+}
+
+// IsAvailability reports whether op is an availability record.
+func (o Op) IsAvailability() bool { return o.Process == NemesisProcess && o.F == FAvailability }
+
+// IsRecord reports whether op is a nemesis-process op that records a state
+// rather than a fault or a heal: the header op or an availability record.
+// Readers that pair faults with heals, or look for the last fault, skip it.
+func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() }
 
 // HealOf returns the f recorded when the fault named fault is healed:
 // pause → resume, kill → start, clock-bump and clock-strobe → clock-reset,
@@ -34,7 +92,8 @@ func HealOf(fault string) string {
 	}
 }
 
-// IsHeal reports whether f names the end of a fault rather than a fault.
+// IsHeal reports whether f names the end of a fault rather than a fault. A
+// record (FHistory, FAvailability) is neither: see Op.IsRecord.
 func IsHeal(f string) bool {
 	switch f {
 	case "heal", FHealAll, "resume", "start", "clock-reset", "client-clock-reset", FClientResume:

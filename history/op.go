@@ -45,7 +45,7 @@ const (
 
 // Op is one line of a history. Times are durations since the run started, on
 // the harness's monotonic clock; a zero TTL, Until, Lease, Token or Applied, a
-// false Session, and an empty Key, Value, Node or Error, are absent from the
+// false Session or Kept, and an empty Key, Value, Node or Error, are absent from the
 // JSON encoding. Client is written for every op of a worker and omitted for
 // nemesis ops.
 //
@@ -53,6 +53,12 @@ const (
 // that op's invoke: the shortest time after which the service may free the
 // lock on its own (NoLease when it never does). Session is true on an acquire
 // ok when closing the client frees the lock.
+//
+// Kept is true on an info when the worker kept its lock client after it (the
+// scenario's lock.on-error: keep-client, an application that logs the error
+// and calls again on the same connection): the process ends as every info
+// ends it, but its client, and every session of that client, lives on under
+// the worker's next process until a later crash closes it.
 type Op struct {
 	Index   int             `json:"index"`
 	Time    time.Duration   `json:"time"`
@@ -65,6 +71,7 @@ type Op struct {
 	Until   time.Duration   `json:"until,omitempty"`
 	Lease   time.Duration   `json:"lease,omitempty"`
 	Session bool            `json:"session,omitempty"`
+	Kept    bool            `json:"kept,omitempty"`
 	Token   uint64          `json:"token,omitempty"`
 	Value   json.RawMessage `json:"value,omitempty"`
 	Applied time.Duration   `json:"applied,omitempty"`

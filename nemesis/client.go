@@ -13,7 +13,9 @@ import (
 // step's Duration, our stand-in for a stop-the-world GC pause (DESIGN §4).
 // Targets name workers ("w0", "w3"); Point is after-response or
 // before-write (the default). The pause ends on its own, so it has no heal;
-// the worker records the pause in the history when it actually begins.
+// the worker records the pause in the history when it actually begins. It
+// makes no node unavailable, not even with isolate (the paused worker asks
+// for nothing while its links are cut).
 type ClientPause struct{}
 
 // Name returns "client-pause".
@@ -72,7 +74,7 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 
 // ClientClock skews the wall clock of target workers by the step's Offset,
 // for the algorithms that send client timestamps (the timeout locks). It is
-// healed by restoring the true time.
+// healed by restoring the true time. It makes no node unavailable.
 type ClientClock struct{}
 
 // Name returns "client-clock".

@@ -165,7 +165,10 @@ func redisPrimaryAvailable(env *Env) error {
 // and the old primary becomes a replica of the new one, dropping the writes
 // that were never replicated; or keep: the cut links are healed and the old
 // primary stays an isolated primary that no worker reaches. The workers
-// stay switched to the new primary either way.
+// stay switched to the new primary either way. It makes no node
+// unavailable: the old primary serves the workers until they are switched,
+// and the promoted one after; the cut replication links lose writes, not
+// the lock service.
 type Failover struct{}
 
 // Name returns "failover".
@@ -346,7 +349,8 @@ const DefaultSentinelTimeout = 30 * time.Second
 // workers' links to the primary endpoint at the new one.
 // Its heal resumes or starts the old primary, which the sentinels then turn
 // into a replica of the new one. Injection blocks the schedule while the
-// sentinels elect.
+// sentinels elect. The old primary is unavailable from just before it is
+// paused or killed until the heal has resumed or started it.
 type SentinelFailover struct{}
 
 // Name returns "sentinel-failover".
@@ -397,26 +401,32 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 		return nil, nil, err
 	}
 	desc := map[string]any{"old": old.Name, "how": how}
-	var heal Heal
+	var down, up func(ctx context.Context, node string) error
 	switch how {
 	case "kill":
 		k, ok := env.Cluster.(cluster.Killer)
 		if !ok {
 			return nil, desc, fmt.Errorf("%w: the cluster cannot kill nodes", cluster.ErrUnavailable)
 		}
-		if err := k.Kill(ctx, old.Name); err != nil {
-			return nil, desc, err
-		}
-		heal = func(ctx context.Context) error { return k.Start(context.WithoutCancel(ctx), old.Name) }
+		down, up = k.Kill, k.Start
 	default:
 		p, ok := env.Cluster.(cluster.Pauser)
 		if !ok {
 			return nil, desc, fmt.Errorf("%w: the cluster cannot pause nodes", cluster.ErrUnavailable)
 		}
-		if err := p.Pause(ctx, old.Name); err != nil {
-			return nil, desc, err
+		down, up = p.Pause, p.Resume
+	}
+	out := env.takeDown([]string{old.Name}, false)
+	if err := down(ctx, old.Name); err != nil {
+		out.bringUpAll()
+		return nil, desc, err
+	}
+	heal := func(ctx context.Context) error {
+		if err := up(context.WithoutCancel(ctx), old.Name); err != nil {
+			return err
 		}
-		heal = func(ctx context.Context) error { return p.Resume(context.WithoutCancel(ctx), old.Name) }
+		out.bringUpAll()
+		return nil
 	}
 	began := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, timeout)

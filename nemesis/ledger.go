@@ -72,7 +72,9 @@ func (l *linkLedger) forget() {
 // ApplyLinks applies f to the named links of env.Network and records it, so
 // that healing another fault on the same links keeps this one. Code outside
 // the fault kinds that cuts links during a run (an isolating client pause)
-// should go through it rather than through the Network.
+// should go through it rather than through the Network. It makes no node
+// unavailable in the availability record: a worker that cuts its own links
+// (a paused process) asks for nothing meanwhile.
 func (env *Env) ApplyLinks(f cluster.Fault, links ...string) error {
 	return env.links.apply(env.Network, f, links...)
 }

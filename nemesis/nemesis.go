@@ -3,7 +3,12 @@
 // name, an availability test against the running cluster, and an Inject that
 // returns the fault's heal. Every injection and every heal is recorded in the
 // history as a nemesis op (process -1), and Run heals whatever is still
-// active before it returns, on every path.
+// active before it returns, on every path. Whenever the faults change which
+// server nodes are unavailable (down, or cut off from the workers), one more
+// nemesis op, an availability record (history.FAvailability), says which
+// are, so that a checker can tell offline, from the history alone, whether a
+// majority was up: each fault kind says in its own code whether it makes
+// nodes unavailable.
 package nemesis
 
 import (
@@ -59,6 +64,9 @@ type Env struct {
 
 	// links records the network faults applied through the Env.
 	links linkLedger
+	// outages records which server nodes the faults made unavailable, and
+	// records each change in the history.
+	outages outages
 }
 
 // Step is one timed fault of a schedule. At is measured from the start of the
@@ -158,7 +166,8 @@ type active struct {
 	desc any
 }
 
-// Runner executes a schedule against an Env, recording every fault and heal.
+// Runner executes a schedule against an Env, recording every fault and heal,
+// and, through the faults, every change of the nodes' availability.
 type Runner struct {
 	env    *Env
 	mu     sync.Mutex
@@ -306,12 +315,17 @@ func (r *Runner) HealAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// sweep removes every toxic and resets every skewable node's clock.
+// sweep removes every toxic and resets every skewable node's clock. Once the
+// network is healed, no node is cut off any more.
 func sweep(env *Env) error {
 	var errs []error
 	if env.Network != nil {
-		errs = append(errs, env.Network.HealAll())
+		err := env.Network.HealAll()
+		errs = append(errs, err)
 		env.links.forget()
+		if err == nil {
+			env.outages.endNetwork(env)
+		}
 	}
 	if sk, ok := env.Cluster.(cluster.ClockSkewer); ok {
 		for _, n := range env.Cluster.Nodes() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,7 +37,9 @@ const linkShapes = "targets: nodes (names, one, minority, majority, all, primari
 
 // Partition cuts links like a cut cable: connections stay open and data is
 // dropped in both directions; new connections hang the same way. Its heal
-// removes the cut, which closes the connections that lived through it.
+// removes the cut, which closes the connections that lived through it. The
+// nodes it cuts off are unavailable until the heal (LinkSelection.CutOff):
+// a node counts as up only while every worker and its peers reach it.
 type Partition struct{}
 
 // Name returns "partition".
@@ -55,11 +58,12 @@ func (Partition) Check(step Step) error { return checkLinkStep(step) }
 
 // Inject cuts the links the step's targets select.
 func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultCut})
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultCut}, true)
 }
 
 // Reset makes links reset (TCP RST) their connections as soon as data flows,
-// until healed.
+// until healed. Nothing gets through such a link, so, like a partition, it
+// makes the nodes it cuts off unavailable until the heal.
 type Reset struct{}
 
 // Name returns "reset".
@@ -78,11 +82,12 @@ func (Reset) Check(step Step) error { return checkLinkStep(step) }
 
 // Inject resets the links the step's targets select.
 func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultReset})
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultReset}, true)
 }
 
 // Latency delays the replies on links by the delay option (default
-// DefaultLatency) plus or minus the jitter option (default 0).
+// DefaultLatency) plus or minus the jitter option (default 0). A slow node is
+// still up and reachable: latency makes no node unavailable.
 type Latency struct{}
 
 // Name returns "latency".
@@ -109,7 +114,7 @@ func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter})
+	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter}, false)
 }
 
 func networkAvailable(env *Env) error {
@@ -128,8 +133,10 @@ func checkLinkStep(step Step, extra ...string) error {
 }
 
 // injectLinks applies f to the links the step selects; its heal removes the
-// faults of those links.
-func injectLinks(env *Env, step Step, f cluster.Fault) (Heal, any, error) {
+// faults of those links. With cuts, f lets nothing through: the nodes the
+// selection cuts off are taken down before f is applied and brought back
+// once the heal removed it.
+func injectLinks(env *Env, step Step, f cluster.Fault, cuts bool) (Heal, any, error) {
 	sel, err := SelectLinks(step, env.Cluster.Nodes(), env.Network.Links(), workerCount(env), env.Rand)
 	if err != nil {
 		return nil, nil, err
@@ -141,10 +148,22 @@ func injectLinks(env *Env, step Step, f cluster.Fault) (Heal, any, error) {
 			desc["jitter"] = f.Jitter.String()
 		}
 	}
+	var cutOff []string
+	if cuts {
+		cutOff = sel.CutOff()
+	}
+	out := env.takeDown(cutOff, true)
 	if err := env.links.apply(env.Network, f, sel.Links...); err != nil {
+		out.bringUpAll()
 		return nil, desc, err
 	}
-	heal := func(context.Context) error { return env.links.heal(env.Network, f, sel.Links...) }
+	heal := func(context.Context) error {
+		err := env.links.heal(env.Network, f, sel.Links...)
+		if err == nil {
+			out.bringUpAll()
+		}
+		return err
+	}
 	return heal, desc, nil
 }
 
@@ -162,6 +181,23 @@ type LinkSelection struct {
 	Others  []string // halves: the majority
 	Workers []int    // worker targets, or halves: the workers on the minority side
 	Links   []string // the links the fault hits, sorted
+}
+
+// CutOff returns the nodes that links the selection cuts leave unavailable:
+// the isolated nodes (Nodes: cut off from the other nodes, from the workers,
+// or from the workers named), and every node that some worker reaches no
+// more through a selected link (halves: the majority, from the minority's
+// workers). A node cut off from some worker is not counted as up, because
+// that worker cannot count on it for a majority.
+func (s LinkSelection) CutOff() []string {
+	out := slices.Clone(s.Nodes)
+	for _, l := range s.Links {
+		from, to, ok := cluster.SplitLinkName(l)
+		if ok && IsWorkerTarget(from) && !slices.Contains(out, to) {
+			out = append(out, to)
+		}
+	}
+	return out
 }
 
 func (s LinkSelection) describe() map[string]any {

@@ -14,7 +14,9 @@ const nodeTargets = "targets: node names or one, minority, majority, all, primar
 
 // Pause stops target nodes (SIGSTOP, docker pause) until healed; the heal
 // resumes them. A paused server still accepts TCP connections; what clients
-// send is answered after the resume.
+// send is answered after the resume. A paused node is unavailable: it is
+// taken down before it is paused and brought back once it is resumed (a
+// node whose resume fails stays down).
 type Pause struct{}
 
 // Name returns "pause".
@@ -44,33 +46,42 @@ func (Pause) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error)
 		return nil, nil, err
 	}
 	desc := map[string]any{"nodes": nodes}
-	var done []string
+	out := env.takeDown(nodes, false)
+	done, failed, err := actOn(nodes, func(n string) error { return p.Pause(ctx, n) })
+	out.bringUp(failed) // not paused: as they were
+	if len(done) == 0 {
+		return nil, desc, err
+	}
+	heal := func(ctx context.Context) error {
+		resumed, _, err := actOn(done, func(n string) error { return p.Resume(ctx, n) })
+		out.bringUp(resumed)
+		return err
+	}
+	return heal, desc, err
+}
+
+// actOn calls act for each node, and returns the nodes it succeeded on, those
+// it failed on, and the joined errors.
+func actOn(nodes []string, act func(node string) error) (done, failed []string, err error) {
 	var errs []error
 	for _, n := range nodes {
-		if err := p.Pause(ctx, n); err != nil {
+		if err := act(n); err != nil {
 			errs = append(errs, err)
+			failed = append(failed, n)
 			continue
 		}
 		done = append(done, n)
 	}
-	if len(done) == 0 {
-		return nil, desc, errors.Join(errs...)
-	}
-	heal := func(ctx context.Context) error {
-		var errs []error
-		for _, n := range done {
-			errs = append(errs, p.Resume(ctx, n))
-		}
-		return errors.Join(errs...)
-	}
-	return heal, desc, errors.Join(errs...)
+	return done, failed, errors.Join(errs...)
 }
 
 // Kill kills target nodes (SIGKILL) until healed; the heal starts them again
 // with their data dir. Whether they keep their data depends on the cluster's
 // persistence (scenario system.persistence). The option restart-after keeps
 // a node down at least that long even when the heal comes earlier (antirez's
-// delayed restart: at least a ttl).
+// delayed restart: at least a ttl). A killed node is unavailable: it is
+// taken down before it is killed and brought back once it has started
+// again (a node that fails to start stays down).
 type Kill struct{}
 
 // Name returns "kill".
@@ -110,17 +121,11 @@ func (Kill) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) 
 	if restartAfter > 0 {
 		desc["restart-after"] = restartAfter.String()
 	}
-	var done []string
-	var errs []error
-	for _, n := range nodes {
-		if err := k.Kill(ctx, n); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done = append(done, n)
-	}
+	out := env.takeDown(nodes, false)
+	done, failed, err := actOn(nodes, func(n string) error { return k.Kill(ctx, n) })
+	out.bringUp(failed) // not killed: as they were
 	if len(done) == 0 {
-		return nil, desc, errors.Join(errs...)
+		return nil, desc, err
 	}
 	killed := time.Now()
 	heal := func(ctx context.Context) error {
@@ -128,13 +133,11 @@ func (Kill) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) 
 		// may stay killed after the run.
 		_ = sleepCtx(ctx, time.Until(killed.Add(restartAfter)))
 		ctx = context.WithoutCancel(ctx)
-		var errs []error
-		for _, n := range done {
-			errs = append(errs, k.Start(ctx, n))
-		}
-		return errors.Join(errs...)
+		started, _, err := actOn(done, func(n string) error { return k.Start(ctx, n) })
+		out.bringUp(started)
+		return err
 	}
-	return heal, desc, errors.Join(errs...)
+	return heal, desc, err
 }
 
 // clockAvailable reports whether env's cluster can skew node clocks.
@@ -178,6 +181,9 @@ func resetClocks(sk cluster.ClockSkewer, nodes []string) error {
 // heal (clock-reset) sets the offset back to zero. Nodes whose clock cannot
 // be skewed (Go binaries such as etcd) make it fail with an error wrapping
 // cluster.ErrUnavailable.
+// A node with a skewed clock is still up and reachable: the fault makes no
+// node unavailable (its leases may end early or late, which the checkers
+// judge).
 type ClockBump struct{}
 
 // Name returns "clock-bump".
@@ -221,7 +227,7 @@ const DefaultStrobePeriod = time.Second
 // ClockStrobe flips the wall clock of target nodes between the true time and
 // the step's Offset every period (option, default DefaultStrobePeriod),
 // starting with the offset, until healed; the heal stops the strobe and
-// resets the clocks.
+// resets the clocks. Like ClockBump, it makes no node unavailable.
 type ClockStrobe struct{}
 
 // Name returns "clock-strobe".

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
 // keepScreenshot copies a screenshot to $REPORTS_SCREENSHOT_DIR when set,
@@ -233,4 +237,91 @@ func TestBrowserReportBeliefs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestBrowserReportLiveness checks that the report shades the checker's
+// liveness windows across the lanes, one band row per kind, and the nodes
+// down by the availability records, each with a legend entry.
+func TestBrowserReportLiveness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the headless Chromium test")
+	}
+	h := livenessHistory()
+	live := checker.Liveness(h, checker.LivenessOptions{})
+	if !live.Has(checker.Stuck) || !live.Has(checker.Unavailable) {
+		t.Fatalf("fixture liveness %+v, want stuck and unavailable", live)
+	}
+	dir := t.TempDir()
+	writeRunDir(t, dir, h, Results{Scenario: "s", Verdict: checker.Valid, Liveness: &live, Stats: CountStats(h)}, "name: s\n")
+	if err := WriteHTML(dir); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowser(t)
+	b.open("file://" + filepath.Join(dir, ReportFile))
+	var got struct {
+		Windows []string `json:"windows"`
+		Bands   []string `json:"bands"`
+		Avail   []string `json:"avail"`
+		Legend  []string `json:"legend"`
+	}
+	b.eval(`({windows: Array.from(document.querySelectorAll("#timeline rect.live-window")).map(e => e.getAttribute("class")).sort(),
+		bands: Array.from(document.querySelectorAll("#timeline rect.live-band")).map(e => e.getAttribute("y")).sort(),
+		avail: Array.from(document.querySelectorAll("#timeline rect.avail-band")).map(e => e.getAttribute("class")),
+		legend: Array.from(document.querySelectorAll(".band-legend")).map(e => e.textContent.split(":")[0])})`, &got)
+	if !slices.Equal(got.Windows, []string{"live-window live-stuck", "live-window live-unavailable"}) {
+		t.Errorf("liveness windows %q, want one stuck and one unavailable", got.Windows)
+	}
+	if len(got.Bands) != 2 || got.Bands[0] == got.Bands[1] {
+		t.Errorf("liveness bands at y %q, want two rows", got.Bands)
+	}
+	if !slices.Equal(got.Avail, []string{"avail-band avail-maj"}) {
+		t.Errorf("availability bands %q, want one with a majority up", got.Avail)
+	}
+	if !slices.Equal(got.Legend, []string{"stuck", "unavailable", "nodes down, a majority up (availability record)"}) {
+		t.Errorf("band legend %q", got.Legend)
+	}
+	b.eval(`Array.from(document.querySelectorAll("li.anomaly")).find(li => li.textContent.includes("unavailable from")).click()`, nil)
+	var hl int
+	b.eval(`document.querySelectorAll("#timeline rect.live-band.highlight").length`, &hl)
+	if hl != 1 {
+		t.Errorf("%d liveness bands highlighted after clicking the unavailable anomaly, want 1", hl)
+	}
+	shot := filepath.Join(t.TempDir(), "report-liveness.png")
+	if err := b.screenshot(shot); err != nil {
+		t.Fatal(err)
+	}
+	keepScreenshot(t, shot)
+}
+
+// livenessHistory is a version 3 history in which n2 of 5 nodes is killed
+// for a while, and the holder of a lock that never expires crashed: every
+// later acquire is refused, so k is stuck and unavailable.
+func livenessHistory() history.History {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	h := history.History{history.Header(),
+		{Time: ms(0), Process: 0, Client: 0, Type: history.Invoke, F: history.FAcquire, Key: "k", TTL: time.Second},
+		{Time: ms(5), Process: 0, Client: 0, Type: history.OK, F: history.FAcquire, Key: "k", Lease: history.NoLease},
+		{Time: ms(10), Process: 0, Client: 0, Type: history.Invoke, F: history.FWrite, Key: "k", Value: history.IntValue(1)},
+		{Time: ms(15), Process: 0, Client: 0, Type: history.Info, F: history.FWrite, Key: "k", Error: "timeout"},
+	}
+	nem := func(at int, f, v string) {
+		h = append(h, history.Op{Time: ms(at), Process: history.NemesisProcess, Type: history.Info, F: f, Value: []byte(v)})
+	}
+	for at, p := 100, 1; at < 3000; at, p = at+100, p%3+1 {
+		switch at {
+		case 500:
+			nem(500, history.FAvailability, `{"nodes":5,"down":["n2"]}`)
+			nem(500, "kill", `{"nodes":["n2"]}`)
+		case 1000:
+			nem(1000, history.FAvailability, `{"nodes":5,"down":[]}`)
+			nem(1000, "start", `{"nodes":["n2"]}`)
+		}
+		h = append(h,
+			history.Op{Time: ms(at), Process: p, Client: p, Type: history.Invoke, F: history.FAcquire, Key: "k", TTL: time.Second},
+			history.Op{Time: ms(at + 5), Process: p, Client: p, Type: history.Fail, F: history.FAcquire, Key: "k"})
+	}
+	for i := range h {
+		h[i].Index = i
+	}
+	return h
 }

@@ -169,10 +169,15 @@ type reportView struct {
 	Throughput *plot
 	Latency    []plot
 	Legend     []legendEntry
-	Generated  string
-	CSS        template.CSS
-	JS         template.JS
-	Data       template.JS
+	// Bands are the legend entries of the shaded bands drawn beside the
+	// faults: liveness windows and nodes down.
+	Bands []legendEntry
+	// LivenessWord says what the liveness report found, in a few words.
+	LivenessWord string
+	Generated    string
+	CSS          template.CSS
+	JS           template.JS
+	Data         template.JS
 }
 
 type legendEntry struct{ Class, Label string }
@@ -187,6 +192,32 @@ var legendLabels = []legendEntry{
 	{"other", "other fault"},
 }
 
+// The legend entries of the bands, by class (report.css).
+var bandLabels = []legendEntry{
+	{"live-stuck", "stuck: nobody took the lock again (the checker's window)"},
+	{"live-unavailable", "unavailable: refused while a majority of nodes was up (the checker's window)"},
+	{"avail-maj", "nodes down, a majority up (availability record)"},
+	{"avail-min", "a majority of nodes down (availability record)"},
+}
+
+// livenessWord says what l found: its anomaly kinds ("stuck, unavailable"),
+// "not stuck or unavailable" or "not judged".
+func livenessWord(l *checker.LivenessResult) string {
+	switch l.Verdict {
+	case checker.Valid:
+		return "not stuck or unavailable"
+	case checker.Invalid:
+		var kinds []string
+		for _, k := range checker.LivenessKinds() {
+			if l.Has(k) {
+				kinds = append(kinds, k)
+			}
+		}
+		return strings.Join(kinds, ", ")
+	}
+	return "not judged"
+}
+
 // reportData is the JSON embedded in report.html for report.js.
 type reportData struct {
 	Timeline  timelineJSON  `json:"timeline"`
@@ -199,8 +230,9 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 	tl := buildTimeline(in.History)
 	checkers := in.Results.Checkers
 	if l := in.Results.Liveness; l != nil && len(l.Anomalies) > 0 {
-		// A stuck key is drawn and listed like an anomaly, from the
-		// last grant to the last refused acquire, under its own name.
+		// A stuck key and an unavailable window are listed like
+		// anomalies, under their own checker's name, and their windows
+		// (the checker's) are shaded on the timeline.
 		checkers = append(slices.Clip(checkers), checker.Result{Name: "liveness", Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
 	}
 	named := map[int]bool{}
@@ -241,6 +273,26 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 	for _, l := range legendLabels {
 		if classes[l.Class] {
 			v.Legend = append(v.Legend, l)
+		}
+	}
+	if l := in.Results.Liveness; l != nil {
+		v.LivenessWord = livenessWord(l)
+		for _, a := range l.Anomalies {
+			if a.Window != nil {
+				classes["live-"+a.Kind] = true
+			}
+		}
+	}
+	for _, b := range tl.Availability {
+		if b.Majority() {
+			classes["avail-maj"] = true
+		} else {
+			classes["avail-min"] = true
+		}
+	}
+	for _, l := range bandLabels {
+		if classes[l.Class] {
+			v.Bands = append(v.Bands, l)
 		}
 	}
 	css, err := assets.ReadFile("assets/report.css")

@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -251,16 +254,81 @@ func TestRenderHTMLStuck(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	if !regexp.MustCompile(`<dd id="liveness"><strong[^>]*>stuck</strong> \(apart from the verdict\); 1 grants`).MatchString(page) {
-		t.Errorf("the summary does not say the lock was stuck")
+	if !regexp.MustCompile(`<dd id="liveness"><strong[^>]*>stuck, unavailable</strong> \(apart from the verdict\); 1 grants`).MatchString(page) {
+		t.Errorf("the summary does not say the lock was stuck and unavailable")
 	}
-	found := false
+	// Each window is the checker's own, shaded with a legend entry.
+	drawn := map[string]bool{}
 	for _, a := range embeddedData(t, page).Anomalies {
-		if a.Kind == checker.Stuck {
-			found = true
+		for _, l := range live.Anomalies {
+			if a.Kind == l.Kind && a.Window != nil && *a.Window == [2]int64{us(l.Window.Start), us(l.Window.End)} && a.From <= a.Window[0] && a.To >= a.Window[1] {
+				drawn[a.Kind] = true
+			}
 		}
 	}
-	if !found {
-		t.Errorf("no stuck window is drawn")
+	for _, kind := range []string{checker.Stuck, checker.Unavailable} {
+		if !drawn[kind] {
+			t.Errorf("no %s window is drawn", kind)
+		}
+		if !strings.Contains(page, `<i class="sw live-`+kind+`"></i>`) {
+			t.Errorf("the legend has no %s band", kind)
+		}
+	}
+}
+
+// TestTimelineAvailability checks the bands of nodes down that the report
+// draws from the availability records of a version 3 history, and that the
+// records are no faults.
+func TestTimelineAvailability(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	rec := func(at int, f string, value string) history.Op {
+		return history.Op{Time: ms(at), Process: history.NemesisProcess, Type: history.Info, F: f, Value: []byte(value)}
+	}
+	h := history.History{
+		history.Header(),
+		{Time: ms(10), Process: 0, Type: history.Invoke, F: history.FAcquire, Key: "k", TTL: time.Second},
+		{Time: ms(20), Process: 0, Type: history.Fail, F: history.FAcquire, Key: "k"},
+		rec(100, history.FAvailability, `{"nodes":5,"down":["n1"]}`),
+		rec(101, "kill", `{"nodes":["n1"]}`),
+		rec(200, history.FAvailability, `{"nodes":5,"down":["n1","n2","n3"]}`),
+		rec(201, "pause", `{"nodes":["n2","n3"]}`),
+		rec(300, history.FAvailability, `{"nodes":5,"down":[]}`),
+		rec(301, "start", `{"nodes":["n1"]}`),
+		rec(302, "resume", `{"nodes":["n2","n3"]}`),
+		{Time: ms(400), Process: 1, Type: history.Invoke, F: history.FAcquire, Key: "k", TTL: time.Second},
+		{Time: ms(410), Process: 1, Type: history.OK, F: history.FAcquire, Key: "k", Lease: time.Second},
+	}
+	for i := range h {
+		h[i].Index = i
+	}
+	tl := buildTimeline(h)
+	want := []availabilityBand{
+		{Start: ms(100), End: ms(200), Availability: history.Availability{Nodes: 5, Down: []string{"n1"}}, I: 3},
+		{Start: ms(200), End: ms(300), Availability: history.Availability{Nodes: 5, Down: []string{"n1", "n2", "n3"}}, I: 5},
+	}
+	if !reflect.DeepEqual(tl.Availability, want) {
+		t.Fatalf("availability bands %+v, want %+v", tl.Availability, want)
+	}
+	var faults []string
+	for _, iv := range tl.Nemesis {
+		faults = append(faults, iv.Fault)
+		if iv.Open {
+			t.Errorf("fault %s left open: %+v", iv.Fault, iv)
+		}
+	}
+	if !slices.Equal(faults, []string{"kill", "pause"}) {
+		t.Fatalf("faults drawn %v, want kill and pause only", faults)
+	}
+	var b bytes.Buffer
+	if err := RenderHTML(&b, ReportInput{Results: Results{Scenario: "s", Verdict: checker.Valid, Stats: CountStats(h)}, History: h}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<i class="sw avail-maj"></i>`, `<i class="sw avail-min"></i>`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the legend lacks %s", want)
+		}
+	}
+	if got := embeddedData(t, b.String()).Timeline.Avail; len(got) != 2 || got[1].Majority || !got[0].Majority {
+		t.Errorf("embedded availability %+v, want a minority down then a majority down", got)
 	}
 }

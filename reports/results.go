@@ -53,9 +53,10 @@ type Results struct {
 	Expected       *checker.Expectation `json:"expected,omitempty"`
 	ExpectationMet bool                 `json:"expectation_met"`
 	Checkers       []checker.Result     `json:"checkers"`
-	// Liveness is the liveness verdict (checker.Liveness), apart from
-	// Verdict: a stuck lock does not make a run invalid, and the
-	// expectation does not judge it. Absent when the run was interrupted.
+	// Liveness is the liveness verdict (checker.Liveness) with its stuck
+	// keys and unavailable windows, apart from Verdict: neither makes a run
+	// invalid, and only the expectation's liveness judges them. Absent
+	// when the run was interrupted.
 	Liveness *checker.LivenessResult `json:"liveness,omitempty"`
 	Stats    Stats                   `json:"stats"`
 	// Truncated is set when the history ended in an incomplete line that was

@@ -102,6 +102,40 @@ type nemesisInterval struct {
 	I, J   int // the fault's op and its heal's, or -1
 }
 
+// availabilityBand is a stretch in which some server nodes were down or cut
+// off, by the nemesis's availability records.
+type availabilityBand struct {
+	Start, End time.Duration
+	history.Availability
+	I int // the record's op index
+}
+
+// buildAvailability returns the stretches in which the availability records
+// of h (a history of format version 3 or later, whose records the checker
+// reads) say that some server node was down, each until the next record or
+// end.
+func buildAvailability(h history.History, end time.Duration) []availabilityBand {
+	if history.Version(h) < 3 {
+		return nil
+	}
+	var out []availabilityBand
+	open := false // the last band runs on until the next record
+	for _, op := range h {
+		if !op.IsAvailability() {
+			continue
+		}
+		if open {
+			out[len(out)-1].End = op.Time
+		}
+		a, ok := history.AvailabilityOf(op)
+		open = ok && len(a.Down) > 0
+		if open {
+			out = append(out, availabilityBand{Start: op.Time, End: end, Availability: a, I: op.Index})
+		}
+	}
+	return out
+}
+
 // timeline is everything the report draws in its timeline.
 type timeline struct {
 	// End is where the timeline ends: Last, or later where a belief still
@@ -112,6 +146,8 @@ type timeline struct {
 	Rows    []row
 	Spans   []span
 	Nemesis []nemesisInterval
+	// Availability is where the availability records say nodes were down.
+	Availability []availabilityBand
 }
 
 // instantFaults act at one moment and have nothing to heal.
@@ -181,13 +217,14 @@ func compactValue(v json.RawMessage) string {
 // fault's description on both); failing that, the oldest open fault it heals
 // at all. "heal-all" closes everything. A fault with a duration in its value
 // (client-pause) ends by itself; instant faults are points; the rest stay
-// open to end. The header op is no fault and draws nothing.
+// open to end. Records (the header op, the availability records) are no
+// faults and draw nothing here.
 func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 	var out []nemesisInterval
 	open := []int{} // indexes into out of faults still open
 	invokeAt := map[string]time.Duration{}
 	for _, op := range h {
-		if !op.IsNemesis() || op.IsHeader() {
+		if !op.IsNemesis() || op.IsRecord() {
 			continue
 		}
 		if op.Type == history.Invoke {
@@ -291,6 +328,7 @@ func buildTimeline(h history.History) timeline {
 		}
 	}
 	tl.Nemesis = buildNemesis(h, tl.End)
+	tl.Availability = buildAvailability(h, tl.End)
 
 	type proc struct {
 		client int
@@ -518,6 +556,9 @@ type timelineJSON struct {
 	KeySpan []int         `json:"ks,omitempty"`
 	Key     []int         `json:"kv,omitempty"`
 	Nemesis []nemesisJSON `json:"nemesis"`
+	// Avail lists the stretches in which the availability records say
+	// some server node was down.
+	Avail []availJSON `json:"avail"`
 	// Named lists the spans (by index) that an anomaly names; report.js
 	// never folds them into an aggregate.
 	Named []int `json:"named"`
@@ -526,6 +567,17 @@ type timelineJSON struct {
 type rowJSON struct {
 	Client    int   `json:"w"`
 	Processes []int `json:"p"`
+}
+
+// availJSON is one availabilityBand: times in µs, the server nodes counted,
+// those down, whether a majority was up, and the record's op index.
+type availJSON struct {
+	Start    int64    `json:"s"`
+	End      int64    `json:"e"`
+	Nodes    int      `json:"n"`
+	Down     []string `json:"down"`
+	Majority bool     `json:"maj"`
+	I        int      `json:"i"`
 }
 
 type nemesisJSON struct {
@@ -553,7 +605,7 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 		End: us(tl.End), S: make([]int64, n), D: make([]int64, n), C: make([]int, n),
 		I: make([]int, n), J: make([]int, n), Named: []int{},
 		MarkSpan: []int{}, MarkAt: []int64{}, ApplySpan: []int{}, ApplyLo: []int64{}, ApplyLen: []int64{}, TokSpan: []int{}, Tok: []uint64{},
-		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{},
+		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{}, Avail: []availJSON{},
 	}
 	out.Kinds = kindNames[:]
 	for _, r := range tl.Rows {
@@ -629,19 +681,24 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 			Point: iv.Point, Failed: iv.Failed, Value: iv.Value, I: iv.I, J: iv.J,
 		})
 	}
+	for _, b := range tl.Availability {
+		out.Avail = append(out.Avail, availJSON{Start: us(b.Start), End: us(b.End), Nodes: b.Nodes, Down: b.Down, Majority: b.Majority(), I: b.I})
+	}
 	return out
 }
 
 // anomalyJSON is one anomaly as report.js needs it: its ops and the time
-// window they span.
+// window they span, and a liveness anomaly's own window (the checker's), in
+// µs, which report.js shades.
 type anomalyJSON struct {
-	Checker string `json:"checker"`
-	Kind    string `json:"kind"`
-	Key     string `json:"key,omitempty"`
-	Ops     []int  `json:"ops"`
-	Message string `json:"message"`
-	From    int64  `json:"from"`
-	To      int64  `json:"to"`
+	Checker string    `json:"checker"`
+	Kind    string    `json:"kind"`
+	Key     string    `json:"key,omitempty"`
+	Ops     []int     `json:"ops"`
+	Message string    `json:"message"`
+	From    int64     `json:"from"`
+	To      int64     `json:"to"`
+	Window  *[2]int64 `json:"window,omitempty"`
 }
 
 // anomalyWindows lists every anomaly of results with the time window of the
@@ -700,6 +757,13 @@ func anomalyWindows(results []checker.Result, h history.History, tl timeline) []
 				if hi > to {
 					to = hi
 				}
+			}
+			if w := a.Window; w != nil {
+				aj.Window = &[2]int64{us(w.Start), us(w.End)}
+				if from < 0 || w.Start < from {
+					from = w.Start
+				}
+				to = max(to, w.End)
 			}
 			if from >= 0 {
 				aj.From, aj.To = us(from), us(to)

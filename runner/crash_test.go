@@ -12,6 +12,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
 // flakyLocker is redis-single whose every third acquire times out after it
@@ -86,5 +87,110 @@ func TestCrashOpensANewClient(t *testing.T) {
 	}
 	if c, b := closed.Load(), built.Load(); c != b {
 		t.Fatalf("%d of %d lock clients closed", c, b)
+	}
+}
+
+// TestKeepClientKeepsTheClient runs the same flaky lock with
+// lock.on-error: keep-client: every unknown outcome still ends the process
+// (the next ops come from new process numbers) and is recorded as kept, but
+// no new client is built: each worker's one client serves all its
+// processes, and is closed at the end of the run.
+func TestKeepClientKeepsTheClient(t *testing.T) {
+	sc := load(t, "redis-single-baseline")
+	sc.Lock.OnError = scenarios.OnErrorKeepClient
+	var built atomic.Int32
+	var closed atomic.Int32
+	factory := func(ctx context.Context, target clients.Target) (clients.Locker, error) {
+		l, err := clients.NewRedisSingle(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		built.Add(1)
+		return &flakyLocker{Locker: l, closed: &closed}, nil
+	}
+	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
+		runner.WithTimeLimit(3*time.Second), runner.WithLocker(factory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashes, successors := 0, map[int]bool{}
+	for _, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Info {
+			crashes++
+			if !op.Kept {
+				t.Fatalf("op %d: a crash with keep-client not recorded as kept: %+v", op.Index, op)
+			}
+		}
+		if op.Process >= sc.Workers {
+			successors[op.Process] = true
+		}
+	}
+	if crashes == 0 || len(successors) == 0 {
+		t.Fatalf("%d crashes, %d processes after them: the test did not exercise a crash", crashes, len(successors))
+	}
+	if got := int(built.Load()); got != sc.Workers {
+		t.Fatalf("%d lock clients built for %d workers whose clients are kept across %d crashes", got, sc.Workers, crashes)
+	}
+	if c, b := closed.Load(), built.Load(); c != b {
+		t.Fatalf("%d of %d lock clients closed", c, b)
+	}
+}
+
+// stuckWaiter is redis-single whose waiting acquires never get the lock:
+// they wait until their context ends and say so, an unknown outcome.
+type stuckWaiter struct{ clients.Locker }
+
+func (s stuckWaiter) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (clients.Lease, error) {
+	<-ctx.Done()
+	return clients.Lease{}, context.Cause(ctx)
+}
+
+// TestWaitAtTheEndStaysPending runs waiting acquires that never return on
+// their own, with a wait far longer than the run: the run's end cuts them
+// short, and the history leaves each pending (an invoke and no completion),
+// since the worker was still waiting when the record ended.
+func TestWaitAtTheEndStaysPending(t *testing.T) {
+	sc := load(t, "redis-single-baseline")
+	sc.Lock.Acquire, sc.Lock.Wait = scenarios.AcquireWait, time.Hour
+	factory := func(ctx context.Context, target clients.Target) (clients.Locker, error) {
+		l, err := clients.NewRedisSingle(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		return stuckWaiter{l}, nil
+	}
+	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
+		runner.WithTimeLimit(time.Second), runner.WithLocker(factory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := map[int]bool{}
+	for _, op := range h {
+		if op.IsNemesis() {
+			continue
+		}
+		if op.F != history.FAcquire {
+			t.Fatalf("op %d: %+v; only acquires were asked for", op.Index, op)
+		}
+		switch op.Type {
+		case history.Invoke:
+			pending[op.Process] = true
+		default:
+			t.Fatalf("op %d: %+v; a wait cut short by the run's end must stay pending", op.Index, op)
+		}
+	}
+	if len(pending) != sc.Workers {
+		t.Fatalf("%d pending acquires, want one per worker (%d)", len(pending), sc.Workers)
 	}
 }

@@ -349,7 +349,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		open := func(ctx context.Context) (clients.Locker, error) { return factory(ctx, target) }
 		ws = append(ws, &worker{
 			id:          i,
-			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers), Open: open},
+			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers), Open: open, KeepClient: s.Lock.OnError == scenarios.OnErrorKeepClient},
 			rec:         rec,
 			newRegister: newRegister,
 			rng:         wrng,

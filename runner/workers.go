@@ -114,7 +114,7 @@ func (w *worker) run(stop, abort context.Context) {
 	w.attach(abort)
 	for stop.Err() == nil {
 		if w.ready(abort) {
-			w.iterate(abort)
+			w.iterate(stop, abort)
 		}
 		w.sleep(stop, w.think)
 	}
@@ -151,13 +151,20 @@ func (w *worker) ready(abort context.Context) bool {
 	return true
 }
 
-func (w *worker) iterate(abort context.Context) {
+// iterate runs one turn of the workload loop. A waiting acquire is cut
+// short when stop ends (the run is over), and then left pending in the
+// history when its outcome is unknown (clients.ErrRunEnded).
+func (w *worker) iterate(stop, abort context.Context) {
 	key := w.keys[w.rng.IntN(len(w.keys))]
 	ctx, cancel := context.WithTimeout(abort, w.opTime+w.wait)
 	var lease clients.Lease
 	var err error
 	if w.wait > 0 {
-		lease, err = w.locker.AcquireWait(ctx, key, w.ttl, w.wait)
+		wctx, cancelWait := context.WithCancelCause(ctx)
+		unhook := context.AfterFunc(stop, func() { cancelWait(clients.ErrRunEnded) })
+		lease, err = w.locker.AcquireWait(wctx, key, w.ttl, w.wait)
+		unhook()
+		cancelWait(nil)
 	} else {
 		lease, err = w.locker.Acquire(ctx, key, w.ttl)
 	}
@@ -222,10 +229,11 @@ func (w *worker) iterate(abort context.Context) {
 		done.Type, done.Error = history.Fail, err.Error()
 	default:
 		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
+		done.Kept = w.locker.Keeps(err)
 	}
 	w.rec.Record(done)
 	if done.Type == history.Info {
-		w.locker.Crash()
+		w.locker.CrashAfter(err)
 		return
 	}
 	w.holdLock(abort, &lease)

@@ -74,7 +74,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown pause point", [2]string{"point: before-write", "point: during-lunch"}, []string{"t.yaml:15", "during-lunch", "after-response"}},
 		{"unknown anomaly kind", [2]string{"anomalies: [stale-write]", "anomalies: [stale-wrote]"}, []string{"t.yaml:19", "stale-wrote", "double-hold"}},
 		{"unknown verdict", [2]string{"verdict: invalid", "verdict: broken"}, []string{"t.yaml:18", "broken"}},
-		{"unknown liveness", [2]string{"verdict: invalid", "verdict: invalid\n  liveness: sluggish"}, []string{"t.yaml", "sluggish", "stuck, live"}},
+		{"unknown liveness", [2]string{"verdict: invalid", "verdict: invalid\n  liveness: sluggish"}, []string{"t.yaml", "sluggish", "live, stuck, unavailable"}},
 		{"not a duration", [2]string{"ttl: 1s", "ttl: soon"}, []string{"t.yaml", "line 7", "soon"}},
 		{"renewal not shorter than the ttl", [2]string{"ttl: 1s", "ttl: 1s\n  renew: 1s"}, []string{"t.yaml", "renew", "less than the ttl"}},
 		{"negative renewal", [2]string{"ttl: 1s", "ttl: 1s\n  renew: -1s"}, []string{"t.yaml", "renew"}},

@@ -115,8 +115,8 @@ func step(x *parsed, s state, o *lockOp, d float64) (state, bool) {
 			// for a session lock p's crash, when p crashed before r in
 			// history order
 			end := s.e
-			if s.by.session && x.crashIdxOf(p) < o.retIdx() {
-				end = min(end, x.crashOf(p))
+			if s.by.session && x.freedIdxOf(p) < o.retIdx() {
+				end = min(end, x.freedOf(p))
 			}
 			if end == never {
 				return s, false
@@ -316,7 +316,7 @@ func quiescent(x *parsed, all []*lockOp, i int, d float64) bool {
 		if g == nil || !mayHold(earlier, g) {
 			continue
 		}
-		if x.crashIdxOf(p) >= at {
+		if x.crashIdxOf(p) >= at || g.session && x.freedIdxOf(p) >= at {
 			return false
 		}
 		if !g.session && !mayHaveExpired(x, earlier, g, t, d) {

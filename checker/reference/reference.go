@@ -149,12 +149,15 @@ type parsed struct {
 	calls    []*opCall     // in invoke order
 	crash    map[int]int64 // the time of each process's crash
 	crashIdx map[int]int64 // the history index of each process's crash
+	freed    map[int]int64 // when each process's client was closed: its crash, or for a kept crash the next one of its worker that closed the client
+	freedIdx map[int]int64 // the history index of that close
 	grants   []*grant      // in invoke order
 }
 
 func parse(h history.History) *parsed {
-	x := &parsed{h: h, crash: map[int]int64{}, crashIdx: map[int]int64{}}
+	x := &parsed{h: h, crash: map[int]int64{}, crashIdx: map[int]int64{}, freed: map[int]int64{}, freedIdx: map[int]int64{}}
 	outstanding := map[int]*opCall{}
+	kept := map[int][]int{} // by worker: crashed processes whose client lives on
 	for i, op := range h {
 		if op.IsNemesis() {
 			continue
@@ -173,6 +176,16 @@ func parse(h history.History) *parsed {
 			if _, crashed := x.crash[op.Process]; !crashed {
 				x.crash[op.Process] = int64(op.Time)
 				x.crashIdx[op.Process] = int64(i)
+				// §1: a kept crash leaves the client and its sessions
+				// open until a later crash of the worker closes it.
+				if op.Kept {
+					kept[op.Client] = append(kept[op.Client], op.Process)
+				} else {
+					for _, p := range append(kept[op.Client], op.Process) {
+						x.freed[p], x.freedIdx[p] = int64(op.Time), int64(i)
+					}
+					delete(kept, op.Client)
+				}
 			}
 		}
 	}
@@ -218,6 +231,24 @@ func (x *parsed) crashOf(p int) int64 {
 // completion, or never.
 func (x *parsed) crashIdxOf(p int) int64 {
 	if i, ok := x.crashIdx[p]; ok {
+		return i
+	}
+	return never
+}
+
+// freedOf is the time process p's client was closed, ending its sessions:
+// its crash, or for a kept crash the next crash of its worker that closed
+// the client; never when the client stayed open.
+func (x *parsed) freedOf(p int) int64 {
+	if t, ok := x.freed[p]; ok {
+		return t
+	}
+	return never
+}
+
+// freedIdxOf is the history index of freedOf's close, or never.
+func (x *parsed) freedIdxOf(p int) int64 {
+	if i, ok := x.freedIdx[p]; ok {
 		return i
 	}
 	return never

@@ -123,3 +123,57 @@ func TestGateFromStoreRechecksHistories(t *testing.T) {
 		}
 	}
 }
+
+// TestGateFromStoreListsLivenessAnomalies re-checks a stored run of
+// pg-mutex-holder-crash whose holder of a lock that never expires crashed
+// while every node was up: the gate lists stuck and unavailable beside the
+// (valid) verdict, the catalog's expectation (stuck) holds, and the Markdown
+// proves both kinds with their ops and sentences.
+func TestGateFromStoreListsLivenessAnomalies(t *testing.T) {
+	const name = "pg-mutex-holder-crash"
+	sc, err := scenarios.Load(name, runner.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	yml, err := scenarios.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := os.ReadFile("testdata/holder-crashed-lock-never-expires.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	dir := filepath.Join(store, name, "20260101T000000.000Z")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, text := range map[string][]byte{reports.ScenarioFile: yml, reports.HistoryFile: hist} {
+		if err := os.WriteFile(filepath.Join(dir, f), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := filepath.Join(t.TempDir(), "scenarios.md")
+	var stdout, stderr bytes.Buffer
+	code, err := gateCmd(context.Background(), []string{name, "--seeds", "1", "--from-store", store, "--markdown", md}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("gate: %v\n%s", err, stderr.String())
+	}
+	if code != exitHeld {
+		t.Errorf("exit %d, want %d:\n%s%s", code, exitHeld, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"valid; stuck", "valid×1", "stuck,unavailable", "1/1"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("gate output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, string(b),
+		"  - `stuck` on `k`, ops 1, 2, ",
+		"  - `unavailable` on `k`, ops 1, 2, ",
+		"k unavailable from 0.015s to ",
+	)
+}

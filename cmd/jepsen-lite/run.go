@@ -168,22 +168,44 @@ const fewGrants = 5
 
 // printLiveness prints the liveness verdict, apart from the checkers whose
 // worst verdict is the run's: how many grants the run saw, and every stuck
-// key with its ops.
+// key and unavailable window with its ops.
 func printLiveness(w io.Writer, l *checker.LivenessResult) {
 	if l == nil {
 		return
 	}
-	word := map[checker.Verdict]string{checker.Valid: "not stuck", checker.Invalid: "STUCK", checker.Unknown: "not judged"}[l.Verdict]
-	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", word, l.Grants)
+	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", livenessWord(l), l.Grants)
 	if l.Grants < fewGrants {
 		fmt.Fprintf(w, "    only %d grants: a safe verdict says little about a lock that was hardly ever held\n", l.Grants)
 	}
 	if l.Note != "" {
 		fmt.Fprintf(w, "    note: %s\n", l.Note)
 	}
-	for _, a := range l.Anomalies {
+	for i, a := range l.Anomalies {
+		if i == 10 {
+			fmt.Fprintf(w, "    ... and %d more (see results.json)\n", len(l.Anomalies)-10)
+			break
+		}
 		fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
 	}
+}
+
+// livenessWord says in a few words what the liveness report found: the kinds
+// of its anomalies in capitals ("STUCK, UNAVAILABLE"), "not stuck or
+// unavailable" or "not judged".
+func livenessWord(l *checker.LivenessResult) string {
+	switch l.Verdict {
+	case checker.Valid:
+		return "not stuck or unavailable"
+	case checker.Invalid:
+		var kinds []string
+		for _, k := range checker.LivenessKinds() {
+			if l.Has(k) {
+				kinds = append(kinds, strings.ToUpper(k))
+			}
+		}
+		return strings.Join(kinds, ", ")
+	}
+	return "not judged"
 }
 
 // progressLine shows a single live line on a terminal and plain lines

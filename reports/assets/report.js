@@ -75,11 +75,24 @@
   var view = { t0: 0, t1: runEnd };
   var selected = null; // Set of op indexes of the selected anomaly
   var selectedNemesis = null;
+  var selectedAnomaly = -1;
 
   var box = document.getElementById("timeline");
   var tip = document.getElementById("tooltip");
   var label = document.getElementById("window-label");
   var GUTTER = 96, RIGHT = 12, AXIS = 22, ROWH = 26, BAND = 14;
+  // Band rows under the axis: where the nemesis's availability records say
+  // nodes were down, then the checker's liveness windows (one row per kind),
+  // then the faults.
+  var avail = T.avail || [], liveKinds = [], windows = [];
+  anomalies.forEach(function (a, q) {
+    if (!a.window) return;
+    var r = liveKinds.indexOf(a.kind);
+    if (r < 0) { r = liveKinds.length; liveKinds.push(a.kind); }
+    windows.push({ s: a.window[0], e: a.window[1], kind: a.kind, key: a.key, msg: a.message, q: q, row: r });
+  });
+  var AVROW = avail.length ? BAND : 0;
+  var TOP = AXIS + AVROW + liveKinds.length * BAND;
   // Nemesis bands: overlapping faults get their own band row above the lanes.
   var nemesis = T.nemesis || [], bandEnds = [];
   var bandOf = nemesis.map(function (nv) {
@@ -90,7 +103,7 @@
   function runEndGuess() { return Math.max(T.end, 1); }
   var NEMROW = nemesis.length ? bandEnds.length * BAND + 4 : 0;
   // A worker's first row gets a gap above it so lanes read as groups.
-  var rowY = [], y = AXIS + NEMROW;
+  var rowY = [], y = TOP + NEMROW;
   rows.forEach(function (r, i) {
     if (i > 0 && rows[i - 1].w !== r.w) y += 6;
     rowY.push(y); y += ROWH;
@@ -141,9 +154,28 @@
       out.push('<text class="lane-procs" x="6" y="' + (rowY[i] + 23) + '"><title>processes ' + esc(r.p.join(", ")) + '</title>p' + esc(procs) + '</text>');
     });
     out.push('<g clip-path="url(#plot-clip)">');
+    // nodes down, by the availability records
+    avail.forEach(function (b) {
+      if (b.e < t0 || b.s > t1) return;
+      var x0 = clampX(X(b.s)), x1 = clampX(X(b.e));
+      var text = b.down.join(",") + " down (" + (b.n - b.down.length) + " of " + b.n + " up" + (b.maj ? ")" : ": no majority)");
+      out.push('<rect class="avail-band ' + (b.maj ? "avail-maj" : "avail-min") + '" data-index="' + b.i + '" x="' + x0 + '" y="' + AXIS + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (BAND - 2) + '"><title>' +
+        esc(text + " — " + fmtS(b.s) + " → " + fmtS(b.e)) + '</title></rect>');
+      if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (AXIS + 10) + '">' + esc(text) + '</text>');
+    });
+    // the checker's liveness windows, shaded across the lanes
+    windows.forEach(function (w) {
+      if (w.e < t0 || w.s > t1) return;
+      var x0 = clampX(X(w.s)), x1 = clampX(X(w.e)), by = AXIS + AVROW + w.row * BAND, wd = Math.max(x1 - x0, 2);
+      var hl = selectedAnomaly === w.q ? " highlight" : "";
+      var title = esc(w.kind + (w.key ? " " + w.key : "") + " " + fmtS(w.s) + " → " + fmtS(w.e) + ": " + w.msg);
+      out.push('<rect class="live-window live-' + esc(w.kind) + '" data-anomaly="' + w.q + '" x="' + x0 + '" y="' + by + '" width="' + wd + '" height="' + (height - by) + '"><title>' + title + '</title></rect>');
+      out.push('<rect class="live-band live-' + esc(w.kind) + hl + '" data-anomaly="' + w.q + '" x="' + x0 + '" y="' + by + '" width="' + wd + '" height="' + (BAND - 2) + '"><title>' + title + '</title></rect>');
+      if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (by + 10) + '">' + esc(w.kind + (w.key ? " " + w.key : "")) + '</text>');
+    });
     // nemesis shading
     nemesis.forEach(function (nv, q) {
-      var by = AXIS + bandOf[q] * BAND;
+      var by = TOP + bandOf[q] * BAND;
       if (nv.e < t0 || nv.s > t1) return;
       var hl = selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j)) ? " highlight" : "";
       var title = esc(nv.f + (nv.v ? " " + nv.v : "") + " — " + fmtS(nv.s) + (nv.pt ? "" : " → " + (nv.open ? "end (never healed)" : fmtS(nv.e))));
@@ -355,6 +387,7 @@
     if (!a) return;
     selected = new Set(a.ops);
     selectedNemesis = selected;
+    selectedAnomaly = q;
     document.querySelectorAll("li.anomaly").forEach(function (li) {
       li.classList.toggle("selected", +li.dataset.anomaly === q);
     });

@@ -1,0 +1,94 @@
+# make_liveness_fixtures.py writes the hand-made liveness fixtures of this
+# directory (liveness-<name>.jsonl, format version 3 with the nemesis's
+# availability records) and what the checkers must conclude about each
+# (liveness-<name>.expect: the safety verdict, exactly the safety anomaly
+# kinds, and on a "liveness:" line exactly the liveness anomaly kinds).
+# Regenerate with: python3 checker/testdata/make_liveness_fixtures.py
+import json, os
+MS = 1_000_000
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+
+def fx(name, live, rows):
+    lines = [json.dumps({"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
+                         "value": {"format": "jepsen-lite", "version": 3}}, separators=(",", ":"))]
+    rows = sorted(rows, key=lambda r: r[0])
+    for r in rows:
+        t, p, typ, f = r[:4]
+        extra = r[4] if len(r) > 4 else {}
+        o = {"index": len(lines), "time": int(round(t*MS)), "process": p}
+        if p != -1: o["client"] = p % 4
+        o["type"] = typ; o["f"] = f
+        for k in ["key", "ttl", "lease", "session", "value", "error"]:
+            if k in extra: o[k] = extra[k]
+        lines.append(json.dumps(o, separators=(",", ":")))
+    open("liveness-"+name+".jsonl", "w").write("\n".join(lines)+"\n")
+    open("liveness-"+name+".expect", "w").write("verdict: valid\nanomalies: \nliveness: %s\n" % " ".join(sorted(live)))
+
+def acquire(t, p, outcome, lease=None, ttl=1000):
+    """An acquire of k by p from t to t+5 ms; lease in ms (-1: never)."""
+    ok = {"key": "k"}
+    if outcome == "ok" and lease is not None: ok["lease"] = lease*MS if lease >= 0 else -1
+    if outcome == "info": ok["error"] = "timeout"
+    return [(t, p, "invoke", "acquire", {"key": "k", "ttl": ttl*MS}), (t+5, p, outcome, "acquire", ok)]
+
+def release(t, p):
+    return [(t, p, "invoke", "release", {"key": "k"}), (t+5, p, "ok", "release", {"key": "k"})]
+
+def crash(t, p):
+    """p crashes: a write of unknown outcome."""
+    return [(t, p, "invoke", "write", {"key": "k", "value": 1}), (t+5, p, "info", "write", {"key": "k", "error": "timeout"})]
+
+def refusals(t0, t1, procs=(1, 2, 3)):
+    """Refused acquires every 100 ms from t0 to t1, by procs in turn."""
+    out, i = [], 0
+    for t in range(t0, t1, 100):
+        out += acquire(t, procs[i % len(procs)], "fail")
+        i += 1
+    return out
+
+def avail(t, nodes, down):
+    return (t, -1, "info", "availability", {"value": {"nodes": nodes, "down": down}})
+
+def nemesis(t, f, value):
+    return (t, -1, "info", f, {"value": value})
+
+# Every node up, the holder of a lock that never expires crashed: nobody can
+# take it again. Stuck, and unavailable (a majority is up) from the crash on.
+fx("holder-crashed-never-expires", ["stuck", "unavailable"],
+   acquire(0, 0, "ok", lease=-1) + crash(10, 0) + refusals(100, 2500))
+
+# Every node up and nobody holds the lock, yet it is refused for 3 s; then
+# it is granted again: unavailable between the grants, not stuck.
+fx("refused-3s-no-holder", ["unavailable"],
+   acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 3100)
+   + acquire(3200, 1, "ok", lease=1000) + release(3210, 1))
+
+# Redlock over 5 masters, 3 of them killed during the refusals: no majority,
+# so the refusals prove nothing. After the start, the lock is granted again
+# within its lease.
+fx("redlock-majority-killed", [],
+   acquire(0, 0, "ok", lease=1000) + release(10, 0)
+   + [avail(95, 5, ["n1", "n2", "n3"]), nemesis(96, "kill", {"nodes": ["n1", "n2", "n3"]})]
+   + refusals(100, 3100)
+   + [avail(3150, 5, []), nemesis(3151, "start", {"nodes": ["n1", "n2", "n3"]})]
+   + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
+
+# A live holder's lease of 5 s excuses the refusals of the others; it then
+# releases and the next worker takes the lock.
+fx("refusals-excused-by-live-lease", [],
+   acquire(0, 0, "ok", lease=5000, ttl=5000) + refusals(100, 3100) + release(3200, 0)
+   + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
+
+# Refused for less than the bound (0.8 s), with nobody holding the lock.
+fx("refused-shorter-than-window", [],
+   acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 900)
+   + acquire(950, 1, "ok", lease=1000) + release(960, 1))
+
+# 3 of 5 nodes killed at 1 s and started at 2 s; the longest lease of k is
+# 2 s, so the window may begin only at 4 s, when a lease granted before the
+# kill has run out for sure; the lock is granted again at 6.5 s.
+fx("kill-then-start-window-after-lease", ["unavailable"],
+   acquire(0, 0, "ok", lease=2000, ttl=2000) + release(10, 0) + refusals(200, 6400)
+   + [avail(1000, 5, ["n1", "n2", "n3"]), nemesis(1001, "kill", {"nodes": ["n1", "n2", "n3"]}),
+      avail(2000, 5, []), nemesis(2001, "start", {"nodes": ["n1", "n2", "n3"]})]
+   + acquire(6500, 1, "ok", lease=2000, ttl=2000) + release(6510, 1))

@@ -1,0 +1,227 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// stoppableCluster is a bareCluster that pretends to kill, start, pause and
+// resume its nodes, and fails to act on the nodes named in fail.
+type stoppableCluster struct {
+	bareCluster
+	mu   sync.Mutex
+	fail map[string]bool
+	acts []string // "kill n3", "start n3", ...
+}
+
+func (c *stoppableCluster) act(what, node string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail[node] {
+		return errors.New("cannot " + what + " " + node)
+	}
+	c.acts = append(c.acts, what+" "+node)
+	return nil
+}
+
+func (c *stoppableCluster) Kill(_ context.Context, n string) error   { return c.act("kill", n) }
+func (c *stoppableCluster) Start(_ context.Context, n string) error  { return c.act("start", n) }
+func (c *stoppableCluster) Pause(_ context.Context, n string) error  { return c.act("pause", n) }
+func (c *stoppableCluster) Resume(_ context.Context, n string) error { return c.act("resume", n) }
+
+// outageEnv returns an Env over a fake cluster of nodes, with links from
+// two workers to every server node through which nothing ever connects.
+func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *history.Recorder) {
+	t.Helper()
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	for _, n := range serverNodes(nodes) {
+		for _, w := range []string{"w0", "w1"} {
+			// Nothing listens upstream: no connection is ever made here.
+			if _, err := nw.Link(cluster.LinkName(w, n.Name), "127.0.0.1:9"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := &stoppableCluster{bareCluster: bareCluster{system: cluster.Redis, nodes: nodes}, fail: map[string]bool{}}
+	for _, n := range fail {
+		c.fail[n] = true
+	}
+	rec := history.NewRecorder()
+	return &Env{Cluster: c, Network: nw, Workers: &quietWorkers{n: 2}, Recorder: rec}, rec
+}
+
+// nemesisTrail returns the nemesis ops of rec, each as its f, with the down
+// nodes of an availability record: "kill", "availability 5 n3,n4".
+func nemesisTrail(t *testing.T, rec *history.Recorder) []string {
+	t.Helper()
+	var out []string
+	for _, op := range rec.History() {
+		if !op.IsAvailability() {
+			out = append(out, op.F)
+			continue
+		}
+		a, ok := history.AvailabilityOf(op)
+		if !ok {
+			t.Fatalf("availability record %s does not decode", op.Value)
+		}
+		out = append(out, strings.TrimSpace("availability "+strconv.Itoa(a.Nodes)+" "+strings.Join(a.Down, ",")))
+	}
+	return out
+}
+
+func TestAvailabilityRecords(t *testing.T) {
+	ctx := context.Background()
+	step := func(fault string, targets ...string) Step { return Step{Fault: fault, Targets: targets} }
+	type action struct {
+		step Step // injected, or
+		heal int  // the heal of the n-th injected step (from 1), when step is zero
+	}
+	inject := func(fault string, targets ...string) action { return action{step: step(fault, targets...)} }
+	heal := func(n int) action { return action{heal: n} }
+	tests := []struct {
+		name    string
+		nodes   []cluster.Node
+		fail    []string
+		actions []action
+		healAll bool
+		want    []string
+	}{
+		{"a kill takes the node down before it acts and brings it back after the start",
+			fiveMasters(), nil, []action{inject("kill", "n3"), heal(1)}, false,
+			[]string{"availability 5 n3", "kill", "availability 5", "start"}},
+		{"a node killed and partitioned stays down until both are healed",
+			fiveMasters(), nil, []action{inject("kill", "n3"), inject("partition", "n3"), heal(1), heal(2)}, false,
+			[]string{"availability 5 n3", "kill", "partition", "start", "availability 5", "heal"}},
+		{"healing the partition first keeps the killed node down",
+			fiveMasters(), nil, []action{inject("kill", "n3"), inject("partition", "n3"), heal(2), heal(1)}, false,
+			[]string{"availability 5 n3", "kill", "partition", "heal", "availability 5", "start"}},
+		{"overlapping kills and pauses count each node once",
+			fiveMasters(), nil, []action{inject("kill", "n1", "n2"), inject("pause", "n2", "n3"), heal(1), heal(2)}, false,
+			[]string{"availability 5 n1,n2", "kill", "availability 5 n1,n2,n3", "pause", "availability 5 n2,n3", "start", "availability 5", "resume"}},
+		{"latency and clock faults make no node unavailable",
+			fiveMasters(), nil, []action{inject("latency", "n1"), inject("client-clock", "w0")}, true,
+			[]string{"latency", "client-clock", "client-clock-reset", "heal"}},
+		{"a reset cuts the node off like a partition",
+			fiveMasters(), nil, []action{inject("reset", "n4"), heal(1)}, false,
+			[]string{"availability 5 n4", "reset", "availability 5", "heal"}},
+		{"a worker partition makes the nodes it loses unavailable",
+			fiveMasters(), nil, []action{{step: Step{Fault: "partition", Targets: []string{"w0"}, Options: map[string]string{"nodes": "n1,n2"}}}, heal(1)}, false,
+			[]string{"availability 5 n1,n2", "partition", "availability 5", "heal"}},
+		{"halves with workers on both sides cut every node off from some worker",
+			fiveMasters(), nil, []action{inject("partition", TargetHalves)}, true,
+			[]string{"availability 5 n1,n2,n3,n4,n5", "partition", "availability 5", "heal"}},
+		{"sentinels are not server nodes",
+			sentinelTopology(), nil, []action{inject("kill", "s1"), inject("kill", "n1"), heal(2), heal(1)}, false,
+			[]string{"kill", "availability 3 n1", "kill", "availability 3", "start", "start"}},
+		{"a node the fault failed to act on is brought back at once",
+			fiveMasters(), []string{"n2"}, []action{inject("pause", "n1", "n2"), heal(1)}, false,
+			[]string{"availability 5 n1,n2", "availability 5 n1", "pause", "availability 5", "resume"}},
+		{"heal-all ends every outage",
+			fiveMasters(), nil, []action{inject("partition", "n5"), inject("kill", "n1")}, true,
+			[]string{"availability 5 n5", "partition", "availability 5 n1,n5", "kill", "availability 5 n5", "start", "availability 5", "heal"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env, rec := outageEnv(t, tc.nodes, tc.fail...)
+			r := NewRunner(env)
+			var injected []*active
+			for _, a := range tc.actions {
+				if a.heal > 0 {
+					if err := r.heal(ctx, injected[a.heal-1]); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				act, err := r.inject(ctx, a.step)
+				if err != nil && len(tc.fail) == 0 {
+					t.Fatalf("%s: %v", a.step, err)
+				}
+				injected = append(injected, act)
+			}
+			if tc.healAll {
+				if err := r.HealAll(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := nemesisTrail(t, rec); !slices.Equal(got, tc.want) {
+				t.Fatalf("nemesis ops\n%q\nwant\n%q", got, tc.want)
+			}
+			if a := env.Availability(); len(a.Down) != 0 {
+				t.Fatalf("after every heal %v are still down", a.Down)
+			}
+		})
+	}
+
+	t.Run("a node that fails to start stays down", func(t *testing.T) {
+		env, rec := outageEnv(t, fiveMasters())
+		r := NewRunner(env)
+		act, err := r.inject(ctx, step("kill", "n3", "n4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Cluster.(*stoppableCluster).fail["n4"] = true
+		if err := r.heal(ctx, act); err == nil {
+			t.Fatal("the heal of a node that cannot start returned no error")
+		}
+		want := []string{"availability 5 n3,n4", "kill", "availability 5 n4", "start"}
+		if got := nemesisTrail(t, rec); !slices.Equal(got, want) {
+			t.Fatalf("nemesis ops %q, want %q", got, want)
+		}
+		if a := env.Availability(); !slices.Equal(a.Down, []string{"n4"}) || !a.Majority() {
+			t.Fatalf("availability %+v, want n4 down and a majority up", a)
+		}
+	})
+}
+
+// TestAvailabilityMajority checks the majority rule of an availability
+// record: Nodes/2+1 of Nodes up.
+func TestAvailabilityMajority(t *testing.T) {
+	tests := []struct {
+		nodes int
+		down  []string
+		want  bool
+	}{
+		{5, nil, true},
+		{5, []string{"n1", "n2"}, true},
+		{5, []string{"n1", "n2", "n3"}, false},
+		{4, []string{"n1", "n2"}, false},
+		{3, []string{"n1"}, true},
+		{1, []string{"n1"}, false},
+		{0, nil, false},
+	}
+	for _, tc := range tests {
+		a := history.Availability{Nodes: tc.nodes, Down: tc.down}
+		if got := a.Majority(); got != tc.want {
+			t.Errorf("%d nodes, %v down: majority %v, want %v", tc.nodes, tc.down, got, tc.want)
+		}
+	}
+}
+
+// TestAvailabilityRecordTime checks that a record is stamped by the run's
+// recorder like every other op: its time never goes backwards.
+func TestAvailabilityRecordTime(t *testing.T) {
+	env, rec := outageEnv(t, fiveMasters())
+	r := NewRunner(env)
+	if err := r.Run(context.Background(), time.Now(), Schedule{{At: 0, Fault: "kill", Targets: []string{"n1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.HealAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := history.Validate(rec.History()); err != nil {
+		t.Fatalf("the nemesis's history is not well-formed: %v", err)
+	}
+}
