@@ -59,6 +59,24 @@ type LivenessResult struct {
 	Note      string    `json:"note,omitempty"`
 }
 
+// Summary says in a few words what l found: its anomaly kinds ("stuck,
+// unavailable"), "not stuck or unavailable" or "not judged".
+func (l *LivenessResult) Summary() string {
+	switch l.Verdict {
+	case Valid:
+		return "not stuck or unavailable"
+	case Invalid:
+		var kinds []string
+		for _, k := range LivenessKinds() {
+			if l.Has(k) {
+				kinds = append(kinds, k)
+			}
+		}
+		return strings.Join(kinds, ", ")
+	}
+	return "not judged"
+}
+
 // Has reports whether the result has an anomaly of kind.
 func (l *LivenessResult) Has(kind string) bool {
 	return l != nil && slices.ContainsFunc(l.Anomalies, func(a Anomaly) bool { return a.Kind == kind })
@@ -370,13 +388,14 @@ func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []at
 		Key:    k,
 		Ops:    ops,
 		Window: &Window{Start: start, End: end},
-		Message: fmt.Sprintf("%s stuck from %s to the end at %s, nobody took it again: %s by %s, none succeeded, once %s and with nobody believing it held %s; %s",
-			k, secs(start), secs(end), askedText(len(failed), len(still)), plural(len(workers), "worker"), after, k, last),
+		Message: fmt.Sprintf("%s stuck from %s to the end at %s, nobody took it again: %s asked in vain (%s), once %s and with nobody believing it held %s; %s",
+			k, secs(start), secs(end), plural(len(workers), "worker"), askedText(len(failed), len(still)), after, k, last),
 	}, true, ""
 }
 
 // askedText says how the window's acquires went: "5 acquires failed",
-// "3 acquires were still waiting at the end", or both.
+// "3 acquires were still waiting at the end", or "5 acquires failed and 3
+// were still waiting at the end".
 func askedText(failed, waiting int) string {
 	var parts []string
 	if failed > 0 {
@@ -387,7 +406,11 @@ func askedText(failed, waiting int) string {
 		if waiting == 1 {
 			verb = " was"
 		}
-		parts = append(parts, plural(waiting, "acquire")+verb+" still waiting at the end")
+		noun := fmt.Sprint(waiting)
+		if failed == 0 {
+			noun = plural(waiting, "acquire")
+		}
+		parts = append(parts, noun+verb+" still waiting at the end")
 	}
 	return strings.Join(parts, " and ")
 }

@@ -257,3 +257,28 @@ func TestCheckWithLiveness(t *testing.T) {
 		t.Fatalf("liveness %+v of a malformed history, want none", live)
 	}
 }
+
+// TestStuckSentenceCountsWaiters checks that a stuck window's sentence says
+// how the workers asked: refused, and still waiting at the end.
+func TestStuckSentenceCountsWaiters(t *testing.T) {
+	b := new(livenessHistory).grant(0, 0, history.NoLease, false).op(10, 0, history.FWrite, history.Info).
+		op(100, 5, history.FAcquire, history.Fail).waits(200).op(2500, 4, history.FRead, history.OK)
+	res := Liveness(b.h, LivenessOptions{})
+	if !res.Has(Stuck) {
+		t.Fatalf("not stuck: %+v", res)
+	}
+	for _, a := range res.Anomalies {
+		if a.Kind != Stuck {
+			continue
+		}
+		want := "nobody took it again: 3 workers asked in vain (1 acquire failed and 3 were still waiting at the end)"
+		if !strings.Contains(a.Message, want) {
+			t.Fatalf("sentence %q does not say %q", a.Message, want)
+		}
+		for _, inv := range []int{6, 7, 8} { // the waiters' invokes
+			if !slices.Contains(a.Ops, inv) {
+				t.Fatalf("ops %v do not name the waiting acquire %d", a.Ops, inv)
+			}
+		}
+	}
+}

@@ -328,19 +328,8 @@ func TestRedlockValidityWithSlowMaster(t *testing.T) {
 // on the server: from the disconnect on, the client cannot be sure the server
 // has not already used up most of the session timeout (DESIGN §5).
 func TestZKLeaseLostOnDisconnect(t *testing.T) {
-	_, eps := startOwnCluster(t, zkOne)
+	eps, via, nw, link := zkThroughProxy(t, "w0")
 	ctx := t.Context()
-	nw, err := cluster.NewNetwork()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nw.Close() })
-	link := "w0->" + eps[0].Name
-	via := slices.Clone(eps)
-	via[0].Addr, err = nw.Link(link, eps[0].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const session = 20 * time.Second
 	a := newLocker(t, "zk-recipe", via, 0, map[string]string{"wait": "50ms", "session-timeout": session.String()})
 	la, err := a.Acquire(ctx, "disconnect", time.Second)

@@ -71,22 +71,13 @@ func NewZKLock(ctx context.Context, t Target) (Locker, error) {
 	if err := opts.done(); err != nil {
 		return nil, err
 	}
-	peers, err := peerEndpoints(name, t.Endpoints)
-	if err != nil {
-		return nil, err
-	}
-	var servers []string
-	for _, p := range peers {
-		servers = append(servers, p.Addr)
-	}
 	z := &ZKLock{locks: map[string]*zk.Lock{}, held: map[string]zkHeld{}}
 	// Events wait on z.mu until z.conn is set.
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	conn, _, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(zkLogger{&z.negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(z.onEvent))
+	conn, err := zkConnect(name, t, sessionTimeout, &z.negotiated, z.onEvent)
 	if err != nil {
-		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
+		return nil, err
 	}
 	z.conn = conn
 	return z, nil
@@ -99,15 +90,8 @@ func (z *ZKLock) onEvent(ev zk.Event) {
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	switch ev.State {
-	case zk.StateHasSession:
-		z.session = z.conn.SessionID()
-		z.loseLocked(func(h zkHeld) bool { return h.session != z.session })
-	case zk.StateExpired:
-		z.session = 0
-		z.loseLocked(func(zkHeld) bool { return true })
-	case zk.StateDisconnected:
-		z.loseLocked(func(zkHeld) bool { return true })
+	if lost := zkFollow(ev, z.conn, &z.session); lost != nil {
+		z.loseLocked(func(h zkHeld) bool { return lost(h.session) })
 	}
 }
 

@@ -40,19 +40,9 @@ func TestZKUnlockCutByReset(t *testing.T) {
 		{"zk-recipe", map[string]string{"session-timeout": "30s", "wait": "100ms"}, false},
 	} {
 		t.Run(tc.algorithm, func(t *testing.T) {
-			_, eps := startOwnCluster(t, zkOne)
+			eps, via, nw, link := zkThroughProxy(t, "w0")
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			nw, err := cluster.NewNetwork()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { nw.Close() })
-			link := "w0->" + eps[0].Name
-			via := slices.Clone(eps)
-			if via[0].Addr, err = nw.Link(link, eps[0].Addr); err != nil {
-				t.Fatal(err)
-			}
 			const key = "unlock-cut"
 			a := newLocker(t, tc.algorithm, via, 0, tc.options)
 			la, err := a.(Waiter).AcquireWait(ctx, key, time.Second, 5*time.Second)
@@ -155,19 +145,9 @@ func TestZKLockCutAfterCreate(t *testing.T) {
 // the reset missed the waiter's request.
 func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, stuck bool) bool {
 	t.Helper()
-	_, eps := startOwnCluster(t, zkOne)
+	eps, via, nw, link := zkThroughProxy(t, "w1")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	nw, err := cluster.NewNetwork()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nw.Close()
-	link := "w1->" + eps[0].Name
-	via := slices.Clone(eps)
-	if via[0].Addr, err = nw.Link(link, eps[0].Addr); err != nil {
-		t.Fatal(err)
-	}
 	const key = "lock-cut"
 	dir := zkLocksRoot + "/" + key
 	a := newLocker(t, algorithm, eps, 0, options)
@@ -267,6 +247,25 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 	}
 	_ = c.Release(ctx, lc)
 	return true
+}
+
+// zkThroughProxy starts a one-node ZooKeeper cluster of the test's own and
+// a proxied link to it from worker: its direct endpoints, the endpoints
+// through the link, the network, and the link's name.
+func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *cluster.Network, link string) {
+	t.Helper()
+	_, eps = startOwnCluster(t, zkOne)
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	link = worker + "->" + eps[0].Name
+	via = slices.Clone(eps)
+	if via[0].Addr, err = nw.Link(link, eps[0].Addr); err != nil {
+		t.Fatal(err)
+	}
+	return eps, via, nw, link
 }
 
 // zkSessionID returns the session of a zk-lock or zk-recipe Locker's

@@ -113,14 +113,6 @@ func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 	if err := opts.done(); err != nil {
 		return nil, err
 	}
-	peers, err := peerEndpoints(name, t.Endpoints)
-	if err != nil {
-		return nil, err
-	}
-	var servers []string
-	for _, p := range peers {
-		servers = append(servers, p.Addr)
-	}
 	z := &ZKRecipe{
 		wait:    wait,
 		parents: map[string]bool{},
@@ -130,13 +122,33 @@ func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 	// Events wait on z.mu until z.conn is set.
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	conn, _, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(zkLogger{&z.negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(z.onEvent))
+	conn, err := zkConnect(name, t, sessionTimeout, &z.negotiated, z.onEvent)
 	if err != nil {
-		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
+		return nil, err
 	}
 	z.conn = conn
 	return z, nil
+}
+
+// zkConnect connects to every endpoint of t that is not a replica or
+// sentinel, asking for sessionTimeout; the client's handshake log line
+// stores the negotiated timeout in negotiated, and onEvent follows the
+// session's events.
+func zkConnect(name string, t Target, sessionTimeout time.Duration, negotiated *atomic.Int64, onEvent func(zk.Event)) (*zk.Conn, error) {
+	peers, err := peerEndpoints(name, t.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	var servers []string
+	for _, p := range peers {
+		servers = append(servers, p.Addr)
+	}
+	conn, _, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(zkLogger{negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(onEvent))
+	if err != nil {
+		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
+	}
+	return conn, nil
 }
 
 // onEvent follows the session's state; it runs on the client's own goroutine
@@ -147,16 +159,29 @@ func (z *ZKRecipe) onEvent(ev zk.Event) {
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	if lost := zkFollow(ev, z.conn, &z.session); lost != nil {
+		z.loseLeasesLocked(func(l zkLease) bool { return lost(l.session) })
+	}
+}
+
+// zkFollow applies a session event to *session (the current session's id, 0
+// while there is none) and returns which leases it loses, by the session
+// they were granted in, or nil when it loses none: a new session loses the
+// leases of every other one; an expiry or a disconnect loses them all (the
+// client cannot be sure its session lives).
+func zkFollow(ev zk.Event, conn *zk.Conn, session *int64) func(leaseSession int64) bool {
 	switch ev.State {
 	case zk.StateHasSession:
-		z.session = z.conn.SessionID()
-		z.loseLeasesLocked(func(l zkLease) bool { return l.session != z.session })
+		*session = conn.SessionID()
+		current := *session
+		return func(s int64) bool { return s != current }
 	case zk.StateExpired:
-		z.session = 0
-		z.loseLeasesLocked(func(zkLease) bool { return true })
+		*session = 0
+		return func(int64) bool { return true }
 	case zk.StateDisconnected:
-		z.loseLeasesLocked(func(zkLease) bool { return true })
+		return func(int64) bool { return true }
 	}
+	return nil
 }
 
 // loseLeasesLocked closes the Lost channel of every lease that match selects

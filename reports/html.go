@@ -200,24 +200,6 @@ var bandLabels = []legendEntry{
 	{"avail-min", "a majority of nodes down (availability record)"},
 }
 
-// livenessWord says what l found: its anomaly kinds ("stuck, unavailable"),
-// "not stuck or unavailable" or "not judged".
-func livenessWord(l *checker.LivenessResult) string {
-	switch l.Verdict {
-	case checker.Valid:
-		return "not stuck or unavailable"
-	case checker.Invalid:
-		var kinds []string
-		for _, k := range checker.LivenessKinds() {
-			if l.Has(k) {
-				kinds = append(kinds, k)
-			}
-		}
-		return strings.Join(kinds, ", ")
-	}
-	return "not judged"
-}
-
 // reportData is the JSON embedded in report.html for report.js.
 type reportData struct {
 	Timeline  timelineJSON  `json:"timeline"`
@@ -276,7 +258,7 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		}
 	}
 	if l := in.Results.Liveness; l != nil {
-		v.LivenessWord = livenessWord(l)
+		v.LivenessWord = l.Summary()
 		for _, a := range l.Anomalies {
 			if a.Window != nil {
 				classes["live-"+a.Kind] = true

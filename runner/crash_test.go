@@ -39,24 +39,28 @@ func (f *flakyLocker) Close() error {
 	return f.Locker.Close()
 }
 
+// flakyFactory builds flaky redis-single clients, counting those built and
+// those closed.
+func flakyFactory(built, closed *atomic.Int32) clients.Factory {
+	return func(ctx context.Context, target clients.Target) (clients.Locker, error) {
+		l, err := clients.NewRedisSingle(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		built.Add(1)
+		return &flakyLocker{Locker: l, closed: closed}, nil
+	}
+}
+
 // TestCrashOpensANewClient runs a scenario whose acquires sometimes end in
 // an unknown outcome and checks the runner's part of a crash: the crashed
 // process's lock client is closed, the worker's next process builds a new
 // one, and every client is closed by the end of the run.
 func TestCrashOpensANewClient(t *testing.T) {
 	sc := load(t, "redis-single-baseline")
-	var built atomic.Int32
-	var closed atomic.Int32
-	factory := func(ctx context.Context, target clients.Target) (clients.Locker, error) {
-		l, err := clients.NewRedisSingle(ctx, target)
-		if err != nil {
-			return nil, err
-		}
-		built.Add(1)
-		return &flakyLocker{Locker: l, closed: &closed}, nil
-	}
+	var built, closed atomic.Int32
 	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
-		runner.WithTimeLimit(3*time.Second), runner.WithLocker(factory))
+		runner.WithTimeLimit(3*time.Second), runner.WithLocker(flakyFactory(&built, &closed)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +102,9 @@ func TestCrashOpensANewClient(t *testing.T) {
 func TestKeepClientKeepsTheClient(t *testing.T) {
 	sc := load(t, "redis-single-baseline")
 	sc.Lock.OnError = scenarios.OnErrorKeepClient
-	var built atomic.Int32
-	var closed atomic.Int32
-	factory := func(ctx context.Context, target clients.Target) (clients.Locker, error) {
-		l, err := clients.NewRedisSingle(ctx, target)
-		if err != nil {
-			return nil, err
-		}
-		built.Add(1)
-		return &flakyLocker{Locker: l, closed: &closed}, nil
-	}
+	var built, closed atomic.Int32
 	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
-		runner.WithTimeLimit(3*time.Second), runner.WithLocker(factory))
+		runner.WithTimeLimit(3*time.Second), runner.WithLocker(flakyFactory(&built, &closed)))
 	if err != nil {
 		t.Fatal(err)
 	}

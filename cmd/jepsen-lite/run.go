@@ -189,23 +189,13 @@ func printLiveness(w io.Writer, l *checker.LivenessResult) {
 	}
 }
 
-// livenessWord says in a few words what the liveness report found: the kinds
-// of its anomalies in capitals ("STUCK, UNAVAILABLE"), "not stuck or
-// unavailable" or "not judged".
+// livenessWord is the liveness summary, in capitals when it found
+// anomalies ("STUCK, UNAVAILABLE").
 func livenessWord(l *checker.LivenessResult) string {
-	switch l.Verdict {
-	case checker.Valid:
-		return "not stuck or unavailable"
-	case checker.Invalid:
-		var kinds []string
-		for _, k := range checker.LivenessKinds() {
-			if l.Has(k) {
-				kinds = append(kinds, strings.ToUpper(k))
-			}
-		}
-		return strings.Join(kinds, ", ")
+	if l.Verdict == checker.Invalid {
+		return strings.ToUpper(l.Summary())
 	}
-	return "not judged"
+	return l.Summary()
 }
 
 // progressLine shows a single live line on a terminal and plain lines
