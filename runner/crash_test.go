@@ -52,89 +52,61 @@ func flakyFactory(built, closed *atomic.Int32) clients.Factory {
 	}
 }
 
-// TestCrashOpensANewClient runs a scenario whose acquires sometimes end in
-// an unknown outcome and checks the runner's part of a crash: the crashed
-// process's lock client is closed, the worker's next process builds a new
-// one, and every client is closed by the end of the run.
-func TestCrashOpensANewClient(t *testing.T) {
-	sc := load(t, "redis-single-baseline")
-	var built, closed atomic.Int32
-	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
-		runner.WithTimeLimit(3*time.Second), runner.WithLocker(flakyFactory(&built, &closed)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashes := 0
-	successors := map[int]bool{} // processes after a crash that issued ops
-	for _, op := range h {
-		if op.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Info {
-			crashes++
-		}
-		if op.Process >= sc.Workers {
-			successors[op.Process] = true
-		}
-	}
-	if crashes == 0 || len(successors) == 0 {
-		t.Fatalf("%d crashes, %d processes after them: the test did not exercise a crash", crashes, len(successors))
-	}
-	// One client per worker at the start, and one per process that went on
-	// after a crash.
-	if got, want := int(built.Load()), sc.Workers+len(successors); got != want {
-		t.Fatalf("%d lock clients built for %d workers and %d processes after crashes, want %d", got, sc.Workers, len(successors), want)
-	}
-	if c, b := closed.Load(), built.Load(); c != b {
-		t.Fatalf("%d of %d lock clients closed", c, b)
-	}
-}
-
-// TestKeepClientKeepsTheClient runs the same flaky lock with
-// lock.on-error: keep-client: every unknown outcome still ends the process
-// (the next ops come from new process numbers) and is recorded as kept, but
-// no new client is built: each worker's one client serves all its
-// processes, and is closed at the end of the run.
-func TestKeepClientKeepsTheClient(t *testing.T) {
-	sc := load(t, "redis-single-baseline")
-	sc.Lock.OnError = scenarios.OnErrorKeepClient
-	var built, closed atomic.Int32
-	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
-		runner.WithTimeLimit(3*time.Second), runner.WithLocker(flakyFactory(&built, &closed)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashes, successors := 0, map[int]bool{}
-	for _, op := range h {
-		if op.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Info {
-			crashes++
-			if !op.Kept {
-				t.Fatalf("op %d: a crash with keep-client not recorded as kept: %+v", op.Index, op)
+// TestCrashClient runs a scenario whose acquires sometimes end in an
+// unknown outcome and checks the runner's part of a crash. By default the
+// crashed process's lock client is closed and the worker's next process
+// builds a new one. With lock.on-error: keep-client every unknown outcome
+// still ends the process (the next ops come from new process numbers) and
+// is recorded as kept, but no new client is built: each worker's one client
+// serves all its processes. Either way every client is closed by the end.
+func TestCrashClient(t *testing.T) {
+	for _, onError := range []string{scenarios.OnErrorCrash, scenarios.OnErrorKeepClient} {
+		t.Run(onError, func(t *testing.T) {
+			sc := load(t, "redis-single-baseline")
+			sc.Lock.OnError = onError
+			keep := onError == scenarios.OnErrorKeepClient
+			var built, closed atomic.Int32
+			res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1),
+				runner.WithTimeLimit(3*time.Second), runner.WithLocker(flakyFactory(&built, &closed)))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if op.Process >= sc.Workers {
-			successors[op.Process] = true
-		}
-	}
-	if crashes == 0 || len(successors) == 0 {
-		t.Fatalf("%d crashes, %d processes after them: the test did not exercise a crash", crashes, len(successors))
-	}
-	if got := int(built.Load()); got != sc.Workers {
-		t.Fatalf("%d lock clients built for %d workers whose clients are kept across %d crashes", got, sc.Workers, crashes)
-	}
-	if c, b := closed.Load(), built.Load(); c != b {
-		t.Fatalf("%d of %d lock clients closed", c, b)
+			h, _, err := history.ReadFile(filepath.Join(res.Dir, reports.HistoryFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashes := 0
+			successors := map[int]bool{} // processes after a crash that issued ops
+			for _, op := range h {
+				if op.IsNemesis() {
+					continue
+				}
+				if op.Type == history.Info {
+					crashes++
+					if op.Kept != keep {
+						t.Fatalf("op %d: kept = %v with on-error %s: %+v", op.Index, op.Kept, onError, op)
+					}
+				}
+				if op.Process >= sc.Workers {
+					successors[op.Process] = true
+				}
+			}
+			if crashes == 0 || len(successors) == 0 {
+				t.Fatalf("%d crashes, %d processes after them: the test did not exercise a crash", crashes, len(successors))
+			}
+			// One client per worker at the start, and, unless kept, one
+			// per process that went on after a crash.
+			want := sc.Workers
+			if !keep {
+				want += len(successors)
+			}
+			if got := int(built.Load()); got != want {
+				t.Fatalf("%d lock clients built for %d workers and %d processes after crashes, want %d", got, sc.Workers, len(successors), want)
+			}
+			if c, b := closed.Load(), built.Load(); c != b {
+				t.Fatalf("%d of %d lock clients closed", c, b)
+			}
+		})
 	}
 }
 
