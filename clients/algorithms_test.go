@@ -138,7 +138,7 @@ func TestRedlockOutcome(t *testing.T) {
 		{"minority, silent masters cannot complete quorum", []redlockVote{g, u, x, x, x}, time.Second, "fail"},
 		{"minority, silent masters could complete quorum", []redlockVote{g, g, u, x, x}, time.Second, "info"},
 		{"none answered", []redlockVote{u, u, u}, time.Second, "info"},
-		{"quorum too late, all answered", []redlockVote{g, g, g, x, x}, 0, "fail"},
+		{"quorum too late, all answered: held until the unlock", []redlockVote{g, g, g, x, x}, 0, "info"},
 		{"quorum too late, some silent", []redlockVote{g, g, g, u, x}, -time.Millisecond, "info"},
 		{"single master taken", []redlockVote{x}, time.Second, "fail"},
 	}
@@ -168,9 +168,10 @@ func TestRedsyncAnswers(t *testing.T) {
 		taken, failed         int
 		quorumTaken, definite bool // definite: classifyAcquire over 5 masters gives ErrNotAcquired
 	}{
-		{name: "failed", err: redsync.ErrFailed, definite: true},
+		{name: "failed without a reason: a quorum too late, or a wait that ended", err: redsync.ErrFailed, definite: false},
 		{name: "quorum taken", err: &redsync.ErrTaken{Nodes: []int{0, 1, 2}}, quorumTaken: true, definite: true},
-		{name: "two taken", err: errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}), taken: 2, definite: true},
+		{name: "two taken, three granted too late", err: errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}), taken: 2, definite: false},
+		{name: "three taken, one failed", err: errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, &redsync.ErrNodeTaken{Node: 2}, &redsync.RedisError{Node: 3, Err: errors.New("i/o timeout")}), taken: 3, failed: 1, definite: true},
 		{name: "network errors could hide a quorum",
 			err:   errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.RedisError{Node: 1, Err: errors.New("i/o timeout")}, &redsync.RedisError{Node: 2, Err: errors.New("i/o timeout")}),
 			taken: 1, failed: 2, definite: false},

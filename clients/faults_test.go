@@ -103,8 +103,8 @@ func TestAfterResponseHook(t *testing.T) {
 		const ttl = 100 * time.Millisecond
 		a.(ResponseHooker).SetAfterResponse(func() { time.Sleep(ttl) })
 		_, err := a.Acquire(ctx, "hook-redlock", ttl)
-		if !errors.Is(err, ErrValidityExpired) || !errors.Is(err, ErrNotAcquired) {
-			t.Fatalf("acquire with a pause: err = %v, want ErrValidityExpired", err)
+		if !errors.Is(err, ErrValidityExpired) || errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("acquire with a pause: err = %v, want ErrValidityExpired (indeterminate: a quorum held it until the unlock)", err)
 		}
 		// Every master was unlocked: b gets it at once, long before the ttl.
 		lb, err := b.Acquire(ctx, "hook-redlock", 5*time.Second)

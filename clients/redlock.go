@@ -21,15 +21,18 @@ const (
 	redlockDriftPerTTL = 100 // ttl / 100 = 1%
 )
 
-// ErrValidityExpired reports a Redlock acquire that reached a quorum too late:
-// the elapsed time and drift used up the whole ttl. It wraps ErrNotAcquired.
-var ErrValidityExpired = fmt.Errorf("clients: validity expired before the lock was taken: %w", ErrNotAcquired)
-
 // ErrOutcomeUnknown reports an acquire that failed in a way that may still
 // have taken the lock on some servers (a quorum of Redlock masters, say)
 // without the client learning it. It is indeterminate: it does not wrap
 // ErrNotAcquired.
 var ErrOutcomeUnknown = errors.New("clients: outcome unknown")
+
+// ErrValidityExpired reports a Redlock acquire that reached a quorum too late:
+// the elapsed time and drift used up the whole ttl. The client gives the lock
+// up and unlocks every master, but a quorum held it for it until then (or
+// until the keys expired), so the acquire did take effect on the servers for
+// a while: it wraps ErrOutcomeUnknown, not ErrNotAcquired.
+var ErrValidityExpired = fmt.Errorf("clients: a quorum granted the lock too late to use, and held it until the unlock or the ttl: %w", ErrOutcomeUnknown)
 
 // Redlock is our own implementation of the Redlock algorithm over N
 // independent masters, step by step as its documentation describes:
@@ -131,11 +134,8 @@ func redlockOutcome(votes []redlockVote, validity time.Duration) error {
 	case granted >= quorum && validity > 0:
 		return nil
 	case granted >= quorum:
-		if unknown > 0 {
-			return fmt.Errorf("clients: redlock: %d of %d masters granted too late (validity %v), %d did not answer: %w",
-				granted, len(votes), validity, unknown, ErrOutcomeUnknown)
-		}
-		return fmt.Errorf("clients: redlock: %d of %d masters, validity %v: %w", granted, len(votes), validity, ErrValidityExpired)
+		return fmt.Errorf("clients: redlock: %d of %d masters granted, %d did not answer, validity %v: %w",
+			granted, len(votes), unknown, validity, ErrValidityExpired)
 	case unknown == 0 || granted+unknown < quorum:
 		return fmt.Errorf("clients: redlock: %d of %d masters granted, %d did not answer, quorum %d: %w",
 			granted, len(votes), unknown, quorum, ErrNotAcquired)

@@ -26,9 +26,14 @@ const (
 // subtract the target's Drift as for every algorithm. Redsync has no fencing
 // token.
 //
-// Errors map as follows: ErrTaken, ErrFailed and per-master "taken" answers
-// are ErrNotAcquired when the masters that failed with a network error could
-// not have completed a quorum; otherwise the error is indeterminate. A release
+// Errors map as follows: ErrTaken and per-master "taken" answers are
+// ErrNotAcquired when the masters that granted the lock and those that failed
+// with a network error could not have made a quorum; otherwise the error is
+// indeterminate. So is a failure after a quorum granted the lock too late to
+// use (its keys held the lock until redsync unlocked them), which redsync
+// reports as the minority's "taken" answers, or as a bare ErrFailed when
+// every master granted it; a bare ErrFailed is also what a waiting acquire
+// whose context ended says, its tries' answers dropped. A release
 // that deleted the key on a quorum is nil; one that could not, with every
 // master answering, is ErrNotHeld. Options: "drift-factor" (default
 // DefaultRedsyncDriftFactor), "timeout-factor" (default
@@ -146,7 +151,16 @@ func (r *Redsync) classifyAcquire(key string, err error) error {
 	// The masters that neither said "taken" nor failed granted the lock.
 	granted := r.nodes - taken - failed
 	switch {
-	case quorumTaken || failed == 0 || granted+failed < quorum:
+	case quorumTaken:
+		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrNotAcquired)
+	case granted >= quorum:
+		// A quorum granted it, too late to use (redsync then says the
+		// minority's "taken", or a bare ErrFailed when every master
+		// granted it; a bare ErrFailed is also what a waiting acquire
+		// whose context ended says, its tries' answers dropped): its
+		// keys held the lock until redsync unlocked them.
+		return fmt.Errorf("clients: redsync: lock %s: %w (%d of %d masters may have granted it, too late): %w", key, err, granted, r.nodes, ErrOutcomeUnknown)
+	case failed == 0 || granted+failed < quorum:
 		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrNotAcquired)
 	default:
 		return fmt.Errorf("clients: redsync: lock %s: %w: %w", key, err, ErrOutcomeUnknown)

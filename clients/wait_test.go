@@ -12,7 +12,8 @@ import (
 // timeout locks, once the holder's lease ends) within the wait, and a waiter
 // whose wait ends while the lock is held is refused (ErrNotAcquired), after
 // having waited; zk.Lock, which cannot be abandoned, gives up by closing its
-// client (ErrClientClosed).
+// client (ErrClientClosed), and redsync, which drops the answers of its
+// tries, ends in an unknown outcome.
 func TestAcquireWait(t *testing.T) {
 	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint) {
 		a := newLocker(t, c.name, eps, 0, c.options)
@@ -47,6 +48,10 @@ func TestAcquireWait(t *testing.T) {
 			}
 			b = newLocker(t, c.name, eps, 1, c.options)
 			w = b.(Waiter)
+		case c.waitEndsUnknown:
+			if !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("wait while held: err = %v, want an unknown outcome", err)
+			}
 		case !errors.Is(err, ErrNotAcquired):
 			t.Fatalf("wait while held: err = %v, want ErrNotAcquired", err)
 		}
