@@ -127,8 +127,9 @@ func (l *LivenessResult) Has(kind string) bool {
 // and the end of its belief, but no later than the call of the first grant
 // of k invoked after it returned; each acquire of unknown outcome excuses
 // from its invoke to its completion plus the larger of its ttl and the
-// longest lease of k. Each maximal stretch that no excuse covers is judged
-// on its own and reported once, as a whole.
+// longest lease of k; and a clock fault in force excuses until its heal plus
+// the longest lease of k (clockSkews). Each maximal stretch that no excuse
+// covers is judged on its own and reported once, as a whole.
 func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 	return liveness(h, Analyze(h), opts)
 }
@@ -271,8 +272,12 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 			}
 		}
 	}
+	skewed := clockSkews(h, nemesis, end)
 	for _, s := range keys {
 		s.excused = append(s.excused, grantExcuses(f, s.grants, kept)...)
+		for _, sp := range skewed {
+			s.excused = append(s.excused, span{sp.from, sp.to + s.longest})
+		}
 	}
 
 	names := make([]string, 0, len(keys))
@@ -421,6 +426,39 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// clockSkews returns the stretches in which a clock fault was in force
+// (history.SkewsClocks), from the first one's start to the heal that left
+// none in force, or to end. A lease measured on a skewed clock may last
+// longer than the history can say, so no refusal in them, or within the
+// longest lease after them, counts as unavailable.
+func clockSkews(h history.History, nemesis []int, end time.Duration) []span {
+	var out []span
+	active := 0
+	var since time.Duration
+	for _, i := range nemesis {
+		op := &h[i]
+		switch {
+		case history.SkewsClocks(op.F):
+			if active == 0 {
+				since = op.Time
+			}
+			active++
+		case active > 0 && (op.F == history.FHealAll || op.F == history.HealOf("clock-bump") || op.F == history.HealOf("client-clock")):
+			active--
+			if op.F == history.FHealAll {
+				active = 0
+			}
+			if active == 0 {
+				out = append(out, span{since, op.Time})
+			}
+		}
+	}
+	if active > 0 {
+		out = append(out, span{since, end})
+	}
+	return out
 }
 
 // grantText describes a grant for an anomaly's sentence: "worker 1's at

@@ -92,6 +92,18 @@ func HealOf(fault string) string {
 	}
 }
 
+// SkewsClocks reports whether the fault named f skews a clock (a node's or a
+// worker's): while it is in force, and for a lease after its heal, a lease
+// may last longer than the history can say, as it is measured on the
+// skewed clock. HealOf(f) names its heal.
+func SkewsClocks(f string) bool {
+	switch f {
+	case "clock-bump", "clock-strobe", "client-clock":
+		return true
+	}
+	return false
+}
+
 // IsHeal reports whether f names the end of a fault rather than a fault. A
 // record (FHistory, FAvailability) is neither: see Op.IsRecord.
 func IsHeal(f string) bool {
