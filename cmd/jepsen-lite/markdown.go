@@ -23,6 +23,7 @@ var faultColumns = []struct{ tag, title string }{
 	{"crash", "crash + restart"},
 	{"failover", "async failover"},
 	{"partition", "partitions"},
+	{"reset", "connection resets"},
 }
 
 // writeScenariosMarkdown writes docs/scenarios.md: the lock design × fault
