@@ -150,7 +150,45 @@ func NewPgMutex(ctx context.Context, t Target) (Locker, error) { return newPostg
 
 // NewPgTimeout is the pg-timeout Factory. It needs t.Clock.
 func NewPgTimeout(ctx context.Context, t Target) (Locker, error) {
-	return newPostgres(ctx, pgTimeout, t)
+	l, err := newPostgres(ctx, pgTimeout, t)
+	if err != nil {
+		return nil, err
+	}
+	return &PgTimeout{l}, nil
+}
+
+// PgTimeout is pg-timeout (Postgres), which can also renew: Renew moves the
+// row's timestamp forward to the worker's clock now, only while the lease
+// is still held: the row's ts is still the lease's token, and by the
+// worker's clock the stored timeout has not run out (`update task_timeout
+// set ts = $now where id = $key and ts = $token and ts + timeout >= $now`).
+// The seed's row has no other column to extend, and its ts is the lease's
+// fencing token, so a renewal hands out a new token: the renewed lease's
+// Token is the new ts (the history's renew ok carries it). The stored
+// timeout stays, so ttl is not used; Until and Expires count the stored
+// timeout from before the clock reading, as Acquire does. ErrNotHeld when
+// no row matched.
+type PgTimeout struct{ *Postgres }
+
+var _ Renewer = (*PgTimeout)(nil)
+
+// Renew moves the lease's timestamp forward while it is held.
+func (p *PgTimeout) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	name := p.flavor.String()
+	start := time.Now() // no later than the clock reading below
+	ts := p.clock.Now().UnixMilli()
+	var timeout int64
+	found, err := p.queryRow(ctx, `update task_timeout set ts = $1 where id = $2 and ts = $3 and ts + timeout >= $1 returning timeout`,
+		[]any{ts, l.Key, int64(l.Token)}, &timeout)
+	if err != nil {
+		return Lease{}, fmt.Errorf("clients: %s: renew %s: %w", name, l.Key, err)
+	}
+	if !found {
+		return Lease{}, fmt.Errorf("clients: %s: renew %s: the row no longer holds token %d, or its timeout ran out: %w", name, l.Key, l.Token, ErrNotHeld)
+	}
+	stored := time.Duration(timeout) * time.Millisecond
+	l.Token, l.Until, l.Expires = uint64(ts), validUntil(start, stored, p.drift), start.Add(stored)
+	return l, nil
 }
 
 // NewPgState is the pg-state Factory.

@@ -122,3 +122,57 @@ func TestSessionRenew(t *testing.T) {
 		})
 	}
 }
+
+// TestPgTimeoutRenew checks pg-timeout's renewal against a real server: it
+// moves the row's timestamp forward while the lease holds it, the new
+// timestamp is the renewed lease's token, the renewed lease's Expires agrees
+// with the stored row, a contender still finds the lock held after the first
+// lease's end, and a lease that no longer holds the row (an older token, or
+// a timeout that ran out) cannot be renewed.
+func TestPgTimeoutRenew(t *testing.T) {
+	cs := newClusters(t)
+	eps := cs.endpoints(t, postgresOne)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	a := newLocker(t, "pg-timeout", eps, 0, nil)
+	b := newLocker(t, "pg-timeout", eps, 1, nil)
+	// A new row: its stored timeout is this test's ttl.
+	key := "renew-pg-timeout-" + time.Now().Format("150405.000000")
+	const ttl = time.Second
+	la, err := a.Acquire(ctx, key, ttl)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	lr, err := a.(Renewer).Renew(ctx, la, ttl)
+	end := time.Now()
+	if err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if lr.Token <= la.Token || lr.Key != la.Key {
+		t.Fatalf("renewed lease %+v after %+v: want the same key and a later timestamp as its token", lr, la)
+	}
+	lo, hi := pgTimeoutRow(t, ctx, eps, lr, start, end)
+	if lr.Expires.After(hi) || lr.Expires.Before(lo.Add(-end.Sub(start)-time.Millisecond)) {
+		t.Fatalf("renewed Expires %v after the renewal started, the row frees it %v to %v after it",
+			lr.Expires.Sub(start), lo.Sub(start), hi.Sub(start))
+	}
+	if !lr.Until.After(la.Until) || lr.Until.After(lr.Expires) {
+		t.Fatalf("renewed Until %v after the renewal started, Expires %v", lr.Until.Sub(start), lr.Expires.Sub(start))
+	}
+	time.Sleep(time.Until(la.Expires) + 100*time.Millisecond)
+	if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("acquire after the first lease's end: err = %v, want ErrNotAcquired", err)
+	}
+	if _, err := a.(Renewer).Renew(ctx, la, ttl); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("renewal with the older token: err = %v, want ErrNotHeld", err)
+	}
+	time.Sleep(time.Until(lr.Expires) + 100*time.Millisecond)
+	if _, err := a.(Renewer).Renew(ctx, lr, ttl); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("renewal after the timeout ran out: err = %v, want ErrNotHeld", err)
+	}
+	if _, err := b.Acquire(ctx, key, ttl); err != nil {
+		t.Fatalf("acquire after the renewed lease ran out: %v", err)
+	}
+}
