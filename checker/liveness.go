@@ -149,6 +149,7 @@ type keyLiveness struct {
 	lastGrant int           // index in f.Grants, -1 when none
 	grants    []int         // indexes in f.Grants, in the order of their oks
 	excused   []span        // stretches in which refusals are excused
+	waiting   []int         // invokes of the acquires still pending at the end, in order
 }
 
 // liveness is Liveness over facts already analyzed from h.
@@ -254,13 +255,9 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		}
 	}
 	// Every key asked for is judged, also one whose acquires are pending.
-	waiting := map[string][]int{} // key → invokes of the acquires still pending at the end
 	for _, inv := range open {
-		state(h[inv].Key)
-		waiting[h[inv].Key] = append(waiting[h[inv].Key], inv)
-	}
-	for _, w := range waiting {
-		sort.Ints(w)
+		s := state(h[inv].Key)
+		s.waiting = append(s.waiting, inv)
 	}
 	for k, as := range attempts {
 		s := state(k)
@@ -274,6 +271,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	}
 	skewed := clockSkews(h, nemesis, end)
 	for _, s := range keys {
+		sort.Ints(s.waiting)
 		s.excused = append(s.excused, grantExcuses(f, s.grants, kept)...)
 		for _, sp := range skewed {
 			s.excused = append(s.excused, span{sp.from, sp.to + s.longest})
@@ -293,7 +291,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	}
 	for _, k := range names {
 		s := keys[k]
-		if stuck, ok, note := stuckAnomaly(h, f, s, k, attempts[k], waiting[k], crashed, faults, lastFault, end, opts); ok {
+		if stuck, ok, note := stuckAnomaly(h, f, s, k, attempts[k], crashed, faults, lastFault, end, opts); ok {
 			judged++
 			if stuck != nil {
 				res.Anomalies = append(res.Anomalies, *stuck)
@@ -330,7 +328,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 // stuckAnomaly judges whether key k is stuck at the end of the history. It
 // returns the anomaly when it is, whether k could be judged, and a note for
 // the result (why k was not judged, or who holds it).
-func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []attempt, waiting []int, crashed map[int]time.Duration,
+func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []attempt, crashed map[int]time.Duration,
 	faults bool, lastFault, end time.Duration, opts LivenessOptions) (*Anomaly, bool, string) {
 	var settled time.Duration // the faults' effects are over
 	if faults {
@@ -364,7 +362,7 @@ func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []at
 	// A worker still waiting at the end asked through the window when it
 	// had waited at least the window by then.
 	var still []int
-	for _, inv := range waiting {
+	for _, inv := range s.waiting {
 		if end-h[inv].Time >= opts.Window {
 			still = append(still, inv)
 			workers[h[inv].Client] = true

@@ -59,7 +59,7 @@ func TestCrashEndsTheSession(t *testing.T) {
 				t.Fatalf("contended acquire: err = %v, want ErrNotAcquired", err)
 			}
 			crashed := time.Now()
-			a.Crash()
+			a.Crash(false)
 			if a.Locker != nil {
 				t.Fatal("the crashed process kept its Locker")
 			}

@@ -57,15 +57,12 @@ type Recorded struct {
 // Crash ends the current process as a process that dies ends: its Locker is
 // closed, and with it its connections and sessions (and every lock that
 // closing frees, DESIGN §5). The worker goes on under a new process number;
-// Ready opens its new Locker. Without Open, only the number changes.
-func (r *Recorded) Crash() {
-	r.crash(false)
-}
-
-// crash ends the current process; keep leaves its Locker open.
-func (r *Recorded) crash(keep bool) {
+// Ready opens its new Locker. Without Open, only the number changes. With
+// kept (the info was recorded as kept: Keeps), the Locker stays open and
+// serves the new process.
+func (r *Recorded) Crash(kept bool) {
 	r.Proc.Crash()
-	if keep || r.Open == nil || r.Locker == nil {
+	if kept || r.Open == nil || r.Locker == nil {
 		return
 	}
 	_ = r.Locker.Close() // the process is gone, whatever closing it said
@@ -236,7 +233,7 @@ func (r *Recorded) complete(done history.Op, err error, definite ...error) {
 	}
 	r.Rec.Record(done)
 	if done.Type == history.Info {
-		r.crash(done.Kept)
+		r.Crash(done.Kept)
 	}
 }
 
@@ -245,12 +242,6 @@ func (r *Recorded) complete(done history.Op, err error, definite ...error) {
 // The runner asks it for the infos it records itself (a resource write).
 func (r *Recorded) Keeps(err error) bool {
 	return r.KeepClient && r.Locker != nil && !errors.Is(err, ErrClientClosed)
-}
-
-// CrashAfter ends the current process after an info the caller recorded
-// with Kept set from Keeps(err).
-func (r *Recorded) CrashAfter(err error) {
-	r.crash(r.Keeps(err))
 }
 
 // isAny reports whether err matches any of targets.

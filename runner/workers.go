@@ -233,7 +233,7 @@ func (w *worker) iterate(stop, abort context.Context) {
 	}
 	w.rec.Record(done)
 	if done.Type == history.Info {
-		w.locker.CrashAfter(err)
+		w.locker.Crash(done.Kept)
 		return
 	}
 	w.holdLock(abort, &lease)

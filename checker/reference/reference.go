@@ -220,36 +220,24 @@ func acquireLease(c *opCall) (int64, bool) {
 
 // crashOf is the time process p crashed: its first info completion, or
 // never.
-func (x *parsed) crashOf(p int) int64 {
-	if t, ok := x.crash[p]; ok {
-		return t
-	}
-	return never
-}
+func (x *parsed) crashOf(p int) int64 { return orNever(x.crash, p) }
 
 // crashIdxOf is the history index of process p's crash: its first info
 // completion, or never.
-func (x *parsed) crashIdxOf(p int) int64 {
-	if i, ok := x.crashIdx[p]; ok {
-		return i
-	}
-	return never
-}
+func (x *parsed) crashIdxOf(p int) int64 { return orNever(x.crashIdx, p) }
 
 // freedOf is the time process p's client was closed, ending its sessions:
 // its crash, or for a kept crash the next crash of its worker that closed
 // the client; never when the client stayed open.
-func (x *parsed) freedOf(p int) int64 {
-	if t, ok := x.freed[p]; ok {
-		return t
-	}
-	return never
-}
+func (x *parsed) freedOf(p int) int64 { return orNever(x.freed, p) }
 
 // freedIdxOf is the history index of freedOf's close, or never.
-func (x *parsed) freedIdxOf(p int) int64 {
-	if i, ok := x.freedIdx[p]; ok {
-		return i
+func (x *parsed) freedIdxOf(p int) int64 { return orNever(x.freedIdx, p) }
+
+// orNever is process p's entry in m, or never when it has none.
+func orNever(m map[int]int64, p int) int64 {
+	if v, ok := m[p]; ok {
+		return v
 	}
 	return never
 }
