@@ -25,6 +25,10 @@ type GenOptions struct {
 	// Ties allows ops at the same time; otherwise every op is strictly later
 	// than the one before it.
 	Ties bool
+	// Kept makes some crashes keep their worker's client (docs/history.md
+	// §1, `kept`): the service then frees a crashed holder's session lock
+	// only at the worker's next crash that is not kept.
+	Kept bool
 }
 
 // Generate returns a random small well-formed history of a lock workload:
@@ -84,6 +88,7 @@ type outstanding struct {
 
 type worker struct {
 	client, proc int
+	kept         []int // processes whose crash kept this worker's client, still open
 	out          *outstanding
 	held         map[string]*heldLease
 	lastRead     map[string]int64
@@ -111,7 +116,7 @@ type gen struct {
 	keys     []string
 	svc      map[string]*lockSvc
 	reg      map[string]*register
-	crashed  map[int]bool
+	crashed  map[int]bool // processes whose client was closed: their sessions are over
 	nextProc int
 	deferred []deferredWrite
 
@@ -587,15 +592,27 @@ func (g *gen) complete(w *worker) {
 		delete(w.lastRead, k)
 	case history.FLeaseLost:
 	}
+	kept := crash && g.opts.Kept && g.chance(0.4)
 	if crash {
 		op.Type = history.Info
 		op.Error = "crashed"
 		op.Lease, op.Until, op.Session, op.Applied = 0, 0, false, 0
+		op.Kept = kept
 	}
 	g.emit(op)
 	w.out = nil
 	if crash {
-		g.crashed[w.proc] = true
+		// A kept crash leaves the client, and its sessions, open until a
+		// later crash of the worker closes it.
+		if kept {
+			w.kept = append(w.kept, w.proc)
+		} else {
+			g.crashed[w.proc] = true
+			for _, p := range w.kept {
+				g.crashed[p] = true
+			}
+			w.kept = nil
+		}
 		w.proc = g.nextProc
 		g.nextProc++
 		clear(w.held)
