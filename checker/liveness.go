@@ -576,6 +576,8 @@ func (p upPeriod) nodesText(from, to time.Duration) string {
 	switch {
 	case up < 0:
 		return "every server node up"
+	case up == nodes && nodes == 1:
+		return "its one server node up"
 	case up == nodes:
 		return fmt.Sprintf("all %d server nodes up", nodes)
 	}

@@ -288,3 +288,20 @@ func TestStuckSentenceCountsWaiters(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableSentenceOneNode checks the sentence of a window on a
+// one-node cluster.
+func TestUnavailableSentenceOneNode(t *testing.T) {
+	b := new(livenessHistory).header().avail(0, 1).grant(0, 0, time.Second, false).op(10, 0, history.FRelease, history.OK).
+		fails(100, 3100).grant(3200, 1, time.Second, false).op(3210, 1, history.FRelease, history.OK)
+	res := Liveness(b.h, LivenessOptions{})
+	for _, a := range res.Anomalies {
+		if a.Kind == Unavailable {
+			if !strings.Contains(a.Message, "with its one server node up:") {
+				t.Fatalf("sentence %q does not say its one node was up", a.Message)
+			}
+			return
+		}
+	}
+	t.Fatalf("no unavailable window: %+v", res)
+}

@@ -42,7 +42,7 @@ func TestCheckDriftAndMalformed(t *testing.T) {
 // verdict stays valid (exit 0).
 func TestCheckReportsStuckApartFromTheVerdict(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "check", "testdata/holder-crashed-lock-never-expires.jsonl")
-	for _, want := range []string{"liveness (apart from the verdict): STUCK, UNAVAILABLE; grants in the run: 1", "only 1 grants: a safe verdict says little", "stuck k ops [1 2", "unavailable k ops [1 2", "k unavailable from 0.015s to", "with every server node up", "verdict: valid"} {
+	for _, want := range []string{"liveness (apart from the verdict): STUCK, UNAVAILABLE; grants in the run: 1", "only 1 grant: a safe verdict says little", "stuck k ops [1 2", "unavailable k ops [1 2", "k unavailable from 0.015s to", "with every server node up", "verdict: valid"} {
 		if !strings.Contains(stdout, want) {
 			t.Fatalf("output does not say %q\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
 		}

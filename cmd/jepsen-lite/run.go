@@ -175,7 +175,11 @@ func printLiveness(w io.Writer, l *checker.LivenessResult) {
 	}
 	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", livenessWord(l), l.Grants)
 	if l.Grants < fewGrants {
-		fmt.Fprintf(w, "    only %d grants: a safe verdict says little about a lock that was hardly ever held\n", l.Grants)
+		grants := "grants"
+		if l.Grants == 1 {
+			grants = "grant"
+		}
+		fmt.Fprintf(w, "    only %d %s: a safe verdict says little about a lock that was hardly ever held\n", l.Grants, grants)
 	}
 	if l.Note != "" {
 		fmt.Fprintf(w, "    note: %s\n", l.Note)
