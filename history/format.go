@@ -10,9 +10,10 @@ import (
 // Version 2 added `lease` and `session`, and `applied` only where the
 // harness knows the moment exactly. Version 3 added `kept` on an info whose
 // worker kept its lock client, and the nemesis's `availability` record.
-// Every version is read by Read and
-// ReadFile; docs/history.md is the specification.
-const FormatVersion = 3
+// Version 4 records a fault or heal that did not take effect as a nemesis
+// `fail` op with its `error` (Op.NemesisFailed). Every version is read by
+// Read and ReadFile; docs/history.md is the specification.
+const FormatVersion = 4
 
 // FHistory is the f of the header op: the first op of a history written by
 // a run, a nemesis-process info op whose value names the format and its

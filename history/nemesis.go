@@ -104,6 +104,26 @@ func SkewsClocks(f string) bool {
 	return false
 }
 
+// NemesisFailed reports whether the nemesis op o is a fault or a heal that
+// did not take effect (docs/history.md §1, "Faults that failed"): from
+// format version 4 on, one recorded as `fail` (with its `error`); in a
+// history of an earlier version, where every failed fault or heal was
+// recorded as an `info` with an `error`, one that carries an `error`. A
+// fault that did not take effect was never in force; a heal that did not
+// take effect left its fault in force. A fault recorded as `info` with an
+// `error` (version 4 on) failed half-way: what it did is in force until its
+// heal. Records (the header, availability) never fail. version is the
+// history's format version (Version).
+func (o Op) NemesisFailed(version int) bool {
+	if o.Process != NemesisProcess || o.IsRecord() {
+		return false
+	}
+	if version >= 4 {
+		return o.Type == Fail
+	}
+	return o.Error != ""
+}
+
 // IsHeal reports whether f names the end of a fault rather than a fault. A
 // record (FHistory, FAvailability) is neither: see Op.IsRecord.
 func IsHeal(f string) bool {
