@@ -57,7 +57,7 @@ func Checkers(opts Options) []Checker {
 		WellFormed{},
 		DoubleHoldChecker{},
 		&LinearizabilityChecker{Drift: opts.drift(), OutDir: opts.OutDir},
-		ResourceChecker{},
+		ResourceChecker{Drift: opts.drift()},
 		TokenChecker{},
 	}
 }

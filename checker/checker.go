@@ -55,12 +55,19 @@ const (
 // Anomaly is one proof that a property was broken: its kind, the key, the
 // indexes of the ops that prove it and one plain sentence a person can read.
 // A liveness anomaly also gives the window of time it covers.
+//
+// Anomalies of one kind that follow from one cause (docs/history.md §4, "One
+// cause, one finding") are one Anomaly: the first of them, with Follows
+// counting the others and Followers giving each one's ops. A result without
+// these fields (results.json before them) had no grouping.
 type Anomaly struct {
-	Kind    string  `json:"kind"`
-	Key     string  `json:"key,omitempty"`
-	Ops     []int   `json:"ops"`
-	Message string  `json:"message"`
-	Window  *Window `json:"window,omitempty"`
+	Kind      string  `json:"kind"`
+	Key       string  `json:"key,omitempty"`
+	Ops       []int   `json:"ops"`
+	Message   string  `json:"message"`
+	Window    *Window `json:"window,omitempty"`
+	Follows   int     `json:"follows,omitempty"`
+	Followers [][]int `json:"followers,omitempty"`
 }
 
 // Window is the stretch of harness time a liveness anomaly covers, from

@@ -35,6 +35,29 @@ type Grant struct {
 	Session bool
 	// Renewals are the renew oks of this grant, in history order.
 	Renewals []Renewal
+	// Later are the lock ops of the grant's process on its key after it
+	// that may have taken effect (ok, or of unknown outcome), up to and
+	// including the first such release: each may end the process's hold
+	// (lease order, docs/history.md §3).
+	Later []LaterOp
+	// Closed is the op index at which the grant's client was closed (its
+	// process's crash, or for a kept crash the next crash of its worker
+	// that closed the client), -1 when it never was; ClosedAt is its time.
+	Closed   int
+	ClosedAt time.Duration
+}
+
+// LaterOp is a lock op of a grant's process on the grant's key, after the
+// grant, that may have taken effect.
+type LaterOp struct {
+	Invoke int
+	Call   time.Duration
+	// Release is set for a release, which may free the lock from its call
+	// on; otherwise the op is a renewal or an acquire whose lease (Lease,
+	// counted from Call; history.NoLease for never) may replace the
+	// grant's.
+	Release bool
+	Lease   time.Duration
 }
 
 // Renewal is a renew ok of a grant.
@@ -45,6 +68,9 @@ type Renewal struct {
 	// the invoke's `ttl`, else the grant's lease.
 	Lease time.Duration
 	Until time.Duration
+	// Token is the renew ok's token: pg-timeout's renewal hands out a new
+	// one, every other renewal repeats its grant's.
+	Token uint64
 }
 
 // EndReason says what ended a belief.
@@ -125,9 +151,61 @@ type Facts struct {
 	Version int
 }
 
-// Older reports whether grant a is older than grant b (lease order): a
-// returned before b was invoked, in the history's order.
-func (f *Facts) Older(a, b int) bool { return f.Grants[a].OK < f.Grants[b].Invoke }
+// Older reports whether grant a is older than grant b (lease order,
+// docs/history.md §3) under drift d in [0, 1): no reading of the ops lets
+// b's grant take effect before a's. That is so when a returned before b was
+// invoked (history order); and, when neither returned before the other was
+// invoked, when b's hold could not have ended by a's return: a's return
+// comes before HoldEnd(b, a's ok).
+func (f *Facts) Older(a, b int, d float64) bool {
+	if a == b {
+		return false
+	}
+	ga, gb := &f.Grants[a], &f.Grants[b]
+	switch {
+	case ga.OK < gb.Invoke:
+		return true
+	case gb.OK < ga.Invoke:
+		return false
+	}
+	return ga.Return < f.HoldEnd(b, ga.OK, d)
+}
+
+// HoldEnd is the earliest moment at which grant g's hold of its key may
+// have ended in the lease model (§4.1), as seen by an op that returned at
+// history index before, under drift d: g's lease from its call
+// (call + L × (1 − d), never for L = -1); the call of its process's release
+// of the key, and the call plus lease of its renewal or re-acquisition,
+// invoked before that return (ok, or of unknown outcome); and, for a session
+// lock, the close of its client before that return. Forever when nothing
+// may end it.
+func (f *Facts) HoldEnd(g, before int, d float64) time.Duration {
+	gr := &f.Grants[g]
+	end := leaseEnd(gr.Call, gr.Lease, d)
+	for _, x := range gr.Later {
+		if x.Invoke >= before {
+			continue
+		}
+		if x.Release {
+			end = min(end, x.Call)
+		} else {
+			end = min(end, leaseEnd(x.Call, x.Lease, d))
+		}
+	}
+	if gr.Session && gr.Closed >= 0 && gr.Closed < before {
+		end = min(end, gr.ClosedAt)
+	}
+	return end
+}
+
+// leaseEnd is base + lease × (1 − d): the earliest moment a lease of that
+// length counted from base may end; Forever for a lease that never ends.
+func leaseEnd(base, lease time.Duration, d float64) time.Duration {
+	if lease < 0 {
+		return Forever
+	}
+	return time.Duration(satAdd(int64(base), scaleLease(lease, d)))
+}
 
 // grantLease applies docs/history.md §3's rule for a grant's lease.
 func grantLease(inv, ok *history.Op) (time.Duration, bool) {
@@ -138,6 +216,58 @@ func grantLease(inv, ok *history.Op) (time.Duration, bool) {
 		return inv.TTL, ok.Session
 	}
 	return history.NoLease, true
+}
+
+// renewLease applies §3's rule for a renewal's lease: its ok's `lease`
+// (done is the zero op for a renewal of unknown outcome), else its invoke's
+// `ttl`, else its grant's lease.
+func renewLease(inv, done *history.Op, grant time.Duration) time.Duration {
+	switch {
+	case done.Type == history.OK && done.Lease != 0:
+		return done.Lease
+	case inv.TTL != 0:
+		return inv.TTL
+	}
+	return grant
+}
+
+// closeAt is when a process's client was closed: an op index (-1: never)
+// and its time.
+type closeAt struct {
+	idx int
+	at  time.Duration
+}
+
+// clientCloses finds, for each process (numbered by ids), when its client
+// was closed (docs/history.md §1): at its crash, or, for a crash that kept
+// the client, at the next crash of its worker that did not.
+func clientCloses(h history.History, ids map[int]int32) []closeAt {
+	out := make([]closeAt, len(ids))
+	crashed := make([]bool, len(ids))
+	for i := range out {
+		out[i].idx = -1
+	}
+	kept := map[int][]int32{} // by worker: crashed processes whose client lives on
+	for i := range h {
+		op := &h[i]
+		if op.IsNemesis() || op.Type != history.Info {
+			continue
+		}
+		id := ids[op.Process]
+		if crashed[id] {
+			continue
+		}
+		crashed[id] = true
+		if op.Kept {
+			kept[op.Client] = append(kept[op.Client], id)
+			continue
+		}
+		for _, k := range append(kept[op.Client], id) {
+			out[k] = closeAt{idx: i, at: op.Time}
+		}
+		delete(kept, op.Client)
+	}
+	return out
 }
 
 // Analyze evaluates the shared definitions over h, which must be
@@ -177,6 +307,7 @@ func Analyze(h history.History) *Facts {
 		latest int // latest grant, -1 for none
 		open   bool
 		until  time.Duration
+		later  []int // the grants whose Later is still being collected: those since the last release
 	}
 	type proc struct {
 		pending int
@@ -186,6 +317,7 @@ func Analyze(h history.History) *Facts {
 	for i := range procs {
 		procs[i].pending = -1
 	}
+	closed := clientCloses(h, ids)
 	stateOf := func(p *proc, key string) *keyState {
 		for i := range p.keys {
 			if p.keys[i].key == key {
@@ -204,6 +336,35 @@ func Analyze(h history.History) *Facts {
 		bl.End, bl.EndOp, bl.Reason, bl.Until = at, op, why, ks.until
 		if ks.until != 0 && ks.until < at {
 			bl.End, bl.EndOp, bl.Reason = max(ks.until, bl.Start), -1, EndUntil
+		}
+	}
+	// addLater adds the lock op invoked at inv and completed at done (a
+	// zero op: never) to the Later of each grant of its process and key
+	// since the process's last release of the key.
+	addLater := func(ks *keyState, inv, done *history.Op) {
+		if len(ks.later) == 0 {
+			return
+		}
+		x := LaterOp{Invoke: inv.Index, Call: inv.Time}
+		switch inv.F {
+		case history.FRelease:
+			x.Release = true
+		case history.FRenew:
+			x.Lease = renewLease(inv, done, f.Grants[ks.latest].Lease)
+		case history.FAcquire:
+			var ok history.Op // an acquire of unknown outcome has no ok to take its lease from
+			if done.Type == history.OK {
+				ok = *done
+			}
+			x.Lease, _ = grantLease(inv, &ok)
+		default:
+			return
+		}
+		for _, g := range ks.later {
+			f.Grants[g].Later = append(f.Grants[g].Later, x)
+		}
+		if x.Release {
+			ks.later = ks.later[:0]
 		}
 	}
 	latestOf := func(p *proc, key string) int {
@@ -236,30 +397,29 @@ func Analyze(h history.History) *Facts {
 		}
 		p.pending = -1
 		invOp := &h[inv]
+		if op.Type != history.Fail {
+			addLater(stateOf(p, op.Key), invOp, op)
+		}
 		switch {
 		case op.F == history.FAcquire && op.Type == history.OK:
 			ks := stateOf(p, op.Key)
 			closeB(ks, op.Time, i, EndReacquire)
 			lease, session := grantLease(invOp, op)
 			g := len(f.Grants)
+			c := closed[ids[op.Process]]
 			f.Grants = append(f.Grants, Grant{Key: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i,
-				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session})
+				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session, Closed: c.idx, ClosedAt: c.at})
 			f.Beliefs = append(f.Beliefs, Belief{Grant: g, Start: op.Time, End: Forever, EndOp: -1, Reason: EndOpen})
 			ks.latest, ks.open, ks.until = g, true, op.Until
+			ks.later = append(ks.later, g)
 		case op.F == history.FRenew && op.Type == history.OK:
 			ks := stateOf(p, op.Key)
 			if ks.latest < 0 {
 				break
 			}
 			gr := &f.Grants[ks.latest]
-			lease := op.Lease
-			if lease == 0 {
-				lease = invOp.TTL
-			}
-			if lease == 0 {
-				lease = gr.Lease
-			}
-			gr.Renewals = append(gr.Renewals, Renewal{Invoke: inv, OK: i, Call: invOp.Time, Return: op.Time, Lease: lease, Until: op.Until})
+			lease := renewLease(invOp, op, gr.Lease)
+			gr.Renewals = append(gr.Renewals, Renewal{Invoke: inv, OK: i, Call: invOp.Time, Return: op.Time, Lease: lease, Until: op.Until, Token: op.Token})
 			if ks.open && op.Until != 0 && (ks.until == 0 || op.Time <= ks.until) {
 				ks.until = op.Until
 			}
@@ -278,8 +438,14 @@ func Analyze(h history.History) *Facts {
 	}
 	var never []int
 	for i := range procs {
-		if inv := procs[i].pending; inv >= 0 && h[inv].F == history.FWrite {
+		inv := procs[i].pending
+		if inv < 0 {
+			continue
+		}
+		if h[inv].F == history.FWrite {
 			never = append(never, inv)
+		} else {
+			addLater(stateOf(&procs[i], h[inv].Key), &h[inv], &history.Op{})
 		}
 	}
 	slices.Sort(never)

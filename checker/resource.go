@@ -42,7 +42,12 @@ import (
 // invoked after every accepted write was applied, that of the last such read
 // to return), and those of the writes of unknown outcome. The key has lost
 // an update when every possible final value is known and below n.
-type ResourceChecker struct{}
+type ResourceChecker struct {
+	// Drift is the relative clock drift the lease order allows, in [0, 1)
+	// (Options.Drift, except that here zero means no drift; Checkers fills
+	// in DefaultDrift).
+	Drift float64
+}
 
 var _ Checker = ResourceChecker{}
 
@@ -100,7 +105,7 @@ func (c ResourceChecker) checkFacts(ctx context.Context, h history.History, f *F
 		}
 		l := logs[key]
 		ws := provedBounds(l.writes, l.reads)
-		anomalies = append(anomalies, staleWrites(h, f, key, ws)...)
+		anomalies = append(anomalies, staleWrites(h, f, key, ws, c.Drift)...)
 		if a, ok := lostUpdate(h, key, ws, l.writes, l.reads); ok {
 			anomalies = append(anomalies, a)
 		}
@@ -168,25 +173,36 @@ func provedBounds(writes []*Write, reads []*Read) []orderedWrite {
 	return out
 }
 
-// staleWrites finds, for each accepted write, a write of a newer grant that
-// was provably applied before it: a sweep over the writes by hi, answering
-// the writes by after, keeping the latest-invoked grant (in history order)
-// seen so far.
-func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite) []Anomaly {
+// staleWrites finds, for each accepted write, a write of a newer grant
+// (lease order, Facts.Older) that was provably applied before it: a sweep
+// over the writes by hi, answering the writes by after, keeping the
+// latest-invoked grant seen so far (newer than every grant that returned
+// before it was invoked); a grant whose acquire overlapped the old write's
+// is newer only by the lease model, so those are asked one by one. Each
+// stale write is reported once; the stale writes of one grant follow from
+// that one stale lease and are grouped behind its first (docs/history.md
+// §4.2).
+func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite, d float64) []Anomaly {
 	byHi := make([]int, 0, len(ws))
 	byAfter := make([]int, 0, len(ws))
+	first := map[int]int{} // grant -> its write in ws with the smallest hi
 	for i := range ws {
-		if ws[i].w.Grant >= 0 {
-			byHi = append(byHi, i)
-			byAfter = append(byAfter, i)
+		g := ws[i].w.Grant
+		if g < 0 {
+			continue
+		}
+		byHi = append(byHi, i)
+		byAfter = append(byAfter, i)
+		if j, ok := first[g]; !ok || ws[i].hi < ws[j].hi {
+			first[g] = i
 		}
 	}
+	overlap := overlapping(f, first)
 	slices.SortFunc(byHi, func(a, b int) int { return cmp.Or(cmp.Compare(ws[a].hi, ws[b].hi), cmp.Compare(a, b)) })
 	slices.SortFunc(byAfter, func(a, b int) int { return cmp.Or(cmp.Compare(ws[a].after, ws[b].after), cmp.Compare(a, b)) })
 	var out []Anomaly
-	group := map[int]int{} // newer write -> its anomaly in out
-	var more []int
-	next, newest := 0, -1 // newest: the write before with the latest-invoked grant
+	group := map[int]int{} // the stale grant -> its anomaly in out
+	next, newest := 0, -1  // newest: the write before with the latest-invoked grant
 	for _, o := range byAfter {
 		old := &ws[o]
 		for next < len(byHi) && ws[byHi[next]].hi < old.after {
@@ -196,25 +212,69 @@ func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite) []A
 			}
 			next++
 		}
-		if newest < 0 || !f.Older(old.w.Grant, ws[newest].w.Grant) {
+		a := old.w.Grant
+		nw := -1
+		if newest >= 0 && f.Older(a, ws[newest].w.Grant, d) {
+			nw = newest
+		} else {
+			best := -1
+			for _, b := range overlap[a] {
+				if ws[first[b]].hi < old.after && f.Older(a, b, d) && (best < 0 || f.Grants[b].Invoke > f.Grants[best].Invoke) {
+					best = b
+				}
+			}
+			if best >= 0 {
+				nw = first[best]
+			}
+		}
+		if nw < 0 {
 			continue
 		}
-		nw := &ws[newest]
-		if g, ok := group[newest]; ok {
-			more[g]++
+		an := staleWrite(h, f, key, old.w, ws[nw].w, d)
+		if g, ok := group[a]; ok {
+			out[g].Follows++
+			out[g].Followers = append(out[g].Followers, an.Ops)
 			continue
 		}
-		group[newest] = len(out)
-		more = append(more, 0)
-		og, ng := &f.Grants[old.w.Grant], &f.Grants[nw.w.Grant]
-		out = append(out, Anomaly{Kind: StaleWrite, Key: key, Ops: []int{old.w.Done, nw.w.Done, og.OK, ng.OK},
-			Message: fmt.Sprintf("%s wrote %s %s with the lease it took at %s, after %s (lease from %s, asked at %s) had written %s",
-				worker(h[old.w.Done]), key, appliedText(old.w), secs(og.Return), worker(h[nw.w.Done]), secs(ng.Return), secs(ng.Call), appliedText(nw.w))})
+		group[a] = len(out)
+		out = append(out, an)
 	}
-	for i, n := range more {
-		if n > 0 {
-			out[i].Message += fmt.Sprintf("; %d later writes from older leases were applied after it too", n)
+	return out
+}
+
+// staleWrite describes the stale write old, applied after nw, whose grant
+// is newer.
+func staleWrite(h history.History, f *Facts, key string, old, nw *Write, d float64) Anomaly {
+	og, ng := &f.Grants[old.Grant], &f.Grants[nw.Grant]
+	msg := fmt.Sprintf("%s wrote %s %s with the lease it took at %s, after %s (lease from %s, asked at %s) had written %s",
+		worker(h[old.Done]), key, appliedText(old), secs(og.Return), worker(h[nw.Done]), secs(ng.Return), secs(ng.Call), appliedText(nw))
+	if og.OK > ng.Invoke {
+		// the acquires overlapped: the lease model orders them
+		msg += fmt.Sprintf("; %s's lease could not have ended before %s, after %s's grant returned at %s, so %s's grant came first",
+			worker(h[nw.Done]), secs(f.HoldEnd(nw.Grant, og.OK, d)), worker(h[old.Done]), secs(og.Return), worker(h[old.Done]))
+	}
+	return Anomaly{Kind: StaleWrite, Key: key, Ops: []int{old.Done, nw.Done, og.OK, ng.OK}, Message: msg}
+}
+
+// overlapping lists, for each grant of grants (a set of grant indexes of
+// one key), the others of the set whose acquires overlapped its own:
+// neither returned before the other was invoked.
+func overlapping(f *Facts, grants map[int]int) map[int][]int {
+	ids := make([]int, 0, len(grants))
+	for g := range grants {
+		ids = append(ids, g)
+	}
+	slices.SortFunc(ids, func(a, b int) int { return cmp.Compare(f.Grants[a].Invoke, f.Grants[b].Invoke) })
+	out := map[int][]int{}
+	var active []int // grants invoked so far that had not returned by the current invoke
+	for _, g := range ids {
+		inv := f.Grants[g].Invoke
+		active = slices.DeleteFunc(active, func(a int) bool { return f.Grants[a].OK < inv })
+		for _, a := range active {
+			out[a] = append(out[a], g)
+			out[g] = append(out[g], a)
 		}
+		active = append(active, g)
 	}
 	return out
 }

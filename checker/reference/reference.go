@@ -115,7 +115,7 @@ func Check(h history.History, d float64) (Result, error) {
 	}
 	add(DoubleHold, doubleHolds(x))
 	add(Linearizability, leaseModel(x, d))
-	add(Resource, resourceAnomalies(x))
+	add(Resource, resourceAnomalies(x, d))
 	add(FencingTokens, tokenAnomalies(x))
 	return res, nil
 }
@@ -278,4 +278,50 @@ func scaled(base, lease int64, d float64) int64 {
 		return never
 	}
 	return base + int64(float64(lease)*(1-d))
+}
+
+// older is §3's lease order: grant a is older than grant b when no reading
+// of the ops lets b's grant take effect before a's. When a returned before
+// b was invoked (history order), b cannot come first; when b returned
+// before a was invoked, it can (a's grant is then judged by §4.1). When
+// neither returned before the other was invoked, b's grant taking effect
+// first means a's takes effect after b's hold may have ended, and no later
+// than a's return: so a is older when a's return comes before every moment
+// at which b's hold may have ended, as seen by a's return:
+//   - b's call plus its lease (× (1 − d); never for -1): the earliest the
+//     lease can end, b taking effect at its call;
+//   - the call of each release of b's key by b's process invoked after b
+//     returned and before a returned (ok or of unknown outcome);
+//   - the call plus lease of each renewal or acquire of b's key by b's
+//     process invoked in that same stretch (ok or of unknown outcome);
+//   - for a session lock, the close of b's process's client, when it comes
+//     before a's return.
+func (x *parsed) older(a, b *grant, d float64) bool {
+	switch {
+	case a == b:
+		return false
+	case a.done < b.inv:
+		return true
+	case b.done < a.inv:
+		return false
+	}
+	end := scaled(b.call, b.lease, d)
+	for _, c := range x.calls {
+		if c.proc != b.proc || c.key != b.key || c.inv <= b.done || c.inv >= a.done || c.typ == history.Fail {
+			continue
+		}
+		switch c.f {
+		case history.FRelease:
+			end = min(end, c.call)
+		case history.FRenew:
+			end = min(end, scaled(c.call, x.renewLease(c), d))
+		case history.FAcquire:
+			l, _ := acquireLease(c)
+			end = min(end, scaled(c.call, l, d))
+		}
+	}
+	if b.session && x.freedIdxOf(b.proc) < int64(a.done) {
+		end = min(end, x.freedOf(b.proc))
+	}
+	return a.ret < end
 }

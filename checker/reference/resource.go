@@ -28,7 +28,7 @@ func valueOf(c *opCall) (int64, bool) {
 }
 
 // resourceAnomalies applies §4.2 to every key.
-func resourceAnomalies(x *parsed) []string {
+func resourceAnomalies(x *parsed, d float64) []string {
 	var keys []string
 	for _, c := range x.calls {
 		if c.f == history.FWrite && !slices.Contains(keys, c.key) {
@@ -37,12 +37,12 @@ func resourceAnomalies(x *parsed) []string {
 	}
 	var kinds []string
 	for _, key := range keys {
-		kinds = append(kinds, resourceKey(x, key)...)
+		kinds = append(kinds, resourceKey(x, key, d)...)
 	}
 	return kinds
 }
 
-func resourceKey(x *parsed, key string) []string {
+func resourceKey(x *parsed, key string, d float64) []string {
 	var ws []*write
 	var reads []*opCall // ok reads
 	for _, c := range x.calls {
@@ -117,8 +117,7 @@ func resourceKey(x *parsed, key string) []string {
 			if wo.lease == nil || wn.lease == nil {
 				continue
 			}
-			// lease order: A returned before B was invoked, in history order
-			if wo.lease.done < wn.lease.inv && before(wn, wo) {
+			if x.older(wo.lease, wn.lease, d) && before(wn, wo) {
 				kinds = append(kinds, checker.StaleWrite)
 			}
 		}
