@@ -528,6 +528,15 @@ func (g *gen) complete(w *worker) {
 			op.Error = "not held"
 		}
 		if op.Type == history.OK {
+			if hl := w.held[k]; hl != nil && g.tokens != tokNone && g.chance(0.5) {
+				// the ok carries the lease's token: mostly its grant's, or
+				// (pg-timeout) a new one the renewal hands out
+				op.Token = hl.token
+				if g.chance(0.4) {
+					hl.token = g.nextToken(k)
+					op.Token = hl.token
+				}
+			}
 			if g.chance(0.6) {
 				op.Lease = time.Duration(o.lease)
 			}

@@ -186,15 +186,49 @@ func resourceKey(x *parsed, key string, d float64) []string {
 	return kinds
 }
 
-// tokenAnomalies applies §4.3: among grants with a nonzero token, two grants
-// of one key with the same token are a token-reuse; a grant invoked after
-// another grant of the key returned (in history order), with a lower token,
-// a token-regression.
+// tokenGrant is a grant of a fencing token (§4.3): an acquire ok with a
+// nonzero token, or a renew ok that handed out a new one.
+type tokenGrant struct {
+	key       string
+	inv, done int
+	token     uint64
+}
+
+// tokenGrants lists the grants of fencing tokens: each acquire ok with a
+// nonzero token, and each renew ok (§3: of the grant it belongs to) whose
+// nonzero token differs from the token its grant held before it (the
+// grant's own, or that of the last renewal of it before it that handed out
+// a new one).
+func tokenGrants(x *parsed) []tokenGrant {
+	var out []tokenGrant
+	for _, g := range x.grants {
+		held := g.token
+		if held != 0 {
+			out = append(out, tokenGrant{g.key, g.inv, g.done, held})
+		}
+		for _, c := range x.calls { // a process's renewals, in its order
+			if c.f != history.FRenew || c.typ != history.OK || x.grantOf(c) != g {
+				continue
+			}
+			if t := c.doneOp.Token; t != 0 && t != held {
+				held = t
+				out = append(out, tokenGrant{c.key, c.inv, c.done, t})
+			}
+		}
+	}
+	return out
+}
+
+// tokenAnomalies applies §4.3: among the grants of fencing tokens, two
+// grants of one key with the same token are a token-reuse; a grant invoked
+// after another grant of the key returned (in history order), with a lower
+// token, a token-regression.
 func tokenAnomalies(x *parsed) []string {
 	var kinds []string
-	for _, a := range x.grants {
-		for _, b := range x.grants {
-			if a == b || a.key != b.key || a.token == 0 || b.token == 0 {
+	gs := tokenGrants(x)
+	for i, a := range gs {
+		for j, b := range gs {
+			if i == j || a.key != b.key {
 				continue
 			}
 			if a.token == b.token {
