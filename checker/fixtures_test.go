@@ -3,6 +3,7 @@ package checker
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,82 @@ func readLivenessExpect(t *testing.T, path string) ([]string, bool) {
 	return nil, false
 }
 
+// anomalyClaims are the lines of testdata/<name>.expect that pin what the
+// anomalies say, each "<field>: <kind> <rest>":
+//   - "ops: early-grant 9 5": some anomaly of the kind names exactly these
+//     ops, in this order;
+//   - "says: early-grant <phrase>": some anomaly of the kind says the phrase;
+//   - "never: early-grant <phrase>": no anomaly of the kind says it;
+//   - "grouped: double-hold 1 20": the kind is reported as that many
+//     anomalies, which together have that many followers (Follows, each
+//     with its ops in Followers).
+type anomalyClaim struct {
+	field, kind, rest string
+}
+
+func readClaims(t *testing.T, path string) []anomalyClaim {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []anomalyClaim
+	for _, line := range strings.Split(string(b), "\n") {
+		field, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch field = strings.TrimSpace(field); field {
+		case "ops", "says", "never", "grouped":
+			kind, rest, _ := strings.Cut(strings.TrimSpace(val), " ")
+			cs = append(cs, anomalyClaim{field, kind, strings.TrimSpace(rest)})
+		}
+	}
+	return cs
+}
+
+// checkClaim reports whether the anomalies as of the claim's kind satisfy
+// it.
+func checkClaim(c anomalyClaim, as []Anomaly) bool {
+	var of []Anomaly
+	for _, a := range as {
+		if a.Kind == c.kind {
+			of = append(of, a)
+		}
+	}
+	switch c.field {
+	case "ops":
+		for _, a := range of {
+			if strings.Trim(fmt.Sprint(a.Ops), "[]") == c.rest {
+				return true
+			}
+		}
+	case "says":
+		for _, a := range of {
+			if strings.Contains(a.Message, c.rest) {
+				return true
+			}
+		}
+	case "never":
+		for _, a := range of {
+			if strings.Contains(a.Message, c.rest) {
+				return false
+			}
+		}
+		return true
+	case "grouped":
+		follows := 0
+		for _, a := range of {
+			follows += a.Follows
+			if len(a.Followers) != a.Follows {
+				return false
+			}
+		}
+		return fmt.Sprintf("%d %d", len(of), follows) == c.rest
+	}
+	return false
+}
+
 func TestFixtures(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.jsonl")
 	if err != nil || len(files) == 0 {
@@ -94,6 +171,28 @@ func TestFixtures(t *testing.T) {
 				}
 			}
 			slices.Sort(kinds)
+			var all []Anomaly
+			for _, r := range res {
+				all = append(all, r.Anomalies...)
+				for _, a := range r.Anomalies {
+					for _, ops := range a.Followers {
+						for _, i := range ops {
+							if i < 0 || i >= len(h) {
+								t.Errorf("%s: a follower names op %d, outside the history", r.Name, i)
+							}
+						}
+					}
+				}
+			}
+			for _, c := range readClaims(t, strings.TrimSuffix(file, ".jsonl")+".expect") {
+				if !checkClaim(c, all) {
+					s := ""
+					for _, a := range all {
+						s += fmt.Sprintf("\n  %s %v (follows %d): %s", a.Kind, a.Ops, a.Follows, a.Message)
+					}
+					t.Errorf("%s: %s %s: not so of%s", c.field, c.kind, c.rest, s)
+				}
+			}
 			got := Overall(res)
 			if got != wantVerdict || !slices.Equal(kinds, wantKinds) {
 				s := ""

@@ -687,13 +687,14 @@ func pieceModel(key string) porcupine.Model {
 	}
 }
 
-// blocker finds the grant that held the lock against o, a grant that could
-// not be placed: a grant of another process in p, invoked before o
-// returned, that its process had not released before o returned, whose lease
-// could not have expired by then and whose process had not crashed by then
-// (for a session lock). Among such grants it prefers the latest one that
-// returned before o was invoked (it held the lock in every order), else the
-// latest to return. It returns nil when there is none.
+// blocker finds the grant whose hold o overran (docs/history.md §4.1, the
+// culprit's sentence): a grant g of another process in p, completed before
+// o, such that in no order of the ops could o have taken effect before g
+// (g returned before o was invoked, or o's lease could not have ended by
+// g's return), nor after g's hold ended (g's hold could not have ended by
+// o's return: holdFloor). Among such grants it prefers the latest one that
+// returned before o was invoked, else the latest to return. It returns nil
+// when there is none.
 func blocker(p piece, o *lockOp) *lockOp {
 	var best *lockOp
 	better := func(g *lockOp) bool {
@@ -707,20 +708,14 @@ func blocker(p piece, o *lockOp) *lockOp {
 		return g.retIdx > best.retIdx
 	}
 	for _, g := range p.ops {
-		if int64(g.invoke) >= o.retIdx {
-			break
-		}
-		if g.kind != kindGrant || g == o || g.proc == o.proc || g.isOpen() {
+		if g.kind != kindGrant || g == o || g.proc == o.proc || g.isOpen() || g.retIdx >= o.retIdx {
 			continue
 		}
-		if g.lease >= 0 && satAdd(g.call, g.lease) <= o.ret {
-			continue
+		if g.retIdx > int64(o.invoke) && leaseFloor(o, o.call) <= g.ret {
+			continue // o may have taken effect first
 		}
-		if g.session && g.freedIdx < o.retIdx {
-			continue
-		}
-		if r, ok := laterRelease(p, g); ok && int64(r) < o.retIdx {
-			continue
+		if f, _ := holdFloor(p, g, o.retIdx); f <= o.ret {
+			continue // g's hold may have ended before o returned
 		}
 		if better(g) {
 			best = g
@@ -729,15 +724,90 @@ func blocker(p piece, o *lockOp) *lockOp {
 	return best
 }
 
-// laterRelease returns the invoke index of g's process's first release
-// after g.
-func laterRelease(p piece, g *lockOp) (int, bool) {
+// leaseFloor is the earliest moment a grant's lease, counted from base,
+// may end: open for a lease that never does.
+func leaseFloor(g *lockOp, base int64) int64 {
+	if g.lease < 0 {
+		return open
+	}
+	return satAdd(base, g.lease)
+}
+
+// holdFloor is the earliest moment at which grant g's hold may have ended
+// in any order of the ops of p, as seen by an op that returned at history
+// index before: its lease's end, counted from its call when the ok recorded
+// its lease, else from the earliest instant its grant can take (grantFloor,
+// returned as base); the call of its process's release, and the call plus
+// lease of its process's renewal or re-acquisition, invoked after it and
+// before that return, except that a renewal that succeeded and returned
+// before the hold could end took effect while the process held the lock
+// and sets the lease anew; and, for a session lock, the close of its client
+// before that return.
+func holdFloor(p piece, g *lockOp, before int64) (floor, base int64) {
+	base = g.call
+	if !g.fromCall {
+		base = grantFloor(p, g, before)
+	}
+	floor = leaseFloor(g, base)
 	for _, x := range p.ops {
-		if x.kind == kindRelease && x.proc == g.proc && x.invoke > g.invoke {
-			return x.invoke, true
+		if x.proc != g.proc || x == g || int64(x.invoke) <= g.retIdx || int64(x.invoke) >= before {
+			continue
+		}
+		switch {
+		case x.kind == kindRelease:
+			floor = min(floor, x.call)
+		case x.kind == kindRenew && x.retIdx < before && x.ret < floor:
+			// it returned before the hold could end, so it took effect
+			// while g's process held the lock, and set the lease anew
+			floor = leaseFloor(x, x.call)
+		default:
+			floor = min(floor, leaseFloor(x, x.call))
 		}
 	}
-	return 0, false
+	if g.session && g.freedIdx < before {
+		floor = min(floor, g.freed)
+	}
+	return floor, base
+}
+
+// grantFloor is the earliest instant at which grant g can take effect: its
+// call, and, for each grant h of another process that returned before g was
+// invoked (g takes effect after h's hold ended), the call of h's process's
+// release that succeeded (before history index before) after h with no
+// other lock op of that process between but renewals (h's process still
+// held the lock there, so g took it later), else the earliest end of h's
+// lease counted from its call, of its renewals, the call of its process's
+// next release or grant, and its session's close, all before g returned.
+func grantFloor(p piece, g *lockOp, before int64) int64 {
+	at := g.call
+	for _, h := range p.ops {
+		if h.kind != kindGrant || h.isOpen() || h.proc == g.proc || h.retIdx >= int64(g.invoke) {
+			continue
+		}
+		end := leaseFloor(h, h.call)
+		if h.session && h.freedIdx < g.retIdx {
+			end = min(end, h.freed)
+		}
+		for _, x := range p.ops {
+			if x.proc != h.proc || x == h || int64(x.invoke) <= h.retIdx {
+				continue
+			}
+			if int64(x.invoke) >= g.retIdx {
+				break // it takes effect after g, if at all
+			}
+			if x.kind == kindRelease && !x.isOpen() && x.retIdx < before {
+				end = x.call // h's process held it until this release
+				break
+			}
+			if x.kind != kindRenew {
+				end = min(end, x.call) // a re-acquisition, or a release that may not have succeeded
+				break
+			}
+			end = min(end, leaseFloor(x, x.call))
+		}
+		at = max(at, end)
+	}
+	return at
 }
 
 // describe writes the anomaly of op o that could not be placed in piece p.
@@ -760,18 +830,38 @@ func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
 	msg := fmt.Sprintf("%s was granted %s at %s (asked at %s) while %s held it since %s (asked at %s)",
 		who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
 	if g.retIdx > int64(o.invoke) {
-		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other",
-			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
+		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other: %s's lease of %s could not have ended before %s, after %s's grant returned",
+			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)),
+			who, o.asked, secs(time.Duration(leaseFloor(o, o.call))), holder)
+	}
+	floor, base := holdFloor(p, g, o.retIdx)
+	renewed := false
+	for _, x := range p.ops {
+		if x.proc == g.proc && x != g && int64(x.invoke) > g.retIdx && x.retIdx < o.retIdx && x.kind != kindRelease {
+			renewed = true
+		}
 	}
 	switch {
-	case g.lease >= 0:
-		msg += fmt.Sprintf(": %s's lease of %s could not have expired before %s", holder, g.asked, secs(time.Duration(satAdd(g.call, g.lease))))
+	case floor != open && renewed:
+		msg += fmt.Sprintf(", and %s's hold, renewed since, could not have ended before %s", holder, secs(time.Duration(floor)))
+	case floor != open && base > g.call:
+		msg += fmt.Sprintf(", and %s's lease of %s, counted from its grant, which could not take effect before %s, could not have expired before %s",
+			holder, g.asked, secs(time.Duration(base)), secs(time.Duration(floor)))
+	case floor != open:
+		msg += fmt.Sprintf(", and %s's lease of %s could not have expired before %s", holder, g.asked, secs(time.Duration(floor)))
 	case g.session:
-		msg += fmt.Sprintf(": %s's session lock never expires on its own and its process had not crashed", holder)
+		msg += fmt.Sprintf(", and %s's session lock never expires on its own", holder)
 	default:
-		msg += fmt.Sprintf(": %s's lock never expires on its own", holder)
+		msg += fmt.Sprintf(", and %s's lock never expires on its own", holder)
 	}
-	msg += ", and it had not released it"
+	if g.session {
+		if g.crashIdx < o.retIdx {
+			msg += fmt.Sprintf("; its process crashed at %s but kept its client, whose session lived on", secs(time.Duration(g.crash)))
+		} else {
+			msg += "; its process had not crashed"
+		}
+	}
+	msg += fmt.Sprintf("; %s had not released it", holder)
 	return Anomaly{Kind: EarlyGrant, Key: key, Ops: []int{o.index(), g.index()}, Message: msg}
 }
 

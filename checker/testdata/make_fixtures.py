@@ -1,6 +1,8 @@
 # make_fixtures.py writes the hand-made fixture histories of this directory
 # (<name>.jsonl) and what the checkers must conclude about each
-# (<name>.expect: the verdict and exactly the anomaly kinds found).
+# (<name>.expect: the verdict and exactly the anomaly kinds found, and
+# where given, claims about what the anomalies name and say: see
+# fixtures_test.go).
 # Regenerate with: python3 checker/testdata/make_fixtures.py
 import json, os
 MS = 1_000_000
@@ -8,7 +10,7 @@ TTL = 5000*MS
 def until(inv_ms): return inv_ms*MS + int(TTL*0.99)
 files = {}
 os.chdir(os.path.dirname(os.path.abspath(__file__)))
-def fx(name, verdict, kinds, rows):
+def fx(name, verdict, kinds, rows, claims=()):
     lines = []
     rows = sorted(rows, key=lambda r: r[0])
     for i, r in enumerate(rows):
@@ -21,7 +23,7 @@ def fx(name, verdict, kinds, rows):
             if k in extra: o[k] = extra[k]
         lines.append(json.dumps(o, separators=(",",":")))
     open(name+".jsonl","w").write("\n".join(lines)+"\n")
-    open(name+".expect","w").write("verdict: %s\nanomalies: %s\n" % (verdict, " ".join(sorted(kinds))))
+    open(name+".expect","w").write("verdict: %s\nanomalies: %s\n" % (verdict, " ".join(sorted(kinds))) + "".join(c+"\n" for c in claims))
 K = {"key":"k"}
 def acq(t, p, typ, **kw):
     d = dict(K); d.update(kw)
@@ -312,7 +314,8 @@ fx("renewed-lease-early-grant", "invalid", ["double-hold", "early-grant"], [
     acq(1000, 0, "invoke", ttl=2000*MS), acq(1100, 0, "ok", lease=2000*MS, until=1000*MS+int(2000*MS*0.99)),
     op(2500, 0, "invoke", "renew", ttl=2000*MS), op(2600, 0, "ok", "renew", lease=2000*MS, until=2500*MS+int(2000*MS*0.99)),
     acq(3000, 1, "invoke", ttl=2000*MS), acq(3500, 1, "ok", lease=2000*MS, until=3000*MS+int(2000*MS*0.99)),
-])
+], claims=["ops: early-grant 5 1",
+           "says: early-grant worker 0 held it since 1.100s (asked at 1.000s), and worker 0's hold, renewed since, could not have ended before 4.480s"])
 # A belief still open at the end of the history runs to its until: the double
 # hold whose second grant is the last line is found.
 fx("open-belief-last-line", "invalid", ["double-hold", "early-grant"], [
