@@ -50,7 +50,10 @@ func (WellFormed) Check(ctx context.Context, h history.History) Result {
 // belief still open at the end of the history runs to its until, or on
 // without end. Overlapping beliefs are found by a sweep over the beliefs
 // sorted by start, O(n log n) plus one step per reported pair; each
-// overlapping pair is reported once.
+// overlapping pair is reported once. The overlaps of one belief with the
+// beliefs that started after it follow from that one belief (a stale holder
+// overlapping every later grant): they are one anomaly, its first overlap,
+// with the others as its followers (docs/history.md §4).
 type DoubleHoldChecker struct{}
 
 var _ Checker = DoubleHoldChecker{}
@@ -90,14 +93,29 @@ func (c DoubleHoldChecker) checkFacts(ctx context.Context, h history.History, f 
 			return cmp.Or(cmp.Compare(f.Beliefs[a].Start, f.Beliefs[b].Start), cmp.Compare(a, b))
 		})
 		active := &beliefHeap{f: f}
+		group := map[int]int{} // the earlier belief -> its anomaly
 		for _, b := range bs {
 			for active.Len() > 0 && f.Beliefs[active.ids[0]].End <= f.Beliefs[b].Start {
 				heap.Pop(active)
 			}
-			for _, a := range active.ids {
-				if f.Grants[a].Process != f.Grants[b].Process {
-					anomalies = append(anomalies, doubleHold(h, f, key, a, b))
+			// the active beliefs in the order they started, so that each
+			// belief's first overlap is its cause's anomaly
+			earlier := slices.Clone(active.ids)
+			slices.SortFunc(earlier, func(x, y int) int {
+				return cmp.Or(cmp.Compare(f.Beliefs[x].Start, f.Beliefs[y].Start), cmp.Compare(x, y))
+			})
+			for _, a := range earlier {
+				if f.Grants[a].Process == f.Grants[b].Process {
+					continue
 				}
+				an := doubleHold(h, f, key, a, b)
+				if g, ok := group[a]; ok {
+					anomalies[g].Follows++
+					anomalies[g].Followers = append(anomalies[g].Followers, an.Ops)
+					continue
+				}
+				group[a] = len(anomalies)
+				anomalies = append(anomalies, an)
 			}
 			heap.Push(active, b)
 		}

@@ -29,11 +29,12 @@ import (
 // is provably applied before w2 when hi(w1) < after(w2).
 //
 // stale-write: the resource provably applied a write of an older grant
-// after a write of a newer one (lease order: the older grant returned before
-// the newer one was invoked; tokens play no part, and two grants with equal
-// tokens are two grants). Each stale write is reported once, against the
-// write of the newest grant provably applied before it; later stale writes
-// against the same write are counted in that anomaly's message.
+// after a write of a newer one (lease order, Facts.Older: no reading of the
+// lease model lets the newer grant take effect first; tokens play no part,
+// and two grants with equal tokens are two grants). Each stale write is
+// reported once, against a write of a newer grant provably applied before
+// it; the stale writes of one grant follow from its one stale lease and are
+// grouped behind the first (Anomaly.Follows).
 //
 // lost-update: each write of the workload writes the value it read plus one,
 // so after n acknowledged (ok) writes of a key the register must hold at

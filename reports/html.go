@@ -151,9 +151,36 @@ func runLinks(runDir string) []Link {
 }
 
 var reportTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-	"seconds": func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) },
-	"elapsed": func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+	"seconds":   func(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) },
+	"elapsed":   func(d time.Duration) string { return d.Round(time.Microsecond).String() },
+	"follows":   follows,
+	"followers": followersText,
 }).ParseFS(assets, "assets/report.html.tmpl"))
+
+// follows counts the anomalies that follow from the causes of as
+// (checker.Anomaly.Follows).
+func follows(as []checker.Anomaly) int {
+	n := 0
+	for _, a := range as {
+		n += a.Follows
+	}
+	return n
+}
+
+// followersText lists the ops of the first few anomalies that follow from
+// a's cause: "[1 9], [1 12], [1 15], …".
+func followersText(a anomalyJSON) string {
+	const shown = 5
+	var parts []string
+	for i, f := range a.Followers {
+		if i == shown {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprint(f))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // reportView is the data of report.html.tmpl.
 type reportView struct {

@@ -691,14 +691,18 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 // window they span, and a liveness anomaly's own window (the checker's), in
 // µs, which report.js shades.
 type anomalyJSON struct {
-	Checker string    `json:"checker"`
-	Kind    string    `json:"kind"`
-	Key     string    `json:"key,omitempty"`
-	Ops     []int     `json:"ops"`
-	Message string    `json:"message"`
-	From    int64     `json:"from"`
-	To      int64     `json:"to"`
-	Window  *[2]int64 `json:"window,omitempty"`
+	Checker string `json:"checker"`
+	Kind    string `json:"kind"`
+	Key     string `json:"key,omitempty"`
+	Ops     []int  `json:"ops"`
+	Message string `json:"message"`
+	// Follows counts the anomalies that follow from this one's cause
+	// (checker.Anomaly.Follows); Followers gives each one's ops.
+	Follows   int       `json:"follows,omitempty"`
+	Followers [][]int   `json:"followers,omitempty"`
+	From      int64     `json:"from"`
+	To        int64     `json:"to"`
+	Window    *[2]int64 `json:"window,omitempty"`
 }
 
 // anomalyWindows lists every anomaly of results with the time window of the
@@ -737,7 +741,7 @@ func anomalyWindows(results []checker.Result, h history.History, tl timeline) []
 	out := []anomalyJSON{}
 	for _, r := range results {
 		for _, a := range r.Anomalies {
-			aj := anomalyJSON{Checker: r.Name, Kind: a.Kind, Key: a.Key, Ops: a.Ops, Message: a.Message, From: -1, To: -1}
+			aj := anomalyJSON{Checker: r.Name, Kind: a.Kind, Key: a.Key, Ops: a.Ops, Message: a.Message, Follows: a.Follows, Followers: a.Followers, From: -1, To: -1}
 			if aj.Ops == nil {
 				aj.Ops = []int{}
 			}

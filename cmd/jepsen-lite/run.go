@@ -145,10 +145,19 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 }
 
 // printCheckers prints each checker's verdict and every anomaly with the ops
-// that prove it.
+// that prove it; an anomaly that others follow from (docs/history.md §4,
+// one cause, one finding) comes first, with a line counting them.
 func printCheckers(w io.Writer, rs []checker.Result) {
 	for _, c := range rs {
-		fmt.Fprintf(w, "  %-16s %-8s %d anomalies  %v\n", c.Name, c.Verdict, len(c.Anomalies), c.Elapsed.Round(time.Microsecond))
+		follow := 0
+		for _, a := range c.Anomalies {
+			follow += a.Follows
+		}
+		following := ""
+		if follow > 0 {
+			following = fmt.Sprintf(" (and %d that follow from them)", follow)
+		}
+		fmt.Fprintf(w, "  %-16s %-8s %d anomalies%s  %v\n", c.Name, c.Verdict, len(c.Anomalies), following, c.Elapsed.Round(time.Microsecond))
 		if c.Note != "" {
 			fmt.Fprintf(w, "    note: %s\n", c.Note)
 		}
@@ -158,8 +167,27 @@ func printCheckers(w io.Writer, rs []checker.Result) {
 				break
 			}
 			fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
+			if a.Follows > 0 {
+				fmt.Fprintf(w, "      %s\n", followersText(a))
+			}
 		}
 	}
+}
+
+// followersText says how many anomalies follow from a, with the ops of the
+// first few: "+ 790 more double-hold that follow from it: ops [1 9],
+// [1 12], [1 15], ... (see results.json)".
+func followersText(a checker.Anomaly) string {
+	const shown = 3
+	var ops []string
+	for i, f := range a.Followers {
+		if i == shown {
+			ops = append(ops, "...")
+			break
+		}
+		ops = append(ops, fmt.Sprint(f))
+	}
+	return fmt.Sprintf("+ %d more %s that follow from it: ops %s (see results.json)", a.Follows, a.Kind, strings.Join(ops, ", "))
 }
 
 // fewGrants is the number of grants below which a run's summary warns that
