@@ -58,6 +58,9 @@ type LaterOp struct {
 	// grant's.
 	Release bool
 	Lease   time.Duration
+	// Session is set for an acquire that is a session lock: the client's
+	// close may end the hold.
+	Session bool
 }
 
 // Renewal is a renew ok of a grant.
@@ -176,12 +179,13 @@ func (f *Facts) Older(a, b int, d float64) bool {
 // history index before, under drift d: g's lease from its call
 // (call + L × (1 − d), never for L = -1); the call of its process's release
 // of the key, and the call plus lease of its renewal or re-acquisition,
-// invoked before that return (ok, or of unknown outcome); and, for a session
-// lock, the close of its client before that return. Forever when nothing
-// may end it.
+// invoked before that return (ok, or of unknown outcome); and, when g or
+// such a re-acquisition is a session lock, the close of its client before
+// that return. Forever when nothing may end it.
 func (f *Facts) HoldEnd(g, before int, d float64) time.Duration {
 	gr := &f.Grants[g]
 	end := leaseEnd(gr.Call, gr.Lease, d)
+	session := gr.Session
 	for _, x := range gr.Later {
 		if x.Invoke >= before {
 			continue
@@ -191,8 +195,9 @@ func (f *Facts) HoldEnd(g, before int, d float64) time.Duration {
 		} else {
 			end = min(end, leaseEnd(x.Call, x.Lease, d))
 		}
+		session = session || x.Session
 	}
-	if gr.Session && gr.Closed >= 0 && gr.Closed < before {
+	if session && gr.Closed >= 0 && gr.Closed < before {
 		end = min(end, gr.ClosedAt)
 	}
 	return end
@@ -356,7 +361,7 @@ func Analyze(h history.History) *Facts {
 			if done.Type == history.OK {
 				ok = *done
 			}
-			x.Lease, _ = grantLease(inv, &ok)
+			x.Lease, x.Session = grantLease(inv, &ok)
 		default:
 			return
 		}

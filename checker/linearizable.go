@@ -741,8 +741,8 @@ func leaseFloor(g *lockOp, base int64) int64 {
 // lease of its process's renewal or re-acquisition, invoked after it and
 // before that return, except that a renewal that succeeded and returned
 // before the hold could end took effect while the process held the lock
-// and sets the lease anew; and, for a session lock, the close of its client
-// before that return.
+// and sets the lease anew; and, when g or such a re-acquisition is a
+// session lock, the close of its client before that return.
 func holdFloor(p piece, g *lockOp, before int64) (floor, base int64) {
 	base = g.call
 	if !g.fromCall {
@@ -762,6 +762,9 @@ func holdFloor(p piece, g *lockOp, before int64) (floor, base int64) {
 			floor = leaseFloor(x, x.call)
 		default:
 			floor = min(floor, leaseFloor(x, x.call))
+		}
+		if x.kind == kindGrant && x.session && g.freedIdx < before {
+			floor = min(floor, g.freed) // a re-acquisition as a session lock, freed with the client
 		}
 	}
 	if g.session && g.freedIdx < before {
@@ -827,12 +830,19 @@ func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
 				who, key, at, secs(time.Duration(o.call)), key)}
 	}
 	holder := fmt.Sprintf("worker %d", g.client)
+	if g.client == o.client {
+		// two processes of one worker: the earlier crashed
+		who, holder = fmt.Sprintf("worker %d (process %d)", o.client, o.proc), fmt.Sprintf("worker %d (process %d)", g.client, g.proc)
+	}
 	msg := fmt.Sprintf("%s was granted %s at %s (asked at %s) while %s held it since %s (asked at %s)",
 		who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)))
 	if g.retIdx > int64(o.invoke) {
-		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other: %s's lease of %s could not have ended before %s, after %s's grant returned",
-			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)),
-			who, o.asked, secs(time.Duration(leaseFloor(o, o.call))), holder)
+		mine := fmt.Sprintf("%s's lease of %s could not have ended before %s, after %s's grant returned", who, o.asked, secs(time.Duration(leaseFloor(o, o.call))), holder)
+		if o.lease < 0 {
+			mine = fmt.Sprintf("%s's lock never expires on its own", who)
+		}
+		msg = fmt.Sprintf("%s was granted %s at %s (asked at %s) and %s at %s (asked at %s): neither grant could come after the other: %s",
+			who, key, at, secs(time.Duration(o.call)), holder, secs(time.Duration(g.ret)), secs(time.Duration(g.call)), mine)
 	}
 	floor, base := holdFloor(p, g, o.retIdx)
 	renewed := false

@@ -294,8 +294,8 @@ func scaled(base, lease int64, d float64) int64 {
 //     returned and before a returned (ok or of unknown outcome);
 //   - the call plus lease of each renewal or acquire of b's key by b's
 //     process invoked in that same stretch (ok or of unknown outcome);
-//   - for a session lock, the close of b's process's client, when it comes
-//     before a's return.
+//   - when b or one of those acquires is a session lock, the close of b's
+//     process's client, when it comes before a's return.
 func (x *parsed) older(a, b *grant, d float64) bool {
 	switch {
 	case a == b:
@@ -306,6 +306,7 @@ func (x *parsed) older(a, b *grant, d float64) bool {
 		return false
 	}
 	end := scaled(b.call, b.lease, d)
+	session := b.session
 	for _, c := range x.calls {
 		if c.proc != b.proc || c.key != b.key || c.inv <= b.done || c.inv >= a.done || c.typ == history.Fail {
 			continue
@@ -316,11 +317,12 @@ func (x *parsed) older(a, b *grant, d float64) bool {
 		case history.FRenew:
 			end = min(end, scaled(c.call, x.renewLease(c), d))
 		case history.FAcquire:
-			l, _ := acquireLease(c)
+			l, s := acquireLease(c)
 			end = min(end, scaled(c.call, l, d))
+			session = session || s
 		}
 	}
-	if b.session && x.freedIdxOf(b.proc) < int64(a.done) {
+	if session && x.freedIdxOf(b.proc) < int64(a.done) {
 		end = min(end, x.freedOf(b.proc))
 	}
 	return a.ret < end
