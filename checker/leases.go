@@ -37,8 +37,10 @@ type Grant struct {
 	Renewals []Renewal
 	// Later are the lock ops of the grant's process on its key after it
 	// that may have taken effect (ok, or of unknown outcome), up to and
-	// including the first such release: each may end the process's hold
-	// (lease order, docs/history.md §3).
+	// including the first such release, and only while they could end the
+	// process's hold earlier than the ops before them (lease order,
+	// docs/history.md §3: an op called after that moment ends nothing
+	// earlier, under any drift).
 	Later []LaterOp
 	// Closed is the op index at which the grant's client was closed (its
 	// process's crash, or for a kept crash the next crash of its worker
@@ -223,6 +225,13 @@ func grantLease(inv, ok *history.Op) (time.Duration, bool) {
 	return history.NoLease, true
 }
 
+// collecting is a grant whose Later Analyze still collects, with the
+// earliest moment its hold may end with no drift, as far as seen.
+type collecting struct {
+	grant int
+	bound time.Duration
+}
+
 // renewLease applies §3's rule for a renewal's lease: its ok's `lease`
 // (done is the zero op for a renewal of unknown outcome), else its invoke's
 // `ttl`, else its grant's lease.
@@ -312,7 +321,12 @@ func Analyze(h history.History) *Facts {
 		latest int // latest grant, -1 for none
 		open   bool
 		until  time.Duration
-		later  []int // the grants whose Later is still being collected: those since the last release
+		// later are the grants whose Later is still being collected: those
+		// since the last release that a later op could still end earlier,
+		// each with bound, the earliest its hold may end with no drift
+		// (an op called at or after it ends nothing earlier, under any
+		// drift)
+		later []collecting
 	}
 	type proc struct {
 		pending int
@@ -365,12 +379,19 @@ func Analyze(h history.History) *Facts {
 		default:
 			return
 		}
-		for _, g := range ks.later {
-			f.Grants[g].Later = append(f.Grants[g].Later, x)
+		kept := ks.later[:0]
+		for _, c := range ks.later {
+			if x.Call >= c.bound {
+				continue // nothing from here on ends its hold any earlier
+			}
+			f.Grants[c.grant].Later = append(f.Grants[c.grant].Later, x)
+			if x.Release {
+				continue
+			}
+			c.bound = min(c.bound, leaseEnd(x.Call, x.Lease, 0))
+			kept = append(kept, c)
 		}
-		if x.Release {
-			ks.later = ks.later[:0]
-		}
+		ks.later = kept
 	}
 	latestOf := func(p *proc, key string) int {
 		for i := range p.keys {
@@ -416,7 +437,7 @@ func Analyze(h history.History) *Facts {
 				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session, Closed: c.idx, ClosedAt: c.at})
 			f.Beliefs = append(f.Beliefs, Belief{Grant: g, Start: op.Time, End: Forever, EndOp: -1, Reason: EndOpen})
 			ks.latest, ks.open, ks.until = g, true, op.Until
-			ks.later = append(ks.later, g)
+			ks.later = append(ks.later, collecting{grant: g, bound: leaseEnd(invOp.Time, lease, 0)})
 		case op.F == history.FRenew && op.Type == history.OK:
 			ks := stateOf(p, op.Key)
 			if ks.latest < 0 {
