@@ -9,8 +9,10 @@
 // invoke, or left out), each op at an instant no earlier than the one
 // before it, for the prefix at every completion, in each piece between the
 // key's quiescent points, with no cuts other than the specification's own;
-// the resource rules of §4.2 compare every pair of writes; the token rules of
-// §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
+// the resource rules of §4.2 compare every pair of writes, ordering their
+// grants by §3's lease order read off every lock op of the newer grant's
+// process (older); the token rules of §4.3 compare every pair of grants of
+// tokens (acquires, and renewals that hand out a new token). Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
 // use it on tiny histories only (a dozen client ops or so).
 //
