@@ -139,9 +139,10 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 const maxProofOps = 16
 
 // writeProof writes, under a scenario's findings, the first anomaly of each
-// kind with its op indexes, its sentence and the run directory whose
-// history.jsonl holds those ops: from one run, and a kind that run did not
-// find from the first run that did, named on its line.
+// kind with its op indexes, its sentence, how many anomalies follow from its
+// cause (docs/history.md §4) and the run directory whose history.jsonl holds
+// those ops: from one run, and a kind that run did not find from the first
+// run that did, named on its line.
 func writeProof(b *bytes.Buffer, items []proofItem) {
 	if len(items) == 0 {
 		return
@@ -154,6 +155,9 @@ func writeProof(b *bytes.Buffer, items []proofItem) {
 			fmt.Fprintf(b, " on `%s`", it.Key)
 		}
 		fmt.Fprintf(b, ", %s: %s", opsText(it.Ops), it.Message)
+		if it.Follows > 0 {
+			fmt.Fprintf(b, " (and %d more %s that follow from it)", it.Follows, it.Kind)
+		}
 		if it.dir != dir {
 			fmt.Fprintf(b, " (from `%s/`)", filepath.ToSlash(it.dir))
 		}
