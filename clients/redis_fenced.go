@@ -44,7 +44,9 @@ func NewRedisFenced(ctx context.Context, t Target) (Locker, error) {
 	return &RedisFenced{RedisSingle: s}, nil
 }
 
-// Acquire runs the fenced script once; a 0 reply is ErrNotAcquired.
+// Acquire runs the fenced script once; a 0 reply is ErrNotAcquired. Its one
+// step (redisFencedSteps) can take the lock: any other failure is
+// indeterminate.
 func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL(r.name, ttl); err != nil {
 		return Lease{}, err

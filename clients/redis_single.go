@@ -96,7 +96,9 @@ func newRedisSingle(name string, t Target) (*RedisSingle, error) {
 }
 
 // Acquire sends SET key value NX PX ttl once. A nil reply (the key exists)
-// is ErrNotAcquired; any other failure is indeterminate.
+// is ErrNotAcquired; any other failure is indeterminate. Its one step
+// (redisSingleSteps) can take the lock: there is no step before it whose
+// failure would prove the lock was not taken.
 func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL(r.name, ttl); err != nil {
 		return Lease{}, err

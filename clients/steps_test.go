@@ -1,0 +1,216 @@
+package clients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// stepFault is one acquire whose step is cut by a real network fault, and
+// the outcome the history must record for it.
+type stepFault struct {
+	algorithm string
+	spec      cluster.Spec
+	options   map[string]string
+	step      string       // the step (Step.Name) the worker's links reset at
+	want      history.Type // fail before any step that can take the lock, info at one
+	// warm: the Locker takes and releases the lock once before the
+	// faulted acquire, so that a step done once per key and client
+	// (zk-recipe's parent) is not sent again.
+	warm bool
+	// disconnect: the Locker has no open connection when the faulted
+	// acquire begins, so that it opens one (the connect step).
+	disconnect bool
+}
+
+var stepFaults = []stepFault{
+	{algorithm: "redis-zadd-mutex", spec: redisMasters, step: "create", want: history.Fail},
+	{algorithm: "redis-zadd-mutex", spec: redisMasters, step: "acquire", want: history.Info},
+	{algorithm: "redis-zadd-state", spec: redisMasters, step: "create", want: history.Fail},
+	{algorithm: "redis-zadd-state", spec: redisMasters, step: "acquire", want: history.Info},
+	{algorithm: "pg-mutex", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
+	{algorithm: "pg-mutex", spec: postgresOne, step: "create", want: history.Fail},
+	{algorithm: "pg-mutex", spec: postgresOne, step: "acquire", want: history.Info},
+	{algorithm: "pg-timeout", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
+	{algorithm: "pg-timeout", spec: postgresOne, step: "create", want: history.Fail},
+	{algorithm: "pg-timeout", spec: postgresOne, step: "acquire", want: history.Info},
+	{algorithm: "pg-state", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
+	{algorithm: "pg-state", spec: postgresOne, step: "create", want: history.Fail},
+	{algorithm: "pg-state", spec: postgresOne, step: "acquire", want: history.Info},
+	{algorithm: "pg-unique-row", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
+	{algorithm: "pg-unique-row", spec: postgresOne, step: "acquire", want: history.Info},
+	{algorithm: "pg-advisory", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
+	{algorithm: "pg-advisory", spec: postgresOne, step: "acquire", want: history.Info},
+	{algorithm: "zk-recipe", spec: zkOne, options: map[string]string{"wait": "100ms"}, step: "parent", want: history.Fail},
+	{algorithm: "zk-recipe", spec: zkOne, options: map[string]string{"wait": "100ms"}, step: "create", want: history.Info, warm: true},
+	{algorithm: "etcd-mutex", spec: etcdOne, step: "grant", want: history.Fail},
+	{algorithm: "etcd-mutex", spec: etcdOne, step: "lock", want: history.Info},
+}
+
+// TestStepFaultsCoverEverySteppedAlgorithm keeps the declared steps and the
+// fault tests together: every algorithm with a step that cannot take the
+// lock has a fault case for each such step and one for its first step that
+// can, and each case expects what the step's declaration says (fail
+// before any step that can take the lock, info at one).
+func TestStepFaultsCoverEverySteppedAlgorithm(t *testing.T) {
+	cases := map[string]stepFault{}
+	for _, c := range stepFaults {
+		cases[c.algorithm+"/"+c.step] = c
+	}
+	for _, a := range Algorithms() {
+		if !slices.ContainsFunc(a.Steps, func(s Step) bool { return s.Grants }) {
+			t.Errorf("%s: no step can take the lock", a.Name)
+		}
+		for i, s := range a.Steps {
+			c, ok := cases[a.Name+"/"+s.Name]
+			if ok {
+				want := history.Fail
+				if s.Grants {
+					want = history.Info
+				}
+				if c.want != want {
+					t.Errorf("%s: step %s (grants %v) expects %s", a.Name, s.Name, s.Grants, c.want)
+				}
+				delete(cases, a.Name+"/"+s.Name)
+			}
+			if s.Grants {
+				if i > 0 && !ok {
+					t.Errorf("%s: no fault case for %s, its first step that can take the lock", a.Name, s.Name)
+				}
+				break
+			}
+			if !ok {
+				t.Errorf("%s: no fault case for %s, a step that cannot take the lock", a.Name, s.Name)
+			}
+		}
+	}
+	for name := range cases {
+		t.Errorf("fault case %s names no declared step before or at the first that can take the lock", name)
+	}
+}
+
+// TestStepFaults resets the worker's links to the servers (TCP RST as soon
+// as data flows: the request is dropped) right before one step of an
+// acquire is sent, and checks what the history records: an acquire that
+// failed before any step that can take the lock is fail, it took nothing
+// (another worker then takes the lock at once) and its process goes on;
+// one that failed at a step that can take the lock is info. The fault is
+// placed by the step hook, so no timing decides which step it cuts.
+func TestStepFaults(t *testing.T) {
+	cs := newClusters(t)
+	for _, tc := range stepFaults {
+		t.Run(tc.algorithm+"/"+tc.step, func(t *testing.T) {
+			eps := cs.endpoints(t, tc.spec)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			nw, err := cluster.NewNetwork()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nw.Close() })
+			via := slices.Clone(eps)
+			var links []string
+			for i, ep := range eps {
+				link := cluster.LinkName("w0", ep.Name)
+				if via[i].Addr, err = nw.Link(link, ep.Addr); err != nil {
+					t.Fatal(err)
+				}
+				links = append(links, link)
+			}
+			const ttl = 5 * time.Second
+			key := fmt.Sprintf("steps-%s-%s", tc.algorithm, tc.step)
+			l := newLocker(t, tc.algorithm, via, 0, tc.options)
+			rec := history.NewRecorder()
+			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
+			if tc.warm {
+				la, err := l.Acquire(ctx, key, ttl)
+				if err != nil {
+					t.Fatalf("acquire before the fault: %v", err)
+				}
+				if err := l.Release(ctx, la); err != nil {
+					t.Fatalf("release before the fault: %v", err)
+				}
+			}
+			if tc.disconnect {
+				if err := postgresOf(t, l).Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			var steps []string
+			hooked := l.(interface{ setBeforeStep(func(string)) })
+			hooked.setBeforeStep(func(step string) {
+				steps = append(steps, step)
+				if step == tc.step {
+					if err := nw.Reset(links...); err != nil {
+						t.Errorf("reset: %v", err)
+					}
+				}
+			})
+			_, err = a.Acquire(ctx, key, ttl)
+			hooked.setBeforeStep(nil)
+			if err := nw.Heal(links...); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(steps, tc.step) {
+				t.Fatalf("the acquire never reached step %s (steps %v; err %v)", tc.step, steps, err)
+			}
+			if steps[len(steps)-1] != tc.step {
+				t.Fatalf("the acquire went on past the faulted step %s: steps %v (err %v)", tc.step, steps, err)
+			}
+			h := rec.History()
+			if len(h) != 2 {
+				t.Fatalf("history %v, want the acquire's invoke and completion", h)
+			}
+			done := h[1]
+			if done.Type != tc.want {
+				t.Fatalf("acquire with step %s cut: recorded %s (%s), want %s", tc.step, done.Type, done.Error, tc.want)
+			}
+			if err == nil || !strings.Contains(done.Error, tc.step) {
+				t.Fatalf("recorded error %q does not name the step %s", done.Error, tc.step)
+			}
+			if tc.want == history.Info {
+				if errors.Is(err, ErrNotAcquired) || a.Proc.ID() != 2 {
+					t.Fatalf("info: err %v, process %d; want an indeterminate error and a crash", err, a.Proc.ID())
+				}
+				return
+			}
+			var bg *beforeGrantError
+			if !errors.As(err, &bg) || bg.step != tc.step || !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("fail: err %v, want the %s step's failure, wrapping ErrNotAcquired", err, tc.step)
+			}
+			if a.Proc.ID() != 0 {
+				t.Fatalf("a definite failure crashed the process (now %d)", a.Proc.ID())
+			}
+			// It took nothing: another worker takes the lock at once.
+			b := newLocker(t, tc.algorithm, eps, 1, tc.options)
+			lb, err := b.Acquire(ctx, key, ttl)
+			if err != nil {
+				t.Fatalf("another worker after the failed acquire: %v", err)
+			}
+			if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+				t.Fatalf("release: %v", err)
+			}
+		})
+	}
+}
+
+// postgresOf returns the Postgres behind a PostgreSQL Locker.
+func postgresOf(t *testing.T, l Locker) *Postgres {
+	t.Helper()
+	switch p := l.(type) {
+	case *Postgres:
+		return p
+	case *PgTimeout:
+		return p.Postgres
+	}
+	t.Fatalf("%T is not a PostgreSQL Locker", l)
+	return nil
+}
