@@ -108,13 +108,13 @@ var (
 	// says nothing of which request failed.
 	zkLockSteps = []Step{{"lock", "zk.Lock: the parents, the ephemeral sequential node, the wait", true}}
 	// etcd-mutex: the session after the grant only starts the lease's
-	// keep-alive in the client and sends nothing. A failed lock or token
-	// step revokes the lease, which deletes our key with it: fail when the
-	// revoke succeeded.
+	// keep-alive in the client and sends nothing. After a waiting lock,
+	// the token step reads our key's create revision, the lock taken. A
+	// failed lock or token step revokes the lease, which deletes our key
+	// with it: fail when the revoke succeeded.
 	etcdSteps = []Step{
 		{"grant", "grant a lease of the ttl (a lease holds no key)", false},
 		{"lock", "TryLock or Lock: put our key on the lease; the lock when its revision is the lowest", true},
-		{"token", "after a wait, read our key's create revision", true},
 	}
 )
 

@@ -219,7 +219,6 @@ func (e *EtcdMutex) acquire(ctx context.Context, key string, ttl, wait time.Dura
 	if lockErr == nil && wait > 0 {
 		// After waiting, the header is that of the last read, not of
 		// the put that created our key: read its create revision.
-		e.step("token")
 		got, err := e.client.Get(cctx, m.Key())
 		switch {
 		case err != nil:

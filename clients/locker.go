@@ -13,7 +13,8 @@ import (
 )
 
 // ErrNotAcquired reports that the lock was definitely not acquired (it is
-// held by someone else, or no quorum granted it) and that nothing needs to be
+// held by someone else, no quorum granted it, or the acquire failed before
+// any step that can take the lock: Step) and that nothing needs to be
 // undone. The recording wrapper records it as fail; every other error is
 // indeterminate and recorded as info.
 var ErrNotAcquired = errors.New("clients: lock not acquired")
@@ -116,8 +117,9 @@ type Algorithm struct {
 	New      Factory
 }
 
-// Step is one request of an acquire. Grants says whether the request can
-// take the lock. An acquire that fails at a step before any step that can
+// Step is one request of an acquire, up to and including the ones that can
+// take the lock (a read of what was taken, after them, is no step of its
+// own). Grants says whether the request can take the lock. An acquire that fails at a step before any step that can
 // take the lock certainly took nothing, whatever the failure (a network
 // error included): its error wraps ErrNotAcquired and it is recorded as
 // fail. A failure at or after a step that can take the lock is
@@ -143,7 +145,7 @@ func (a Algorithm) GrantsText() string {
 	}
 	text := strings.Join(grants, ", then ")
 	if len(before) > 0 {
-		text += "; cannot: " + strings.Join(before, ", ")
+		text += "; before it, cannot: " + strings.Join(before, ", ")
 	}
 	return text
 }
