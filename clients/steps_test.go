@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -110,20 +115,7 @@ func TestStepFaults(t *testing.T) {
 			eps := cs.endpoints(t, tc.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			nw, err := cluster.NewNetwork()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { nw.Close() })
-			via := slices.Clone(eps)
-			var links []string
-			for i, ep := range eps {
-				link := cluster.LinkName("w0", ep.Name)
-				if via[i].Addr, err = nw.Link(link, ep.Addr); err != nil {
-					t.Fatal(err)
-				}
-				links = append(links, link)
-			}
+			via, nw, links := throughLinks(t, "w0", eps)
 			const ttl = 5 * time.Second
 			key := fmt.Sprintf("steps-%s-%s", tc.algorithm, tc.step)
 			l := newLocker(t, tc.algorithm, via, 0, tc.options)
@@ -154,7 +146,7 @@ func TestStepFaults(t *testing.T) {
 					}
 				}
 			})
-			_, err = a.Acquire(ctx, key, ttl)
+			_, err := a.Acquire(ctx, key, ttl)
 			hooked.setBeforeStep(nil)
 			if err := nw.Heal(links...); err != nil {
 				t.Fatal(err)
@@ -213,4 +205,198 @@ func postgresOf(t *testing.T, l Locker) *Postgres {
 	}
 	t.Fatalf("%T is not a PostgreSQL Locker", l)
 	return nil
+}
+
+// throughLinks routes a worker's connections to every node of eps through
+// a proxied link of its own, closed at cleanup: the endpoints through the
+// links, the network and the links' names.
+func throughLinks(t *testing.T, worker string, eps []Endpoint) (via []Endpoint, nw *cluster.Network, links []string) {
+	t.Helper()
+	nw, err := cluster.NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nw.Close() })
+	via = slices.Clone(eps)
+	for i, ep := range eps {
+		link := cluster.LinkName(worker, ep.Name)
+		if via[i].Addr, err = nw.Link(link, ep.Addr); err != nil {
+			t.Fatal(err)
+		}
+		links = append(links, link)
+	}
+	return via, nw, links
+}
+
+// TestStepDoneButReplyLost delays the replies of a step that cannot take
+// the lock past the request's timeout, so that the step takes effect on
+// the server while the acquire fails: the acquire is still recorded fail,
+// what the step left behind (a released member or row, a lease without a
+// key) is there, and it blocks nobody: another worker takes the lock at
+// once.
+func TestStepDoneButReplyLost(t *testing.T) {
+	cs := newClusters(t)
+	tests := []struct {
+		algorithm string
+		spec      cluster.Spec
+		step      string
+		// left reports whether what the step leaves behind is on the
+		// server.
+		left func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool
+	}{
+		{"redis-zadd-mutex", redisMasters, "create", zaddMember(zaddMutexSet)},
+		{"redis-zadd-state", redisMasters, "create", zaddMember(zaddStateSet)},
+		{"pg-mutex", postgresOne, "create", pgRow(`select acquired::text from task_state where id = $1`, "false")},
+		{"pg-timeout", postgresOne, "create", pgRow(`select ts::text from task_timeout where id = $1`, "0")},
+		{"pg-state", postgresOne, "create", pgRow(`select status::text from task where id = $1`, "done")},
+		{"etcd-mutex", etcdOne, "grant", nil}, // the new lease is looked for below
+	}
+	for _, tc := range tests {
+		t.Run(tc.algorithm, func(t *testing.T) {
+			eps := cs.endpoints(t, tc.spec)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			via, nw, links := throughLinks(t, "w0", eps)
+			const timeout, delay = time.Second, 3 * time.Second
+			options := map[string]string{"timeout": timeout.String()}
+			l := newLocker(t, tc.algorithm, via, 0, options)
+			rec := history.NewRecorder()
+			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
+			key := "reply-lost-" + tc.algorithm
+			// A first acquire on another key opens the connection and
+			// prepares the statements, so that the delayed step is sent
+			// at once rather than behind a handshake or a prepare whose
+			// reply is delayed too.
+			lw, err := l.Acquire(ctx, key+"-warm", time.Second)
+			if err != nil {
+				t.Fatalf("acquire before the fault: %v", err)
+			}
+			if err := l.Release(ctx, lw); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+				t.Fatalf("release before the fault: %v", err)
+			}
+			var admin *clientv3.Client
+			var leasesBefore map[clientv3.LeaseID]bool
+			if tc.left == nil {
+				admin = etcdAdmin(t, eps)
+				leasesBefore = etcdLeases(t, ctx, admin)
+			}
+			var steps []string
+			hooked := l.(interface{ setBeforeStep(func(string)) })
+			hooked.setBeforeStep(func(step string) {
+				steps = append(steps, step)
+				if step == tc.step {
+					if err := nw.Latency(links, delay, 0); err != nil {
+						t.Errorf("latency: %v", err)
+					}
+				}
+			})
+			_, err = a.Acquire(ctx, key, 5*time.Second)
+			hooked.setBeforeStep(nil)
+			if err := nw.Heal(links...); err != nil {
+				t.Fatal(err)
+			}
+			if len(steps) == 0 || steps[len(steps)-1] != tc.step {
+				t.Fatalf("steps %v, want the acquire to end at %s (err %v)", steps, tc.step, err)
+			}
+			h := rec.History()
+			if len(h) != 2 || h[1].Type != history.Fail {
+				t.Fatalf("history %v, want the acquire's invoke and fail", h)
+			}
+			// What the step did is on the server (poll: the request may
+			// still be on its way). A step whose request never left the
+			// client would leave nothing, and the test would fail here.
+			for {
+				var there bool
+				if tc.left != nil {
+					there = tc.left(t, ctx, eps, key)
+				} else {
+					there = newLease(etcdLeases(t, ctx, admin), leasesBefore)
+				}
+				if there {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("the %s step never took effect on the server", tc.step)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b := newLocker(t, tc.algorithm, eps, 1, nil)
+			lb, err := b.Acquire(ctx, key, 5*time.Second)
+			if err != nil {
+				t.Fatalf("another worker, with what the failed step left: %v", err)
+			}
+			if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+				t.Fatalf("release: %v", err)
+			}
+		})
+	}
+}
+
+// zaddMember reports whether key is a member of set with score 0 (released
+// or done).
+func zaddMember(set string) func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool {
+	return func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool {
+		t.Helper()
+		c := redis.NewClient(&redis.Options{Addr: eps[0].Addr, DisableIdentity: true})
+		defer c.Close()
+		score, err := c.ZScore(ctx, set, key).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return false
+		case err != nil:
+			t.Fatalf("ZSCORE %s %s: %v", set, key, err)
+		case score != zaddReleased:
+			t.Fatalf("ZSCORE %s %s = %v, want %d", set, key, score, zaddReleased)
+		}
+		return true
+	}
+}
+
+// pgRow reports whether query, given the key, returns one row whose text
+// is want; a row with another value fails the test.
+func pgRow(query, want string) func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool {
+	return func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool {
+		t.Helper()
+		host, port, _ := net.SplitHostPort(eps[0].Addr)
+		conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var got string
+		err = conn.QueryRow(ctx, query, key).Scan(&got)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return false
+		case err != nil:
+			t.Fatalf("%s: %v", query, err)
+		case got != want:
+			t.Fatalf("%s: %q, want %q", query, got, want)
+		}
+		return true
+	}
+}
+
+// etcdLeases returns the leases etcd knows.
+func etcdLeases(t *testing.T, ctx context.Context, admin *clientv3.Client) map[clientv3.LeaseID]bool {
+	t.Helper()
+	resp, err := admin.Leases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[clientv3.LeaseID]bool{}
+	for _, l := range resp.Leases {
+		ids[l.ID] = true
+	}
+	return ids
+}
+
+// newLease reports whether now holds a lease that before did not.
+func newLease(now, before map[clientv3.LeaseID]bool) bool {
+	for id := range now {
+		if !before[id] {
+			return true
+		}
+	}
+	return false
 }
