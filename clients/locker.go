@@ -167,3 +167,28 @@ func (e *beforeGrantError) Error() string {
 }
 
 func (e *beforeGrantError) Unwrap() []error { return []error{e.err, ErrNotAcquired} }
+
+// unsentError is the error of an acquire whose step that can take the lock
+// was never sent, as err proves: the acquire certainly took nothing. It
+// wraps err and ErrNotAcquired.
+type unsentError struct {
+	step string
+	err  error
+}
+
+func (e *unsentError) Error() string {
+	return e.step + " was never sent: " + e.err.Error()
+}
+
+func (e *unsentError) Unwrap() []error { return []error{e.err, ErrNotAcquired} }
+
+// redisStepError returns the error of a Redis acquire whose step, one that
+// can take the lock, failed with err: definite (unsentError) when the
+// command never left the client because its connection could not be opened
+// (neverSent), err itself otherwise.
+func redisStepError(step string, err error) error {
+	if neverSent(err) {
+		return &unsentError{step: step, err: err}
+	}
+	return err
+}

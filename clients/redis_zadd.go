@@ -142,7 +142,8 @@ func (r *RedisZadd) zadd(ctx context.Context, set string, args redis.ZAddArgs) (
 // (recorded fail), and the client goes on. A member it may have created
 // behind a lost reply is a released lock, not an orphan: the next acquire's
 // ZADD XX CH 1 takes it. The acquire step, ZADD XX CH 1, takes the lock
-// when it changes the score: a failure there after sending is indeterminate.
+// when it changes the score: a failure there is indeterminate, unless the
+// command was never sent because its connection could not be opened.
 // The timeout lock has only its one ZADD GT CH, which can take the lock.
 func (r *RedisZadd) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	name := r.flavor.String()
@@ -160,7 +161,7 @@ func (r *RedisZadd) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	r.step("acquire")
 	n, err := r.zadd(ctx, set, redis.ZAddArgs{XX: true, Ch: true, Members: []redis.Z{{Score: zaddAcquired, Member: key}}})
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", name, key, redisStepError("acquire", err))
 	}
 	r.runAfterResponse()
 	if n == 0 {
@@ -193,7 +194,7 @@ func (r *RedisZadd) acquireTimeout(ctx context.Context, key string, ttl time.Dur
 	r.step("acquire")
 	n, err := r.zadd(ctx, zaddTimeoutSet, redis.ZAddArgs{GT: true, Ch: true, Members: []redis.Z{{Score: float64(score), Member: key}}})
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", name, key, redisStepError("acquire", err))
 	}
 	r.runAfterResponse()
 	if n == 0 {

@@ -400,3 +400,35 @@ func newLease(now, before map[clientv3.LeaseID]bool) bool {
 	}
 	return false
 }
+
+// TestAcquireNeverSentIsFail kills the Redis node before the first acquire
+// of new clients: the connection cannot be opened, so the one step that can
+// take the lock was never sent, and the acquire is recorded fail; the
+// worker's process goes on.
+func TestAcquireNeverSentIsFail(t *testing.T) {
+	cl, eps := startOwnCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 1})
+	ctx := t.Context()
+	lockers := map[string]Locker{}
+	names := []string{"redis-single", "redis-fenced", "redis-zadd-timeout"}
+	for i, name := range names {
+		lockers[name] = newLocker(t, name, eps, i, nil)
+	}
+	if err := cl.Kill(ctx, eps[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			rec := history.NewRecorder()
+			a := &Recorded{Locker: lockers[name], Rec: rec, Proc: NewProcess(0, 2)}
+			_, err := a.Acquire(ctx, "never-sent", 5*time.Second)
+			var unsent *unsentError
+			if !errors.As(err, &unsent) || !errors.Is(err, ErrNotAcquired) {
+				t.Fatalf("acquire with the node down: err = %v, want a step never sent, wrapping ErrNotAcquired", err)
+			}
+			h := rec.History()
+			if len(h) != 2 || h[1].Type != history.Fail || a.Proc.ID() != 0 {
+				t.Fatalf("history %v, process %d; want the acquire's invoke and fail, and no crash", h, a.Proc.ID())
+			}
+		})
+	}
+}
