@@ -117,7 +117,8 @@ func TestStepFaults(t *testing.T) {
 			defer cancel()
 			via, nw, links := throughLinks(t, "w0", eps)
 			const ttl = 5 * time.Second
-			key := fmt.Sprintf("steps-%s-%s", tc.algorithm, tc.step)
+			// A key of this run's own: the servers outlive a test run.
+			key := fmt.Sprintf("steps-%s-%s-%d", tc.algorithm, tc.step, time.Now().UnixNano())
 			l := newLocker(t, tc.algorithm, via, 0, tc.options)
 			rec := history.NewRecorder()
 			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
@@ -262,7 +263,7 @@ func TestStepDoneButReplyLost(t *testing.T) {
 			l := newLocker(t, tc.algorithm, via, 0, options)
 			rec := history.NewRecorder()
 			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
-			key := "reply-lost-" + tc.algorithm
+			key := fmt.Sprintf("reply-lost-%s-%d", tc.algorithm, time.Now().UnixNano())
 			// A first acquire on another key opens the connection and
 			// prepares the statements, so that the delayed step is sent
 			// at once rather than behind a handshake or a prepare whose
