@@ -21,7 +21,7 @@ func TestAlgorithmsListIsComplete(t *testing.T) {
 	}
 	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd}
 	for _, a := range Algorithms() {
-		if !slices.Contains(systems, a.System) || a.Token == "" || a.Validity == "" || a.New == nil {
+		if !slices.Contains(systems, a.System) || a.Token == "" || a.Validity == "" || len(a.Steps) == 0 || a.New == nil {
 			t.Errorf("%s: incomplete description %+v", a.Name, a)
 		}
 	}

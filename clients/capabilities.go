@@ -54,3 +54,20 @@ type GuardedResource interface {
 	ReadGuarded(ctx context.Context, l Lease) (int64, error)
 	WriteGuarded(ctx context.Context, l Lease, value int64) error
 }
+
+// stepHook holds a function run before each step of an acquire is sent,
+// with the step's name (Step.Name); embedded by the lockers whose acquire
+// is our own code, so that a test can put a real network fault on exactly
+// one step.
+type stepHook struct {
+	before func(step string)
+}
+
+// setBeforeStep sets the function run before each step; nil removes it.
+func (h *stepHook) setBeforeStep(f func(step string)) { h.before = f }
+
+func (h *stepHook) step(name string) {
+	if h.before != nil {
+		h.before(name)
+	}
+}

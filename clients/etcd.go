@@ -87,6 +87,7 @@ const (
 // has the library's own bound, the lease TTL), "release" ("unlock", the
 // default, or "txn").
 type EtcdMutex struct {
+	stepHook
 	client  *clientv3.Client
 	timeout time.Duration
 	release string          // EtcdReleaseUnlock or EtcdReleaseTxn
@@ -173,21 +174,37 @@ func (e *EtcdMutex) AcquireWait(ctx context.Context, key string, ttl, wait time.
 
 // acquire takes the mutex on a new session: with TryLock when wait is 0,
 // else with Lock bounded by wait.
+//
+// Its steps (etcdSteps): grant, a new lease, which holds no key and so no
+// lock: a failure there, a network error included, is ErrNotAcquired
+// (recorded fail; a lease granted behind a lost reply expires after its TTL
+// holding nothing). The session then only starts the lease's keep-alive in
+// the client, sending nothing: a failure there is ErrNotAcquired too, after
+// a revoke of the lease. lock puts our key on the lease, which holds the
+// lock when its create revision is the lowest, and token reads it after a
+// wait: a failure at either revokes the lease, which deletes our key, so
+// the acquire is ErrNotAcquired when the revoke succeeded and
+// indeterminate otherwise.
 func (e *EtcdMutex) acquire(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
 	cctx, cancel := context.WithTimeout(ctx, e.timeout+wait)
 	defer cancel()
 	start := time.Now()
+	e.step("grant")
 	grant, err := e.client.Grant(cctx, etcdLeaseSeconds(ttl))
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: etcd-mutex: grant lease: %w", err)
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: lock %s: %w", key, beforeGrant("grant", err))
 	}
 	secs := int(etcdLeaseSeconds(ttl))
 	s, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(secs), concurrency.WithContext(e.life))
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: etcd-mutex: session: %w", err)
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
+		_, _ = e.client.Revoke(rctx, grant.ID) // it holds nothing; revoked only not to leave it behind
+		rcancel()
+		return Lease{}, fmt.Errorf("clients: etcd-mutex: lock %s: %w", key, beforeGrant("session", err))
 	}
 	m := concurrency.NewMutex(s, etcdLocksPrefix+key)
 	var lockErr error
+	e.step("lock")
 	if wait > 0 {
 		lctx, cancelLock := context.WithTimeout(cctx, wait)
 		lockErr = m.Lock(lctx)

@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
 // ErrNotAcquired reports that the lock was definitely not acquired (it is
-// held by someone else, or no quorum granted it) and that nothing needs to be
+// held by someone else, no quorum granted it, or the acquire failed before
+// any step that can take the lock: Step) and that nothing needs to be
 // undone. The recording wrapper records it as fail; every other error is
 // indeterminate and recorded as info.
 var ErrNotAcquired = errors.New("clients: lock not acquired")
@@ -111,5 +113,82 @@ type Algorithm struct {
 	Token    string // where its fencing token comes from, or "none"
 	Validity string // how it knows its lease is still valid
 	Lease    string // how long the service keeps the lock without a release, and whether closing the client frees it (DESIGN §5)
+	Steps    []Step // the requests of one acquire, in the order it sends them
 	New      Factory
+}
+
+// Step is one request of an acquire, up to and including the ones that can
+// take the lock (a read of what was taken, after them, is no step of its
+// own). Grants says whether the request can take the lock. An acquire that fails at a step before any step that can
+// take the lock certainly took nothing, whatever the failure (a network
+// error included): its error wraps ErrNotAcquired and it is recorded as
+// fail. A failure at or after a step that can take the lock is
+// indeterminate (info) unless the algorithm knows the step was never sent
+// or undid what it may have taken.
+type Step struct {
+	Name   string // the step's name in the acquire's errors: "create", "acquire", ...
+	Sends  string // what it sends
+	Grants bool   // it can take the lock
+}
+
+// GrantsText returns the one line `jepsen-lite list --algorithms` prints
+// about the steps: those that can take the lock, and those before them that
+// cannot.
+func (a Algorithm) GrantsText() string {
+	var grants, before []string
+	for _, s := range a.Steps {
+		if s.Grants {
+			grants = append(grants, s.Name+" ("+s.Sends+")")
+		} else if len(grants) == 0 {
+			before = append(before, s.Name)
+		}
+	}
+	text := strings.Join(grants, ", then ")
+	if len(before) > 0 {
+		text += "; before it, cannot: " + strings.Join(before, ", ")
+	}
+	return text
+}
+
+// beforeGrantError is the error of an acquire whose step failed before any
+// step that can take the lock was sent (Step.Grants): the acquire certainly
+// took nothing. It wraps the step's own error and ErrNotAcquired.
+type beforeGrantError struct {
+	step string
+	err  error
+}
+
+// beforeGrant returns the error of an acquire that failed with err at step,
+// a step before any that can take the lock.
+func beforeGrant(step string, err error) error { return &beforeGrantError{step: step, err: err} }
+
+func (e *beforeGrantError) Error() string {
+	return e.step + " failed before any step that can take the lock: " + e.err.Error()
+}
+
+func (e *beforeGrantError) Unwrap() []error { return []error{e.err, ErrNotAcquired} }
+
+// unsentError is the error of an acquire whose step that can take the lock
+// was never sent, as err proves: the acquire certainly took nothing. It
+// wraps err and ErrNotAcquired.
+type unsentError struct {
+	step string
+	err  error
+}
+
+func (e *unsentError) Error() string {
+	return e.step + " was never sent: " + e.err.Error()
+}
+
+func (e *unsentError) Unwrap() []error { return []error{e.err, ErrNotAcquired} }
+
+// redisStepError returns the error of a Redis acquire whose step, one that
+// can take the lock, failed with err: definite (unsentError) when the
+// command never left the client because its connection could not be opened
+// (neverSent), err itself otherwise.
+func redisStepError(step string, err error) error {
+	if neverSent(err) {
+		return &unsentError{step: step, err: err}
+	}
+	return err
 }

@@ -130,6 +130,7 @@ end $$`,
 // DefaultPostgresTimeout). The connection uses sslmode=disable.
 type Postgres struct {
 	afterResponse
+	stepHook
 	flavor  pgFlavor
 	config  *pgx.ConnConfig
 	conn    *pgx.Conn
@@ -285,8 +286,16 @@ func postgresSetup(ctx context.Context, conn *pgx.Conn, timeout time.Duration, s
 	return nil
 }
 
+// pgConnectError is the error of a connection that failed to open: no
+// statement was sent on it.
+type pgConnectError struct{ err error }
+
+func (e *pgConnectError) Error() string { return "connect: " + e.err.Error() }
+func (e *pgConnectError) Unwrap() error { return e.err }
+
 // connection returns the open connection, connecting first if there is none
-// or the last one broke.
+// or the last one broke (the "connect" step); a connection that failed to
+// open is a *pgConnectError.
 func (p *Postgres) connection(ctx context.Context) (*pgx.Conn, error) {
 	if p.conn != nil && !p.conn.IsClosed() {
 		return p.conn, nil
@@ -295,11 +304,12 @@ func (p *Postgres) connection(ctx context.Context) (*pgx.Conn, error) {
 		_ = p.conn.Close(ctx)
 		p.conn = nil
 	}
+	p.step("connect")
 	cctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, p.config)
 	if err != nil {
-		return nil, fmt.Errorf("clients: %s: connect: %w", p.flavor, err)
+		return nil, fmt.Errorf("clients: %s: %w", p.flavor, &pgConnectError{err})
 	}
 	p.conn = conn
 	return conn, nil
@@ -338,12 +348,31 @@ func (p *Postgres) queryRow(ctx context.Context, sql string, args []any, dest ..
 }
 
 // Acquire takes the lock once.
+//
+// Its steps (pgSteps): connect, when the Locker has no open connection; for
+// pg-mutex, pg-timeout and pg-state, create, an insert of the key's row
+// (released, with ts 0, or done) that does nothing when the row exists;
+// then the one statement that can take the lock. Neither the connect nor
+// the create can take the lock: a row created released holds nothing, and
+// an insert that does nothing on conflict never changes a row that exists,
+// whenever it commits. A failure at either, a network error included, is
+// ErrNotAcquired (recorded fail), and so is a failure to open the
+// connection that the last statement needed. A failure after the last
+// statement was sent is indeterminate.
 func (p *Postgres) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	name := p.flavor.String()
 	lease, err := p.acquire(ctx, key, ttl)
+	var bg *beforeGrantError
+	var ce *pgConnectError
 	switch {
 	case err == nil:
 		return lease, nil
+	case errors.As(err, &bg):
+		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+	case errors.As(err, &ce):
+		// The connection the last statement needed did not open: it was
+		// not sent.
+		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, beforeGrant("connect", err))
 	case errors.Is(err, ErrNotAcquired):
 		return Lease{}, fmt.Errorf("clients: %s: %s is held: %w", name, key, err)
 	default:
@@ -358,11 +387,16 @@ func (p *Postgres) Acquire(ctx context.Context, key string, ttl time.Duration) (
 }
 
 func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if _, err := p.connection(ctx); err != nil {
+		return Lease{}, beforeGrant("connect", err)
+	}
 	switch p.flavor {
 	case pgMutex:
+		p.step("create")
 		if _, err := p.exec(ctx, `insert into task_state (id, acquired) values ($1, false) on conflict (id) do nothing`, key); err != nil {
-			return Lease{}, err
+			return Lease{}, beforeGrant("create", err)
 		}
+		p.step("acquire")
 		n, err := p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, true, key)
 		if err != nil {
 			return Lease{}, err
@@ -377,10 +411,12 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		if err := checkTTL(p.flavor.String(), ttl); err != nil {
 			return Lease{}, err
 		}
+		p.step("create")
 		if _, err := p.exec(ctx, `insert into task_timeout (id, ts, timeout) values ($1, 0, $2) on conflict (id) do nothing`,
 			key, ttl.Milliseconds()); err != nil {
-			return Lease{}, err
+			return Lease{}, beforeGrant("create", err)
 		}
+		p.step("acquire")
 		start := time.Now() // no later than the clock reading below
 		ts := p.clock.Now().UnixMilli()
 		var timeout int64
@@ -402,9 +438,11 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 		return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, stored, p.drift), Expires: start.Add(stored)}, nil
 
 	case pgState:
+		p.step("create")
 		if _, err := p.exec(ctx, `insert into task (id, status) values ($1, 'done') on conflict (id) do nothing`, key); err != nil {
-			return Lease{}, err
+			return Lease{}, beforeGrant("create", err)
 		}
+		p.step("acquire")
 		var id, status string
 		found, err := p.queryRow(ctx, pgStateCapture, []any{key}, &id, &status)
 		if err != nil {
@@ -419,6 +457,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 	case pgUniqueRow:
 		owner := p.owners.next()
 		var token int64
+		p.step("acquire")
 		_, err := p.queryRow(ctx, `insert into lock_row (id, owner) values ($1, $2) returning token`, []any{key, owner}, &token)
 		p.runAfterResponse()
 		if err != nil {
@@ -432,6 +471,7 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 
 	default: // pgAdvisory
 		var ok bool
+		p.step("acquire")
 		if _, err := p.queryRow(ctx, `select pg_try_advisory_lock(hashtextextended($1, 0))`, []any{key}, &ok); err != nil {
 			return Lease{}, err
 		}

@@ -44,7 +44,10 @@ func NewRedisFenced(ctx context.Context, t Target) (Locker, error) {
 	return &RedisFenced{RedisSingle: s}, nil
 }
 
-// Acquire runs the fenced script once; a 0 reply is ErrNotAcquired.
+// Acquire runs the fenced script once; a 0 reply is ErrNotAcquired. Its one
+// step (redisFencedSteps) can take the lock: a failure is indeterminate,
+// unless the script was never sent because its connection could not be
+// opened (ErrNotAcquired).
 func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL(r.name, ttl); err != nil {
 		return Lease{}, err
@@ -55,7 +58,7 @@ func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration
 	defer cancel()
 	token, err := fencedAcquire.Run(cctx, r.client, []string{key, key + ":fence"}, value, ttl.Milliseconds()).Int64()
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", r.name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", r.name, key, redisStepError("acquire", err))
 	}
 	r.runAfterResponse()
 	if token <= 0 {

@@ -96,7 +96,9 @@ func newRedisSingle(name string, t Target) (*RedisSingle, error) {
 }
 
 // Acquire sends SET key value NX PX ttl once. A nil reply (the key exists)
-// is ErrNotAcquired; any other failure is indeterminate.
+// is ErrNotAcquired. Its one step (redisSingleSteps) can take the lock: a
+// failure is indeterminate, unless the SET was never sent because its
+// connection could not be opened (ErrNotAcquired).
 func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL(r.name, ttl); err != nil {
 		return Lease{}, err
@@ -107,7 +109,7 @@ func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration
 	defer cancel()
 	ok, err := r.client.SetNX(cctx, key, value, ttl).Result()
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: set %s: %w", r.name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", r.name, key, redisStepError("set", err))
 	}
 	r.runAfterResponse()
 	if !ok {

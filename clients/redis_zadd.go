@@ -70,6 +70,7 @@ func (f zaddFlavor) String() string {
 // Options: "timeout" (per command, default DefaultRedisTimeout).
 type RedisZadd struct {
 	afterResponse
+	stepHook
 	flavor  zaddFlavor
 	client  *redis.Client
 	timeout time.Duration
@@ -132,6 +133,18 @@ func (r *RedisZadd) zadd(ctx context.Context, set string, args redis.ZAddArgs) (
 }
 
 // Acquire takes the lock once.
+//
+// The mutex and the state lock send two steps (zaddSteps). The create step,
+// ZADD NX 0, cannot take the lock: NX only adds a member that is absent,
+// and adds it released (mutex) or done (state); it never changes a member
+// that exists, so it can neither take nor free a lock, whenever it reaches
+// the server. A failure there, a network error included, is ErrNotAcquired
+// (recorded fail), and the client goes on. A member it may have created
+// behind a lost reply is a released lock, not an orphan: the next acquire's
+// ZADD XX CH 1 takes it. The acquire step, ZADD XX CH 1, takes the lock
+// when it changes the score: a failure there is indeterminate, unless the
+// command was never sent because its connection could not be opened.
+// The timeout lock has only its one ZADD GT CH, which can take the lock.
 func (r *RedisZadd) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	name := r.flavor.String()
 	if r.flavor == zaddTimeout {
@@ -141,12 +154,14 @@ func (r *RedisZadd) Acquire(ctx context.Context, key string, ttl time.Duration) 
 	if r.flavor == zaddState {
 		set = zaddStateSet
 	}
+	r.step("create")
 	if _, err := r.zadd(ctx, set, redis.ZAddArgs{NX: true, Members: []redis.Z{{Score: zaddReleased, Member: key}}}); err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: create %s: %w", name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", name, key, beforeGrant("create", err))
 	}
+	r.step("acquire")
 	n, err := r.zadd(ctx, set, redis.ZAddArgs{XX: true, Ch: true, Members: []redis.Z{{Score: zaddAcquired, Member: key}}})
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", name, key, redisStepError("acquire", err))
 	}
 	r.runAfterResponse()
 	if n == 0 {
@@ -176,9 +191,10 @@ func (r *RedisZadd) acquireTimeout(ctx context.Context, key string, ttl time.Dur
 	}
 	start := time.Now() // no later than the clock reading below
 	score, left := zaddSlot(r.clock.Now(), ttl)
+	r.step("acquire")
 	n, err := r.zadd(ctx, zaddTimeoutSet, redis.ZAddArgs{GT: true, Ch: true, Members: []redis.Z{{Score: float64(score), Member: key}}})
 	if err != nil {
-		return Lease{}, fmt.Errorf("clients: %s: acquire %s: %w", name, key, err)
+		return Lease{}, fmt.Errorf("clients: %s: %s: %w", name, key, redisStepError("acquire", err))
 	}
 	r.runAfterResponse()
 	if n == 0 {

@@ -145,7 +145,10 @@ func redlockOutcome(votes []redlockVote, validity time.Duration) error {
 	}
 }
 
-// Acquire runs the algorithm once.
+// Acquire runs the algorithm once. Its one step (redlockSteps), a SET on
+// each master, can take the lock on that master; a master whose connection
+// could not be opened sent nothing and counts as a definite no, and
+// redlockOutcome decides the acquire from the votes.
 func (r *Redlock) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL("redlock", ttl); err != nil {
 		return Lease{}, err

@@ -94,7 +94,9 @@ func (r *Redsync) mutex(key string, ttl time.Duration, opts ...redsync.Option) *
 	return r.rs.NewMutex(key, opts...)
 }
 
-// Acquire tries the mutex once.
+// Acquire tries the mutex once. Its one step (redsyncSteps), redsync's SET
+// on every master, can take the lock on each; classifyAcquire decides the
+// acquire from the masters' answers.
 func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
 	if err := checkTTL("redsync", ttl); err != nil {
 		return Lease{}, err

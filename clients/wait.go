@@ -45,7 +45,8 @@ var (
 
 // retryAcquire calls acquire until it takes the lock or wait has passed,
 // sleeping a random delay between MinRetryDelay and MaxRetryDelay after each
-// refusal. An outcome other than a refusal ends the wait at once.
+// definite failure (ErrNotAcquired: a refusal, or a failure before any step
+// that can take the lock). An indeterminate outcome ends the wait at once.
 func retryAcquire(ctx context.Context, key string, ttl, wait time.Duration, rng *rand.Rand, acquire func(context.Context, string, time.Duration) (Lease, error)) (Lease, error) {
 	deadline := time.Now().Add(wait)
 	for {

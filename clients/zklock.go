@@ -131,6 +131,10 @@ func (z *ZKLock) AcquireWait(ctx context.Context, key string, ttl, wait time.Dur
 	return z.acquire(ctx, key, wait)
 }
 
+// acquire calls zk.Lock, one step (zkLockSteps): it creates the parents,
+// the lock node and waits in one library call whose errors do not say which
+// request failed, so any error but zk.ErrDeadlock (nothing sent) is
+// indeterminate.
 func (z *ZKLock) acquire(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	if key == "" || strings.Contains(key, "/") {
 		return Lease{}, fmt.Errorf("clients: zk-lock: key %q must be a non-empty node name without '/'", key)

@@ -58,6 +58,7 @@ const zkSeqDigits = 10
 // Options: "session-timeout" (default DefaultZKSessionTimeout), "wait"
 // (default DefaultZKWait).
 type ZKRecipe struct {
+	stepHook
 	conn    *zk.Conn
 	wait    time.Duration
 	parents map[string]bool
@@ -259,9 +260,10 @@ func (z *ZKRecipe) ensureParent(key string) (string, error) {
 	if z.parents[dir] {
 		return dir, nil
 	}
+	z.step("parent")
 	for _, p := range []string{zkLocksRoot, dir} {
 		if _, err := z.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return "", fmt.Errorf("clients: zk-recipe: create %s: %w", p, err)
+			return "", fmt.Errorf("clients: zk-recipe: %s: %w", p, beforeGrant("parent", err))
 		}
 	}
 	z.parents[dir] = true
@@ -335,6 +337,16 @@ func (z *ZKRecipe) AcquireWait(ctx context.Context, key string, ttl, wait time.D
 	return z.acquire(ctx, key, wait)
 }
 
+// acquire runs the recipe once. Its steps (zkRecipeSteps): parent creates
+// the lock's persistent directory (once per key and client), which holds no
+// lock: a failure there, a network error included, is ErrNotAcquired
+// (recorded fail). create makes our ephemeral sequential node, which holds
+// the lock at once when it is the lowest: a failure there is indeterminate
+// (the node may exist; it is looked for and deleted at the next acquire).
+// wait reads the children, watches the predecessor and reads our node: the
+// lock may be ours by then, so a failure gives the node up, and the acquire
+// is ErrNotAcquired only when that delete succeeded. The deletes of nodes
+// that earlier acquires left behind come first; they free, never take.
 func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	z.deleteOrphans()
 	dir, err := z.ensureParent(key)
@@ -342,6 +354,7 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 		return Lease{}, err
 	}
 	start := time.Now()
+	z.step("create")
 	path, err := z.conn.CreateProtectedEphemeralSequential(dir+"/lock-", nil, zk.WorldACL(zk.PermAll))
 	if err != nil {
 		z.unsure[dir] = true
@@ -364,6 +377,7 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 		// Our node is gone again: nothing is left to undo.
 		return Lease{}, fmt.Errorf("clients: zk-recipe: %w: %w", cause, ErrNotAcquired)
 	}
+	z.step("wait")
 	for {
 		children, _, err := z.conn.Children(dir)
 		if err != nil {

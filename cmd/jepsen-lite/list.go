@@ -45,9 +45,9 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 	defer tw.Flush()
 	switch {
 	case *algs:
-		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY\tLEASE (WHAT FREES IT)")
+		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY\tLEASE (WHAT FREES IT)\tACQUIRE STEP THAT CAN TAKE THE LOCK")
 		for _, a := range clients.Algorithms() {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity, a.Lease)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity, a.Lease, a.GrantsText())
 		}
 	case *faults:
 		fmt.Fprintln(tw, "FAULT\tDESCRIPTION")
