@@ -62,4 +62,9 @@ type Results struct {
 	// Truncated is set when the history ended in an incomplete line that was
 	// left out of the check.
 	Truncated bool `json:"truncated,omitempty"`
+	// SetupError is set when the run could not start (a server would not
+	// start, a lock client could not connect): the run recorded nothing to
+	// judge, its verdict is unknown, and `check` refuses its directory with
+	// this reason.
+	SetupError string `json:"setup_error,omitempty"`
 }

@@ -209,6 +209,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	if runErr != nil && errors.Is(runErr, ErrSetup) {
 		logger.Printf("setup failed: %v", runErr)
+		// The run directory says why there is nothing to judge, so that
+		// `check` and `gate --from-store` never take it for a valid run.
+		expect := s.Expect
+		failed := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.FormatVersion, Verdict: checker.Unknown, Expected: &expect, SetupError: runErr.Error()}
+		if err := reports.WriteResults(dir, failed); err != nil {
+			logger.Printf("writing results: %v", err)
+		}
 		return res, runErr
 	}
 
