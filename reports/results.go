@@ -62,9 +62,34 @@ type Results struct {
 	// Truncated is set when the history ended in an incomplete line that was
 	// left out of the check.
 	Truncated bool `json:"truncated,omitempty"`
+	// FailedFaults lists every fault and heal of the run that failed, in
+	// whole or in part (docs/history.md §1, "Faults that failed"). One
+	// that its scenario step did not expect makes the run's outcome
+	// unknown: the run did not do what its scenario said.
+	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
 	// SetupError is set when the run could not start (a server would not
 	// start, a lock client could not connect): the run recorded nothing to
 	// judge, its verdict is unknown, and `check` refuses its directory with
 	// this reason.
 	SetupError string `json:"setup_error,omitempty"`
+}
+
+// FailedFault is one fault or heal that failed during a run.
+type FailedFault struct {
+	Step     string `json:"step"`           // the schedule's step, in one line
+	Heal     bool   `json:"heal,omitempty"` // its heal failed (the fault stayed in force)
+	Error    string `json:"error"`
+	Expected bool   `json:"expected,omitempty"` // the step said it may fail (expect-failure)
+}
+
+// FaultsFailed reports whether a fault or heal failed that its scenario step
+// did not expect: the run's outcome is then unknown (exit 2), whatever its
+// verdict.
+func (r *Results) FaultsFailed() bool {
+	for _, f := range r.FailedFaults {
+		if !f.Expected {
+			return true
+		}
+	}
+	return false
 }

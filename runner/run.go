@@ -200,7 +200,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		rec.Record(history.Header())
 		return rec
 	}
-	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger)
+	var nem *nemesis.Runner
+	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger, func(n *nemesis.Runner) { nem = n })
 	if rec == nil {
 		rec = history.NewRecorder()
 	}
@@ -236,6 +237,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		results.Verdict = checker.Overall(results.Checkers)
 		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
 	}
+	judgeFaults(results, nem, s.Nemesis.Steps, interrupted, logger)
 	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -256,7 +258,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 
 // execute runs the cluster, workers and nemesis, and tears all of it down
 // before it returns, on every path. It reports whether ctx was cancelled.
-func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger) (interrupted bool, err error) {
+func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger, onNemesis func(*nemesis.Runner)) (interrupted bool, err error) {
 	teardown := context.WithoutCancel(ctx)
 	net, err := cluster.NewNetwork()
 	if err != nil {
@@ -378,6 +380,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
 	}
 	nem := nemesis.NewRunner(env)
+	onNemesis(nem)
 	defer func() {
 		if herr := nem.HealAll(teardown); herr != nil {
 			logger.Printf("healing: %v", herr)
@@ -439,6 +442,64 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	logger.Printf("workers stopped after %d ops", rec.Len())
 	return ctx.Err() != nil, nil
+}
+
+// judgeFaults lists in results every fault and heal of the run that failed
+// (nem is nil when the run never got to its nemesis). A failure its step did
+// not expect (expect-failure) means the run did not do what its scenario
+// said: a "nemesis" result of verdict unknown says which failed and why, the
+// run's verdict becomes unknown unless a checker proved a violation, and the
+// expectation is not met. A step that expected a failure that did not come
+// leaves the expectation unmet too, with a note. Each failure is logged.
+func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Schedule, interrupted bool, logger *log.Logger) {
+	if nem == nil {
+		return
+	}
+	failedSteps := map[string]bool{}
+	var unexpected []string
+	for _, err := range nem.Failed() {
+		f := reports.FailedFault{Step: err.Error(), Error: err.Error()}
+		var fe *nemesis.FailedError
+		if errors.As(err, &fe) {
+			f = reports.FailedFault{Step: fe.Step.String(), Heal: fe.Heal, Error: fe.Err.Error(), Expected: fe.Step.ExpectFailure}
+			failedSteps[fe.Step.String()] = true
+		}
+		results.FailedFaults = append(results.FailedFaults, f)
+		what := "the fault " + f.Step
+		if f.Heal {
+			what = "the heal of " + f.Step
+		}
+		logger.Printf("%s failed (expected: %v): %s", what, f.Expected, f.Error)
+		if !f.Expected {
+			unexpected = append(unexpected, fmt.Sprintf("%s failed: %s", what, f.Error))
+		}
+	}
+	var missing []string
+	for _, st := range steps {
+		if st.ExpectFailure && !interrupted && !failedSteps[st.String()] {
+			missing = append(missing, st.String())
+		}
+	}
+	if len(unexpected) == 0 && len(missing) == 0 {
+		return
+	}
+	note := ""
+	if len(unexpected) > 0 {
+		note = "the run did not do what its scenario said, so its outcome is unknown: " + strings.Join(unexpected, "; ")
+	}
+	if len(missing) > 0 {
+		if note != "" {
+			note += "; "
+		}
+		note += "expected to fail but did not: " + strings.Join(missing, "; ")
+	}
+	v := checker.Valid
+	if len(unexpected) > 0 {
+		v = checker.Unknown
+	}
+	results.Checkers = append(results.Checkers, checker.Result{Name: "nemesis", Verdict: v, Note: note})
+	results.Verdict = checker.Overall(results.Checkers)
+	results.ExpectationMet = false
 }
 
 // isolator returns a function that cuts (or heals) every link of worker

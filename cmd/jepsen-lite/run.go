@@ -97,6 +97,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case err != nil:
 		return exitInternal, err
 	}
+	if res.Results.FaultsFailed() {
+		// The run did not do what its scenario said: whatever it found,
+		// whether the scenario held is unknown.
+		return exitUnknown, nil
+	}
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
 }
 
@@ -138,6 +143,16 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	}
 	fmt.Fprintf(w, "\n%s (seed %d): %s, expected %s: %s\n", r.Scenario, r.Seed, strings.ToUpper(string(r.Verdict)), exp, met)
 	fmt.Fprintf(w, "  ops %d (ok %d, fail %d, info %d) in %v\n", r.Stats.Ops, r.Stats.OK, r.Stats.Fail, r.Stats.Info, res.Elapsed.Round(time.Millisecond))
+	for _, f := range r.FailedFaults {
+		what, expected := "fault", ""
+		if f.Heal {
+			what = "heal of the fault"
+		}
+		if f.Expected {
+			expected = " (as its step expected)"
+		}
+		fmt.Fprintf(w, "  FAILED %s %s%s: %s\n", what, f.Step, expected, f.Error)
+	}
 	printCheckers(w, r.Checkers)
 	printLiveness(w, r.Liveness)
 	fmt.Fprintf(w, "  store:  %s\n", res.Dir)
