@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+)
+
+// TestRunWithAFaultTheNodeCannotTake runs a clock-bump on a real etcd node
+// (a Go binary, whose clock cannot be skewed): the history records the fault
+// as failed with its reason and never as in force (no heal follows, no node
+// is recorded down), and `run` ends unknown (exit 2) with the reason on the
+// console; a step that expects the failure (expect-failure: true) ends as
+// the scenario expects (exit 0).
+func TestRunWithAFaultTheNodeCannotTake(t *testing.T) {
+	const scenario = `name: etcd-clock-bump
+system: {name: etcd}
+lock: {algorithm: etcd-mutex, ttl: 2s}
+workers: 2
+duration: 1500ms
+quiet: 500ms
+nemesis:
+  steps:
+    - {at: 300ms, fault: clock-bump, targets: [n1], offset: 30s, duration: 500ms%s}
+`
+	tests := []struct {
+		name     string
+		extra    string
+		wantCode int
+		want     string
+	}{
+		{"unexpected", "", exitUnknown, "FAILED fault at 300ms clock-bump n1 by 30s for 500ms: cluster: not available: etcd is a Go binary; its clock cannot be skewed"},
+		{"expected", ", expect-failure: true", exitHeld, "FAILED fault at 300ms clock-bump n1 by 30s for 500ms (expected to fail)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "etcd-clock-bump.yaml")
+			if err := os.WriteFile(file, []byte(strings.Replace(scenario, "%s", tc.extra, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			store := filepath.Join(dir, "store")
+			code, stdout, stderr := runCLI(t, "run", file, "--store", store, "--seed", "1")
+			if code != tc.wantCode || !strings.Contains(stdout, tc.want) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, tc.want, stdout, stderr)
+			}
+			h, _, err := history.ReadFile(filepath.Join(store, reports.LatestLink, reports.HistoryFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var nemesisOps []string
+			for _, op := range h {
+				if !op.IsNemesis() || op.IsHeader() {
+					continue
+				}
+				nemesisOps = append(nemesisOps, op.F+" "+string(op.Type))
+				if !op.NemesisFailed(history.Version(h)) || !strings.Contains(op.Error, "cannot be skewed") {
+					t.Errorf("nemesis op %+v is not a failed fault with its reason", op)
+				}
+			}
+			if len(nemesisOps) != 1 || nemesisOps[0] != "clock-bump fail" {
+				t.Fatalf("nemesis ops %q, want the failed clock-bump alone (no heal, no node down)", nemesisOps)
+			}
+		})
+	}
+}
