@@ -2,16 +2,20 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -145,6 +149,60 @@ func TestRestartThatCannotBind(t *testing.T) {
 			note := r.Checkers[len(r.Checkers)-1]
 			if note.Name != "nemesis" || !strings.Contains(note.Note, "the heal of at 500ms kill n1 for 1s failed") {
 				t.Fatalf("the run's results do not say which heal failed: %+v", note)
+			}
+		})
+	}
+}
+
+// TestNothingStartsForTargetsTheRunDoesNotHave runs scenarios whose faults
+// target a node or a worker the run does not have, or whose lock options the
+// algorithm does not take: Run refuses each with scenarios.ErrInvalid, naming
+// the thing, before it creates a run directory or starts any server (the
+// backend is never called).
+func TestNothingStartsForTargetsTheRunDoesNotHave(t *testing.T) {
+	base := func() *scenarios.Scenario {
+		return &scenarios.Scenario{Name: "bad-targets", System: scenarios.System{Name: cluster.Redis, Nodes: 1},
+			Lock: scenarios.Lock{Algorithm: "redis-single", TTL: time.Second}, Workers: 2, Duration: 2 * time.Second}
+	}
+	tests := []struct {
+		name string
+		edit func(*scenarios.Scenario)
+		opts []runner.Option
+		want string
+	}{
+		{"n7 on one node", func(s *scenarios.Scenario) {
+			s.Nemesis.Steps = nemesis.Schedule{{At: time.Second, Fault: "kill", Targets: []string{"n7"}}}
+		}, nil, `"n7" is neither a node (n1)`},
+		{"w9 with two workers", func(s *scenarios.Scenario) {
+			s.Nemesis.Steps = nemesis.Schedule{{At: time.Second, Fault: "client-pause", Targets: []string{"w9"}}}
+		}, nil, `"w9"`},
+		{"w1 once the run has one worker", func(s *scenarios.Scenario) {
+			s.Nemesis.Steps = nemesis.Schedule{{At: time.Second, Fault: "client-pause", Targets: []string{"w1"}}}
+		}, []runner.Option{runner.WithWorkers(1)}, `"w1"`},
+		{"an unknown lock option", func(s *scenarios.Scenario) {
+			s.Lock.Options = map[string]string{"colour": "red"}
+		}, nil, "unknown colour (known: timeout)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			started := false
+			start := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) {
+				started = true
+				return nil, errors.New("no cluster should start")
+			}
+			s := base()
+			tc.edit(s)
+			store := filepath.Join(t.TempDir(), "store")
+			opts := append([]runner.Option{runner.WithStore(store), runner.WithBackend(start)}, tc.opts...)
+			_, err := runner.Run(context.Background(), s, opts...)
+			if !errors.Is(err, scenarios.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run = %v, want ErrInvalid saying %q", err, tc.want)
+			}
+			if started {
+				t.Fatal("the backend was asked to start a cluster")
+			}
+			if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the store %s was created (%v)", store, err)
 			}
 		})
 	}

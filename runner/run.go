@@ -115,6 +115,10 @@ func Names() scenarios.Names {
 		Algorithms: clients.Names(),
 		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
 		Faults:     nemesis.Names(),
+		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
+			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
+		},
+		LockOptions: clients.CheckOptions,
 	}
 }
 
@@ -145,6 +149,15 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	if cfg.workers > 0 {
 		s.Workers = cfg.workers
+	}
+	// Nothing starts for a scenario that asks for what its cluster, its
+	// workers or its lock do not have, with the run's overrides.
+	names := Names()
+	if cfg.factory != nil {
+		names.LockOptions = nil // the caller's own Locker reads its options
+	}
+	if err := s.CheckRun(names); err != nil {
+		return nil, err
 	}
 	factory := cfg.factory
 	if factory == nil {

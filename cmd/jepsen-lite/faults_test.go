@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,40 @@ nemesis:
 			}
 			if len(nemesisOps) != 1 || nemesisOps[0] != "clock-bump fail" {
 				t.Fatalf("nemesis ops %q, want the failed clock-bump alone (no heal, no node down)", nemesisOps)
+			}
+		})
+	}
+}
+
+// TestRunRefusesTargetsTheClusterDoesNotHave runs scenario files whose fault
+// targets a node or a worker that does not exist, or whose lock option the
+// algorithm does not know: `run` exits 254 with the file and line before
+// anything starts (no store directory is made).
+func TestRunRefusesTargetsTheClusterDoesNotHave(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"n7 on one node", "name: t\nsystem: {name: redis, nodes: 1}\nlock: {algorithm: redis-single, ttl: 1s}\nworkers: 2\nduration: 2s\nnemesis:\n  steps:\n    - {at: 1s, fault: kill, targets: [n7]}\n",
+			`t.yaml:8: nemesis.steps.0.targets: nemesis: bad target: "n7" is neither a node (n1)`},
+		{"w9 with two workers", "name: t\nsystem: {name: redis, nodes: 1}\nlock: {algorithm: redis-single, ttl: 1s}\nworkers: 2\nduration: 2s\nnemesis:\n  steps:\n    - {at: 1s, fault: client-pause, targets: [w9]}\n",
+			`t.yaml:8: nemesis.steps.0.targets: nemesis: bad target: worker target "w9": want w0..w1`},
+		{"an unknown lock option", "name: t\nsystem: {name: redis, nodes: 1}\nlock:\n  algorithm: redis-single\n  ttl: 1s\n  options: {colour: red}\nworkers: 2\nduration: 2s\n",
+			"t.yaml:6: lock.options: clients: redis-single: clients: bad option: unknown colour (known: timeout)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "t.yaml")
+			if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			store := filepath.Join(dir, "store")
+			code, stdout, stderr := runCLI(t, "run", file, "--store", store)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Fatalf("exit %d, want %d with the one line %q\nstdout:\n%s\nstderr:\n%s", code, exitUsage, tc.want, stdout, stderr)
+			}
+			if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the store was created: %v", err)
 			}
 		})
 	}

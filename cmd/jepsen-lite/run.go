@@ -93,7 +93,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case errors.Is(err, runner.ErrInterrupted):
 		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s\n", res.Dir)
 		return exitUnknown, nil
-	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm):
+	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm), errors.Is(err, scenarios.ErrInvalid):
 		return exitUsage, usageError{err}
 	case err != nil:
 		return exitInternal, err
