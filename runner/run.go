@@ -458,18 +458,14 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 }
 
 // judgeFaults lists in results every fault and heal of the run that failed
-// (nem is nil when the run never got to its nemesis). A failure its step did
-// not expect (expect-failure) means the run did not do what its scenario
-// said: a "nemesis" result of verdict unknown says which failed and why, the
-// run's verdict becomes unknown unless a checker proved a violation, and the
-// expectation is not met. A step that expected a failure that did not come
-// leaves the expectation unmet too, with a note. Each failure is logged.
+// (nem is nil when the run never got to its nemesis), logs each, and judges
+// the run by them (reports.Results.JudgeFailedFaults): a step that expected a
+// failure that did not come counts only when the run was not interrupted.
 func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Schedule, interrupted bool, logger *log.Logger) {
 	if nem == nil {
 		return
 	}
 	failedSteps := map[string]bool{}
-	var unexpected []string
 	for _, err := range nem.Failed() {
 		f := reports.FailedFault{Step: err.Error(), Error: err.Error()}
 		var fe *nemesis.FailedError
@@ -478,14 +474,7 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 			failedSteps[fe.Step.String()] = true
 		}
 		results.FailedFaults = append(results.FailedFaults, f)
-		what := "the fault " + f.Step
-		if f.Heal {
-			what = "the heal of " + f.Step
-		}
-		logger.Printf("%s failed (expected: %v): %s", what, f.Expected, f.Error)
-		if !f.Expected {
-			unexpected = append(unexpected, fmt.Sprintf("%s failed: %s", what, f.Error))
-		}
+		logger.Printf("failed (heal %v, expected %v): %s: %s", f.Heal, f.Expected, f.Step, f.Error)
 	}
 	var missing []string
 	for _, st := range steps {
@@ -493,26 +482,7 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 			missing = append(missing, st.String())
 		}
 	}
-	if len(unexpected) == 0 && len(missing) == 0 {
-		return
-	}
-	note := ""
-	if len(unexpected) > 0 {
-		note = "the run did not do what its scenario said, so its outcome is unknown: " + strings.Join(unexpected, "; ")
-	}
-	if len(missing) > 0 {
-		if note != "" {
-			note += "; "
-		}
-		note += "expected to fail but did not: " + strings.Join(missing, "; ")
-	}
-	v := checker.Valid
-	if len(unexpected) > 0 {
-		v = checker.Unknown
-	}
-	results.Checkers = append(results.Checkers, checker.Result{Name: "nemesis", Verdict: v, Note: note})
-	results.Verdict = checker.Overall(results.Checkers)
-	results.ExpectationMet = false
+	results.JudgeFailedFaults(missing)
 }
 
 // isolator returns a function that cuts (or heals) every link of worker

@@ -16,7 +16,7 @@ import (
 // as failed with its reason and never as in force (no heal follows, no node
 // is recorded down), and `run` ends unknown (exit 2) with the reason on the
 // console; a step that expects the failure (expect-failure: true) ends as
-// the scenario expects (exit 0).
+// the scenario expects (exit 0). `check` of the stored run says the same.
 func TestRunWithAFaultTheNodeCannotTake(t *testing.T) {
 	const scenario = `name: etcd-clock-bump
 system: {name: etcd}
@@ -65,6 +65,11 @@ nemesis:
 			}
 			if len(nemesisOps) != 1 || nemesisOps[0] != "clock-bump fail" {
 				t.Fatalf("nemesis ops %q, want the failed clock-bump alone (no heal, no node down)", nemesisOps)
+			}
+			// Checked again from the store, the run ends the same way.
+			code, stdout, stderr = runCLI(t, "check", filepath.Join(store, reports.LatestLink))
+			if code != tc.wantCode {
+				t.Fatalf("check of the stored run: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout, stderr)
 			}
 		})
 	}

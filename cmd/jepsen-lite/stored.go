@@ -21,6 +21,10 @@ type storedRun struct {
 	// sc is the run's resolved scenario, nil for a bare history file or a
 	// run directory whose scenario.yaml could not be read.
 	sc *scenarios.Scenario
+	// failed lists the faults and heals that failed during the run, as its
+	// results.json says: the history records them, but only the run knew
+	// which its scenario expected.
+	failed []reports.FailedFault
 }
 
 // readStored reads a run directory's history (or a bare history file) and
@@ -48,6 +52,9 @@ func readStored(path string, isDir bool) (*storedRun, error) {
 	}
 	r := &storedRun{h: h, info: info}
 	if isDir {
+		if res, err := reports.ReadResults(path); err == nil {
+			r.failed = res.FailedFaults
+		}
 		if sc, err := scenarios.Load(path, runner.Names()); err == nil {
 			r.sc = sc
 		}
@@ -86,6 +93,8 @@ func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Re
 	if res.Expected != nil {
 		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers, res.Liveness)
 	}
+	res.FailedFaults = r.failed
+	res.JudgeFailedFaults(nil)
 	return res
 }
 
