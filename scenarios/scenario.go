@@ -155,8 +155,9 @@ func (s *Scenario) Normalize() {
 func (s *Scenario) HasTag(tag string) bool { return slices.Contains(s.Tags, tag) }
 
 // Names lists what the validation accepts; the runner supplies the real
-// lists (algorithm names from clients, fault names from nemesis) so that this
-// package depends on names only.
+// lists (algorithm names from clients, fault names from nemesis) and the
+// checks that need the cluster's layout or an algorithm's options, so that
+// this package depends on names only.
 type Names struct {
 	Algorithms []string
 	Systems    []string
