@@ -1,6 +1,7 @@
 package clients
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -183,4 +184,25 @@ func peerEndpoints(algorithm string, eps []Endpoint) ([]Endpoint, error) {
 // clock started before the acquire request was sent.
 func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 	return start.Add(ttl - drift)
+}
+
+// CheckOptions checks options against the algorithm called algorithm, as
+// its factory will when the run starts: an unknown option, or a value that
+// does not parse or is out of range, is an error wrapping ErrBadOption (an
+// unknown algorithm, one wrapping ErrUnknownAlgorithm). It starts nothing
+// and connects to nothing: every factory reads its options before it looks
+// at its target's endpoints, so it is called with a target that has none.
+func CheckOptions(algorithm string, options map[string]string) error {
+	alg, err := Lookup(algorithm)
+	if err != nil {
+		return err
+	}
+	l, err := alg.New(context.Background(), Target{Options: options, Rand: rand.New(rand.NewPCG(0, 0))})
+	if err == nil {
+		_ = l.Close() // not reached by the factories of Algorithms
+	}
+	if errors.Is(err, ErrBadOption) {
+		return err
+	}
+	return nil
 }

@@ -77,3 +77,41 @@ func (r *Recorder) Err() error {
 	defer r.mu.Unlock()
 	return r.err
 }
+
+// Hold takes the Recorder's lock and the current harness time, and keeps
+// both until the returned Held is committed or released: no op is recorded
+// meanwhile, so whatever the caller does in between happened after the held
+// time and before every op recorded later. It lets the caller record an op,
+// stamped with the held time, only once it knows the op is true (a node
+// taken down before a kill, recorded only when the kill succeeded). Every
+// Hold must be ended by exactly one Commit or Release; the caller must not
+// record meanwhile.
+func (r *Recorder) Hold() *Held {
+	r.mu.Lock()
+	return &Held{r: r, time: time.Since(r.start)}
+}
+
+// Held is a Recorder held by Hold.
+type Held struct {
+	r    *Recorder
+	time time.Duration
+}
+
+// Commit records op with the held time and the next index, as Record would
+// have when the Recorder was held, and lets the Recorder go.
+func (h *Held) Commit(op Op) Op {
+	r := h.r
+	defer r.mu.Unlock()
+	op.Index = len(r.ops)
+	op.Time = h.time
+	r.ops = append(r.ops, op)
+	for _, s := range r.sinks {
+		if err := s.Append(op); err != nil && r.err == nil {
+			r.err = err
+		}
+	}
+	return op
+}
+
+// Release lets the Recorder go without recording anything.
+func (h *Held) Release() { h.r.mu.Unlock() }

@@ -34,7 +34,10 @@ func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 //   - a worker process has at most one outstanding op: it invokes only when
 //     it has none, and every completion follows an outstanding invoke of the
 //     same process, the same f and the same key;
-//   - a process that got info has crashed and never invokes again.
+//   - a process that got info has crashed and never invokes again;
+//   - a completion that carries an applied time (a write's) has it within
+//     its own invoke–completion window: no earlier than its invoke's time
+//     and no later than its own.
 //
 // Nemesis ops are exempt from pairing: they may be lone info ops or
 // invoke/completion pairs.
@@ -94,6 +97,9 @@ func Validate(h History) error {
 			return fail(i, "process %d completes %s but its outstanding invoke (op %d) is %s", op.Process, op.F, p.pending, inv.F)
 		} else if inv.Key != op.Key {
 			return fail(i, "process %d completes %s of key %q but its outstanding invoke (op %d) is of key %q", op.Process, op.F, op.Key, p.pending, inv.Key)
+		}
+		if inv := &h[p.pending]; op.Applied != 0 && (op.Applied < inv.Time || op.Applied > op.Time) {
+			return fail(i, "process %d's %s was applied at %d, outside its own window from its invoke (op %d) at %d to its completion at %d", op.Process, op.F, op.Applied, p.pending, inv.Time, op.Time)
 		}
 		p.pending = -1
 		if op.Type == Info {

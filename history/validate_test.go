@@ -11,6 +11,7 @@ func TestValidate(t *testing.T) {
 	inv := func(p int, f string) Op { return Op{Process: p, Client: p, Type: Invoke, F: f, Key: "k"} }
 	done := func(p int, ty Type, f string) Op { return Op{Process: p, Client: p, Type: ty, F: f, Key: "k"} }
 	nem := func(ty Type, f string) Op { return Op{Process: NemesisProcess, Type: ty, F: f} }
+	applied := func(op Op, at time.Duration) Op { op.Applied = at; return op }
 	tests := []struct {
 		name    string
 		ops     []Op
@@ -28,6 +29,10 @@ func TestValidate(t *testing.T) {
 		{"unknown type", []Op{{Process: 0, Type: "done", F: FRead}}, 0, "unknown type"},
 		{"negative process", []Op{{Process: -2, Type: Invoke, F: FRead}}, 0, "negative"},
 		{"no f", []Op{{Process: 0, Type: Invoke}}, 0, "no f"},
+		{"write applied inside its window", []Op{inv(0, FWrite), applied(done(0, OK, FWrite), 5)}, -1, ""},
+		{"write applied at its invoke and at its completion", []Op{inv(0, FWrite), applied(done(0, OK, FWrite), 10), inv(1, FWrite), applied(done(1, Fail, FWrite), 30)}, -1, ""},
+		{"write applied before its invoke", []Op{inv(0, FAcquire), done(0, OK, FAcquire), inv(0, FWrite), applied(done(0, OK, FWrite), 15)}, 3, "applied at 15, outside its own window from its invoke (op 2) at 20 to its completion at 30"},
+		{"write applied after its completion", []Op{inv(0, FWrite), applied(done(0, Fail, FWrite), 11)}, 1, "applied at 11, outside its own window"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

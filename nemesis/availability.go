@@ -9,15 +9,18 @@ import (
 
 // outages is the nemesis's ledger of which server nodes are unavailable: down
 // (killed, paused) or cut off from the workers. Each fault that makes nodes
-// unavailable says so itself, in its own code, with Env.takeDown, and its heal
-// gives them back with outage.bringUp; a node stays unavailable while any
+// unavailable says so itself, in its own code, with Env.takeDown or
+// Env.takeDownWhile, and its heal gives them back with outage.bringUp; a node stays unavailable while any
 // outage still holds it, so healing one of two overlapping faults (a node
 // killed and partitioned) leaves it down. Whenever the set of unavailable
 // server nodes changes, the ledger records an availability op
 // (history.FAvailability) at once, under its lock, so the records are in the
-// order of the changes: a fault takes nodes down before it acts on them and a
-// heal brings them back after they are back, so a record never shows a node
-// up while it was not. Its zero value is ready to use.
+// order of the changes: a fault takes nodes down before it acts on them
+// (takeDownWhile records it with the time from before the act, once the act
+// said which nodes it did take down, so a fault that failed takes nothing
+// down) and a heal brings them back after they are back (a heal that failed
+// brings nothing back), so a record never shows a node up while it was not.
+// Its zero value is ready to use.
 type outages struct {
 	mu   sync.Mutex
 	held []*outage // every outage that still holds a node
@@ -44,6 +47,42 @@ func (env *Env) takeDown(nodes []string, network bool) *outage {
 		l.held = append(l.held, o)
 	}
 	l.recordLocked(env)
+	return o
+}
+
+// takeDownWhile declares nodes unavailable from before act runs, and keeps
+// only those act took down: act returns the nodes it failed on, which were
+// never down. The Recorder is held while act runs (history.Recorder.Hold),
+// so the availability record, if the set changed, bears the time from before
+// act and is written only once act has said what it did: a node whose fault
+// failed is never recorded down. A fault whose act is quick (a kill, a
+// pause) calls it instead of takeDown; act must not record.
+func (env *Env) takeDownWhile(nodes []string, network bool, act func() (failed []string)) *outage {
+	o := &outage{env: env, nodes: slices.Clone(nodes), network: network}
+	l := &env.outages
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var held *history.Held
+	if env.Recorder != nil {
+		held = env.Recorder.Hold()
+	}
+	failed := act()
+	o.nodes = slices.DeleteFunc(o.nodes, func(n string) bool { return slices.Contains(failed, n) })
+	if len(o.nodes) > 0 {
+		l.held = append(l.held, o)
+	}
+	a := l.stateLocked(env)
+	switch {
+	case slices.Equal(a.Down, l.down):
+		if held != nil {
+			held.Release()
+		}
+	default:
+		l.down = a.Down
+		if held != nil {
+			held.Commit(history.AvailabilityOp(a))
+		}
+	}
 	return o
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,7 +92,12 @@ func TestRunnerRecordsFaultsAndHeals(t *testing.T) {
 	}
 	var fs []string
 	for _, op := range rec.History() {
-		if op.Process != history.NemesisProcess || op.Type != history.Info {
+		if op.F == "clock-bump" {
+			// A fault the cluster cannot take did not take effect.
+			if op.Process != history.NemesisProcess || op.Type != history.Fail || !strings.Contains(op.Error, "cannot skew") {
+				t.Fatalf("clock-bump %+v is not a fail op of process -1 with its error", op)
+			}
+		} else if op.Process != history.NemesisProcess || op.Type != history.Info || op.Error != "" {
 			t.Fatalf("nemesis op %+v is not an info op of process -1", op)
 		}
 		fs = append(fs, op.F)

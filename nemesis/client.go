@@ -67,7 +67,12 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	desc := map[string]any{"workers": workers, "point": point, "duration": d.String(), "armed": true, "isolate": isolate}
 	var errs []error
 	for _, w := range workers {
-		errs = append(errs, env.Workers.PauseAt(w, point, d, isolate))
+		if err := env.Workers.PauseAt(w, point, d, isolate); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 && len(errs) < len(workers) {
+		return nil, desc, fmt.Errorf("%w: %w", ErrPartly, errors.Join(errs...))
 	}
 	return nil, desc, errors.Join(errs...)
 }

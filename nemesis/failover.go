@@ -416,10 +416,15 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 		}
 		down, up = p.Pause, p.Resume
 	}
-	out := env.takeDown([]string{old.Name}, false)
-	if err := down(ctx, old.Name); err != nil {
-		out.bringUpAll()
-		return nil, desc, err
+	var downErr error
+	out := env.takeDownWhile([]string{old.Name}, false, func() []string {
+		if downErr = down(ctx, old.Name); downErr != nil {
+			return []string{old.Name} // never down
+		}
+		return nil
+	})
+	if downErr != nil {
+		return nil, desc, downErr
 	}
 	heal := func(ctx context.Context) error {
 		if err := up(context.WithoutCancel(ctx), old.Name); err != nil {

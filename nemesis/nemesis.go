@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -84,6 +85,13 @@ type Step struct {
 	Offset time.Duration `yaml:"offset,omitempty" json:"offset,omitempty"`
 	// Options carries fault-specific settings, documented by each fault.
 	Options map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+	// ExpectFailure says that the step's fault or its heal is expected to
+	// fail (a clock fault on a Go server, a restart whose port was taken):
+	// the run records the failure as usual, and its outcome is judged as if
+	// nothing had failed, but a run in which neither failed does not meet
+	// its expectation. Without it, a fault or heal that fails makes the
+	// run's outcome unknown.
+	ExpectFailure bool `yaml:"expect-failure,omitempty" json:"expect-failure,omitempty"`
 }
 
 // String describes the step in one line.
@@ -101,6 +109,9 @@ func (s Step) String() string {
 	}
 	if s.Duration > 0 {
 		fmt.Fprintf(&b, " for %v", s.Duration)
+	}
+	if s.ExpectFailure {
+		b.WriteString(" (expected to fail)")
 	}
 	keys := make([]string, 0, len(s.Options))
 	for k := range s.Options {
@@ -126,9 +137,17 @@ type Fault interface {
 	Available(env *Env) error
 	// Inject applies the fault as step describes and returns its heal (nil
 	// when the fault ends on its own) and a value describing what was done to
-	// whom, recorded in the history.
+	// whom, recorded in the history. With an error, a nil heal says that
+	// the fault did not take effect at all (recorded as failed), unless the
+	// error wraps ErrPartly; a heal says that it took effect in part and
+	// undoes what it did.
 	Inject(ctx context.Context, env *Env, step Step) (Heal, any, error)
 }
+
+// ErrPartly is wrapped by the error of a fault without a heal (it ends on its
+// own) that took effect in part: the nemesis records it as a fault in force,
+// with its error, rather than as one that failed.
+var ErrPartly = errors.New("nemesis: the fault took effect in part")
 
 // Lookup returns the fault called name.
 func Lookup(name string) (Fault, error) {
@@ -187,8 +206,10 @@ func NewRunner(env *Env) *Runner {
 // Run executes schedule, each step at its time since start, until the
 // schedule is done or ctx ends. Faults with a Duration are healed when it
 // elapses. Run does not heal the faults still active when it returns; call
-// HealAll for that (the runner does, in a defer). Errors injecting a fault
-// are recorded in the history and returned joined at the end.
+// HealAll for that (the runner does, in a defer). A fault or heal that
+// failed is recorded in the history as failed (or, when it took effect in
+// part, as a fault in force with its error); the errors of every fault and
+// heal that failed so far (Failed) are returned joined at the end.
 func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -196,12 +217,7 @@ func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) er
 		if !sleepUntil(ctx, start.Add(step.At)) {
 			break
 		}
-		a, err := r.inject(ctx, step)
-		if err != nil {
-			r.mu.Lock()
-			r.errs = append(r.errs, err)
-			r.mu.Unlock()
-		}
+		a, _ := r.inject(ctx, step) // its errors are kept in r.errs
 		if a != nil && step.Duration > 0 {
 			wg.Add(1)
 			go func() {
@@ -217,6 +233,8 @@ func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) er
 	return errors.Join(r.errs...)
 }
 
+// inject carries out one step of the schedule. The errors of the faults and
+// heals that failed are kept in r.errs (see Failed) as well as returned.
 func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
 	switch step.Fault {
 	case "heal-all":
@@ -224,18 +242,37 @@ func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
 	case "heal":
 		return nil, r.healMatching(ctx, step.Targets)
 	}
+	a, err := r.injectFault(ctx, step)
+	if err != nil {
+		r.mu.Lock()
+		r.errs = append(r.errs, err)
+		r.mu.Unlock()
+	}
+	return a, err
+}
+
+func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	f, err := Lookup(step.Fault)
 	if err != nil {
-		return nil, err
+		r.record(history.Op{Type: history.Fail, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
+		return nil, &FailedError{Step: step, Err: err}
 	}
 	if err := f.Available(r.env); err != nil {
-		r.record(history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
-		return nil, fmt.Errorf("nemesis: %s: %w", step, err)
+		r.record(history.Op{Type: history.Fail, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
+		return nil, &FailedError{Step: step, Err: err}
 	}
 	heal, desc, err := f.Inject(ctx, r.env, step)
 	op := history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc)}
+	if desc == nil {
+		op.Value = history.JSONValue(step.String())
+	}
 	if err != nil {
 		op.Error = err.Error()
+		if heal == nil && !errors.Is(err, ErrPartly) {
+			// Nothing of it took effect (docs/history.md §1, "Faults
+			// that failed").
+			op.Type = history.Fail
+		}
 	}
 	r.record(op)
 	var a *active
@@ -248,10 +285,29 @@ func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
 		r.mu.Unlock()
 	}
 	if err != nil {
-		return a, fmt.Errorf("nemesis: %s: %w", step, err)
+		return a, &FailedError{Step: step, Err: err}
 	}
 	return a, nil
 }
+
+// FailedError reports a fault or a heal of the schedule that failed in whole
+// or in part; the history records it (docs/history.md §1, "Faults that
+// failed"). Heal is set for a heal that failed, which left its fault in
+// force.
+type FailedError struct {
+	Step Step
+	Heal bool
+	Err  error
+}
+
+func (e *FailedError) Error() string {
+	if e.Heal {
+		return fmt.Sprintf("nemesis: healing %s: %v", e.Step, e.Err)
+	}
+	return fmt.Sprintf("nemesis: %s: %v", e.Step, e.Err)
+}
+
+func (e *FailedError) Unwrap() error { return e.Err }
 
 // heal runs a's heal once and records it.
 func (r *Runner) heal(ctx context.Context, a *active) error {
@@ -271,11 +327,25 @@ func (r *Runner) heal(ctx context.Context, a *active) error {
 	err := a.heal(ctx)
 	op := history.Op{Type: history.Info, F: history.HealOf(a.step.Fault), Value: history.JSONValue(a.desc)}
 	if err != nil {
+		// The fault stays in force (docs/history.md §1): a node whose
+		// restart failed stays down, in the availability record too.
+		op.Type = history.Fail
 		op.Error = err.Error()
-		err = fmt.Errorf("nemesis: healing %s: %w", a.step, err)
+		err = &FailedError{Step: a.step, Heal: true, Err: err}
+		r.mu.Lock()
+		r.errs = append(r.errs, err)
+		r.mu.Unlock()
 	}
 	r.record(op)
 	return err
+}
+
+// Failed returns every fault and heal that failed so far, in whole or in
+// part, in the order they failed: each a *FailedError.
+func (r *Runner) Failed() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.errs)
 }
 
 func (r *Runner) healMatching(ctx context.Context, targets []string) error {

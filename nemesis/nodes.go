@@ -15,8 +15,8 @@ const nodeTargets = "targets: node names or one, minority, majority, all, primar
 // Pause stops target nodes (SIGSTOP, docker pause) until healed; the heal
 // resumes them. A paused server still accepts TCP connections; what clients
 // send is answered after the resume. A paused node is unavailable: it is
-// taken down before it is paused and brought back once it is resumed (a
-// node whose resume fails stays down).
+// taken down as it is paused (never, when its pause fails) and brought back
+// once it is resumed (a node whose resume fails stays down).
 type Pause struct{}
 
 // Name returns "pause".
@@ -46,9 +46,11 @@ func (Pause) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error)
 		return nil, nil, err
 	}
 	desc := map[string]any{"nodes": nodes}
-	out := env.takeDown(nodes, false)
-	done, failed, err := actOn(nodes, func(n string) error { return p.Pause(ctx, n) })
-	out.bringUp(failed) // not paused: as they were
+	var done []string
+	out := env.takeDownWhile(nodes, false, func() (failed []string) {
+		done, failed, err = actOn(nodes, func(n string) error { return p.Pause(ctx, n) })
+		return failed // not paused: never down
+	})
 	if len(done) == 0 {
 		return nil, desc, err
 	}
@@ -80,8 +82,8 @@ func actOn(nodes []string, act func(node string) error) (done, failed []string, 
 // persistence (scenario system.persistence). The option restart-after keeps
 // a node down at least that long even when the heal comes earlier (antirez's
 // delayed restart: at least a ttl). A killed node is unavailable: it is
-// taken down before it is killed and brought back once it has started
-// again (a node that fails to start stays down).
+// taken down as it is killed (never, when its kill fails) and brought back
+// once it has started again (a node that fails to start stays down).
 type Kill struct{}
 
 // Name returns "kill".
@@ -121,9 +123,11 @@ func (Kill) Inject(ctx context.Context, env *Env, step Step) (Heal, any, error) 
 	if restartAfter > 0 {
 		desc["restart-after"] = restartAfter.String()
 	}
-	out := env.takeDown(nodes, false)
-	done, failed, err := actOn(nodes, func(n string) error { return k.Kill(ctx, n) })
-	out.bringUp(failed) // not killed: as they were
+	var done []string
+	out := env.takeDownWhile(nodes, false, func() (failed []string) {
+		done, failed, err = actOn(nodes, func(n string) error { return k.Kill(ctx, n) })
+		return failed // not killed: never down
+	})
 	if len(done) == 0 {
 		return nil, desc, err
 	}

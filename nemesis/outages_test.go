@@ -64,13 +64,24 @@ func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *histo
 }
 
 // nemesisTrail returns the nemesis ops of rec, each as its f, with the down
-// nodes of an availability record: "kill", "availability 5 n3,n4".
+// nodes of an availability record: "kill", "availability 5 n3,n4"; a fault
+// or heal that failed is marked "failed" ("start failed"), a fault that took
+// effect in part "partly" ("pause partly").
 func nemesisTrail(t *testing.T, rec *history.Recorder) []string {
 	t.Helper()
 	var out []string
 	for _, op := range rec.History() {
 		if !op.IsAvailability() {
-			out = append(out, op.F)
+			switch {
+			case op.Type == history.Fail && op.Error != "":
+				out = append(out, op.F+" failed")
+			case op.Type == history.Info && op.Error != "":
+				out = append(out, op.F+" partly")
+			case op.Type == history.Info:
+				out = append(out, op.F)
+			default:
+				t.Fatalf("nemesis op %+v is neither an info nor a fail with its error", op)
+			}
 			continue
 		}
 		a, ok := history.AvailabilityOf(op)
@@ -126,9 +137,15 @@ func TestAvailabilityRecords(t *testing.T) {
 		{"sentinels are not server nodes",
 			sentinelTopology(), nil, []action{inject("kill", "s1"), inject("kill", "n1"), heal(2), heal(1)}, false,
 			[]string{"kill", "availability 3 n1", "kill", "availability 3", "start", "start"}},
-		{"a node the fault failed to act on is brought back at once",
+		{"a node the fault failed to act on is never recorded down",
 			fiveMasters(), []string{"n2"}, []action{inject("pause", "n1", "n2"), heal(1)}, false,
-			[]string{"availability 5 n1,n2", "availability 5 n1", "pause", "availability 5", "resume"}},
+			[]string{"availability 5 n1", "pause partly", "availability 5", "resume"}},
+		{"a kill that failed on every node takes nothing down and is not healed",
+			fiveMasters(), []string{"n2"}, []action{inject("kill", "n2")}, true,
+			[]string{"kill failed"}},
+		{"a pause that failed is recorded as failed, and the next fault as usual",
+			fiveMasters(), []string{"n1"}, []action{inject("pause", "n1"), inject("kill", "n3"), heal(2)}, false,
+			[]string{"pause failed", "availability 5 n3", "kill", "availability 5", "start"}},
 		{"heal-all ends every outage",
 			fiveMasters(), nil, []action{inject("partition", "n5"), inject("kill", "n1")}, true,
 			[]string{"availability 5 n5", "partition", "availability 5 n1,n5", "kill", "availability 5 n5", "start", "availability 5", "heal"}},
@@ -140,6 +157,9 @@ func TestAvailabilityRecords(t *testing.T) {
 			var injected []*active
 			for _, a := range tc.actions {
 				if a.heal > 0 {
+					if injected[a.heal-1] == nil {
+						t.Fatalf("step %d took no effect: nothing to heal", a.heal)
+					}
 					if err := r.heal(ctx, injected[a.heal-1]); err != nil {
 						t.Fatal(err)
 					}
@@ -176,12 +196,16 @@ func TestAvailabilityRecords(t *testing.T) {
 		if err := r.heal(ctx, act); err == nil {
 			t.Fatal("the heal of a node that cannot start returned no error")
 		}
-		want := []string{"availability 5 n3,n4", "kill", "availability 5 n4", "start"}
+		want := []string{"availability 5 n3,n4", "kill", "availability 5 n4", "start failed"}
 		if got := nemesisTrail(t, rec); !slices.Equal(got, want) {
 			t.Fatalf("nemesis ops %q, want %q", got, want)
 		}
 		if a := env.Availability(); !slices.Equal(a.Down, []string{"n4"}) || !a.Majority() {
 			t.Fatalf("availability %+v, want n4 down and a majority up", a)
+		}
+		var fe *FailedError
+		if failed := r.Failed(); len(failed) != 1 || !errors.As(failed[0], &fe) || !fe.Heal || fe.Step.Fault != "kill" {
+			t.Fatalf("Failed() = %v, want the failed heal of the kill", failed)
 		}
 	})
 }

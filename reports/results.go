@@ -4,6 +4,9 @@
 package reports
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -62,4 +65,70 @@ type Results struct {
 	// Truncated is set when the history ended in an incomplete line that was
 	// left out of the check.
 	Truncated bool `json:"truncated,omitempty"`
+	// FailedFaults lists every fault and heal of the run that failed, in
+	// whole or in part (docs/history.md §1, "Faults that failed"). One
+	// that its scenario step did not expect makes the run's outcome
+	// unknown: the run did not do what its scenario said.
+	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
+	// SetupError is set when the run could not start (a server would not
+	// start, a lock client could not connect): the run recorded nothing to
+	// judge, its verdict is unknown, and `check` refuses its directory with
+	// this reason.
+	SetupError string `json:"setup_error,omitempty"`
+}
+
+// FailedFault is one fault or heal that failed during a run.
+type FailedFault struct {
+	Step     string `json:"step"`           // the schedule's step, in one line
+	Heal     bool   `json:"heal,omitempty"` // its heal failed (the fault stayed in force)
+	Error    string `json:"error"`
+	Expected bool   `json:"expected,omitempty"` // the step said it may fail (expect-failure)
+}
+
+// JudgeFailedFaults judges the run by its FailedFaults and by the steps that
+// expected a failure that did not come (missing, each a step in one line). A
+// failure its step did not expect means the run did not do what its scenario
+// said: a "nemesis" result of verdict unknown says which failed and why, the
+// verdict becomes unknown unless a checker proved a violation, and the
+// expectation is not met. A missing failure leaves the expectation unmet
+// too, with a note. It does nothing when neither happened.
+func (r *Results) JudgeFailedFaults(missing []string) {
+	var unexpected []string
+	for _, f := range r.FailedFaults {
+		if f.Expected {
+			continue
+		}
+		what := "the fault " + f.Step
+		if f.Heal {
+			what = "the heal of " + f.Step
+		}
+		unexpected = append(unexpected, fmt.Sprintf("%s failed: %s", what, f.Error))
+	}
+	if len(unexpected) == 0 && len(missing) == 0 {
+		return
+	}
+	var notes []string
+	v := checker.Valid
+	if len(unexpected) > 0 {
+		v = checker.Unknown
+		notes = append(notes, "the run did not do what its scenario said, so its outcome is unknown: "+strings.Join(unexpected, "; "))
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "expected to fail but did not: "+strings.Join(missing, "; "))
+	}
+	r.Checkers = append(r.Checkers, checker.Result{Name: "nemesis", Verdict: v, Note: strings.Join(notes, "; ")})
+	r.Verdict = checker.Overall(r.Checkers)
+	r.ExpectationMet = false
+}
+
+// FaultsFailed reports whether a fault or heal failed that its scenario step
+// did not expect: the run's outcome is then unknown (exit 2), whatever its
+// verdict.
+func (r *Results) FaultsFailed() bool {
+	for _, f := range r.FailedFaults {
+		if !f.Expected {
+			return true
+		}
+	}
+	return false
 }

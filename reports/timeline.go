@@ -218,8 +218,12 @@ func compactValue(v json.RawMessage) string {
 // at all. "heal-all" closes everything. A fault with a duration in its value
 // (client-pause) ends by itself; instant faults are points; the rest stay
 // open to end. Records (the header op, the availability records) are no
-// faults and draw nothing here.
+// faults and draw nothing here. A fault that did not take effect
+// (history.Op.NemesisFailed) is a failed point, never a fault in force; a
+// fault that took effect in part is drawn in force with its error; a heal
+// that failed closes nothing (docs/history.md §1, "Faults that failed").
 func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
+	version := history.Version(h)
 	var out []nemesisInterval
 	open := []int{} // indexes into out of faults still open
 	invokeAt := map[string]time.Duration{}
@@ -237,6 +241,9 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 		}
 		delete(invokeAt, op.F)
 		if history.IsHeal(op.F) {
+			if op.NemesisFailed(version) {
+				continue // the fault stays in force
+			}
 			closeIdx := -1
 			if op.F == history.FHealAll {
 				for _, k := range open {
@@ -268,10 +275,13 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 		}
 		iv := nemesisInterval{
 			Fault: op.F, Class: nemesisClass(op.F), Start: start, End: end,
-			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.Error != "",
+			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.NemesisFailed(version),
 		}
-		if iv.Failed {
+		switch {
+		case iv.Failed:
 			iv.Value = strings.TrimSpace(iv.Value + " — failed: " + op.Error)
+		case op.Error != "":
+			iv.Value = strings.TrimSpace(iv.Value + " — in part: " + op.Error)
 		}
 		switch d, hasD := nemesisDuration(op.Value); {
 		case iv.Failed:

@@ -95,6 +95,7 @@ func TestBuildNemesis(t *testing.T) {
 	nem := func(at float64, f string, val json.RawMessage, errText string) history.Op {
 		return history.Op{Time: sec(at), Process: -1, Type: history.Info, F: f, Value: val, Error: errText}
 	}
+	failed := func(op history.Op) history.Op { op.Type = history.Fail; return op }
 	type iv struct {
 		fault      string
 		class      string
@@ -132,6 +133,15 @@ func TestBuildNemesis(t *testing.T) {
 		{"failed fault is a point", []history.Op{
 			nem(1, "clock-bump", v("n1"), "clock skew unavailable for etcd"),
 		}, []iv{{"clock-bump", "clock", 1, 1, false, true}}},
+		{"version 4: a fault that failed is a point", []history.Op{
+			history.Header(), failed(nem(1, "clock-bump", v("n1"), "etcd is a Go binary")),
+		}, []iv{{"clock-bump", "clock", 1, 1, false, true}}},
+		{"version 4: a fault that took effect in part is in force", []history.Op{
+			history.Header(), nem(1, "kill", v("n1,n2"), "cannot kill n2"), nem(3, "start", v("n1,n2"), ""),
+		}, []iv{{"kill", "kill", 1, 3, false, false}}},
+		{"version 4: a heal that failed leaves its fault in force", []history.Op{
+			history.Header(), nem(1, "kill", v("n1"), ""), failed(nem(3, "start", v("n1"), "address in use")),
+		}, []iv{{"kill", "kill", 1, 10, true, false}}},
 		{"invoke gives the start", []history.Op{
 			{Time: sec(0.5), Process: -1, Type: history.Invoke, F: "partition"}, nem(1, "partition", v("a"), ""), nem(2, "heal", v("a"), ""),
 		}, []iv{{"partition", "network", 0.5, 2, false, false}}},

@@ -115,6 +115,10 @@ func Names() scenarios.Names {
 		Algorithms: clients.Names(),
 		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
 		Faults:     nemesis.Names(),
+		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
+			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
+		},
+		LockOptions: clients.CheckOptions,
 	}
 }
 
@@ -145,6 +149,15 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	if cfg.workers > 0 {
 		s.Workers = cfg.workers
+	}
+	// Nothing starts for a scenario that asks for what its cluster, its
+	// workers or its lock do not have, with the run's overrides.
+	names := Names()
+	if cfg.factory != nil {
+		names.LockOptions = nil // the caller's own Locker reads its options
+	}
+	if err := s.CheckRun(names); err != nil {
+		return nil, err
 	}
 	factory := cfg.factory
 	if factory == nil {
@@ -200,7 +213,8 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		rec.Record(history.Header())
 		return rec
 	}
-	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger)
+	var nem *nemesis.Runner
+	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger, func(n *nemesis.Runner) { nem = n })
 	if rec == nil {
 		rec = history.NewRecorder()
 	}
@@ -209,6 +223,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	if runErr != nil && errors.Is(runErr, ErrSetup) {
 		logger.Printf("setup failed: %v", runErr)
+		// The run directory says why there is nothing to judge, so that
+		// `check` and `gate --from-store` never take it for a valid run.
+		expect := s.Expect
+		failed := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.FormatVersion, Verdict: checker.Unknown, Expected: &expect, SetupError: runErr.Error()}
+		if err := reports.WriteResults(dir, failed); err != nil {
+			logger.Printf("writing results: %v", err)
+		}
 		return res, runErr
 	}
 
@@ -229,6 +250,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		results.Verdict = checker.Overall(results.Checkers)
 		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
 	}
+	judgeFaults(results, nem, s.Nemesis.Steps, interrupted, logger)
 	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -249,7 +271,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 
 // execute runs the cluster, workers and nemesis, and tears all of it down
 // before it returns, on every path. It reports whether ctx was cancelled.
-func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger) (interrupted bool, err error) {
+func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger, onNemesis func(*nemesis.Runner)) (interrupted bool, err error) {
 	teardown := context.WithoutCancel(ctx)
 	net, err := cluster.NewNetwork()
 	if err != nil {
@@ -371,6 +393,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
 	}
 	nem := nemesis.NewRunner(env)
+	onNemesis(nem)
 	defer func() {
 		if herr := nem.HealAll(teardown); herr != nil {
 			logger.Printf("healing: %v", herr)
@@ -432,6 +455,34 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	logger.Printf("workers stopped after %d ops", rec.Len())
 	return ctx.Err() != nil, nil
+}
+
+// judgeFaults lists in results every fault and heal of the run that failed
+// (nem is nil when the run never got to its nemesis), logs each, and judges
+// the run by them (reports.Results.JudgeFailedFaults): a step that expected a
+// failure that did not come counts only when the run was not interrupted.
+func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Schedule, interrupted bool, logger *log.Logger) {
+	if nem == nil {
+		return
+	}
+	failedSteps := map[string]bool{}
+	for _, err := range nem.Failed() {
+		f := reports.FailedFault{Step: err.Error(), Error: err.Error()}
+		var fe *nemesis.FailedError
+		if errors.As(err, &fe) {
+			f = reports.FailedFault{Step: fe.Step.String(), Heal: fe.Heal, Error: fe.Err.Error(), Expected: fe.Step.ExpectFailure}
+			failedSteps[fe.Step.String()] = true
+		}
+		results.FailedFaults = append(results.FailedFaults, f)
+		logger.Printf("failed (heal %v, expected %v): %s: %s", f.Heal, f.Expected, f.Step, f.Error)
+	}
+	var missing []string
+	for _, st := range steps {
+		if st.ExpectFailure && !interrupted && !failedSteps[st.String()] {
+			missing = append(missing, st.String())
+		}
+	}
+	results.JudgeFailedFaults(missing)
 }
 
 // isolator returns a function that cuts (or heals) every link of worker

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 )
 
@@ -50,6 +51,9 @@ type Scenario struct {
 	// File is where the scenario was read from ("catalog/x.yaml" for the
 	// built-in ones); it is not part of the YAML.
 	File string `yaml:"-"`
+	// root is the parsed YAML the scenario was read from, for the lines
+	// of later errors (CheckRun); nil for a scenario built in code.
+	root *yaml.Node
 }
 
 // System is the system under test and its topology.
@@ -151,12 +155,21 @@ func (s *Scenario) Normalize() {
 func (s *Scenario) HasTag(tag string) bool { return slices.Contains(s.Tags, tag) }
 
 // Names lists what the validation accepts; the runner supplies the real
-// lists (algorithm names from clients, fault names from nemesis) so that this
-// package depends on names only.
+// lists (algorithm names from clients, fault names from nemesis) and the
+// checks that need the cluster's layout or an algorithm's options, so that
+// this package depends on names only.
 type Names struct {
 	Algorithms []string
 	Systems    []string
 	Faults     []string
+	// Nodes returns the nodes, by name and role, that the cluster of a
+	// system, topology and node count will have (cluster.Layout), or why
+	// there can be no such cluster; fault targets are checked against them
+	// before any server starts. Nil skips those checks.
+	Nodes func(system, topology string, nodes int) ([]cluster.Node, error)
+	// LockOptions checks an algorithm's lock options, names and values,
+	// as its factory will (clients.CheckOptions). Nil skips that check.
+	LockOptions func(algorithm string, options map[string]string) error
 }
 
 // Parse decodes and validates a scenario from data read from file. Unknown
@@ -174,11 +187,84 @@ func Parse(data []byte, file string, names Names) (*Scenario, error) {
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, file, yamlMessage(err))
 	}
 	s.File = file
+	s.root = &root
 	if err := s.validate(&root, names); err != nil {
 		return nil, err
 	}
 	s.Normalize()
+	if err := s.CheckRun(names); err != nil {
+		return nil, err
+	}
 	return &s, nil
+}
+
+// CheckRun checks what the scenario asks of the cluster and the lock it
+// will run against, with the values it has now (a run may override the
+// number of workers), before any server starts: the system's topology and
+// node count, every fault target against the cluster's nodes and the
+// workers (nemesis.CheckTargets), and the lock options against the
+// algorithm. Errors name the file and, for a scenario read from a file, the
+// line; they wrap ErrInvalid. Parse calls it; a runner calls it again after
+// its overrides.
+func (s *Scenario) CheckRun(names Names) error {
+	root := s.root
+	if root == nil {
+		root = &yaml.Node{}
+	}
+	fail := s.failer(root)
+	if names.LockOptions != nil && len(s.Lock.Options) > 0 {
+		if err := names.LockOptions(s.Lock.Algorithm, s.Lock.Options); err != nil {
+			return fail(err.Error(), "lock", "options")
+		}
+	}
+	if names.Nodes == nil {
+		return nil
+	}
+	nodes, err := names.Nodes(s.System.Name, s.System.Topology, s.System.Nodes)
+	if err != nil {
+		path := []string{"system", "topology"}
+		if s.System.Topology == "" {
+			path = []string{"system", "nodes"}
+		}
+		return fail(err.Error(), path...)
+	}
+	for i, st := range s.Nemesis.Steps {
+		if err := nemesis.CheckTargets(st, nodes, s.Workers); err != nil {
+			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Workers-1), "nemesis", "steps", fmt.Sprint(i), "targets")
+		}
+	}
+	if r := s.Nemesis.Random; r != nil {
+		if err := r.CheckTargets(nodes, s.Workers); err != nil {
+			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Workers-1), "nemesis", "random")
+		}
+	}
+	return nil
+}
+
+// nodeList names nodes with their roles: "n1 (primary), n2 (replica)".
+func nodeList(nodes []cluster.Node) string {
+	var out []string
+	for _, n := range nodes {
+		if n.Role != "" {
+			out = append(out, fmt.Sprintf("%s (%s)", n.Name, n.Role))
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+// failer returns the scenario's error maker: the file, the line of the field
+// at path in root when there is one, the path and the hint.
+func (s *Scenario) failer(root *yaml.Node) func(hint string, path ...string) error {
+	return func(hint string, path ...string) error {
+		line := lineOf(root, path...)
+		where := s.File
+		if line > 0 {
+			where = fmt.Sprintf("%s:%d", s.File, line)
+		}
+		return fmt.Errorf("%w: %s: %s: %s", ErrInvalid, where, strings.Join(path, "."), hint)
+	}
 }
 
 // yamlMessage turns yaml.v3's "yaml: line 3: ..." into "line 3: ...".
@@ -191,14 +277,7 @@ func yamlMessage(err error) string {
 // validate checks names and values; errors carry the line of the offending
 // field found in root.
 func (s *Scenario) validate(root *yaml.Node, names Names) error {
-	fail := func(hint string, path ...string) error {
-		line := lineOf(root, path...)
-		where := s.File
-		if line > 0 {
-			where = fmt.Sprintf("%s:%d", s.File, line)
-		}
-		return fmt.Errorf("%w: %s: %s: %s", ErrInvalid, where, strings.Join(path, "."), hint)
-	}
+	fail := s.failer(root)
 	switch {
 	case s.Name == "":
 		return fail("missing; give the scenario a name", "name")

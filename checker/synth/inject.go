@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -32,8 +33,10 @@ var Kinds = []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpd
 //     that another process holds at that moment, well inside its lease;
 //   - foreign-release: one successful release is moved onto a key the
 //     releasing process does not hold;
-//   - stale-write: a write accepted from an older lease gets an applied time
-//     just after a later write from a newer lease;
+//   - stale-write: the process of a write accepted from an older lease
+//     stalls in that write, as a paused holder would: its completion moves
+//     to the end of the history, applied then (after a later write from a
+//     newer lease), and the process's later ops are left out;
 //   - lost-update: the last accepted write of a key, every later read and
 //     every unknown write of that key end at 0;
 //   - token-reuse: an acquisition gets the token of the acquisition before
@@ -51,7 +54,7 @@ func Inject(rng *rand.Rand, h history.History, kind string) (history.History, er
 	case ForeignRelease:
 		err = injectForeignRelease(rng, out)
 	case StaleWrite:
-		err = injectStaleWrite(rng, out)
+		out, err = injectStaleWrite(rng, out)
 	case LostUpdate:
 		err = injectLostUpdate(rng, out)
 	case TokenReuse, TokenRegression:
@@ -207,7 +210,7 @@ func injectForeignRelease(rng *rand.Rand, h history.History) error {
 
 type acceptedWrite struct{ done, lease int }
 
-func injectStaleWrite(rng *rand.Rand, h history.History) error {
+func injectStaleWrite(rng *rand.Rand, h history.History) (history.History, error) {
 	lease := map[[2]any]int{}
 	perKey := map[string][]acceptedWrite{}
 	for i, op := range h {
@@ -227,16 +230,32 @@ func injectStaleWrite(rng *rand.Rand, h history.History) error {
 		}
 	}
 	if len(keys) == 0 {
-		return ErrNoSpot
+		return nil, ErrNoSpot
 	}
 	slices.Sort(keys)
 	ws := perKey[pick(rng, keys)]
 	for {
 		i, j := rng.IntN(len(ws)), rng.IntN(len(ws))
-		if ws[i].lease < ws[j].lease {
-			h[ws[i].done].Applied = h[ws[j].done].Applied + 1
-			return nil
+		if ws[i].lease >= ws[j].lease {
+			continue
 		}
+		// The write's applied time stays within its own window (docs/
+		// history.md §2): the write is still outstanding when it lands.
+		stalled, p := h[ws[i].done], h[ws[i].done].Process
+		out := make(history.History, 0, len(h))
+		for k, op := range h {
+			if k >= ws[i].done && op.Process == p {
+				continue
+			}
+			out = append(out, op)
+		}
+		stalled.Time = out[len(out)-1].Time + time.Microsecond
+		stalled.Applied = stalled.Time
+		out = append(out, stalled)
+		for k := range out {
+			out[k].Index = k
+		}
+		return out, nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/history/jepsen"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
@@ -29,7 +30,8 @@ Checks a stored history offline, with no server running: well-formedness,
 double holds, lease-aware linearizability, fencing-token order and the
 protected resource. Exits 0 when the history is valid, 1 when it is not,
 2 when the checkers could not decide, 254 when the history cannot be read
-or is not well-formed (the message names the line).
+or is not well-formed (the message names the line), and when there is
+nothing to judge: no worker op in it, or a run directory whose setup failed.
 
 With --format jepsen it reads a Jepsen or Knossos EDN history of a lock
 workload instead (docs/history.md §5); --ttl, required then, is the lease
@@ -90,6 +92,9 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		}
 		h, err := jepsen.ReadFile(path, jepsen.Options{TTL: *ttl})
 		if err != nil {
+			return exitUsage, usageError{err}
+		}
+		if err := judgeable(path, h, history.ReadInfo{}); err != nil {
 			return exitUsage, usageError{err}
 		}
 		run = &storedRun{h: h}

@@ -154,7 +154,17 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				c.Verdict = res.Results.Verdict
 				c.Met = res.Results.ExpectationMet
 				c.Anomalies = anomalyKinds(withLiveness(res.Results))
-				r.observed[string(c.Verdict)]++
+				observed := string(c.Verdict)
+				if res.Results.FaultsFailed() {
+					// The run did not do what its scenario said.
+					observed = "fault-failed"
+					for _, cr := range res.Results.Checkers {
+						if cr.Name == "nemesis" {
+							c.Err = cr.Note
+						}
+					}
+				}
+				r.observed[observed]++
 				for _, k := range c.Anomalies {
 					r.anomalies[k] = true
 				}
@@ -271,7 +281,7 @@ func recheckStored(ctx context.Context, runDir string, sc *scenarios.Scenario, t
 	}
 	exp := sc.Expect
 	results.Expected = &exp
-	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers, results.Liveness)
+	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers, results.Liveness) && !results.FaultsFailed()
 	res.Results = results
 	return res, nil
 }

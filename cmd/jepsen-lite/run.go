@@ -23,7 +23,8 @@ const runUsage = `Usage: jepsen-lite run <scenario name | scenario.yaml | run di
 
 Runs one scenario against real servers started on 127.0.0.1, records every
 operation in store/<scenario>/<timestamp>/history.jsonl, checks it, and exits
-0 when the scenario ended as it expected (1: it did not, 2: unknown).
+0 when the scenario ended as it expected (1: it did not, 2: unknown, also
+when a fault or heal failed that its step did not expect: expect-failure).
 
 Examples:
   jepsen-lite run redis-single-gc-pause
@@ -92,10 +93,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case errors.Is(err, runner.ErrInterrupted):
 		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s\n", res.Dir)
 		return exitUnknown, nil
-	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm):
+	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm), errors.Is(err, scenarios.ErrInvalid):
 		return exitUsage, usageError{err}
 	case err != nil:
 		return exitInternal, err
+	}
+	if res.Results.FaultsFailed() {
+		// The run did not do what its scenario said: whatever it found,
+		// whether the scenario held is unknown.
+		return exitUnknown, nil
 	}
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
 }
@@ -138,6 +144,13 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	}
 	fmt.Fprintf(w, "\n%s (seed %d): %s, expected %s: %s\n", r.Scenario, r.Seed, strings.ToUpper(string(r.Verdict)), exp, met)
 	fmt.Fprintf(w, "  ops %d (ok %d, fail %d, info %d) in %v\n", r.Stats.Ops, r.Stats.OK, r.Stats.Fail, r.Stats.Info, res.Elapsed.Round(time.Millisecond))
+	for _, f := range r.FailedFaults {
+		what := "fault"
+		if f.Heal {
+			what = "heal of the fault"
+		}
+		fmt.Fprintf(w, "  FAILED %s %s: %s\n", what, f.Step, f.Error)
+	}
 	printCheckers(w, r.Checkers)
 	printLiveness(w, r.Liveness)
 	fmt.Fprintf(w, "  store:  %s\n", res.Dir)

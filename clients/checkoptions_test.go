@@ -1,0 +1,38 @@
+package clients
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestCheckOptions checks every algorithm's options before anything starts,
+// as its factory does: the options it knows, with good values, pass; an
+// unknown option and an empty value fail with ErrBadOption; nothing connects.
+func TestCheckOptions(t *testing.T) {
+	for _, a := range Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			docs, err := AlgorithmOptions(a.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			good := map[string]string{}
+			for _, o := range docs {
+				good[o.Name] = o.Default
+			}
+			if err := CheckOptions(a.Name, good); err != nil {
+				t.Fatalf("the defaults %v: %v", good, err)
+			}
+			if err := CheckOptions(a.Name, map[string]string{"no-such-option": "1"}); !errors.Is(err, ErrBadOption) {
+				t.Fatalf("an unknown option: %v, want ErrBadOption", err)
+			}
+			for name := range good {
+				if err := CheckOptions(a.Name, map[string]string{name: ""}); !errors.Is(err, ErrBadOption) {
+					t.Errorf("option %s=\"\": %v, want ErrBadOption", name, err)
+				}
+			}
+		})
+	}
+	if err := CheckOptions("no-such-lock", nil); !errors.Is(err, ErrUnknownAlgorithm) {
+		t.Fatalf("an unknown algorithm: %v", err)
+	}
+}
