@@ -155,9 +155,16 @@ func TestLiveness(t *testing.T) {
 		{"refused for less than the bound",
 			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(950, 1, second, false).op(960, 1, history.FRelease, history.OK).fails(1000, 1900).grant(1900, 2, second, false).op(1910, 2, history.FRelease, history.OK),
 			Valid, nil, ""},
-		{"a stuck tail with the majority down is stuck, not unavailable",
+		// A fault in force at the end (here with the majority down) leaves
+		// the refusals after it unexplained either way: not judged for
+		// stuck (this case was stuck when "the last fault plus the longest
+		// lease" was taken as the end of the faults' effects).
+		{"a stuck tail with a fault in force at the end is not judged",
 			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fails(100, 2500),
-			Invalid, []string{Stuck}, ""},
+			Unknown, nil, "still in force at the end"},
+		{"a stuck tail after the partition healed, is stuck, and unavailable once the majority is back",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fault(50, "heal").avail(51, 3).fails(100, 2500),
+			Invalid, []string{Stuck, Unavailable}, ""},
 		{"a history before version 3 with faults: unavailable judged only before its first fault",
 			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).fault(950, "kill").fails(1000, 3000).fault(3050, "start").grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
 			Unknown, nil, "does not record which nodes were up"},
