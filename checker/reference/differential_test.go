@@ -236,9 +236,10 @@ func conclusions(fast []checker.Result, ref reference.Result) string {
 // (to be saved under checker/testdata as a fixture) and both conclusions;
 // with REFERENCE_DUMP=dir each disagreeing history is also written to dir,
 // REFERENCE_HISTORIES=n compares n histories instead, and
-// REFERENCE_SEEDS=s1,s2,... only the histories of those seeds. One history in
-// ten has ops at equal times, and in one in four some crashes keep their
-// client (`kept`).
+// REFERENCE_SEEDS=s1,s2,... only the histories of those seeds (genOptions
+// says how each is generated). It also compares the liveness verdicts,
+// anomaly kinds and windows (under livenessBounds), and logs how many
+// histories had a stuck or an unavailable key.
 func TestDifferential(t *testing.T) {
 	n := differentialHistories
 	if testing.Short() {
@@ -269,7 +270,7 @@ func TestDifferential(t *testing.T) {
 	stuck, unavailable := 0, 0 // histories with a stuck key; with an unavailable one but none stuck
 	printed := 0
 	for _, seed := range seeds {
-		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), reference.GenOptions{Ties: seed%10 == 9, Kept: seed%4 == 3})
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), genOptions(seed))
 		drift := int(seed % uint64(len(drifts)))
 		bounds := int(seed / 3 % uint64(len(livenessBounds)))
 		diff, fast, ref := mismatch(h, drift, bounds)
@@ -307,12 +308,21 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// genOptions are the generator's options for the history of seed: one
+// history in ten has ops at equal times, in one in four some crashes keep
+// their client (`kept`), in two in three acquires wait long, in three in
+// five faults take effect or fail, are healed or not and the nodes'
+// availability is recorded, and in one in two the service has an outage.
+func genOptions(seed uint64) reference.GenOptions {
+	return reference.GenOptions{Ties: seed%10 == 9, Kept: seed%4 == 3, Waits: seed%3 != 0, Faults: seed%5 >= 2, Outages: seed%2 == 1}
+}
+
 // FuzzDifferential is TestDifferential for any seed.
 func FuzzDifferential(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(42), uint64(7))
 	f.Fuzz(func(t *testing.T, seed1, seed2 uint64) {
-		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), reference.GenOptions{Ties: seed2%10 == 9, Kept: seed2%4 == 3})
+		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), genOptions(seed2))
 		drift := int(seed1 % uint64(len(drifts)))
 		bounds := int(seed1 / 3 % uint64(len(livenessBounds)))
 		if diff, fast, ref := mismatch(h, drift, bounds); diff != "" {
