@@ -47,9 +47,9 @@ type LivenessOptions struct {
 
 // LivenessResult is a run's liveness verdict, kept apart from its safety
 // verdict: Invalid when some key is stuck or was unavailable, Unknown when no
-// key could be judged (the last fault and the longest lease left too little
-// of the run for stuck, and no stretch with a majority up was long enough
-// for unavailable), Valid otherwise. Grants counts the successful acquires
+// key could be judged (a fault in force at the end, or the last fault and
+// the longest lease leaving too little of the run, for stuck, and no
+// stretch with a majority up long enough for unavailable), Valid otherwise. Grants counts the successful acquires
 // of the whole run, so that a safe verdict on a run that granted (almost)
 // nothing says so.
 type LivenessResult struct {
@@ -156,10 +156,14 @@ type faultState struct {
 	skews   []span        // the stretches in which a clock fault was in force
 }
 
+// JepsenStop is the f with which a Jepsen history (docs/history.md §5) ends
+// its faults: like heal-all, it heals every fault in force.
+const JepsenStop = "stop"
+
 // faultsOf follows the faults and heals of h that took effect, in order: a
 // fault (a nemesis op that is not a record, not a heal, not an invoke and
-// did not fail) is in force from its time until a heal of it (HealOf) or
-// heal-all that did not fail, or to the end of the history.
+// did not fail) is in force from its time until a heal of it (HealOf),
+// heal-all or JepsenStop that did not fail, or to the end of the history.
 func faultsOf(h history.History, nemesis []int, version int, end time.Duration) faultState {
 	var fs faultState
 	var skewSince time.Duration
@@ -178,9 +182,9 @@ func faultsOf(h history.History, nemesis []int, version int, end time.Duration) 
 		}
 		fs.any, fs.last = true, op.Time
 		before := skewing()
-		if history.IsHeal(op.F) {
+		if history.IsHeal(op.F) || op.F == JepsenStop {
 			fs.inForce = slices.DeleteFunc(fs.inForce, func(j int) bool {
-				return op.F == history.FHealAll || history.HealOf(h[j].F) == op.F
+				return op.F == history.FHealAll || op.F == JepsenStop || history.HealOf(h[j].F) == op.F
 			})
 		} else {
 			fs.inForce = append(fs.inForce, i)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -379,7 +380,11 @@ func (g *gen) nemesis() {
 	}
 	if g.chance(0.5) {
 		g.tick()
-		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.HealOf(f), Value: v})
+		heal := history.HealOf(f)
+		if g.chance(0.2) {
+			heal = checker.JepsenStop // as an imported Jepsen history heals
+		}
+		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: heal, Value: v})
 	}
 }
 

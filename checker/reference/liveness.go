@@ -128,7 +128,8 @@ func tookEffect(h history.History, i int, version int) bool {
 }
 
 // nemesisFaults finds every fault that took effect and the first later heal
-// that took effect and heals it (its HealOf, or heal-all).
+// that took effect and heals it (its HealOf, heal-all, or a Jepsen
+// history's stop).
 func nemesisFaults(h history.History, version int) faultsSeen {
 	var fs faultsSeen
 	for i, op := range h {
@@ -136,12 +137,12 @@ func nemesisFaults(h history.History, version int) faultsSeen {
 			continue
 		}
 		fs.any, fs.last = true, int64(op.Time)
-		if history.IsHeal(op.F) {
+		if history.IsHeal(op.F) || op.F == checker.JepsenStop {
 			continue
 		}
 		ft := fault{f: op.F, from: int64(op.Time), to: never}
 		for j := i + 1; j < len(h); j++ {
-			if tookEffect(h, j, version) && (h[j].F == history.FHealAll || h[j].F == history.HealOf(op.F)) {
+			if tookEffect(h, j, version) && (h[j].F == history.FHealAll || h[j].F == checker.JepsenStop || h[j].F == history.HealOf(op.F)) {
 				ft.to = int64(h[j].Time)
 				break
 			}
