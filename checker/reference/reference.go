@@ -10,7 +10,10 @@
 // before it, for the prefix at every completion, in each piece between the
 // key's quiescent points, with no cuts other than the specification's own;
 // the resource rules of §4.2 compare every pair of writes; the token rules of
-// §4.3 compare every pair of grants. Nothing is cached and nothing is pruned,
+// §4.3 compare every pair of grants; the liveness rules of §4.5 and §4.6
+// (Liveness) compute each excuse from its rule by scanning the whole history
+// and decide coverage moment by moment at every moment where it can
+// change. Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
 // use it on tiny histories only (a dozen client ops or so).
 //
