@@ -47,9 +47,9 @@ type LivenessOptions struct {
 
 // LivenessResult is a run's liveness verdict, kept apart from its safety
 // verdict: Invalid when some key is stuck or was unavailable, Unknown when no
-// key could be judged (the last fault and the longest lease left too little
-// of the run for stuck, and no stretch with a majority up was long enough
-// for unavailable), Valid otherwise. Grants counts the successful acquires
+// key could be judged (a fault in force at the end, or the last fault and
+// the longest lease leaving too little of the run, for stuck, and no
+// stretch with a majority up long enough for unavailable), Valid otherwise. Grants counts the successful acquires
 // of the whole run, so that a safe verdict on a run that granted (almost)
 // nothing says so.
 type LivenessResult struct {
@@ -82,54 +82,35 @@ func (l *LivenessResult) Has(kind string) bool {
 	return l != nil && slices.ContainsFunc(l.Anomalies, func(a Anomaly) bool { return a.Kind == kind })
 }
 
+// NotHeldError is the text of the error with which a client records a
+// release (or renewal) that the service refused because the lock was not
+// held (clients.ErrNotHeld): a release `fail` whose `error` contains it
+// tells that its process held nothing from then on (docs/history.md §4.5).
+const NotHeldError = "lock not held"
+
 // Liveness judges whether a well-formed history's locks stayed takeable
 // (docs/history.md §4.5 and §4.6).
 //
-// A key k is stuck when, from a moment S to the end of the history, a window
+// The excuses of a key k are the stretches in which, under some reading of
+// the ops of unknown outcome, k may rightly have been held (holdEnd,
+// unknownAcquireEnd), and those of clock faults in force plus the longest
+// lease of k. k is stuck when, from S to the end of the history, a window
 // of at least opts.Window, workers asked for k in vain at least
-// opts.Attempts times and nothing excused the refusals: the acquires of k
-// invoked at or after S and completed, none of which succeeded, and those
-// still pending at the end that had waited at least opts.Window by then
-// (a pending acquire excuses nothing, and a crash that kept its client is a
-// crash). S is the latest of:
-//   - the last nemesis op (the last fault or heal; records such as the
-//     availability record are none) plus the longest finite lease of any
-//     grant of k;
-//   - for every grant of k, the moment until which the service may rightly
-//     have kept it: its release's return (ok); else, after its process
-//     crashed at C, C plus its lease for a session lock with a lease (the
-//     session outlives the crash until it expires), C for a lock without a
-//     lease (nobody rightly holds it after that, and nothing ever frees it),
-//     and its call (or its latest renewal's) plus its lease otherwise; else,
-//     while its process lives, its call (or latest renewal's) plus its lease
-//     when the lease is finite and not a session's;
-//   - for every acquire of k of unknown outcome, its completion plus the
-//     larger of its ttl and the longest lease of k;
-//   - the end of every belief in k.
+// opts.Attempts times (acquires refused at or after S, however long they
+// waited, and acquires still waiting at the end that had waited at least
+// opts.Window), where S is the latest of the end of every excuse and, when
+// the history has faults, the last fault or heal that took effect plus the
+// longest finite lease of k. An excuse that never ends means k is held, not
+// stuck; a fault in force at the end (or, from format version 3 on, no
+// majority of the server nodes up at the end) means k is not judged for
+// stuck.
 //
-// Only grants that no later grant of k superseded count (a grant is
-// superseded when another grant of k was invoked after it returned). A
-// grant that its live holder may rightly keep for ever by those rules (a
-// live process's session, a lock without a lease that it has not released)
-// means k is held, not stuck. k is not judged when the last fault and its
-// longest lease leave less than opts.Window of the run.
-//
-// A key k was unavailable from S to E when [S, E] lies inside a period in
-// which a majority of the server nodes was up (by the nemesis's availability
-// records; in a history before format version 3, up to its first nemesis
-// op), no earlier than the period's start plus the longest finite lease of k
-// when the period began with the majority coming back up; E − S is at least
-// opts.UnavailableWindow; at least opts.Attempts acquires of k were invoked
-// at or after S and refused at or before E; and no excuse covers any of it.
-// The excuses are stuck's, held against every stretch between grants: each
-// grant excuses from its call to the latest of its return, the moment until
-// which the service may rightly keep it (for ever when its live holder may)
-// and the end of its belief, but no later than the call of the first grant
-// of k invoked after it returned; each acquire of unknown outcome excuses
-// from its invoke to its completion plus the larger of its ttl and the
-// longest lease of k; and a clock fault in force excuses until its heal plus
-// the longest lease of k (clockSkews). Each maximal stretch that no excuse
-// covers is judged on its own and reported once, as a whole.
+// k was unavailable from S to E when [S, E] is a maximal stretch that no
+// excuse covers, inside a period in which a majority of the server nodes
+// was up (no earlier than its start plus the longest finite lease of k
+// when the majority came back up), at least opts.UnavailableWindow long,
+// with at least opts.Attempts acquires of k refused in it (completed fail
+// at or after S and at or before E, whenever they were invoked).
 func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 	return liveness(h, Analyze(h), opts)
 }
@@ -143,13 +124,82 @@ type span struct{ from, to time.Duration }
 
 // keyLiveness is what Liveness gathers about one key.
 type keyLiveness struct {
-	start     time.Duration // stuck's S
 	longest   time.Duration // the longest finite lease
-	held      string        // who may rightly hold the key still
+	never     bool          // some grant's lease is -1: the lock never expires
+	sessions  bool          // every grant with lease -1 is a session lock
+	held      string        // who may rightly hold the key for ever
 	lastGrant int           // index in f.Grants, -1 when none
 	grants    []int         // indexes in f.Grants, in the order of their oks
 	excused   []span        // stretches in which refusals are excused
 	waiting   []int         // invokes of the acquires still pending at the end, in order
+}
+
+// holdFacts is what the history says about how one grant's hold ended.
+type holdFacts struct {
+	released time.Duration // the return of its release ok; -1 when none
+	lost     time.Duration // the return of its lease-lost or of its release refused "not held"; -1 when none
+	// extended is the latest end, call plus lease, of a renewal of
+	// unknown outcome (info or pending) of the grant; -1 when none,
+	// Forever for a lease of -1. unknownLease is the longest of their
+	// leases (history.NoLease when one never expires).
+	extended     time.Duration
+	unknownLease time.Duration
+	renewed      bool // some renewal of unknown outcome
+}
+
+// faultState is what the nemesis ops say about faults: which took effect and
+// when they were in force (docs/history.md §3, "Records and faults").
+type faultState struct {
+	any     bool          // some fault or heal took effect
+	last    time.Duration // the last fault or heal that took effect
+	inForce []int         // the indexes of the faults still in force at the end
+	skews   []span        // the stretches in which a clock fault was in force
+}
+
+// JepsenStop is the f with which a Jepsen history (docs/history.md §5) ends
+// its faults: like heal-all, it heals every fault in force.
+const JepsenStop = "stop"
+
+// faultsOf follows the faults and heals of h that took effect, in order: a
+// fault (a nemesis op that is not a record, not a heal, not an invoke and
+// did not fail) is in force from its time until a heal of it (HealOf),
+// heal-all or JepsenStop that did not fail, or to the end of the history.
+func faultsOf(h history.History, nemesis []int, version int, end time.Duration) faultState {
+	var fs faultState
+	var skewSince time.Duration
+	skewing := func() bool {
+		for _, i := range fs.inForce {
+			if history.SkewsClocks(h[i].F) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, i := range nemesis {
+		op := &h[i]
+		if op.IsRecord() || op.Type == history.Invoke || op.NemesisFailed(version) {
+			continue
+		}
+		fs.any, fs.last = true, op.Time
+		before := skewing()
+		if history.IsHeal(op.F) || op.F == JepsenStop {
+			fs.inForce = slices.DeleteFunc(fs.inForce, func(j int) bool {
+				return op.F == history.FHealAll || op.F == JepsenStop || history.HealOf(h[j].F) == op.F
+			})
+		} else {
+			fs.inForce = append(fs.inForce, i)
+		}
+		switch after := skewing(); {
+		case !before && after:
+			skewSince = op.Time
+		case before && !after:
+			fs.skews = append(fs.skews, span{skewSince, op.Time})
+		}
+	}
+	if skewing() {
+		fs.skews = append(fs.skews, span{skewSince, end})
+	}
+	return fs
 }
 
 // liveness is Liveness over facts already analyzed from h.
@@ -169,11 +219,11 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		return res
 	}
 	end := h[len(h)-1].Time
-	// One pass: the last fault, the crashes, and the acquires of each key
-	// with their completions.
-	var lastFault time.Duration
-	faults := false
+	// One pass: the nemesis ops, the crashes and client closes, and the
+	// acquires of each key with their completions.
 	crashed := map[int]time.Duration{} // process → time of its info
+	closed := map[int]time.Duration{}  // process → when its client was closed
+	keptBy := map[int][]int{}          // worker → crashed processes whose client it kept
 	attempts := map[string][]attempt{}
 	open := map[int]int{} // process → index of its outstanding acquire invoke
 	var nemesis []int     // the indexes of the nemesis ops
@@ -182,12 +232,19 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		switch {
 		case op.IsNemesis():
 			nemesis = append(nemesis, i)
-			if !op.IsRecord() {
-				lastFault, faults = op.Time, true
-			}
 		default:
 			if op.Type == history.Info {
-				crashed[op.Process] = op.Time
+				if _, dead := crashed[op.Process]; !dead {
+					crashed[op.Process] = op.Time
+					if op.Kept {
+						keptBy[op.Client] = append(keptBy[op.Client], op.Process)
+					} else {
+						for _, p := range append(keptBy[op.Client], op.Process) {
+							closed[p] = op.Time
+						}
+						delete(keptBy, op.Client)
+					}
+				}
 			}
 			if op.F != history.FAcquire {
 				continue
@@ -200,59 +257,36 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 			}
 		}
 	}
-	released := releasedAt(h, f)
+	holds := grantHolds(h, f)
+	faults := faultsOf(h, nemesis, f.Version, end)
 
 	keys := map[string]*keyLiveness{}
 	state := func(k string) *keyLiveness {
 		if s, ok := keys[k]; ok {
 			return s
 		}
-		s := &keyLiveness{lastGrant: -1}
+		s := &keyLiveness{lastGrant: -1, sessions: true}
 		keys[k] = s
 		return s
 	}
-	// A grant is superseded when another grant of its key was invoked
-	// after it returned: the lock was taken again after it, so it does not
-	// stand in the way at the end.
-	latestCall := map[string]time.Duration{}
-	for _, g := range f.Grants {
-		latestCall[g.Key] = max(latestCall[g.Key], g.Call)
-	}
-	kept := make([]time.Duration, len(f.Grants)) // until when the service may rightly keep each grant
+	ends := make([]time.Duration, len(f.Grants)) // until when each grant may rightly have been held
 	for i, g := range f.Grants {
 		s := state(g.Key)
 		s.lastGrant = i
 		s.grants = append(s.grants, i)
-		lease, from := g.Lease, g.Call
+		lease := g.Lease
 		if n := len(g.Renewals); n > 0 {
-			lease, from = g.Renewals[n-1].Lease, g.Renewals[n-1].Call
+			lease = g.Renewals[n-1].Lease
 		}
 		if lease >= 0 {
 			s.longest = max(s.longest, lease)
 		}
-		kept[i] = Forever
+		if g.Lease < 0 {
+			s.never = true
+			s.sessions = s.sessions && g.Session
+		}
 		c, dead := crashed[g.Process]
-		switch {
-		case released[i] >= 0:
-			kept[i] = released[i]
-		case dead && lease < 0:
-			kept[i] = c
-		case dead && g.Session:
-			kept[i] = c + lease
-		case lease >= 0 && !g.Session:
-			kept[i] = from + lease
-		}
-		if latestCall[g.Key] > g.Return {
-			continue
-		}
-		if kept[i] == Forever {
-			s.held = fmt.Sprintf("worker %d, granted it at %s, may rightly hold it still", g.Client, secs(g.Return))
-			continue
-		}
-		s.start = max(s.start, kept[i])
-		if b := f.Beliefs[i]; b.End != Forever {
-			s.start = max(s.start, b.End)
-		}
+		ends[i] = holdEnd(h, g, holds[i], c, dead)
 	}
 	// Every key asked for is judged, also one whose acquires are pending.
 	for _, inv := range open {
@@ -262,18 +296,27 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	for k, as := range attempts {
 		s := state(k)
 		for _, a := range as {
-			if h[a.done].Type == history.Info {
-				until := h[a.done].Time + max(h[a.invoke].TTL, s.longest)
-				s.start = max(s.start, until)
-				s.excused = append(s.excused, span{h[a.invoke].Time, until})
+			if h[a.done].Type != history.Info {
+				continue
+			}
+			to := unknownAcquireEnd(h, a, s, closed)
+			s.excused = append(s.excused, span{h[a.invoke].Time, to})
+			if to == Forever && s.held == "" {
+				s.held = fmt.Sprintf("worker %d's acquire of unknown outcome at %s may have taken it for ever", h[a.invoke].Client, secs(h[a.invoke].Time))
 			}
 		}
 	}
-	skewed := clockSkews(h, nemesis, end)
 	for _, s := range keys {
 		sort.Ints(s.waiting)
-		s.excused = append(s.excused, grantExcuses(f, s.grants, kept)...)
-		for _, sp := range skewed {
+		ex := grantExcuses(f, s.grants, ends)
+		for j, sp := range ex {
+			if sp.to == Forever && s.held == "" {
+				g := f.Grants[s.grants[j]]
+				s.held = fmt.Sprintf("worker %d, granted it at %s, may rightly hold it still", g.Client, secs(g.Return))
+			}
+		}
+		s.excused = append(s.excused, ex...)
+		for _, sp := range faults.skews {
 			s.excused = append(s.excused, span{sp.from, sp.to + s.longest})
 		}
 	}
@@ -283,7 +326,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	periods, availNote := majorityPeriods(h, nemesis, f.Version, end)
+	periods, upAtEnd, availNote := majorityPeriods(h, nemesis, f.Version, end)
 	judged := 0
 	var notes []string
 	if availNote != "" {
@@ -291,7 +334,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	}
 	for _, k := range names {
 		s := keys[k]
-		if stuck, ok, note := stuckAnomaly(h, f, s, k, attempts[k], crashed, faults, lastFault, end, opts); ok {
+		if stuck, ok, note := stuckAnomaly(h, f, s, k, attempts[k], crashed, faults, upAtEnd, end, opts); ok {
 			judged++
 			if stuck != nil {
 				res.Anomalies = append(res.Anomalies, *stuck)
@@ -325,36 +368,118 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	return res
 }
 
+// holdEnd is the moment until which grant g may rightly have been held
+// (docs/history.md §4.5), before any later grant took the lock: its lease's
+// end E is its call plus its lease when its ok records `lease`, else its
+// return plus its ttl (a ttl that stands for the lease counts from the
+// grant, at the latest its return); after a renewal ok, the latest one's
+// call plus its lease; and a renewal of unknown outcome may have moved it
+// to its own call plus lease. The hold ends at its release ok's return;
+// else, when its process crashed at C, at C plus the lease for a session
+// lock with a lease (C for one that never expires), at E for a lock that
+// is no session (C when it never expires); else, while its process lives,
+// at E for a finite lease that is no session's, never otherwise. A
+// lease-lost, or a release refused "not held", ends it at its return at
+// the latest.
+func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead bool) time.Duration {
+	lease := g.Lease
+	e := g.Return
+	if h[g.OK].Lease != 0 {
+		e = g.Call
+	}
+	if n := len(g.Renewals); n > 0 {
+		lease, e = g.Renewals[n-1].Lease, g.Renewals[n-1].Call
+	}
+	if lease < 0 {
+		e = Forever
+	} else {
+		e += lease
+	}
+	if hf.renewed {
+		e = max(e, hf.extended)
+		if lease >= 0 && (hf.unknownLease < 0 || hf.unknownLease > lease) {
+			lease = hf.unknownLease
+		}
+	}
+	var end time.Duration
+	switch {
+	case hf.released >= 0:
+		end = hf.released
+	case dead && g.Session && lease < 0:
+		end = c
+	case dead && g.Session:
+		end = c + lease
+	case dead && e == Forever:
+		end = c
+	case dead:
+		end = e
+	case g.Session:
+		end = Forever
+	default:
+		end = e
+	}
+	if hf.lost >= 0 {
+		end = min(end, hf.lost)
+	}
+	return end
+}
+
+// unknownAcquireEnd is the moment until which an acquire of unknown outcome
+// (info) may have left k held (docs/history.md §4.6): for a lock that never
+// expires (its invoke has no ttl, or some grant of k has lease -1), until
+// its process's client was closed when it is a session lock (no ttl, or
+// every grant of k with lease -1 is a session lock) and for ever otherwise;
+// else its completion plus the larger of its ttl and the longest lease of k.
+func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[int]time.Duration) time.Duration {
+	inv := &h[a.invoke]
+	if inv.TTL <= 0 || s.never {
+		if inv.TTL <= 0 || s.sessions {
+			if c, ok := closed[inv.Process]; ok {
+				return c
+			}
+		}
+		return Forever
+	}
+	return h[a.done].Time + max(inv.TTL, s.longest)
+}
+
 // stuckAnomaly judges whether key k is stuck at the end of the history. It
 // returns the anomaly when it is, whether k could be judged, and a note for
 // the result (why k was not judged, or who holds it).
 func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []attempt, crashed map[int]time.Duration,
-	faults bool, lastFault, end time.Duration, opts LivenessOptions) (*Anomaly, bool, string) {
+	faults faultState, upAtEnd bool, end time.Duration, opts LivenessOptions) (*Anomaly, bool, string) {
+	if n := len(faults.inForce); n > 0 {
+		op := &h[faults.inForce[n-1]]
+		return nil, false, fmt.Sprintf("%s not judged for stuck: a fault (%s at %s) was still in force at the end", k, op.F, secs(op.Time))
+	}
+	if !upAtEnd {
+		return nil, false, fmt.Sprintf("%s not judged for stuck: no majority of the server nodes was up at the end", k)
+	}
 	var settled time.Duration // the faults' effects are over
-	if faults {
-		settled = lastFault + s.longest
+	if faults.any {
+		settled = faults.last + s.longest
 	}
 	if end-settled < opts.Window {
-		if !faults {
+		if !faults.any {
 			return nil, false, fmt.Sprintf("%s not judged for stuck: the run is shorter than %s", k, opts.Window)
 		}
-		return nil, false, fmt.Sprintf("%s not judged for stuck: the last fault at %s and its longest lease leave less than %s of the run", k, secs(lastFault), opts.Window)
+		return nil, false, fmt.Sprintf("%s not judged for stuck: the last fault at %s and its longest lease leave less than %s of the run", k, secs(faults.last), opts.Window)
 	}
 	if s.held != "" {
 		return nil, true, fmt.Sprintf("%s held at the end: %s", k, s.held)
 	}
-	start := max(s.start, settled)
+	start := settled
+	for _, sp := range s.excused {
+		start = max(start, sp.to)
+	}
 	if end-start < opts.Window {
 		return nil, true, ""
 	}
 	var failed []attempt
 	workers := map[int]bool{}
 	for _, a := range as {
-		if h[a.invoke].Time < start {
+		if h[a.done].Time < start || h[a.done].Type != history.Fail {
 			continue
-		}
-		if h[a.done].Type == history.OK {
-			return nil, true, ""
 		}
 		failed = append(failed, a)
 		workers[h[a.invoke].Client] = true
@@ -383,8 +508,8 @@ func stuckAnomaly(h history.History, f *Facts, s *keyLiveness, k string, as []at
 		last = "the last grant was " + grantText(g, crashed)
 	}
 	after := "every lease had run out"
-	if faults {
-		after = fmt.Sprintf("the last fault (at %s) and every lease were over", secs(lastFault))
+	if faults.any {
+		after = fmt.Sprintf("the last fault (at %s) and every lease were over", secs(faults.last))
 	}
 	return &Anomaly{
 		Kind:   Stuck,
@@ -426,39 +551,6 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// clockSkews returns the stretches in which a clock fault was in force
-// (history.SkewsClocks), from the first one's start to the heal that left
-// none in force, or to end. A lease measured on a skewed clock may last
-// longer than the history can say, so no refusal in them, or within the
-// longest lease after them, counts as unavailable.
-func clockSkews(h history.History, nemesis []int, end time.Duration) []span {
-	var out []span
-	active := 0
-	var since time.Duration
-	for _, i := range nemesis {
-		op := &h[i]
-		switch {
-		case history.SkewsClocks(op.F):
-			if active == 0 {
-				since = op.Time
-			}
-			active++
-		case active > 0 && (op.F == history.FHealAll || op.F == history.HealOf("clock-bump") || op.F == history.HealOf("client-clock")):
-			active--
-			if op.F == history.FHealAll {
-				active = 0
-			}
-			if active == 0 {
-				out = append(out, span{since, op.Time})
-			}
-		}
-	}
-	if active > 0 {
-		out = append(out, span{since, end})
-	}
-	return out
-}
-
 // grantText describes a grant for an anomaly's sentence: "worker 1's at
 // 2.005s, whose process crashed at 2.010s".
 func grantText(g Grant, crashed map[int]time.Duration) string {
@@ -472,24 +564,28 @@ func grantText(g Grant, crashed map[int]time.Duration) string {
 // grantExcuses returns, for the grants of one key (indexes into f.Grants,
 // in the order of their oks), the stretch in which each excuses refusals:
 // from its call (it may have taken effect there) to the latest of its
-// return, kept (the moment until which the service may rightly keep it,
-// Forever for ever) and the end of its belief, but no later than the call
-// of the first grant of the key invoked after it returned (that grant
-// supersedes it, and excuses from its own call on).
-func grantExcuses(f *Facts, grants []int, kept []time.Duration) []span {
+// return, ends (the moment until which it may rightly have been held,
+// Forever for ever) and the end of its belief, but no later than the
+// earliest return of a grant of the key invoked after it returned (that
+// grant took the lock by then, and excuses from its own call on).
+func grantExcuses(f *Facts, grants []int, ends []time.Duration) []span {
 	byInvoke := slices.Clone(grants)
 	slices.SortFunc(byInvoke, func(a, b int) int { return f.Grants[a].Invoke - f.Grants[b].Invoke })
+	// later[j] is the earliest return of the grants byInvoke[j:].
+	later := make([]time.Duration, len(byInvoke)+1)
+	later[len(byInvoke)] = Forever
+	for j := len(byInvoke) - 1; j >= 0; j-- {
+		later[j] = min(later[j+1], f.Grants[byInvoke[j]].Return)
+	}
 	out := make([]span, 0, len(grants))
 	for _, i := range grants {
 		g := &f.Grants[i]
-		to := max(g.Return, kept[i])
+		to := max(g.Return, ends[i])
 		if b := f.Beliefs[i]; b.End != Forever {
 			to = max(to, b.End)
 		}
 		next := sort.Search(len(byInvoke), func(j int) bool { return f.Grants[byInvoke[j]].Invoke > g.OK })
-		if next < len(byInvoke) {
-			to = min(to, f.Grants[byInvoke[next]].Call)
-		}
+		to = min(to, later[next])
 		out = append(out, span{g.Call, max(to, g.Return)})
 	}
 	return out
@@ -518,21 +614,21 @@ type timedAvailability struct {
 // nodes' availability; nemesis holds the indexes of h's nemesis ops. Before
 // the first availability record every node is up; each record holds until
 // the next. A history of a format version before 3 has no records: every
-// node is up until its first nemesis op (other than the header), and from
-// there on nothing is known. A record whose value cannot be read makes the
+// node is up until its first nemesis op (other than the header) that did not
+// fail, and from there on nothing is known. A record whose value cannot be read makes the
 // majority unknown until the next one.
-func majorityPeriods(h history.History, nemesis []int, version int, end time.Duration) ([]upPeriod, string) {
+func majorityPeriods(h history.History, nemesis []int, version int, end time.Duration) ([]upPeriod, bool, string) {
 	var out []upPeriod
 	cur := &upPeriod{}
 	for _, i := range nemesis {
 		op := &h[i]
-		if op.IsHeader() {
+		if op.IsHeader() || op.NemesisFailed(version) {
 			continue
 		}
 		if version < 3 {
 			cur.to = op.Time
 			out = append(out, *cur)
-			return out, fmt.Sprintf("the history (format version %d) does not record which nodes were up: unavailable judged only before its first fault at %s", version, secs(op.Time))
+			return out, true, fmt.Sprintf("the history (format version %d) does not record which nodes were up: unavailable judged only before its first fault at %s", version, secs(op.Time))
 		}
 		if !op.IsAvailability() {
 			continue
@@ -553,7 +649,7 @@ func majorityPeriods(h history.History, nemesis []int, version int, end time.Dur
 		cur.to = end
 		out = append(out, *cur)
 	}
-	return out, ""
+	return out, cur != nil, ""
 }
 
 // nodesText says how many server nodes were up during [from, to] of p: "every
@@ -627,15 +723,16 @@ func unavailableAnomalies(h history.History, f *Facts, s *keyLiveness, k string,
 }
 
 // unavailableIn returns the unavailable anomaly of k over the free stretch
-// [from, to] of period p, when enough acquires invoked and completed in it
-// were refused.
+// [from, to] of period p, when enough acquires were refused in it (their
+// fail at or after from and at or before to, whenever they were invoked: a
+// waiting acquire asked from its call for as long as it waited).
 func unavailableIn(h history.History, f *Facts, s *keyLiveness, k string, as []attempt, crashed map[int]time.Duration,
 	p upPeriod, from, to time.Duration, opts LivenessOptions) (Anomaly, bool) {
 	first, last, n := -1, -1, 0
 	workers := map[int]bool{}
 	for i := sort.Search(len(as), func(i int) bool { return h[as[i].done].Time >= from }); i < len(as) && h[as[i].done].Time <= to; i++ {
 		a := as[i]
-		if h[a.invoke].Time < from || h[a.done].Type != history.Fail {
+		if h[a.done].Type != history.Fail {
 			continue
 		}
 		if first < 0 {
@@ -690,19 +787,39 @@ func mergeSpans(in []span) []span {
 	return out
 }
 
-// releasedAt returns, for each grant, the return time of its process's
-// release ok of its key before the process's next grant of the key, or -1.
-func releasedAt(h history.History, f *Facts) []time.Duration {
-	out := make([]time.Duration, len(f.Grants))
+// grantHolds returns, for each grant, what the history says about the end
+// of its hold: the return of its process's release ok of its key, of its
+// lease-lost or of its release refused "not held" (NotHeldError), and the
+// renewals of unknown outcome (info, or pending at the end), each before
+// the process's next grant of the key.
+func grantHolds(h history.History, f *Facts) []holdFacts {
+	out := make([]holdFacts, len(f.Grants))
+	for i := range out {
+		out[i] = holdFacts{released: -1, lost: -1, extended: -1}
+	}
 	type pk struct {
 		process int
 		key     string
 	}
-	current := map[pk]int{} // the grant in force per process and key
-	next := 0               // grants are in order of their ok
-	pending := map[int]bool{}
-	for i := range out {
-		out[i] = -1
+	current := map[pk]int{}    // the grant in force per process and key
+	renewing := map[pk]int{}   // the index of an outstanding renew invoke
+	releasing := map[pk]bool{} // an outstanding release of the grant in force
+	next := 0                  // grants are in order of their ok
+	unknown := func(g, inv int) {
+		lease := h[inv].TTL
+		if lease <= 0 {
+			lease = f.Grants[g].Lease
+		}
+		hf := &out[g]
+		to := Forever
+		if lease >= 0 {
+			to = h[inv].Time + lease
+		}
+		if !hf.renewed || lease < 0 || hf.unknownLease >= 0 && lease > hf.unknownLease {
+			hf.unknownLease = lease
+		}
+		hf.renewed = true
+		hf.extended = max(hf.extended, to)
 	}
 	for i := range h {
 		op := &h[i]
@@ -710,23 +827,55 @@ func releasedAt(h history.History, f *Facts) []time.Duration {
 			current[pk{f.Grants[next].Process, f.Grants[next].Key}] = next
 			next++
 		}
-		if op.IsNemesis() || op.F != history.FRelease {
+		if op.IsNemesis() {
 			continue
 		}
-		g, ok := current[pk{op.Process, op.Key}]
+		at := pk{op.Process, op.Key}
+		g, ok := current[at]
 		if !ok {
 			continue
 		}
-		switch op.Type {
-		case history.Invoke:
-			pending[g] = true
-		case history.OK:
-			if pending[g] && out[g] < 0 {
-				out[g] = op.Time
+		hf := &out[g]
+		switch op.F {
+		case history.FRelease:
+			switch op.Type {
+			case history.Invoke:
+				releasing[at] = true
+			case history.OK:
+				if releasing[at] && hf.released < 0 {
+					hf.released = op.Time
+				}
+				delete(releasing, at)
+			case history.Fail:
+				if releasing[at] && strings.Contains(op.Error, NotHeldError) && hf.lost < 0 {
+					hf.lost = op.Time
+				}
+				delete(releasing, at)
+			default:
+				delete(releasing, at)
 			}
-			delete(pending, g)
-		default:
-			delete(pending, g)
+		case history.FLeaseLost:
+			if op.Type == history.OK && hf.lost < 0 {
+				hf.lost = op.Time
+			}
+		case history.FRenew:
+			switch op.Type {
+			case history.Invoke:
+				renewing[at] = i
+			case history.Info:
+				if inv, ok := renewing[at]; ok {
+					unknown(g, inv)
+				}
+				delete(renewing, at)
+			default:
+				delete(renewing, at)
+			}
+		}
+	}
+	// A renewal still outstanding at the end is of unknown outcome.
+	for at, inv := range renewing {
+		if g, ok := current[at]; ok && f.Grants[g].OK < inv {
+			unknown(g, inv)
 		}
 	}
 	return out

@@ -2,12 +2,14 @@ package checker
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -62,6 +64,12 @@ func (b *livenessHistory) avail(ms, nodes int, down ...string) *livenessHistory 
 // fault adds a nemesis op f.
 func (b *livenessHistory) fault(ms int, f string) *livenessHistory {
 	return b.add(ms, history.Op{Process: history.NemesisProcess, Type: history.Info, F: f})
+}
+
+// failed adds a nemesis op f that did not take effect: a fail op with its
+// error (format version 4).
+func (b *livenessHistory) failed(ms int, f string) *livenessHistory {
+	return b.add(ms, history.Op{Process: history.NemesisProcess, Type: history.Fail, F: f, Error: "could not"})
 }
 
 func TestLiveness(t *testing.T) {
@@ -155,9 +163,37 @@ func TestLiveness(t *testing.T) {
 		{"refused for less than the bound",
 			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(950, 1, second, false).op(960, 1, history.FRelease, history.OK).fails(1000, 1900).grant(1900, 2, second, false).op(1910, 2, history.FRelease, history.OK),
 			Valid, nil, ""},
-		{"a stuck tail with the majority down is stuck, not unavailable",
+		// A fault in force at the end (here with the majority down) leaves
+		// the refusals after it unexplained either way: not judged for
+		// stuck (this case was stuck when "the last fault plus the longest
+		// lease" was taken as the end of the faults' effects).
+		{"a stuck tail with a fault in force at the end is not judged",
 			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fails(100, 2500),
+			Unknown, nil, "still in force at the end"},
+		{"a restart that failed leaves the kill in force: not judged for stuck",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "kill").failed(50, "start").fails(100, 2500),
+			Unknown, nil, "still in force at the end"},
+		{"a kill that failed was never in force, and the last fault or heal that took effect is the restart of another",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1").fault(21, "kill").fault(30, "start").avail(31, 3).failed(50, "kill").fails(100, 2500),
+			Invalid, both, ""},
+		{"a Jepsen history's stop ends every fault in force",
+			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fault(21, "partition").fault(30, JepsenStop).fails(100, 2500),
+			Invalid, []string{Stuck}, "unavailable judged only before its first fault"},
+		{"heal-all ends every fault in force",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fault(21, "latency").fault(22, "clock-bump").fault(30, history.FHealAll).fails(100, 2500),
+			Invalid, both, ""},
+		{"a clock fault in force excuses refusals within the longest lease after its heal",
+			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fault(21, "clock-bump").fails(100, 1400).fault(1450, "clock-reset").fails(1500, 2400).grant(2500, 1, second, false).op(2510, 1, history.FRelease, history.OK),
+			Valid, nil, ""},
+		{"a kept crash ends the rightful hold of a lock without a lease, although its session lives on",
+			new(livenessHistory).grant(0, 0, never, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FWrite, Key: "k"}).add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FWrite, Key: "k", Kept: true}).fails(100, 2000),
+			Invalid, both, ""},
+		{"waiters still pending at the end, invoked before the release: stuck",
+			new(livenessHistory).grant(0, 0, never, false).waits(50).op(100, 0, history.FRelease, history.OK).op(2000, 0, history.FRead, history.OK),
 			Invalid, []string{Stuck}, ""},
+		{"a stuck tail after the partition healed, is stuck, and unavailable once the majority is back",
+			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fault(50, "heal").avail(51, 3).fails(100, 2500),
+			Invalid, []string{Stuck, Unavailable}, ""},
 		{"a history before version 3 with faults: unavailable judged only before its first fault",
 			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).fault(950, "kill").fails(1000, 3000).fault(3050, "start").grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
 			Unknown, nil, "does not record which nodes were up"},
@@ -304,4 +340,19 @@ func TestUnavailableSentenceOneNode(t *testing.T) {
 		}
 	}
 	t.Fatalf("no unavailable window: %+v", res)
+}
+
+// TestNotHeldErrorIsTheClientsText checks that NotHeldError is in the text
+// a client records for a release the service refused as not held, however
+// the algorithm wraps clients.ErrNotHeld, and not in the text of a release
+// the algorithm does not perform on the server.
+func TestNotHeldErrorIsTheClientsText(t *testing.T) {
+	for _, err := range []error{clients.ErrNotHeld, fmt.Errorf("clients: zk-lock: release w0: %w", clients.ErrNotHeld)} {
+		if !strings.Contains(err.Error(), NotHeldError) {
+			t.Errorf("%q does not contain %q", err, NotHeldError)
+		}
+	}
+	if strings.Contains(clients.ErrReleaseNoOp.Error(), NotHeldError) {
+		t.Errorf("%q contains %q", clients.ErrReleaseNoOp, NotHeldError)
+	}
 }

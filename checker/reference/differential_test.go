@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/checker/reference"
@@ -31,16 +32,77 @@ var drifts = []struct {
 // compares (fewer with -short).
 const differentialHistories = 10000
 
+// livenessBounds are the liveness bounds the differential tests use, scaled
+// to the generated histories (a few hundred milliseconds to seconds long);
+// each history takes the bounds of its seed.
+var livenessBounds = []checker.LivenessOptions{
+	{Window: 50 * time.Millisecond, UnavailableWindow: 50 * time.Millisecond, Attempts: 1},
+	{Window: 100 * time.Millisecond, UnavailableWindow: 80 * time.Millisecond, Attempts: 2},
+	{Window: 200 * time.Millisecond, UnavailableWindow: 150 * time.Millisecond, Attempts: 3},
+	{Window: 30 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2},
+}
+
 // mismatch is how the fast checkers and the reference disagree on one
-// history, or "" when they agree.
-func mismatch(h history.History, drift int) (string, []checker.Result, reference.Result) {
+// history, safety and liveness (under the bounds livenessBounds[bounds]),
+// or "" when they agree.
+func mismatch(h history.History, drift, bounds int) (string, []checker.Result, reference.Result) {
 	d := drifts[drift]
 	fast := checker.Check(context.Background(), h, checker.Options{Drift: d.opts})
 	ref, err := reference.Check(h, d.ref)
 	if err != nil {
 		return "the reference refused the history: " + err.Error(), fast, ref
 	}
-	return differences(fast, ref), fast, ref
+	diff := differences(fast, ref)
+	if ld := livenessDifferences(h, bounds); ld != "" {
+		diff = strings.TrimPrefix(diff+"; "+ld, "; ")
+	}
+	return diff, fast, ref
+}
+
+// livenessOf returns both sides' liveness conclusions on h under
+// livenessBounds[bounds], the fast one's anomalies as findings.
+func livenessOf(h history.History, bounds int) (checker.LivenessResult, reference.LivenessResult, []reference.Finding, error) {
+	o := livenessBounds[bounds]
+	fast := checker.Liveness(h, o)
+	ref, err := reference.Liveness(h, reference.LivenessOptions{Window: o.Window, UnavailableWindow: o.UnavailableWindow, Attempts: o.Attempts})
+	var got []reference.Finding
+	for _, a := range fast.Anomalies {
+		got = append(got, reference.Finding{Kind: a.Kind, Key: a.Key, Start: int64(a.Window.Start), End: int64(a.Window.End)})
+	}
+	slices.SortFunc(got, func(a, b reference.Finding) int {
+		return strings.Compare(fmt.Sprintf("%s %s %020d", a.Key, a.Kind, a.Start), fmt.Sprintf("%s %s %020d", b.Key, b.Kind, b.Start))
+	})
+	return fast, ref, got, err
+}
+
+// livenessDifferences describes how the liveness verdicts, kinds and
+// windows differ; "" when they agree.
+func livenessDifferences(h history.History, bounds int) string {
+	fast, ref, got, err := livenessOf(h, bounds)
+	if err != nil {
+		return "the reference refused the history for liveness: " + err.Error()
+	}
+	var diffs []string
+	if fast.Verdict != ref.Verdict {
+		diffs = append(diffs, fmt.Sprintf("liveness %s, reference %s", fast.Verdict, ref.Verdict))
+	}
+	if !slices.Equal(got, ref.Findings) {
+		diffs = append(diffs, fmt.Sprintf("liveness kinds %v, reference %v", findingKinds(got), findingKinds(ref.Findings)))
+		if slices.Equal(findingKinds(got), findingKinds(ref.Findings)) {
+			diffs[len(diffs)-1] = "liveness windows differ"
+		}
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// findingKinds is the sorted kinds of fs, one per finding.
+func findingKinds(fs []reference.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Kind)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // differences describes how fast and ref differ: the overall verdict and
@@ -87,7 +149,7 @@ func jsonl(h history.History) string {
 // minimize drops whole ops of h (an invoke with its completion, or a
 // nemesis op) for as long as the history stays well-formed and the
 // disagreement stays the same, and returns what is left.
-func minimize(h history.History, diff string, drift int) history.History {
+func minimize(h history.History, diff string, drift, bounds int) history.History {
 	for {
 		shrunk := false
 		for i := 0; i < len(h); i++ {
@@ -112,7 +174,7 @@ func minimize(h history.History, diff string, drift int) history.History {
 			if history.Validate(c) != nil {
 				continue
 			}
-			if d, _, _ := mismatch(c, drift); d == diff {
+			if d, _, _ := mismatch(c, drift, bounds); d == diff {
 				h, shrunk = c, true
 				i--
 			}
@@ -125,18 +187,32 @@ func minimize(h history.History, diff string, drift int) history.History {
 
 // report describes a disagreement: the history, a smallest part of it
 // that disagrees the same way, and both conclusions.
-func report(h history.History, diff string, drift int, fast []checker.Result, ref reference.Result) string {
+func report(h history.History, diff string, drift, bounds int, fast []checker.Result, ref reference.Result) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "disagreement (drift %v): %s\n", drifts[drift].ref, diff)
-	if m := minimize(h, diff, drift); len(m) < len(h) {
-		_, mfast, mref := mismatch(m, drift)
+	fmt.Fprintf(&s, "disagreement (drift %v, liveness bounds %+v): %s\n", drifts[drift].ref, livenessBounds[bounds], diff)
+	if m := minimize(h, diff, drift, bounds); len(m) < len(h) {
+		_, mfast, mref := mismatch(m, drift, bounds)
 		fmt.Fprintf(&s, "minimized to %d ops:\n", len(m))
 		s.WriteString(conclusions(mfast, mref))
+		s.WriteString(livenessConclusions(m, bounds))
 		s.WriteString(jsonl(m))
 		s.WriteString("the whole history:\n")
 	}
 	s.WriteString(conclusions(fast, ref))
+	s.WriteString(livenessConclusions(h, bounds))
 	s.WriteString(jsonl(h))
+	return s.String()
+}
+
+// livenessConclusions renders both sides' liveness conclusions.
+func livenessConclusions(h history.History, bounds int) string {
+	fast, ref, _, _ := livenessOf(h, bounds)
+	var s strings.Builder
+	fmt.Fprintf(&s, "fast liveness: %s %s\n", fast.Verdict, fast.Note)
+	for _, a := range fast.Anomalies {
+		fmt.Fprintf(&s, "    %s %v %+v: %s\n", a.Kind, a.Ops, *a.Window, a.Message)
+	}
+	fmt.Fprintf(&s, "reference liveness: %s %+v\n", ref.Verdict, ref.Findings)
 	return s.String()
 }
 
@@ -160,9 +236,10 @@ func conclusions(fast []checker.Result, ref reference.Result) string {
 // (to be saved under checker/testdata as a fixture) and both conclusions;
 // with REFERENCE_DUMP=dir each disagreeing history is also written to dir,
 // REFERENCE_HISTORIES=n compares n histories instead, and
-// REFERENCE_SEEDS=s1,s2,... only the histories of those seeds. One history in
-// ten has ops at equal times, and in one in four some crashes keep their
-// client (`kept`).
+// REFERENCE_SEEDS=s1,s2,... only the histories of those seeds (genOptions
+// says how each is generated). It also compares the liveness verdicts,
+// anomaly kinds and windows (under livenessBounds), and logs how many
+// histories had a stuck or an unavailable key.
 func TestDifferential(t *testing.T) {
 	n := differentialHistories
 	if testing.Short() {
@@ -190,26 +267,35 @@ func TestDifferential(t *testing.T) {
 	}
 	dump := os.Getenv("REFERENCE_DUMP")
 	classes := map[string]int{}
+	stuck, unavailable := 0, 0 // histories with a stuck key; with an unavailable one but none stuck
 	printed := 0
 	for _, seed := range seeds {
-		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), reference.GenOptions{Ties: seed%10 == 9, Kept: seed%4 == 3})
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 0xd1ff)), genOptions(seed))
 		drift := int(seed % uint64(len(drifts)))
-		diff, fast, ref := mismatch(h, drift)
+		bounds := int(seed / 3 % uint64(len(livenessBounds)))
+		diff, fast, ref := mismatch(h, drift, bounds)
+		if live, _, _, _ := livenessOf(h, bounds); live.Has(checker.Stuck) {
+			stuck++
+		} else if live.Has(checker.Unavailable) {
+			unavailable++
+		}
 		if diff == "" {
 			continue
 		}
 		classes[diff]++
 		if printed < 3 {
 			printed++
-			t.Errorf("seed %d: %s", seed, report(h, diff, drift, fast, ref))
+			t.Errorf("seed %d: %s", seed, report(h, diff, drift, bounds, fast, ref))
 		}
 		if dump != "" {
 			name := filepath.Join(dump, fmt.Sprintf("seed-%05d-drift-%v.txt", seed, drifts[drift].ref))
-			if err := os.WriteFile(name, []byte(report(h, diff, drift, fast, ref)), 0o644); err != nil {
+			if err := os.WriteFile(name, []byte(report(h, diff, drift, bounds, fast, ref)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	t.Logf("%d histories: %d (%.1f%%) with a stuck key, %d (%.1f%%) more with an unavailable one", len(seeds),
+		stuck, 100*float64(stuck)/float64(len(seeds)), unavailable, 100*float64(unavailable)/float64(len(seeds)))
 	if len(classes) > 0 {
 		var lines []string
 		total := 0
@@ -222,15 +308,25 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// genOptions are the generator's options for the history of seed: one
+// history in ten has ops at equal times, in one in four some crashes keep
+// their client (`kept`), in two in three acquires wait long, in three in
+// five faults take effect or fail, are healed or not and the nodes'
+// availability is recorded, and in one in two the service has an outage.
+func genOptions(seed uint64) reference.GenOptions {
+	return reference.GenOptions{Ties: seed%10 == 9, Kept: seed%4 == 3, Waits: seed%3 != 0, Faults: seed%5 >= 2, Outages: seed%2 == 1}
+}
+
 // FuzzDifferential is TestDifferential for any seed.
 func FuzzDifferential(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(42), uint64(7))
 	f.Fuzz(func(t *testing.T, seed1, seed2 uint64) {
-		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), reference.GenOptions{Ties: seed2%10 == 9, Kept: seed2%4 == 3})
+		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), genOptions(seed2))
 		drift := int(seed1 % uint64(len(drifts)))
-		if diff, fast, ref := mismatch(h, drift); diff != "" {
-			t.Fatal(report(h, diff, drift, fast, ref))
+		bounds := int(seed1 / 3 % uint64(len(livenessBounds)))
+		if diff, fast, ref := mismatch(h, drift, bounds); diff != "" {
+			t.Fatal(report(h, diff, drift, bounds, fast, ref))
 		}
 	})
 }

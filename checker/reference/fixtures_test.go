@@ -16,8 +16,9 @@ import (
 
 // TestFixtures runs the reference over checker/testdata: each NAME.jsonl
 // must get exactly the verdict and kinds of NAME.expect, under the drift
-// checker.TestFixtures uses (the default, 0.01). A malformed fixture must be
-// refused.
+// checker.TestFixtures uses (the default, 0.01), and, where NAME.expect has
+// a "liveness:" line, exactly its liveness kinds under the default bounds.
+// A malformed fixture must be refused.
 func TestFixtures(t *testing.T) {
 	files, err := filepath.Glob("../testdata/*.jsonl")
 	if err != nil || len(files) == 0 {
@@ -44,8 +45,42 @@ func TestFixtures(t *testing.T) {
 			if got := res.All(); res.Verdict != verdict || !slices.Equal(got, kinds) {
 				t.Fatalf("reference: %s %v, want %s %v", res.Verdict, got, verdict, kinds)
 			}
+			want, ok := readLiveness(t, strings.TrimSuffix(file, ".jsonl")+".expect")
+			if !ok {
+				return
+			}
+			live, err := reference.Liveness(h, reference.LivenessOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range live.Findings {
+				got = append(got, f.Kind)
+			}
+			slices.Sort(got)
+			if got = slices.Compact(got); !slices.Equal(got, want) {
+				t.Fatalf("reference liveness: %s %+v, want %v", live.Verdict, live.Findings, want)
+			}
 		})
 	}
+}
+
+// readLiveness reads the "liveness:" line of NAME.expect: exactly the
+// liveness anomaly kinds; false when the fixture has none.
+func readLiveness(t *testing.T, path string) ([]string, bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "liveness" {
+			kinds := strings.Fields(val)
+			slices.Sort(kinds)
+			return kinds, true
+		}
+	}
+	return nil, false
 }
 
 // readExpect reads NAME.expect: a "verdict:" line and an "anomalies:" line

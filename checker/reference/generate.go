@@ -2,9 +2,11 @@ package reference
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -12,7 +14,7 @@ import (
 // Generate draw every choice from its random source.
 type GenOptions struct {
 	// Ops is the number of client ops (invocations) to issue, at most; 0
-	// draws it from [7, 12].
+	// draws it from [7, 12] ([7, 19] with Outages or Faults).
 	Ops int
 	// Honest, when set, makes the lock service and the register behave
 	// correctly (an op of unknown outcome takes effect, or not, only as §4.1
@@ -29,6 +31,22 @@ type GenOptions struct {
 	// §1, `kept`): the service then frees a crashed holder's session lock
 	// only at the worker's next crash that is not kept.
 	Kept bool
+	// Waits makes acquires wait (`lock.acquire: wait`) for up to a dozen
+	// steps while the lock is not free before they give up (fail) at their
+	// wait bound; otherwise an acquire waits a few steps at most.
+	Waits bool
+	// Faults puts the workload on a cluster of three or five server
+	// nodes: the nemesis's faults take effect, or fail (a `fail` op from
+	// format version 4 on, an `info` with an `error` before), are healed
+	// (by their own heal or heal-all, which may fail too) or stay in force
+	// to the end; from version 3 on it records which nodes are unavailable
+	// (availability records), and the service refuses every acquire while
+	// no majority of the nodes is up.
+	Faults bool
+	// Outages makes the service refuse, for a stretch of the history
+	// (sometimes to its end), every acquire it could grant: a lock that
+	// nobody can take, so that stuck and unavailable come out.
+	Outages bool
 }
 
 // Generate returns a random small well-formed history of a lock workload:
@@ -46,6 +64,18 @@ func Generate(r *rand.Rand, opts GenOptions) history.History {
 }
 
 const ms = int64(time.Millisecond)
+
+// notHeld is the error a client records when the service refused a release
+// or renewal because the lock was not held (clients.ErrNotHeld's text).
+const notHeld = "clients: lock not held"
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 type tokenMode int
 
@@ -131,6 +161,19 @@ type gen struct {
 	slowRate  float64 // a write that lingers before completing
 	pauseRate float64 // a write paused (as by a GC pause) past its lease
 	shortOnly bool    // every acquire asks for a short lease
+
+	version int           // the history's format version: 4 with the header op, else 1
+	nodes   int           // the server nodes (Faults)
+	active  []activeFault // the faults in force (Faults)
+	down    []string      // the nodes last recorded unavailable (Faults)
+	outFrom int64         // the service refuses every acquire from outFrom (Outages; -1: never) ...
+	outTo   int64         // ... to outTo
+}
+
+// activeFault is a fault in force and the nodes it makes unavailable.
+type activeFault struct {
+	f    string
+	down []string
 }
 
 func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
@@ -161,6 +204,9 @@ func (g *gen) run() history.History {
 	budget := g.opts.Ops
 	if budget == 0 {
 		budget = 7 + g.pick(6)
+		if g.opts.Outages || g.opts.Faults {
+			budget += g.pick(8) // more asks, for liveness
+		}
 	}
 	if !g.opts.Honest && g.chance(0.6) {
 		g.misbehave = []float64{0.1, 0.25, 0.5}[g.pick(3)]
@@ -183,6 +229,12 @@ func (g *gen) run() history.History {
 	g.untilRate = []float64{0, 0.6, 0.95}[g.pick(3)]
 	g.shortTTL = (50 + g.r.Int64N(250)) * ms
 	g.longTTL = (1000 + g.r.Int64N(4000)) * ms
+	if g.opts.Outages || g.opts.Faults {
+		g.longTTL = (300 + g.r.Int64N(500)) * ms // leases that run out within the history
+		// fewer ops of unknown outcome among the extra acquires: the
+		// reference's lease model is exponential in them
+		g.infoRate = min(g.infoRate, 0.1)
+	}
 	g.slowRate = []float64{0, 0.15}[g.pick(2)]
 	g.pauseRate = []float64{0, 0.2, 0.5}[g.pick(3)]
 	if g.chance(0.25) {
@@ -205,8 +257,21 @@ func (g *gen) run() history.History {
 	}
 	g.tokensInit()
 
-	if g.chance(0.5) {
+	g.version = 1
+	if g.chance(0.5) || g.opts.Faults && g.chance(0.6) {
 		g.emit(history.Header())
+		g.version = history.FormatVersion
+	}
+	if g.opts.Faults {
+		g.nodes = []int{3, 5}[g.pick(2)]
+	}
+	g.outFrom = -1
+	if g.opts.Outages && g.chance(0.85) {
+		g.outFrom = g.r.Int64N(300) * ms
+		g.outTo = never
+		if g.chance(0.5) {
+			g.outTo = g.outFrom + (100+g.r.Int64N(1000))*ms
+		}
 	}
 	for i := range nw {
 		w := &worker{client: i, proc: i, held: map[string]*heldLease{}, lastRead: map[string]int64{}}
@@ -230,8 +295,16 @@ func (g *gen) run() history.History {
 		}
 		g.tick()
 		g.applyDeferred()
-		if g.chance(0.04) {
-			g.nemesis()
+		if g.opts.Faults && issued == budget/2 && len(g.active) > 0 && g.chance(0.3) {
+			g.healAll() // a final heal halfway, so that the rest can be judged
+			continue
+		}
+		if g.chance(0.04) && (!g.opts.Faults || issued < budget/2) {
+			if g.opts.Faults {
+				g.fault()
+			} else {
+				g.nemesis()
+			}
 			continue
 		}
 		w := g.workers[g.pick(len(g.workers))]
@@ -251,6 +324,13 @@ func (g *gen) run() history.History {
 		}
 	}
 	return g.h
+}
+
+// healAll heals every fault in force, as a test's final heal does.
+func (g *gen) healAll() {
+	g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FHealAll})
+	g.active = nil
+	g.record()
 }
 
 func (g *gen) tokensInit() {
@@ -296,11 +376,103 @@ func (g *gen) nemesis() {
 	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
 	if g.chance(0.5) {
 		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+	} else {
+		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Invoke, F: f, Value: v})
+		g.tick()
+		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+	}
+	if g.chance(0.5) {
+		g.tick()
+		heal := history.HealOf(f)
+		if g.chance(0.2) {
+			heal = checker.JepsenStop // as an imported Jepsen history heals
+		}
+		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: heal, Value: v})
+	}
+}
+
+// fault performs a nemesis step on the cluster of Faults: it heals a fault
+// in force (half the time when there is one) or injects a new one; either
+// may fail, and then changes nothing. A fault that makes nodes unavailable
+// records them just before it acts, a heal just after they are back.
+func (g *gen) fault() {
+	failed := g.chance(0.15)
+	op := history.Op{Process: history.NemesisProcess, Type: history.Info}
+	if failed {
+		op.Error = "could not do it"
+		if g.version >= 4 {
+			op.Type = history.Fail
+		}
+	}
+	if len(g.active) > 0 && g.chance(0.5) {
+		op.F = history.FHealAll
+		if !g.chance(0.2) {
+			op.F = history.HealOf(g.active[g.pick(len(g.active))].f)
+		}
+		g.emit(op)
+		if !failed {
+			keep := g.active[:0]
+			for _, a := range g.active {
+				if op.F != history.FHealAll && history.HealOf(a.f) != op.F {
+					keep = append(keep, a)
+				}
+			}
+			g.active = keep
+			g.record()
+		}
 		return
 	}
-	g.emit(history.Op{Process: history.NemesisProcess, Type: history.Invoke, F: f, Value: v})
+	faults := []string{"kill", "pause", "partition", "clock-bump", "latency", "client-clock"}
+	op.F = faults[g.pick(len(faults))]
+	var targets []string
+	for i := range g.nodes {
+		if g.chance(0.5) {
+			targets = append(targets, "n"+strconv.Itoa(i+1))
+		}
+	}
+	if len(targets) == 0 {
+		targets = []string{"n1"}
+	}
+	op.Value = history.JSONValue(map[string]any{"targets": targets})
+	if failed {
+		g.emit(op)
+		return
+	}
+	a := activeFault{f: op.F}
+	switch op.F {
+	case "kill", "pause", "partition":
+		a.down = targets
+	}
+	g.active = append(g.active, a)
+	g.record()
 	g.tick()
-	g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+	g.emit(op)
+}
+
+// record writes an availability record when the nodes unavailable by the
+// faults in force changed since the last one (from format version 3 on).
+func (g *gen) record() {
+	var down []string
+	for i := range g.nodes {
+		n := "n" + strconv.Itoa(i+1)
+		for _, a := range g.active {
+			if slices.Contains(a.down, n) {
+				down = append(down, n)
+				break
+			}
+		}
+	}
+	if slices.Equal(down, g.down) || g.version < 3 {
+		return
+	}
+	g.down = down
+	g.emit(history.AvailabilityOp(history.Availability{Nodes: g.nodes, Down: down}))
+}
+
+// majority reports whether a majority of the nodes is up (always without
+// Faults).
+func (g *gen) majority() bool {
+	return !g.opts.Faults || history.Availability{Nodes: g.nodes, Down: g.down}.Majority()
 }
 
 // believes reports whether w still considers itself the holder of k.
@@ -339,6 +511,9 @@ func (g *gen) invoke(w *worker) {
 		f = pickF(history.FWrite, 0.3, history.FAcquire, 0.55, history.FRead, 0.05, history.FRelease, 0.07, history.FRenew, 0.03)
 	default:
 		f = pickF(history.FAcquire, 0.75, history.FRead, 0.1, history.FRelease, 0.1, history.FRenew, 0.05)
+	}
+	if (g.opts.Outages || g.opts.Faults) && !held && g.chance(0.5) {
+		f = history.FAcquire // liveness wants asks
 	}
 	op := history.Op{Process: w.proc, Client: w.client, Type: history.Invoke, F: f, Key: k}
 	o := &outstanding{f: f, key: k}
@@ -442,6 +617,9 @@ func (g *gen) complete(w *worker) {
 	switch o.f {
 	case history.FAcquire:
 		grantable := g.available(k, w.proc) || g.chance(g.misbehave)
+		if !g.majority() || g.outFrom >= 0 && g.now >= g.outFrom && g.now < g.outTo {
+			grantable = false // no quorum, or an outage: nobody can take it
+		}
 		if crash {
 			// an acquire of unknown outcome may have taken effect (§4.1: as
 			// its ok would, or never), also one that renews its process's
@@ -452,7 +630,7 @@ func (g *gen) complete(w *worker) {
 			break
 		}
 		if !grantable {
-			if o.waited < 4 && g.chance(0.7) {
+			if bound := 4 + 8*b2i(g.opts.Waits); o.waited < bound && g.chance(0.7+0.15*float64(b2i(g.opts.Waits))) {
 				o.waited++ // a blocking acquire waits on
 				return
 			}
@@ -491,6 +669,11 @@ func (g *gen) complete(w *worker) {
 			break
 		}
 		switch {
+		case mine && g.chance(0.1):
+			// a release the algorithm does not perform on the server: the
+			// lock frees itself when its lease ends
+			op.Type = history.Fail
+			op.Error = "clients: release does nothing on the server: the lock frees itself when its lease ends"
 		case mine:
 			svc.holder = -1
 		case g.chance(g.misbehave):
@@ -499,7 +682,7 @@ func (g *gen) complete(w *worker) {
 			}
 		default:
 			op.Type = history.Fail
-			op.Error = "not held"
+			op.Error = notHeld
 		}
 		op.Token = inv.Token
 	case history.FRenew:
@@ -525,7 +708,7 @@ func (g *gen) complete(w *worker) {
 			// renewed for a process that does not hold the lock
 		default:
 			op.Type = history.Fail
-			op.Error = "not held"
+			op.Error = notHeld
 		}
 		if op.Type == history.OK {
 			if hl := w.held[k]; hl != nil && g.tokens != tokNone && g.chance(0.5) {

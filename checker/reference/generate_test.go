@@ -154,3 +154,76 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "histories/s")
 }
+
+// TestGenerateLiveness checks the generator's liveness options: their
+// histories are well-formed, the honest service stays honest under them,
+// and together they have every kind of fault record, waiting acquires that
+// give up, renewals of every outcome, and keys that both sides find stuck
+// and unavailable.
+func TestGenerateLiveness(t *testing.T) {
+	const n = 1000
+	seen := map[string]int{}
+	for seed := range uint64(n) {
+		opts := reference.GenOptions{Waits: true, Faults: true, Outages: seed%2 == 0, Kept: seed%3 == 0, Honest: seed%4 == 0}
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 4)), opts)
+		if err := history.Validate(h); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, jsonl(h))
+		}
+		version := history.Version(h)
+		inForce := map[string]bool{}
+		invoked := map[int]time.Duration{}
+		for _, op := range h {
+			switch {
+			case op.IsAvailability():
+				seen["availability record"]++
+			case op.IsNemesis() && op.NemesisFailed(version) && op.Type == history.Fail:
+				seen["failed fault or heal (fail)"]++
+			case op.IsNemesis() && op.NemesisFailed(version):
+				seen["failed fault or heal (info with error)"]++
+			case op.IsNemesis() && history.IsHeal(op.F):
+				seen["heal"]++
+				clear(inForce)
+			case op.IsNemesis() && !op.IsRecord():
+				inForce[op.F] = true
+			case op.Type == history.Invoke:
+				invoked[op.Process] = op.Time
+			case op.F == history.FAcquire && op.Type == history.Fail && op.Time-invoked[op.Process] >= 100*time.Millisecond:
+				seen["acquire that gave up after waiting"]++
+			case op.F == history.FRenew:
+				seen["renew "+string(op.Type)]++
+			}
+		}
+		if len(inForce) > 0 {
+			seen["fault in force at the end"]++
+		}
+		for _, p := range pendingOps(h) {
+			if p == history.FRenew {
+				seen["renew pending"]++
+			}
+		}
+		if opts.Honest {
+			res, err := reference.Check(h, 0.01)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := res.Kinds[reference.Linearizability]; len(k) > 0 {
+				t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
+			}
+		}
+		live, err := reference.Liveness(h, reference.LivenessOptions{Window: 100 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range live.Findings {
+			seen["reference "+f.Kind]++
+		}
+	}
+	t.Logf("%d histories: %v", n, seen)
+	for _, w := range []string{"availability record", "failed fault or heal (fail)", "failed fault or heal (info with error)", "heal",
+		"fault in force at the end", "acquire that gave up after waiting", "renew ok", "renew fail", "renew info", "renew pending",
+		"reference " + checker.Stuck, "reference " + checker.Unavailable} {
+		if seen[w] < n/100 {
+			t.Errorf("%q in only %d of %d histories", w, seen[w], n)
+		}
+	}
+}

@@ -12,7 +12,10 @@
 // the resource rules of §4.2 compare every pair of writes, ordering their
 // grants by §3's lease order read off every lock op of the newer grant's
 // process (older); the token rules of §4.3 compare every pair of grants of
-// tokens (acquires, and renewals that hand out a new token). Nothing is cached and nothing is pruned,
+// tokens (acquires, and renewals that hand out a new token); the liveness
+// rules of §4.5 and §4.6 (Liveness) compute each excuse from its rule by
+// scanning the whole history and decide coverage moment by moment at every
+// moment where it can change. Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
 // use it on tiny histories only (a dozen client ops or so).
 //

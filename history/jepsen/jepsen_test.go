@@ -491,3 +491,41 @@ func TestReadFileOfAStoreDirectory(t *testing.T) {
 		t.Errorf("reading a missing file: %v, want an error naming it", err)
 	}
 }
+
+// TestBlockingAcquireWhileLeaseRuns imports a blocking-acquire lock history
+// (Jepsen's lock workloads acquire with blocking calls): worker 1 waits from
+// 0.5 s and is granted at 3.002 s, when worker 0 releases, and its lease of
+// --ttl (5 s, counted from the grant: the history has no `lease`) runs to
+// 8.002 s, past the end at 7.5 s, while worker 2 waits to the end and
+// others time out. No stuck and no unavailable while the lease runs; the
+// same history run on past the lease, with the refusals going on, is
+// stuck and unavailable.
+func TestBlockingAcquireWhileLeaseRuns(t *testing.T) {
+	h := readFixture(t, "lock-blocking-acquire-lease-runs.edn")
+	if v := checker.Overall(checker.Check(context.Background(), h, checker.Options{})); v != checker.Valid {
+		t.Fatalf("safety %s, want valid", v)
+	}
+	live := checker.Liveness(h, checker.LivenessOptions{})
+	if live.Verdict != checker.Valid || len(live.Anomalies) != 0 {
+		t.Fatalf("liveness %s %+v (note %q), want valid: the grant's lease runs to the end", live.Verdict, live.Anomalies, live.Note)
+	}
+	// Run on: refusals every 0.5 s to 11 s, past the lease's end.
+	data, err := os.ReadFile(filepath.Join("testdata", "lock-blocking-acquire-lease-runs.edn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edn := string(data)
+	for i, ms := 0, 8000; ms <= 11000; i, ms = i+1, ms+500 {
+		p := 3 + i%2
+		edn += fmt.Sprintf("{:type :invoke, :f :acquire, :process %d, :time %d}\n{:type :fail, :f :acquire, :process %d, :time %d, :error :timeout}\n", p, ms*1e6, p, (ms+100)*1e6)
+	}
+	live = checker.Liveness(mustRead(t, edn), checker.LivenessOptions{})
+	if !live.Has(checker.Stuck) || !live.Has(checker.Unavailable) {
+		t.Fatalf("run on past the lease: liveness %s %+v (note %q), want stuck and unavailable", live.Verdict, live.Anomalies, live.Note)
+	}
+	for _, a := range live.Anomalies {
+		if a.Window.Start < 8002*time.Millisecond {
+			t.Errorf("%s window starts at %s, before the lease's end at 8.002s", a.Kind, a.Window.Start)
+		}
+	}
+}

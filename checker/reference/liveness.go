@@ -1,0 +1,446 @@
+package reference
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// LivenessOptions are the bounds of the liveness rules (docs/history.md §4.5
+// and §4.6): the shortest stuck tail, the shortest unavailable window and
+// the fewest refused acquires of either. Zero values take checker's
+// defaults.
+type LivenessOptions struct {
+	Window, UnavailableWindow time.Duration
+	Attempts                  int
+}
+
+// Finding is one liveness anomaly: its kind, its key and its window.
+type Finding struct {
+	Kind, Key  string
+	Start, End int64
+}
+
+// LivenessResult is the reference's liveness conclusion: Invalid when some
+// key is stuck or was unavailable, Unknown when no key could be judged by
+// either rule, Valid otherwise; Findings sorted by key, kind and start.
+type LivenessResult struct {
+	Verdict  checker.Verdict
+	Findings []Finding
+}
+
+// Liveness judges h's liveness by docs/history.md §4.5 and §4.6, by brute
+// force: each excuse is computed from its rule by scanning the whole
+// history, and coverage is decided moment by moment at every moment where
+// it can change (the ends of the excuses, the times of the ops and the
+// bounds of the majority periods). It refuses a history that is not
+// well-formed.
+func Liveness(h history.History, opts LivenessOptions) (LivenessResult, error) {
+	if err := history.Validate(h); err != nil {
+		return LivenessResult{}, err
+	}
+	if opts.Window <= 0 {
+		opts.Window = checker.DefaultStuckWindow
+	}
+	if opts.UnavailableWindow <= 0 {
+		opts.UnavailableWindow = checker.DefaultUnavailableWindow
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = checker.DefaultStuckAttempts
+	}
+	res := LivenessResult{Verdict: checker.Unknown}
+	if len(h) == 0 {
+		return res, nil
+	}
+	x := parse(h)
+	end := int64(h[len(h)-1].Time)
+	version := history.Version(h)
+	var keys []string
+	for _, c := range x.calls {
+		if c.f == history.FAcquire && !slices.Contains(keys, c.key) {
+			keys = append(keys, c.key)
+		}
+	}
+	slices.Sort(keys)
+	faults := nemesisFaults(h, version)
+	periods := majorities(h, version, end)
+	judged := false
+	for _, k := range keys {
+		excuses, longest := x.excusesOf(k, faults)
+		// §4.5: stuck.
+		if ok, f := x.stuck(k, excuses, longest, faults, end, opts); ok {
+			judged = true
+			if f != nil {
+				res.Findings = append(res.Findings, *f)
+			}
+		}
+		// §4.6: unavailable.
+		for _, p := range periods {
+			lo := p.from
+			if p.back {
+				lo += longest
+			}
+			if p.to-lo < int64(opts.UnavailableWindow) {
+				continue
+			}
+			judged = true
+			res.Findings = append(res.Findings, x.unavailable(k, excuses, lo, p.to, opts)...)
+		}
+	}
+	switch {
+	case len(res.Findings) > 0:
+		res.Verdict = checker.Invalid
+	case judged:
+		res.Verdict = checker.Valid
+	}
+	slices.SortFunc(res.Findings, func(a, b Finding) int {
+		return strings.Compare(fmt.Sprintf("%s %s %020d", a.Key, a.Kind, a.Start), fmt.Sprintf("%s %s %020d", b.Key, b.Kind, b.Start))
+	})
+	return res, nil
+}
+
+// stretch is a half-open stretch of time [from, to).
+type stretch struct{ from, to int64 }
+
+// fault is a nemesis fault that took effect, in force over [from, to) (to
+// is never when nothing healed it).
+type fault struct {
+	f        string
+	from, to int64
+}
+
+// faultsSeen is what the nemesis ops say about faults.
+type faultsSeen struct {
+	faults []fault
+	any    bool  // some fault or heal took effect
+	last   int64 // the time of the last of them
+}
+
+// tookEffect reports whether the nemesis op i is a fault or heal that took
+// effect (§3): not a record, not an invoke, not failed.
+func tookEffect(h history.History, i int, version int) bool {
+	op := h[i]
+	return op.IsNemesis() && !op.IsRecord() && op.Type != history.Invoke && !op.NemesisFailed(version)
+}
+
+// nemesisFaults finds every fault that took effect and the first later heal
+// that took effect and heals it (its HealOf, heal-all, or a Jepsen
+// history's stop).
+func nemesisFaults(h history.History, version int) faultsSeen {
+	var fs faultsSeen
+	for i, op := range h {
+		if !tookEffect(h, i, version) {
+			continue
+		}
+		fs.any, fs.last = true, int64(op.Time)
+		if history.IsHeal(op.F) || op.F == checker.JepsenStop {
+			continue
+		}
+		ft := fault{f: op.F, from: int64(op.Time), to: never}
+		for j := i + 1; j < len(h); j++ {
+			if tookEffect(h, j, version) && (h[j].F == history.FHealAll || h[j].F == checker.JepsenStop || h[j].F == history.HealOf(op.F)) {
+				ft.to = int64(h[j].Time)
+				break
+			}
+		}
+		fs.faults = append(fs.faults, ft)
+	}
+	return fs
+}
+
+// period is a majority period [from, to]; back when it began with the
+// majority coming back up.
+type period struct {
+	from, to int64
+	back     bool
+}
+
+// majorities lists the majority periods of §4.6: for a history before
+// version 3, from the start to its first nemesis op other than the header
+// that did not fail; else the stretches in which the latest availability
+// record (none: every node up) shows a majority up.
+func majorities(h history.History, version int, end int64) []period {
+	if version < 3 {
+		for _, op := range h {
+			if op.IsNemesis() && !op.IsHeader() && !op.NemesisFailed(version) {
+				return []period{{0, int64(op.Time), false}}
+			}
+		}
+		return []period{{0, end, false}}
+	}
+	var out []period
+	up, from, back := true, int64(0), false
+	for _, op := range h {
+		if !op.IsAvailability() {
+			continue
+		}
+		a, ok := history.AvailabilityOf(op)
+		now := ok && a.Majority()
+		switch {
+		case up && !now:
+			out = append(out, period{from, int64(op.Time), back})
+		case !up && now:
+			from, back = int64(op.Time), true
+		}
+		up = now
+	}
+	if up {
+		out = append(out, period{from, end, back})
+	}
+	return out
+}
+
+// lastMajority reports whether the last availability record (none: every
+// node up) shows a majority up.
+func lastMajority(h history.History) bool {
+	up := true
+	for _, op := range h {
+		if op.IsAvailability() {
+			a, ok := history.AvailabilityOf(op)
+			up = ok && a.Majority()
+		}
+	}
+	return up
+}
+
+// excusesOf lists the excuses of key k (§4.5) and k's longest lease.
+func (x *parsed) excusesOf(k string, fs faultsSeen) ([]stretch, int64) {
+	var grants []*grant
+	for _, g := range x.grants {
+		if g.key == k {
+			grants = append(grants, g)
+		}
+	}
+	// The longest finite lease: each grant's latest renewal's lease
+	// standing for its own.
+	var longest int64
+	never1, sessions := false, true
+	for _, g := range grants {
+		l := g.lease
+		if r := x.latestRenewal(g); r != nil {
+			l = x.renewLease(r)
+		}
+		if l >= 0 {
+			longest = max(longest, l)
+		}
+		if g.lease < 0 {
+			never1 = true
+			sessions = sessions && g.session
+		}
+	}
+	var out []stretch
+	for _, g := range grants {
+		to := max(g.ret, x.holdEnd(g))
+		if b := x.beliefOf(g); b.end != never {
+			to = max(to, b.end)
+		}
+		for _, g2 := range grants {
+			if g2.inv > g.done {
+				to = min(to, g2.ret)
+			}
+		}
+		out = append(out, stretch{g.call, max(to, g.ret)})
+	}
+	for _, c := range x.calls {
+		if c.f != history.FAcquire || c.key != k || c.typ != history.Info {
+			continue
+		}
+		ttl := int64(c.invOp.TTL)
+		var to int64
+		switch {
+		case ttl > 0 && !never1:
+			to = c.ret + max(ttl, longest)
+		case ttl <= 0 || sessions:
+			to = x.freedOf(c.proc)
+		default:
+			to = never
+		}
+		out = append(out, stretch{c.call, to})
+	}
+	for _, f := range fs.faults {
+		if history.SkewsClocks(f.f) {
+			to := never
+			if f.to != never {
+				to = f.to + longest
+			}
+			out = append(out, stretch{f.from, to})
+		}
+	}
+	return out, longest
+}
+
+// latestRenewal is g's latest renew ok (§3), or nil.
+func (x *parsed) latestRenewal(g *grant) *opCall {
+	var r *opCall
+	for _, c := range x.calls {
+		if c.f == history.FRenew && c.typ == history.OK && x.grantOf(c) == g {
+			r = c
+		}
+	}
+	return r
+}
+
+// holdEnd is the hold end of g (§4.5), literally.
+func (x *parsed) holdEnd(g *grant) int64 {
+	lease := g.lease
+	var e int64
+	if g.doneOp.Lease != 0 {
+		e = g.call // a recorded lease counts from the invoke
+	} else {
+		e = g.ret // a ttl standing for the lease counts from the grant
+	}
+	if r := x.latestRenewal(g); r != nil {
+		lease, e = x.renewLease(r), r.call
+	}
+	e = scaled(e, lease, 0)
+	// Renewals of unknown outcome may have taken effect.
+	for _, c := range x.calls {
+		if c.f != history.FRenew || !c.unknown || x.grantOf(c) != g {
+			continue
+		}
+		l := x.renewLease(c)
+		e = max(e, scaled(c.call, l, 0))
+		if lease != -1 && (l == -1 || l > lease) {
+			lease = l
+		}
+	}
+	released, lost := never, never
+	for _, c := range x.calls {
+		if c.key != g.key || c.proc != g.proc || x.grantOf(c) != g {
+			continue
+		}
+		switch {
+		case c.f == history.FRelease && c.typ == history.OK:
+			released = min(released, c.ret)
+		case c.f == history.FRelease && c.typ == history.Fail && strings.Contains(c.doneOp.Error, checker.NotHeldError):
+			lost = min(lost, c.ret)
+		case c.f == history.FLeaseLost && c.typ == history.OK:
+			lost = min(lost, c.ret)
+		}
+	}
+	crash := x.crashOf(g.proc)
+	var end int64
+	switch {
+	case released != never:
+		end = released
+	case crash != never && g.session:
+		end = crash
+		if lease != -1 {
+			end = crash + lease
+		}
+	case crash != never:
+		end = e
+		if e == never {
+			end = crash
+		}
+	case g.session:
+		end = never
+	default:
+		end = e
+	}
+	return min(end, lost)
+}
+
+// stuck judges k by §4.5: whether it was judged, and the finding if stuck.
+func (x *parsed) stuck(k string, excuses []stretch, longest int64, fs faultsSeen, end int64, opts LivenessOptions) (bool, *Finding) {
+	for _, f := range fs.faults {
+		if f.to == never {
+			return false, nil // a fault in force at the end
+		}
+	}
+	if history.Version(x.h) >= 3 && !lastMajority(x.h) {
+		return false, nil
+	}
+	var settled int64
+	if fs.any {
+		settled = fs.last + longest
+	}
+	if end-settled < int64(opts.Window) {
+		return false, nil
+	}
+	s := settled
+	for _, e := range excuses {
+		if e.to == never {
+			return true, nil // held
+		}
+		s = max(s, e.to)
+	}
+	if end-s < int64(opts.Window) {
+		return true, nil
+	}
+	asks := 0
+	for _, c := range x.calls {
+		if c.f != history.FAcquire || c.key != k {
+			continue
+		}
+		if c.typ == history.Fail && c.ret >= s || c.done < 0 && end-c.call >= int64(opts.Window) {
+			asks++
+		}
+	}
+	if asks < opts.Attempts {
+		return true, nil
+	}
+	return true, &Finding{Kind: checker.Stuck, Key: k, Start: s, End: end}
+}
+
+// unavailable finds the unavailable windows of k in [lo, hi] (§4.6): each
+// maximal stretch that no excuse covers at any moment, at least
+// opts.UnavailableWindow long, with at least opts.Attempts acquires
+// refused in it.
+func (x *parsed) unavailable(k string, excuses []stretch, lo, hi int64, opts LivenessOptions) []Finding {
+	// The moments at which coverage can change.
+	points := []int64{lo, hi}
+	for _, e := range excuses {
+		for _, t := range []int64{e.from, e.to} {
+			if t > lo && t < hi {
+				points = append(points, t)
+			}
+		}
+	}
+	slices.Sort(points)
+	points = slices.Compact(points)
+	covered := func(t int64) bool {
+		for _, e := range excuses {
+			if e.from <= t && t < e.to {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Finding
+	judge := func(a, b int64) {
+		if b-a < int64(opts.UnavailableWindow) {
+			return
+		}
+		n := 0
+		for _, c := range x.calls {
+			if c.f == history.FAcquire && c.key == k && c.typ == history.Fail && c.ret >= a && c.ret <= b {
+				n++
+			}
+		}
+		if n >= opts.Attempts {
+			out = append(out, Finding{Kind: checker.Unavailable, Key: k, Start: a, End: b})
+		}
+	}
+	start := int64(-1) // the start of the free stretch being walked, -1 when none
+	for i := 0; i+1 < len(points); i++ {
+		if covered(points[i]) {
+			if start >= 0 {
+				judge(start, points[i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = points[i]
+		}
+	}
+	if start >= 0 {
+		judge(start, hi)
+	}
+	return out
+}
