@@ -210,19 +210,34 @@ func TestNetworkFaultsAgainstRedis(t *testing.T) {
 		}
 	})
 
-	t.Run("latency delays replies", func(t *testing.T) {
-		if err := n.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); err != nil {
+	t.Run("latency needs proxies", func(t *testing.T) {
+		if err := n.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("latency on a direct network: got %v, want ErrUnavailable", err)
+		}
+		p, err := NewNetwork(WithProxies())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		a, err := p.Link("w1->n1", redis1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if r, err := ping(a1, 2*time.Second); err != nil || r != "+PONG" {
+		if r, err := ping(a, 2*time.Second); err != nil || r != "+PONG" {
 			t.Fatalf("ping with latency: %q, %v", r, err)
 		}
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Errorf("ping with 150ms latency took %v", el)
 		}
-		if err := n.Heal("w1->n1"); err != nil {
+		if err := p.Heal("w1->n1"); err != nil {
 			t.Fatal(err)
+		}
+		if got := p.Faulty(); len(got) != 0 {
+			t.Errorf("Faulty after heal = %v", got)
 		}
 	})
 
