@@ -255,7 +255,7 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *cluster.Network, link string) {
 	t.Helper()
 	_, eps = startOwnCluster(t, zkOne)
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}
