@@ -103,7 +103,7 @@ func (Reset) Describe() string {
 	return "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes
 }
 
-// Available reports whether the run has a proxied network.
+// Available reports whether the run has a network.
 func (Reset) Available(env *Env) error { return networkAvailable(env) }
 
 // Check checks the step's options.
@@ -129,7 +129,7 @@ func (Latency) Describe() string {
 	return "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes
 }
 
-// Available reports whether the run has a proxied network.
+// Available reports whether the run has a network.
 func (Latency) Available(env *Env) error { return networkAvailable(env) }
 
 // Check checks the step's options.
