@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -64,10 +65,11 @@ const (
 	// closed. A connection ends during a cut only when the OS ends it (see
 	// docs/network.md: retransmission timeout, keepalive, TCP_USER_TIMEOUT).
 	FaultCut FaultKind = "cut"
-	// FaultReset closes every connection of the link at once with a TCP
-	// RST to both ends, and answers every packet of the link (a new
-	// connection's SYN included) with a RST until healed. It is the one
-	// fault that closes connections.
+	// FaultReset resets (TCP RST) each connection of the link as soon as
+	// data flows on it, until healed: the kernel answers the packet with a
+	// RST, and the connection's other end is reset right after (see
+	// resetWatch). A new connection's SYN is answered with a RST (refused).
+	// It is the one fault that closes connections.
 	FaultReset FaultKind = "reset"
 	// FaultLatency delays the data the upstream sends back (replies) by
 	// Delay ± Jitter, so a request/reply round trip gains about Delay. It
@@ -168,6 +170,7 @@ type link struct {
 	port     int          // its port, also the low half of the conntrack mark
 	reserve  net.Listener // holds the port so no other socket takes it
 	upstream string       // what the link reaches
+	target   string       // what the kernel translates addr to: upstream, or the proxy
 	proxy    *toxiproxy.Proxy
 
 	cut     map[Direction]int // cuts on the link, by direction
@@ -197,6 +200,13 @@ type Network struct {
 	server  *toxiproxy.ApiServer
 	links   map[string]*link
 	closed  bool
+
+	watching  bool          // a resetWatch runs
+	stop      chan struct{} // closed by Close: resetWatch ends
+	watchDone chan struct{}
+
+	pmu   sync.Mutex      // held while the ends of reset links' connections are looked at
+	pairs map[string]bool // the dialling addresses of reset links' connections seen with both ends
 }
 
 var tableSeq atomic.Int64
@@ -205,7 +215,7 @@ var tableSeq atomic.Int64
 // that dead harnesses left behind) and returns the Network with no link. It
 // needs nft and CAP_NET_ADMIN.
 func NewNetwork(opts ...NetworkOption) (*Network, error) {
-	n := &Network{links: map[string]*link{}}
+	n := &Network{links: map[string]*link{}, stop: make(chan struct{})}
 	for _, o := range opts {
 		o(n)
 	}
@@ -346,6 +356,7 @@ func (n *Network) Link(name, upstream string) (string, error) {
 		l.proxy = p
 		target = p.Listen
 	}
+	l.target = target
 	to, err := ipv4(target)
 	if err == nil {
 		err = nft(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
@@ -410,7 +421,7 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err := nft(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
 		return fmt.Errorf("cluster: set upstream of link %q to %s: %w", name, upstream, err)
 	}
-	l.upstream = upstream
+	l.upstream, l.target = upstream, upstream
 	return killConns([]*link{l})
 }
 
@@ -524,20 +535,36 @@ func (n *Network) Apply(f Fault, names ...string) error {
 		return nil
 	case FaultReset:
 		var b strings.Builder
+		var ends []linkEnds
 		for _, l := range ls {
 			if !l.reset {
 				fmt.Fprintf(&b, "add element ip %s resets { %s }\n", n.table, l.mark())
+				ends = append(ends, linkEnds{l.addr, l.target})
 			}
 		}
 		if b.Len() > 0 {
-			if err := nft(b.String()); err != nil {
+			// The connections with both ends before the rule is in place.
+			n.pmu.Lock()
+			seen := completeResets(ends, nil)
+			if n.pairs == nil {
+				n.pairs = map[string]bool{}
+			}
+			maps.Copy(n.pairs, seen)
+			err := nft(b.String())
+			n.pmu.Unlock()
+			if err != nil {
 				return fmt.Errorf("cluster: reset %s: %w", strings.Join(names, ", "), err)
 			}
 		}
 		for _, l := range ls {
 			l.reset = true
 		}
-		return killConns(ls)
+		if !n.watching {
+			n.watching = true
+			n.watchDone = make(chan struct{})
+			go n.resetWatch(n.watchDone)
+		}
+		return nil
 	default: // FaultLatency, checked above
 		body, err := json.Marshal(f.latencyToxic())
 		if err != nil {
@@ -684,6 +711,14 @@ func (n *Network) Close() error {
 		return nil
 	}
 	n.closed = true
+	close(n.stop)
+	if n.watching {
+		// resetWatch takes n.mu; let it see the stop.
+		done := n.watchDone
+		n.mu.Unlock()
+		<-done
+		n.mu.Lock()
+	}
 	var errs []error
 	if err := nft("delete table ip " + n.table + "\n"); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: close network: %w", err))
@@ -713,4 +748,108 @@ func (n *Network) link(name string) (*link, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNoLink, name)
 	}
 	return l, nil
+}
+
+// resetInterval is how often resetWatch looks at the connections of reset
+// links.
+const resetInterval = 10 * time.Millisecond
+
+// resetWatch completes the resets of reset links while any is on. The
+// kernel's rule answers a packet with a RST to its sender only; this
+// goroutine sees a connection that lost one end (the dialling end, whose
+// peer is the link's address, or the accepting end, at the link's target
+// with the dialling end's address as peer) and destroys the other end, so
+// that, as a reset proxy would, the fault closes both. It ends when no link
+// is reset any more, or at Close.
+func (n *Network) resetWatch(done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(resetInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		n.mu.Lock()
+		var ends []linkEnds
+		for _, l := range n.links {
+			if l.reset {
+				ends = append(ends, linkEnds{l.addr, l.target})
+			}
+		}
+		if len(ends) == 0 {
+			n.watching = false
+			n.mu.Unlock()
+			n.pmu.Lock()
+			n.pairs = nil
+			n.pmu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		n.pmu.Lock()
+		n.pairs = completeResets(ends, n.pairs)
+		n.pmu.Unlock()
+	}
+}
+
+// linkEnds are the two addresses of a link's connections: the link's own
+// (the dialling ends' peer) and its target (the accepting ends' address).
+type linkEnds struct{ addr, target string }
+
+// completeResets lists the connections of the links and destroys the end
+// left of each connection that had both ends at the last look and has one
+// now. It returns the connections that have both ends now.
+func completeResets(ls []linkEnds, before map[string]bool) map[string]bool {
+	var terms []string
+	dialled := map[string]linkEnds{} // link address -> link
+	targets := map[string]linkEnds{} // target address -> link
+	for _, l := range ls {
+		terms = append(terms, "dst "+l.addr, "src "+l.target)
+		dialled[l.addr] = l
+		targets[l.target] = l
+	}
+	out, err := exec.Command("ss", "-t", "-n", "-H", "state", "established", "state", "close-wait", "( "+strings.Join(terms, " or ")+" )").Output()
+	if err != nil {
+		return before
+	}
+	type ends struct {
+		dialling, accepting bool
+		l                   linkEnds
+	}
+	conns := map[string]*ends{} // dialling end's address -> what of it exists
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		local, peer := f[len(f)-2], f[len(f)-1]
+		if l, ok := dialled[peer]; ok {
+			e := conns[local]
+			if e == nil {
+				e = &ends{l: l}
+				conns[local] = e
+			}
+			e.dialling = true
+		} else if l, ok := targets[local]; ok {
+			e := conns[peer]
+			if e == nil {
+				e = &ends{l: l}
+				conns[peer] = e
+			}
+			e.accepting = true
+		}
+	}
+	now := map[string]bool{}
+	for from, e := range conns {
+		switch {
+		case e.dialling && e.accepting:
+			now[from] = true
+		case before[from] && e.dialling:
+			_ = exec.Command("ss", "-K", "-t", "-n", "-H", "src", from, "dst", e.l.addr).Run()
+		case before[from] && e.accepting:
+			_ = exec.Command("ss", "-K", "-t", "-n", "-H", "src", e.l.target, "dst", from).Run()
+		}
+	}
+	return now
 }

@@ -229,7 +229,11 @@ func TestResetClosesConnections(t *testing.T) {
 	if err := nw.Reset("w0->n1"); err != nil {
 		t.Fatal(err)
 	}
-	// The server saw its end reset: the session ended and freed the lock.
+	// The next data on the connection resets the client's end.
+	if _, err := holder.Exec(ctx, "select 1"); err == nil {
+		t.Fatal("the holder's connection still works after a reset")
+	}
+	// The server's end is reset too: the session ended and freed the lock.
 	waitFor(t, generous, "the reset session frees its advisory lock", func() bool {
 		var ok bool
 		if err := other.QueryRow(ctx, "select pg_try_advisory_lock(7)").Scan(&ok); err != nil {
@@ -237,10 +241,6 @@ func TestResetClosesConnections(t *testing.T) {
 		}
 		return ok
 	})
-	// The client's end is closed too.
-	if _, err := holder.Exec(ctx, "select 1"); err == nil {
-		t.Fatal("the holder's connection still works after a reset")
-	}
 	// New connections are refused until the heal, then accepted.
 	if _, err := net.DialTimeout("tcp", via, generous); err == nil {
 		t.Fatal("a new connection was accepted on a reset link")
