@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,7 +78,8 @@ const (
 	FaultLatency FaultKind = "latency"
 )
 
-// Direction says which packets of a link a cut drops.
+// Direction says which packets of a link a cut drops, or a reset answers
+// with a RST.
 type Direction string
 
 // The directions of a cut.
@@ -95,7 +97,7 @@ const (
 // Fault is a network fault applied to a set of links until healed.
 type Fault struct {
 	Kind      FaultKind
-	Direction Direction     // FaultCut: which packets are dropped
+	Direction Direction     // FaultCut, FaultReset: which packets are dropped or reset
 	Delay     time.Duration // FaultLatency: the added delay
 	Jitter    time.Duration // FaultLatency: the random variation of the delay
 }
@@ -103,14 +105,12 @@ type Fault struct {
 // check reports an error for a fault the Network cannot apply.
 func (f Fault) check(proxied bool) error {
 	switch f.Kind {
-	case FaultCut:
+	case FaultCut, FaultReset:
 		switch f.Direction {
 		case DirectionBoth, DirectionForward, DirectionBack:
 			return nil
 		}
-		return fmt.Errorf("cluster: unknown cut direction %q (known: forward, back, or empty for both)", f.Direction)
-	case FaultReset:
-		return nil
+		return fmt.Errorf("cluster: unknown %s direction %q (known: forward, back, or empty for both)", f.Kind, f.Direction)
 	case FaultLatency:
 		if f.Delay < 0 || f.Jitter < 0 {
 			return fmt.Errorf("cluster: latency fault with negative delay %v or jitter %v", f.Delay, f.Jitter)
@@ -173,15 +173,22 @@ type link struct {
 	target   string       // what the kernel translates addr to: upstream, or the proxy
 	proxy    *toxiproxy.Proxy
 
-	cut     map[Direction]int // cuts on the link, by direction
-	reset   bool
+	kernel  map[Fault]int // the cuts and resets on the link (Kind and Direction), counted
 	latency bool
 }
 
 func (l *link) mark() string { return fmt.Sprintf("0x%08x", markBase|l.port) }
 
-func (l *link) faulty() bool {
-	return l.reset || l.latency || l.cut[DirectionBoth]+l.cut[DirectionForward]+l.cut[DirectionBack] > 0
+func (l *link) faulty() bool { return l.latency || len(l.kernel) > 0 }
+
+// resetting reports whether a reset is on the link.
+func (l *link) resetting() bool {
+	for f := range l.kernel {
+		if f.Kind == FaultReset {
+			return true
+		}
+	}
+	return false
 }
 
 // Network is the network of a cluster: every client-to-node and
@@ -231,7 +238,8 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	map marks { type ipv4_addr . inet_service : mark; }
 	set cut_forward { type mark; }
 	set cut_back { type mark; }
-	set resets { type mark; }
+	set reset_forward { type mark; }
+	set reset_back { type mark; }
 	chain nat_out {
 		type nat hook output priority -100; policy accept;
 		ct state new ct mark set ip daddr . tcp dport map @marks
@@ -239,7 +247,8 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	}
 	chain filter_in {
 		type filter hook input priority 0; policy accept;
-		ct mark @resets tcp flags & rst == 0 reject with tcp reset
+		ct direction original ct mark @reset_forward tcp flags & rst == 0 reject with tcp reset
+		ct direction reply ct mark @reset_back tcp flags & rst == 0 reject with tcp reset
 		ct direction original ct mark @cut_forward drop
 		ct direction reply ct mark @cut_back drop
 	}
@@ -343,7 +352,7 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cluster: reserve an address for link %q: %w", name, err)
 	}
-	l := &link{name: name, reserve: reserve, upstream: upstream, cut: map[Direction]int{}}
+	l := &link{name: name, reserve: reserve, upstream: upstream, kernel: map[Fault]int{}}
 	l.addr = reserve.Addr().String()
 	l.port = reserve.Addr().(*net.TCPAddr).Port
 	target := upstream
@@ -486,17 +495,6 @@ func (n *Network) LinksTo(node string) []string {
 	return out
 }
 
-// cutSets returns the nft sets a cut in direction d adds its links to.
-func cutSets(d Direction) []string {
-	switch d {
-	case DirectionForward:
-		return []string{"cut_forward"}
-	case DirectionBack:
-		return []string{"cut_back"}
-	}
-	return []string{"cut_forward", "cut_back"}
-}
-
 // Apply applies the fault to every named link. A fault of a kind already
 // applied to a link replaces it (latency) or adds to it (cut, reset).
 // Unknown names are an error and nothing is applied then.
@@ -515,51 +513,38 @@ func (n *Network) Apply(f Fault, names ...string) error {
 		ls = append(ls, l)
 	}
 	switch f.Kind {
-	case FaultCut:
+	case FaultCut, FaultReset:
 		var b strings.Builder
+		var ends []linkEnds
 		for _, l := range ls {
-			for _, set := range cutSets(f.Direction) {
-				if !n.inSet(l, set) {
+			if f.Kind == FaultReset && !l.resetting() {
+				ends = append(ends, linkEnds{l.addr, l.target})
+			}
+			for _, set := range f.sets() {
+				if !l.inSet(set) {
 					fmt.Fprintf(&b, "add element ip %s %s { %s }\n", n.table, set, l.mark())
 				}
 			}
 		}
-		if b.Len() > 0 {
-			if err := nft(b.String()); err != nil {
-				return fmt.Errorf("cluster: cut %s: %w", strings.Join(names, ", "), err)
-			}
-		}
-		for _, l := range ls {
-			l.cut[f.Direction]++
-		}
-		return nil
-	case FaultReset:
-		var b strings.Builder
-		var ends []linkEnds
-		for _, l := range ls {
-			if !l.reset {
-				fmt.Fprintf(&b, "add element ip %s resets { %s }\n", n.table, l.mark())
-				ends = append(ends, linkEnds{l.addr, l.target})
-			}
-		}
-		if b.Len() > 0 {
+		if len(ends) > 0 {
 			// The connections with both ends before the rule is in place.
 			n.pmu.Lock()
-			seen := completeResets(ends, nil)
+			defer n.pmu.Unlock()
 			if n.pairs == nil {
 				n.pairs = map[string]bool{}
 			}
-			maps.Copy(n.pairs, seen)
-			err := nft(b.String())
-			n.pmu.Unlock()
-			if err != nil {
-				return fmt.Errorf("cluster: reset %s: %w", strings.Join(names, ", "), err)
+			maps.Copy(n.pairs, completeResets(ends, nil))
+		}
+		if b.Len() > 0 {
+			if err := nft(b.String()); err != nil {
+				return fmt.Errorf("cluster: %s %s: %w", f.Kind, strings.Join(names, ", "), err)
 			}
 		}
+		key := Fault{Kind: f.Kind, Direction: f.Direction}
 		for _, l := range ls {
-			l.reset = true
+			l.kernel[key]++
 		}
-		if !n.watching {
+		if f.Kind == FaultReset && !n.watching {
 			n.watching = true
 			n.watchDone = make(chan struct{})
 			go n.resetWatch(n.watchDone)
@@ -585,16 +570,30 @@ func (n *Network) Apply(f Fault, names ...string) error {
 	}
 }
 
-// inSet reports whether the link's mark is in the named set; the caller
-// holds n.mu.
-func (n *Network) inSet(l *link, set string) bool {
-	switch set {
-	case "cut_forward":
-		return l.cut[DirectionBoth]+l.cut[DirectionForward] > 0
-	case "cut_back":
-		return l.cut[DirectionBoth]+l.cut[DirectionBack] > 0
-	case "resets":
-		return l.reset
+// kernelSets are the nft sets of the kernel faults.
+var kernelSets = []string{"cut_forward", "cut_back", "reset_forward", "reset_back"}
+
+// sets returns the nft sets a cut or reset puts its links' marks in.
+func (f Fault) sets() []string {
+	kind := "cut_"
+	if f.Kind == FaultReset {
+		kind = "reset_"
+	}
+	switch f.Direction {
+	case DirectionForward:
+		return []string{kind + "forward"}
+	case DirectionBack:
+		return []string{kind + "back"}
+	}
+	return []string{kind + "forward", kind + "back"}
+}
+
+// inSet reports whether the link's mark is in the named set.
+func (l *link) inSet(set string) bool {
+	for f := range l.kernel {
+		if slices.Contains(f.sets(), set) {
+			return true
+		}
 	}
 	return false
 }
@@ -603,8 +602,8 @@ func (n *Network) inSet(l *link, set string) bool {
 // every set it is in; the caller holds n.mu.
 func (n *Network) unfaultScript(l *link) string {
 	var b strings.Builder
-	for _, set := range []string{"cut_forward", "cut_back", "resets"} {
-		if n.inSet(l, set) {
+	for _, set := range kernelSets {
+		if l.inSet(set) {
 			fmt.Fprintf(&b, "delete element ip %s %s { %s }\n", n.table, set, l.mark())
 		}
 	}
@@ -657,7 +656,11 @@ func (n *Network) HealAll() error {
 	if n.closed {
 		return nil
 	}
-	if err := nft(fmt.Sprintf("flush set ip %[1]s cut_forward\nflush set ip %[1]s cut_back\nflush set ip %[1]s resets\n", n.table)); err != nil {
+	var flush strings.Builder
+	for _, set := range kernelSets {
+		fmt.Fprintf(&flush, "flush set ip %s %s\n", n.table, set)
+	}
+	if err := nft(flush.String()); err != nil {
 		return fmt.Errorf("cluster: heal all: %w", err)
 	}
 	var errs []error
@@ -670,8 +673,7 @@ func (n *Network) HealAll() error {
 // heal forgets the link's kernel faults (already removed) and removes its
 // latency toxic.
 func heal(l *link) error {
-	clear(l.cut)
-	l.reset = false
+	clear(l.kernel)
 	if !l.latency {
 		return nil
 	}
@@ -774,7 +776,7 @@ func (n *Network) resetWatch(done chan struct{}) {
 		n.mu.Lock()
 		var ends []linkEnds
 		for _, l := range n.links {
-			if l.reset {
+			if l.resetting() {
 				ends = append(ends, linkEnds{l.addr, l.target})
 			}
 		}
