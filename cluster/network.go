@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -212,6 +214,8 @@ type Network struct {
 	stop      chan struct{} // closed by Close: resetWatch ends
 	watchDone chan struct{}
 
+	sh *nftShell // the Network's nft -i
+
 	pmu   sync.Mutex      // held while the ends of reset links' connections are looked at
 	pairs map[string]bool // the dialling addresses of reset links' connections seen with both ends
 }
@@ -238,6 +242,7 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	map marks { type ipv4_addr . inet_service : mark; }
 	set cut_forward { type mark; }
 	set cut_back { type mark; }
+	set sync { type mark; }
 	set reset_forward { type mark; }
 	set reset_back { type mark; }
 	chain nat_out {
@@ -257,7 +262,101 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	if err := nft(script); err != nil {
 		return nil, fmt.Errorf("cluster: create the network's nftables table (needs nft and CAP_NET_ADMIN): %w", err)
 	}
+	sh, err := startNftShell(n.table)
+	if err != nil {
+		_ = nft("delete table ip " + n.table + "\n")
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.sh = sh
 	return n, nil
+}
+
+// nftShell is a long-lived `nft -i` of a Network: a fault takes one
+// transaction of about a millisecond instead of starting nft (tens to
+// hundreds of milliseconds on a loaded machine), so faults take effect when
+// they are scheduled.
+type nftShell struct {
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	table string
+}
+
+// startNftShell starts `nft -i` in its own process group (an interrupt of
+// the harness's terminal must not end it before the teardown) that dies
+// with the harness.
+func startNftShell(table string) (*nftShell, error) {
+	cmd := exec.Command("nft", "-i")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("start nft -i: %w", err)
+	}
+	w.Close()
+	sh := &nftShell{cmd: cmd, in: in, out: bufio.NewReader(r), table: table}
+	if err := sh.run(""); err != nil {
+		sh.close()
+		return nil, err
+	}
+	return sh, nil
+}
+
+// run runs the script's commands as one transaction and waits until nft
+// has done it: the listing of the empty set sync that follows marks the
+// end of its output, and any line before it is an error.
+func (sh *nftShell) run(script string) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var cmds []string
+	for _, line := range strings.Split(script, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			cmds = append(cmds, line)
+		}
+	}
+	var b strings.Builder
+	if len(cmds) > 0 {
+		b.WriteString(strings.Join(cmds, "; ") + "\n")
+	}
+	b.WriteString("list set ip " + sh.table + " sync\n")
+	if _, err := io.WriteString(sh.in, b.String()); err != nil {
+		return fmt.Errorf("nft -i: %w", err)
+	}
+	var errs []string
+	listing := false
+	for {
+		line, err := sh.out.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("nft -i: %w (%s)", err, strings.Join(errs, " "))
+		}
+		switch {
+		case strings.HasPrefix(line, "table ip "+sh.table+" {"):
+			listing = true
+		case listing && strings.TrimRight(line, "\n") == "}":
+			if len(errs) > 0 {
+				return fmt.Errorf("nft: %s", strings.Join(errs, " "))
+			}
+			return nil
+		case !listing:
+			errs = append(errs, strings.TrimSpace(line))
+		}
+	}
+}
+
+// close ends the shell.
+func (sh *nftShell) close() {
+	sh.in.Close()
+	_ = sh.cmd.Wait()
 }
 
 // Table returns the name of the Network's nftables table (family ip).
@@ -368,7 +467,7 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	l.target = target
 	to, err := ipv4(target)
 	if err == nil {
-		err = nft(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
+		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
 			n.table, l.port, to, l.mark()))
 	}
 	if err != nil {
@@ -427,7 +526,7 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err != nil {
 		return err
 	}
-	if err := nft(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
+	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
 		return fmt.Errorf("cluster: set upstream of link %q to %s: %w", name, upstream, err)
 	}
 	l.upstream, l.target = upstream, upstream
@@ -446,7 +545,7 @@ func (n *Network) Remove(name string) error {
 	var errs []error
 	script := fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\ndelete element ip %[1]s marks { 127.0.0.1 . %[2]d }\n", n.table, l.port)
 	script += n.unfaultScript(l)
-	if err := nft(script); err != nil {
+	if err := n.sh.run(script); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: remove link %q: %w", name, err))
 	}
 	errs = append(errs, killConns([]*link{l}))
@@ -536,7 +635,7 @@ func (n *Network) Apply(f Fault, names ...string) error {
 			maps.Copy(n.pairs, completeResets(ends, nil))
 		}
 		if b.Len() > 0 {
-			if err := nft(b.String()); err != nil {
+			if err := n.sh.run(b.String()); err != nil {
 				return fmt.Errorf("cluster: %s %s: %w", f.Kind, strings.Join(names, ", "), err)
 			}
 		}
@@ -639,7 +738,7 @@ func (n *Network) Heal(names ...string) error {
 		b.WriteString(n.unfaultScript(l))
 	}
 	if b.Len() > 0 {
-		if err := nft(b.String()); err != nil {
+		if err := n.sh.run(b.String()); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("cluster: heal %s: %w", strings.Join(names, ", "), err))...)
 		}
 	}
@@ -660,7 +759,7 @@ func (n *Network) HealAll() error {
 	for _, set := range kernelSets {
 		fmt.Fprintf(&flush, "flush set ip %s %s\n", n.table, set)
 	}
-	if err := nft(flush.String()); err != nil {
+	if err := n.sh.run(flush.String()); err != nil {
 		return fmt.Errorf("cluster: heal all: %w", err)
 	}
 	var errs []error
@@ -722,6 +821,7 @@ func (n *Network) Close() error {
 		n.mu.Lock()
 	}
 	var errs []error
+	n.sh.close()
 	if err := nft("delete table ip " + n.table + "\n"); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: close network: %w", err))
 	}

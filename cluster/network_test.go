@@ -286,3 +286,25 @@ func TestNetworkFaultsAgainstRedis(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCutHeal measures how long a partition takes to be put in place
+// and lifted on one link (two nft transactions): the delay between a fault's
+// scheduled time and its effect.
+func BenchmarkCutHeal(b *testing.B) {
+	n, err := NewNetwork()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	if _, err := n.Link("w0->n1", "127.0.0.1:1"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := n.Cut("w0->n1"); err != nil {
+			b.Fatal(err)
+		}
+		if err := n.Heal("w0->n1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
