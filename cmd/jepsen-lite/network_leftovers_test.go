@@ -140,7 +140,7 @@ func TestNetworkLeavesNothingBehind(t *testing.T) {
 			for {
 				out, _ := exec.Command("nft", "list", "tables", "ip").Output()
 				if m := table.FindSubmatch(out); m != nil {
-					set, _ := exec.Command("nft", "list", "set", "ip", string(m[1]), "resets").Output()
+					set, _ := exec.Command("nft", "list", "set", "ip", string(m[1]), "reset_forward").Output()
 					if strings.Contains(string(set), "elements") {
 						break
 					}
