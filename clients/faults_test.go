@@ -286,7 +286,7 @@ func TestZKSessionLost(t *testing.T) {
 func TestRedlockValidityWithSlowMaster(t *testing.T) {
 	cs := newClusters(t)
 	eps := cs.endpoints(t, redisMasters)
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

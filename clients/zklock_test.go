@@ -113,9 +113,9 @@ func TestZKUnlockCutByReset(t *testing.T) {
 // The fault is placed without timing: the waiter settles behind the holder
 // (its node created, its watch set: its last client xid in the server's
 // `cons` stops moving), its replies are slowed by 300 ms, the holder
-// releases, and the waiter's link is set to reset at its next request
-// while the watch event is still on its way: the request the event
-// triggers (the children) is cut. A ping of the waiter's in those 300 ms
+// releases, and the waiter's link is set to reset what the waiter sends
+// (a one-way reset) while the watch event is still on its way: the request
+// the event triggers (the children) is cut. A ping of the waiter's in those 300 ms
 // would be cut instead; the waiter then simply takes the lock after the
 // heal, and the test tries again.
 func TestZKLockCutAfterCreate(t *testing.T) {
@@ -189,7 +189,9 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 	if err := a.Release(ctx, la); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := nw.Reset(link); err != nil {
+	// Only what the waiter sends is reset: the event on its way back is
+	// delivered, and the request it triggers is cut.
+	if err := nw.Apply(cluster.Fault{Kind: cluster.FaultReset, Direction: cluster.DirectionForward}, link); err != nil {
 		t.Fatal(err)
 	}
 	// zk.Lock returns at the cut; the recipe once it gave up its node,
@@ -255,7 +257,7 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *cluster.Network, link string) {
 	t.Helper()
 	_, eps = startOwnCluster(t, zkOne)
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package cluster owns the systems under test: their nodes, the processes or
-// containers behind them, the proxied network every client and replication
+// containers behind them, the network of links every client and replication
 // link goes through, and the nodes' clocks. Backends live in subpackages
 // (cluster/local, cluster/docker); this package holds what they share.
 package cluster

@@ -1,14 +1,24 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -50,24 +60,70 @@ type FaultKind string
 
 // The fault kinds a Network can apply.
 const (
-	// FaultCut holds every connection of the link open and silently drops
-	// the data flowing in both directions, as a cut cable would; new
-	// connections are accepted and then hang the same way. Healing closes
-	// the connections that lived through the cut (their streams lost data).
+	// FaultCut drops, in the kernel, every packet of the link's connections
+	// (in the fault's Direction), as a cut cable would: connections stay
+	// open, the senders' TCP keeps the unacknowledged data and retransmits
+	// it, and new connections hang in SYN_SENT. Healing lets the next
+	// retransmission through: what waited is delivered and nothing is
+	// closed. A connection ends during a cut only when the OS ends it (see
+	// docs/network.md: retransmission timeout, keepalive, TCP_USER_TIMEOUT).
 	FaultCut FaultKind = "cut"
-	// FaultReset resets (TCP RST) every connection of the link as soon as
-	// data flows on it, until healed.
+	// FaultReset resets (TCP RST) each connection of the link as soon as
+	// data flows on it, until healed: the kernel answers the packet with a
+	// RST, and the connection's other end is reset right after (see
+	// resetWatch). A new connection's SYN is answered with a RST (refused).
+	// It is the one fault that closes connections.
 	FaultReset FaultKind = "reset"
 	// FaultLatency delays the data the upstream sends back (replies) by
-	// Delay ± Jitter, so a request/reply round trip gains about Delay.
+	// Delay ± Jitter, so a request/reply round trip gains about Delay. It
+	// needs a Network made WithProxies.
 	FaultLatency FaultKind = "latency"
+)
+
+// Direction says which packets of a link a cut drops, or a reset answers
+// with a RST.
+type Direction string
+
+// The directions of a cut.
+const (
+	// DirectionBoth drops the packets of both ends (the default).
+	DirectionBoth Direction = ""
+	// DirectionForward drops only what the link's "from" end sends to its
+	// "to" end (requests; a new connection's SYN).
+	DirectionForward Direction = "forward"
+	// DirectionBack drops only what the "to" end sends back (replies; a
+	// new connection's SYN-ACK).
+	DirectionBack Direction = "back"
 )
 
 // Fault is a network fault applied to a set of links until healed.
 type Fault struct {
-	Kind   FaultKind
-	Delay  time.Duration // FaultLatency: the added delay
-	Jitter time.Duration // FaultLatency: the random variation of the delay
+	Kind      FaultKind
+	Direction Direction     // FaultCut, FaultReset: which packets are dropped or reset
+	Delay     time.Duration // FaultLatency: the added delay
+	Jitter    time.Duration // FaultLatency: the random variation of the delay
+}
+
+// check reports an error for a fault the Network cannot apply.
+func (f Fault) check(proxied bool) error {
+	switch f.Kind {
+	case FaultCut, FaultReset:
+		switch f.Direction {
+		case DirectionBoth, DirectionForward, DirectionBack:
+			return nil
+		}
+		return fmt.Errorf("cluster: unknown %s direction %q (known: forward, back, or empty for both)", f.Kind, f.Direction)
+	case FaultLatency:
+		if f.Delay < 0 || f.Jitter < 0 {
+			return fmt.Errorf("cluster: latency fault with negative delay %v or jitter %v", f.Delay, f.Jitter)
+		}
+		if !proxied {
+			return fmt.Errorf("%w: latency needs a network whose links go through proxies (cluster.WithProxies)", ErrUnavailable)
+		}
+		return nil
+	default:
+		return fmt.Errorf("cluster: unknown fault kind %q", f.Kind)
+	}
 }
 
 // toxicPrefix marks the toxics this package adds, so Heal removes exactly those.
@@ -82,56 +138,303 @@ type toxicSpec struct {
 	Attributes map[string]any `json:"attributes"`
 }
 
-// toxics returns the toxiproxy toxics that implement the fault.
-func (f Fault) toxics() ([]toxicSpec, error) {
-	both := func(typ string, attrs map[string]any) []toxicSpec {
-		var out []toxicSpec
-		for _, stream := range []string{"upstream", "downstream"} {
-			out = append(out, toxicSpec{
-				Name: toxicPrefix + typ + "-" + stream, Type: typ, Stream: stream,
-				Toxicity: 1, Attributes: attrs,
-			})
-		}
-		return out
-	}
-	switch f.Kind {
-	case FaultCut:
-		// A timeout toxic with timeout 0 drops all data and never closes.
-		return both("timeout", map[string]any{"timeout": 0}), nil
-	case FaultReset:
-		return both("reset_peer", map[string]any{"timeout": 0}), nil
-	case FaultLatency:
-		if f.Delay < 0 || f.Jitter < 0 {
-			return nil, fmt.Errorf("cluster: latency fault with negative delay %v or jitter %v", f.Delay, f.Jitter)
-		}
-		return []toxicSpec{{
-			Name: toxicPrefix + "latency-downstream", Type: "latency", Stream: "downstream", Toxicity: 1,
-			Attributes: map[string]any{"latency": f.Delay.Milliseconds(), "jitter": f.Jitter.Milliseconds()},
-		}}, nil
-	default:
-		return nil, fmt.Errorf("cluster: unknown fault kind %q", f.Kind)
+// latencyToxic returns the toxiproxy toxic of a latency fault.
+func (f Fault) latencyToxic() toxicSpec {
+	return toxicSpec{
+		Name: toxicPrefix + "latency-downstream", Type: "latency", Stream: "downstream", Toxicity: 1,
+		Attributes: map[string]any{"latency": f.Delay.Milliseconds(), "jitter": f.Jitter.Milliseconds()},
 	}
 }
 
-// Network is the proxied network of a cluster: one TCP proxy per link
-// (client to node, node to node), embedded in the harness process, through
-// which faults are injected. Its methods are safe for concurrent use.
+// TablePrefix begins the name of the nftables table of every Network; the
+// rest is the harness's pid and a sequence number, so that a later run can
+// tell the tables of dead harnesses and delete them.
+const TablePrefix = "jepsen_lite_"
+
+// markBase is or-ed with a link's port to make the conntrack mark of its
+// connections. Ports are unique on the host while their link lives, so marks
+// are unique across concurrent harnesses.
+const markBase = 0x4a4c0000
+
+// NetworkOption configures NewNetwork.
+type NetworkOption func(*Network)
+
+// WithProxies makes every link go through a TCP proxy (toxiproxy) embedded
+// in the harness, which the latency fault needs. It costs about three times
+// a direct round trip; cuts and resets stay in the kernel either way.
+func WithProxies() NetworkOption { return func(n *Network) { n.proxied = true } }
+
+// link is one link: a reserved address that the kernel translates (DNAT) to
+// the link's target, and the faults on it.
+type link struct {
+	name     string
+	addr     string       // the reserved address clients dial: 127.0.0.1:port
+	port     int          // its port, also the low half of the conntrack mark
+	reserve  net.Listener // holds the port so no other socket takes it
+	upstream string       // what the link reaches
+	target   string       // what the kernel translates addr to: upstream, or the proxy
+	proxy    *toxiproxy.Proxy
+
+	kernel  map[Fault]int // the cuts and resets on the link (Kind and Direction), counted
+	latency bool
+}
+
+func (l *link) mark() string { return fmt.Sprintf("0x%08x", markBase|l.port) }
+
+func (l *link) faulty() bool { return l.latency || len(l.kernel) > 0 }
+
+// resetting reports whether a reset is on the link.
+func (l *link) resetting() bool {
+	for f := range l.kernel {
+		if f.Kind == FaultReset {
+			return true
+		}
+	}
+	return false
+}
+
+// Network is the network of a cluster: every client-to-node and
+// node-to-node connection goes through a link, an address of its own on
+// 127.0.0.1 that the kernel translates to the link's upstream (nftables
+// DNAT in a table of this Network's own), so an unfaulted link costs
+// nothing in the data path. Faults are kernel rules on the link's
+// connections (identified by a conntrack mark set when they open): cuts
+// drop packets, resets answer with RST. With WithProxies every link also
+// passes through an embedded toxiproxy proxy, for latency. Its methods are
+// safe for concurrent use.
 type Network struct {
 	mu      sync.Mutex
+	table   string
+	proxied bool
 	server  *toxiproxy.ApiServer
-	proxies map[string]*toxiproxy.Proxy
+	links   map[string]*link
 	closed  bool
+
+	watching  bool          // a resetWatch runs
+	stop      chan struct{} // closed by Close: resetWatch ends
+	watchDone chan struct{}
+
+	sh *nftShell // the Network's nft -i
+
+	pmu   sync.Mutex      // held while the ends of reset links' connections are looked at
+	pairs map[string]bool // the dialling addresses of reset links' connections seen with both ends
 }
 
-// NewNetwork returns an empty Network with toxiproxy's logging silenced.
-func NewNetwork() (*Network, error) {
-	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	return &Network{server: server, proxies: map[string]*toxiproxy.Proxy{}}, nil
+var tableSeq atomic.Int64
+
+// NewNetwork creates the Network's nftables table (deleting first the tables
+// that dead harnesses left behind) and returns the Network with no link. It
+// needs nft and CAP_NET_ADMIN.
+func NewNetwork(opts ...NetworkOption) (*Network, error) {
+	n := &Network{links: map[string]*link{}, stop: make(chan struct{})}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.proxied {
+		n.server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	}
+	if err := DeleteStaleTables(); err != nil {
+		return nil, err
+	}
+	n.table = fmt.Sprintf("%s%d_%d", TablePrefix, os.Getpid(), tableSeq.Add(1))
+	script := fmt.Sprintf(`table ip %[1]s {
+	map links { type ipv4_addr . inet_service : ipv4_addr . inet_service; }
+	map marks { type ipv4_addr . inet_service : mark; }
+	set cut_forward { type mark; }
+	set cut_back { type mark; }
+	set sync { type mark; }
+	set reset_forward { type mark; }
+	set reset_back { type mark; }
+	chain nat_out {
+		type nat hook output priority -100; policy accept;
+		ct state new ct mark set ip daddr . tcp dport map @marks
+		dnat ip to ip daddr . tcp dport map @links
+	}
+	chain filter_in {
+		type filter hook input priority 0; policy accept;
+		ct direction original ct mark @reset_forward tcp flags & rst == 0 reject with tcp reset
+		ct direction reply ct mark @reset_back tcp flags & rst == 0 reject with tcp reset
+		ct direction original ct mark @cut_forward drop
+		ct direction reply ct mark @cut_back drop
+	}
+}
+`, n.table)
+	if err := nft(script); err != nil {
+		return nil, fmt.Errorf("cluster: create the network's nftables table (needs nft and CAP_NET_ADMIN): %w", err)
+	}
+	sh, err := startNftShell(n.table)
+	if err != nil {
+		_ = nft("delete table ip " + n.table + "\n")
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.sh = sh
+	return n, nil
 }
 
-// Link starts a proxy named name that listens on 127.0.0.1 on a free port and
-// forwards to upstream, and returns the address it listens on. Names are
-// unique; by convention they are LinkName(from, to).
+// nftShell is a long-lived `nft -i` of a Network: a fault takes one
+// transaction of about a millisecond instead of starting nft (tens to
+// hundreds of milliseconds on a loaded machine), so faults take effect when
+// they are scheduled.
+type nftShell struct {
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	table string
+}
+
+// startNftShell starts `nft -i` in its own process group (an interrupt of
+// the harness's terminal must not end it before the teardown) that dies
+// with the harness.
+func startNftShell(table string) (*nftShell, error) {
+	cmd := exec.Command("nft", "-i")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("start nft -i: %w", err)
+	}
+	w.Close()
+	sh := &nftShell{cmd: cmd, in: in, out: bufio.NewReader(r), table: table}
+	if err := sh.run(""); err != nil {
+		sh.close()
+		return nil, err
+	}
+	return sh, nil
+}
+
+// run runs the script's commands as one transaction and waits until nft
+// has done it: the listing of the empty set sync that follows marks the
+// end of its output, and any line before it is an error.
+func (sh *nftShell) run(script string) error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var cmds []string
+	for _, line := range strings.Split(script, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			cmds = append(cmds, line)
+		}
+	}
+	var b strings.Builder
+	if len(cmds) > 0 {
+		b.WriteString(strings.Join(cmds, "; ") + "\n")
+	}
+	b.WriteString("list set ip " + sh.table + " sync\n")
+	if _, err := io.WriteString(sh.in, b.String()); err != nil {
+		return fmt.Errorf("nft -i: %w", err)
+	}
+	var errs []string
+	listing := false
+	for {
+		line, err := sh.out.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("nft -i: %w (%s)", err, strings.Join(errs, " "))
+		}
+		switch {
+		case strings.HasPrefix(line, "table ip "+sh.table+" {"):
+			listing = true
+		case listing && strings.TrimRight(line, "\n") == "}":
+			if len(errs) > 0 {
+				return fmt.Errorf("nft: %s", strings.Join(errs, " "))
+			}
+			return nil
+		case !listing:
+			errs = append(errs, strings.TrimSpace(line))
+		}
+	}
+}
+
+// close ends the shell.
+func (sh *nftShell) close() {
+	sh.in.Close()
+	_ = sh.cmd.Wait()
+}
+
+// Table returns the name of the Network's nftables table (family ip).
+func (n *Network) Table() string { return n.table }
+
+// DeleteStaleTables deletes the nftables tables of harnesses whose process
+// is gone (a harness killed with SIGKILL cannot delete its own).
+func DeleteStaleTables() error {
+	out, err := exec.Command("nft", "list", "tables", "ip").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cluster: nft list tables: %v: %s", err, bytes.TrimSpace(out))
+	}
+	var errs []error
+	for _, line := range strings.Split(string(out), "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "table ip "+TablePrefix)
+		if !ok {
+			continue
+		}
+		pidText, _, _ := strings.Cut(name, "_")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		if err := nft("delete table ip " + TablePrefix + name + "\n"); err != nil && !strings.Contains(err.Error(), "No such file") {
+			errs = append(errs, fmt.Errorf("cluster: delete stale table %s%s: %w", TablePrefix, name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// nft runs an nft script.
+func nft(script string) error {
+	cmd := exec.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// killConns destroys (ss -K) every TCP socket whose peer is one of the
+// links' addresses: the dialling ends of their connections. The kernel
+// sends a RST to the other end, so both ends close.
+func killConns(ls []*link) error {
+	if len(ls) == 0 {
+		return nil
+	}
+	var terms []string
+	for _, l := range ls {
+		terms = append(terms, "dst "+l.addr)
+	}
+	args := []string{"-K", "-t", "-n", "-H", "state", "connected", "( " + strings.Join(terms, " or ") + " )"}
+	if out, err := exec.Command("ss", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: ss -K: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// ipv4 resolves addr ("host:port") to an IPv4 address and port for nft.
+func ipv4(addr string) (string, error) {
+	a, err := net.ResolveTCPAddr("tcp4", addr)
+	if err != nil {
+		return "", fmt.Errorf("cluster: upstream %q: %w", addr, err)
+	}
+	if a.IP.To4() == nil {
+		return "", fmt.Errorf("cluster: upstream %q is not IPv4", addr)
+	}
+	return fmt.Sprintf("%s . %d", a.IP.To4(), a.Port), nil
+}
+
+// Link creates the link named name to upstream and returns the address it
+// is reached on (127.0.0.1 and a port reserved for it). Names are unique; by
+// convention they are LinkName(from, to).
 func (n *Network) Link(name, upstream string) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -141,81 +444,126 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	if name == "" || upstream == "" {
 		return "", fmt.Errorf("cluster: link needs a name and an upstream (got %q, %q)", name, upstream)
 	}
-	if _, ok := n.proxies[name]; ok {
+	if _, ok := n.links[name]; ok {
 		return "", fmt.Errorf("cluster: link %q already exists", name)
 	}
-	p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
-	if err := n.server.Collection.Add(p, true); err != nil {
-		return "", fmt.Errorf("cluster: start link %q: %w", name, err)
+	reserve, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("cluster: reserve an address for link %q: %w", name, err)
 	}
-	n.proxies[name] = p
-	return p.Listen, nil
+	l := &link{name: name, reserve: reserve, upstream: upstream, kernel: map[Fault]int{}}
+	l.addr = reserve.Addr().String()
+	l.port = reserve.Addr().(*net.TCPAddr).Port
+	target := upstream
+	if n.proxied {
+		p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
+		if err := n.server.Collection.Add(p, true); err != nil {
+			reserve.Close()
+			return "", fmt.Errorf("cluster: start the proxy of link %q: %w", name, err)
+		}
+		l.proxy = p
+		target = p.Listen
+	}
+	l.target = target
+	to, err := ipv4(target)
+	if err == nil {
+		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
+			n.table, l.port, to, l.mark()))
+	}
+	if err != nil {
+		reserve.Close()
+		if l.proxy != nil {
+			_ = n.server.Collection.Remove(name)
+		}
+		return "", fmt.Errorf("cluster: link %q: %w", name, err)
+	}
+	n.links[name] = l
+	return l.addr, nil
 }
 
-// Addr returns the address the link listens on, or "" for an unknown link.
+// Addr returns the address the link is reached on, or "" for an unknown link.
 func (n *Network) Addr(name string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p, ok := n.proxies[name]; ok {
-		p.Lock()
-		defer p.Unlock()
-		return p.Listen
+	if l, ok := n.links[name]; ok {
+		return l.addr
 	}
 	return ""
 }
 
-// Upstream returns the address the link forwards to, or "" for an unknown link.
+// Upstream returns the address the link reaches, or "" for an unknown link.
 func (n *Network) Upstream(name string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if p, ok := n.proxies[name]; ok {
-		p.Lock()
-		defer p.Unlock()
-		return p.Upstream
+	if l, ok := n.links[name]; ok {
+		return l.upstream
 	}
 	return ""
 }
 
-// SetUpstream points the link at a new upstream, keeping its listening
-// address and its faults. Existing connections are closed; new ones go to
-// the new upstream.
+// SetUpstream points the link at a new upstream, keeping its address and
+// its faults. Existing connections are closed (as a client's connections
+// to a moved service address break); new ones go to the new upstream.
 func (n *Network) SetUpstream(name, upstream string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	p, err := n.proxy(name)
+	l, err := n.link(name)
 	if err != nil {
 		return err
 	}
-	p.Lock()
-	listen := p.Listen
-	p.Unlock()
-	in := &toxiproxy.Proxy{Name: name, Listen: listen, Upstream: upstream, Enabled: true}
-	if err := p.Update(in); err != nil {
+	if l.proxy != nil {
+		l.proxy.Lock()
+		listen := l.proxy.Listen
+		l.proxy.Unlock()
+		in := &toxiproxy.Proxy{Name: name, Listen: listen, Upstream: upstream, Enabled: true}
+		if err := l.proxy.Update(in); err != nil {
+			return fmt.Errorf("cluster: set upstream of link %q to %s: %w", name, upstream, err)
+		}
+		l.upstream = upstream
+		return nil
+	}
+	to, err := ipv4(upstream)
+	if err != nil {
+		return err
+	}
+	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
 		return fmt.Errorf("cluster: set upstream of link %q to %s: %w", name, upstream, err)
 	}
-	return nil
+	l.upstream, l.target = upstream, upstream
+	return killConns([]*link{l})
 }
 
-// Remove stops the link and forgets it.
+// Remove removes the link, closing its connections.
 func (n *Network) Remove(name string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, err := n.proxy(name); err != nil {
+	l, err := n.link(name)
+	if err != nil {
 		return err
 	}
-	delete(n.proxies, name)
-	if err := n.server.Collection.Remove(name); err != nil {
-		return fmt.Errorf("cluster: remove link %q: %w", name, err)
+	delete(n.links, name)
+	var errs []error
+	script := fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\ndelete element ip %[1]s marks { 127.0.0.1 . %[2]d }\n", n.table, l.port)
+	script += n.unfaultScript(l)
+	if err := n.sh.run(script); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: remove link %q: %w", name, err))
 	}
-	return nil
+	errs = append(errs, killConns([]*link{l}))
+	if l.proxy != nil {
+		if err := n.server.Collection.Remove(name); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: remove link %q: %w", name, err))
+		}
+	}
+	errs = append(errs, l.reserve.Close())
+	return errors.Join(errs...)
 }
 
 // Links returns the names of all links, sorted.
 func (n *Network) Links() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make([]string, 0, len(n.proxies))
-	for name := range n.proxies {
+	out := make([]string, 0, len(n.links))
+	for name := range n.links {
 		out = append(out, name)
 	}
 	sort.Strings(out)
@@ -247,49 +595,125 @@ func (n *Network) LinksTo(node string) []string {
 }
 
 // Apply applies the fault to every named link. A fault of a kind already
-// applied to a link replaces it (latency) or stays as it is (cut, reset).
+// applied to a link replaces it (latency) or adds to it (cut, reset).
 // Unknown names are an error and nothing is applied then.
 func (n *Network) Apply(f Fault, names ...string) error {
-	specs, err := f.toxics()
-	if err != nil {
-		return err
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var ps []*toxiproxy.Proxy
+	if err := f.check(n.proxied); err != nil {
+		return err
+	}
+	var ls []*link
 	for _, name := range names {
-		p, err := n.proxy(name)
+		l, err := n.link(name)
 		if err != nil {
 			return err
 		}
-		ps = append(ps, p)
+		ls = append(ls, l)
 	}
-	for i, p := range ps {
-		for _, s := range specs {
-			if p.Toxics.GetToxic(s.Name) != nil {
-				if f.Kind != FaultLatency {
-					continue
-				}
-				if err := p.Toxics.RemoveToxic(context.Background(), s.Name); err != nil {
-					return fmt.Errorf("cluster: replace %s on link %q: %w", f.Kind, names[i], err)
-				}
+	switch f.Kind {
+	case FaultCut, FaultReset:
+		var b strings.Builder
+		var ends []linkEnds
+		for _, l := range ls {
+			if f.Kind == FaultReset && !l.resetting() {
+				ends = append(ends, linkEnds{l.addr, l.target})
 			}
-			body, err := json.Marshal(s)
-			if err != nil {
-				return fmt.Errorf("cluster: encode toxic: %w", err)
-			}
-			if _, err := p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
-				return fmt.Errorf("cluster: apply %s to link %q: %w", f.Kind, names[i], err)
+			for _, set := range f.sets() {
+				if !l.inSet(set) {
+					fmt.Fprintf(&b, "add element ip %s %s { %s }\n", n.table, set, l.mark())
+				}
 			}
 		}
+		if len(ends) > 0 {
+			// The connections with both ends before the rule is in place.
+			n.pmu.Lock()
+			defer n.pmu.Unlock()
+			if n.pairs == nil {
+				n.pairs = map[string]bool{}
+			}
+			maps.Copy(n.pairs, completeResets(ends, nil))
+		}
+		if b.Len() > 0 {
+			if err := n.sh.run(b.String()); err != nil {
+				return fmt.Errorf("cluster: %s %s: %w", f.Kind, strings.Join(names, ", "), err)
+			}
+		}
+		key := Fault{Kind: f.Kind, Direction: f.Direction}
+		for _, l := range ls {
+			l.kernel[key]++
+		}
+		if f.Kind == FaultReset && !n.watching {
+			n.watching = true
+			n.watchDone = make(chan struct{})
+			go n.resetWatch(n.watchDone)
+		}
+		return nil
+	default: // FaultLatency, checked above
+		body, err := json.Marshal(f.latencyToxic())
+		if err != nil {
+			return fmt.Errorf("cluster: encode toxic: %w", err)
+		}
+		for _, l := range ls {
+			if l.proxy.Toxics.GetToxic(f.latencyToxic().Name) != nil {
+				if err := l.proxy.Toxics.RemoveToxic(context.Background(), f.latencyToxic().Name); err != nil {
+					return fmt.Errorf("cluster: replace latency on link %q: %w", l.name, err)
+				}
+			}
+			if _, err := l.proxy.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+				return fmt.Errorf("cluster: apply latency to link %q: %w", l.name, err)
+			}
+			l.latency = true
+		}
+		return nil
 	}
-	return nil
 }
 
-// Cut partitions the named links: connections stay open, data is dropped.
+// kernelSets are the nft sets of the kernel faults.
+var kernelSets = []string{"cut_forward", "cut_back", "reset_forward", "reset_back"}
+
+// sets returns the nft sets a cut or reset puts its links' marks in.
+func (f Fault) sets() []string {
+	kind := "cut_"
+	if f.Kind == FaultReset {
+		kind = "reset_"
+	}
+	switch f.Direction {
+	case DirectionForward:
+		return []string{kind + "forward"}
+	case DirectionBack:
+		return []string{kind + "back"}
+	}
+	return []string{kind + "forward", kind + "back"}
+}
+
+// inSet reports whether the link's mark is in the named set.
+func (l *link) inSet(set string) bool {
+	for f := range l.kernel {
+		if slices.Contains(f.sets(), set) {
+			return true
+		}
+	}
+	return false
+}
+
+// unfaultScript returns the nft commands that take the link's mark out of
+// every set it is in; the caller holds n.mu.
+func (n *Network) unfaultScript(l *link) string {
+	var b strings.Builder
+	for _, set := range kernelSets {
+		if l.inSet(set) {
+			fmt.Fprintf(&b, "delete element ip %s %s { %s }\n", n.table, set, l.mark())
+		}
+	}
+	return b.String()
+}
+
+// Cut partitions the named links in both directions: connections stay
+// open, packets are dropped until the heal.
 func (n *Network) Cut(names ...string) error { return n.Apply(Fault{Kind: FaultCut}, names...) }
 
-// Reset makes the named links reset their connections as soon as data flows.
+// Reset closes the named links' connections and refuses new ones until healed.
 func (n *Network) Reset(names ...string) error { return n.Apply(Fault{Kind: FaultReset}, names...) }
 
 // Latency delays the replies on the named links by delay ± jitter.
@@ -297,29 +721,69 @@ func (n *Network) Latency(names []string, delay, jitter time.Duration) error {
 	return n.Apply(Fault{Kind: FaultLatency, Delay: delay, Jitter: jitter}, names...)
 }
 
-// Heal removes every fault this package applied to the named links.
+// Heal removes every fault from the named links.
 func (n *Network) Heal(names ...string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error
+	var ls []*link
+	var b strings.Builder
 	for _, name := range names {
-		p, err := n.proxy(name)
+		l, err := n.link(name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, heal(p))
+		ls = append(ls, l)
+		b.WriteString(n.unfaultScript(l))
+	}
+	if b.Len() > 0 {
+		if err := n.sh.run(b.String()); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("cluster: heal %s: %w", strings.Join(names, ", "), err))...)
+		}
+	}
+	for _, l := range ls {
+		errs = append(errs, heal(l))
 	}
 	return errors.Join(errs...)
 }
 
-// HealAll removes every fault this package applied, from every link.
+// HealAll removes every fault from every link.
 func (n *Network) HealAll() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.closed {
+		return nil
+	}
+	var flush strings.Builder
+	for _, set := range kernelSets {
+		fmt.Fprintf(&flush, "flush set ip %s %s\n", n.table, set)
+	}
+	if err := n.sh.run(flush.String()); err != nil {
+		return fmt.Errorf("cluster: heal all: %w", err)
+	}
 	var errs []error
-	for _, p := range n.proxies {
-		errs = append(errs, heal(p))
+	for _, l := range n.links {
+		errs = append(errs, heal(l))
+	}
+	return errors.Join(errs...)
+}
+
+// heal forgets the link's kernel faults (already removed) and removes its
+// latency toxic.
+func heal(l *link) error {
+	clear(l.kernel)
+	if !l.latency {
+		return nil
+	}
+	l.latency = false
+	var errs []error
+	for _, t := range l.proxy.Toxics.GetToxicArray() {
+		if w, ok := t.(*toxics.ToxicWrapper); ok && strings.HasPrefix(w.Name, toxicPrefix) {
+			if err := l.proxy.Toxics.RemoveToxic(context.Background(), w.Name); err != nil {
+				errs = append(errs, fmt.Errorf("cluster: heal link %q: %w", l.name, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -329,8 +793,8 @@ func (n *Network) Faulty() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []string
-	for name, p := range n.proxies {
-		if len(ourToxics(p)) > 0 {
+	for name, l := range n.links {
+		if l.faulty() {
 			out = append(out, name)
 		}
 	}
@@ -338,7 +802,8 @@ func (n *Network) Faulty() []string {
 	return out
 }
 
-// Close stops and removes every link; no listening port remains. It is safe
+// Close removes every link, closing their connections, and deletes the
+// Network's nftables table; nothing of it remains in the kernel. It is safe
 // to call more than once.
 func (n *Network) Close() error {
 	n.mu.Lock()
@@ -347,43 +812,146 @@ func (n *Network) Close() error {
 		return nil
 	}
 	n.closed = true
-	n.proxies = map[string]*toxiproxy.Proxy{}
-	if err := n.server.Collection.Clear(); err != nil {
-		return fmt.Errorf("cluster: close network: %w", err)
+	close(n.stop)
+	if n.watching {
+		// resetWatch takes n.mu; let it see the stop.
+		done := n.watchDone
+		n.mu.Unlock()
+		<-done
+		n.mu.Lock()
 	}
-	return nil
-}
-
-// proxy returns the named proxy; the caller holds n.mu.
-func (n *Network) proxy(name string) (*toxiproxy.Proxy, error) {
-	if n.closed {
-		return nil, ErrNetworkClosed
-	}
-	p, ok := n.proxies[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrNoLink, name)
-	}
-	return p, nil
-}
-
-// ourToxics returns the names of the toxics this package added to p.
-func ourToxics(p *toxiproxy.Proxy) []string {
-	var out []string
-	for _, t := range p.Toxics.GetToxicArray() {
-		if w, ok := t.(*toxics.ToxicWrapper); ok && strings.HasPrefix(w.Name, toxicPrefix) {
-			out = append(out, w.Name)
-		}
-	}
-	return out
-}
-
-// heal removes this package's toxics from p.
-func heal(p *toxiproxy.Proxy) error {
 	var errs []error
-	for _, name := range ourToxics(p) {
-		if err := p.Toxics.RemoveToxic(context.Background(), name); err != nil {
-			errs = append(errs, fmt.Errorf("cluster: heal link %q: %w", p.Name, err))
+	n.sh.close()
+	if err := nft("delete table ip " + n.table + "\n"); err != nil {
+		errs = append(errs, fmt.Errorf("cluster: close network: %w", err))
+	}
+	ls := make([]*link, 0, len(n.links))
+	for _, l := range n.links {
+		ls = append(ls, l)
+		errs = append(errs, l.reserve.Close())
+	}
+	errs = append(errs, killConns(ls))
+	n.links = map[string]*link{}
+	if n.server != nil {
+		if err := n.server.Collection.Clear(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: close network: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// link returns the named link; the caller holds n.mu.
+func (n *Network) link(name string) (*link, error) {
+	if n.closed {
+		return nil, ErrNetworkClosed
+	}
+	l, ok := n.links[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrNoLink, name)
+	}
+	return l, nil
+}
+
+// resetInterval is how often resetWatch looks at the connections of reset
+// links.
+const resetInterval = 10 * time.Millisecond
+
+// resetWatch completes the resets of reset links while any is on. The
+// kernel's rule answers a packet with a RST to its sender only; this
+// goroutine sees a connection that lost one end (the dialling end, whose
+// peer is the link's address, or the accepting end, at the link's target
+// with the dialling end's address as peer) and destroys the other end, so
+// that, as a reset proxy would, the fault closes both. It ends when no link
+// is reset any more, or at Close.
+func (n *Network) resetWatch(done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(resetInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		n.mu.Lock()
+		var ends []linkEnds
+		for _, l := range n.links {
+			if l.resetting() {
+				ends = append(ends, linkEnds{l.addr, l.target})
+			}
+		}
+		if len(ends) == 0 {
+			n.watching = false
+			n.mu.Unlock()
+			n.pmu.Lock()
+			n.pairs = nil
+			n.pmu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		n.pmu.Lock()
+		n.pairs = completeResets(ends, n.pairs)
+		n.pmu.Unlock()
+	}
+}
+
+// linkEnds are the two addresses of a link's connections: the link's own
+// (the dialling ends' peer) and its target (the accepting ends' address).
+type linkEnds struct{ addr, target string }
+
+// completeResets lists the connections of the links and destroys the end
+// left of each connection that had both ends at the last look and has one
+// now. It returns the connections that have both ends now.
+func completeResets(ls []linkEnds, before map[string]bool) map[string]bool {
+	var terms []string
+	dialled := map[string]linkEnds{} // link address -> link
+	targets := map[string]linkEnds{} // target address -> link
+	for _, l := range ls {
+		terms = append(terms, "dst "+l.addr, "src "+l.target)
+		dialled[l.addr] = l
+		targets[l.target] = l
+	}
+	out, err := exec.Command("ss", "-t", "-n", "-H", "state", "established", "state", "close-wait", "( "+strings.Join(terms, " or ")+" )").Output()
+	if err != nil {
+		return before
+	}
+	type ends struct {
+		dialling, accepting bool
+		l                   linkEnds
+	}
+	conns := map[string]*ends{} // dialling end's address -> what of it exists
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		local, peer := f[len(f)-2], f[len(f)-1]
+		if l, ok := dialled[peer]; ok {
+			e := conns[local]
+			if e == nil {
+				e = &ends{l: l}
+				conns[local] = e
+			}
+			e.dialling = true
+		} else if l, ok := targets[local]; ok {
+			e := conns[peer]
+			if e == nil {
+				e = &ends{l: l}
+				conns[peer] = e
+			}
+			e.accepting = true
+		}
+	}
+	now := map[string]bool{}
+	for from, e := range conns {
+		switch {
+		case e.dialling && e.accepting:
+			now[from] = true
+		case before[from] && e.dialling:
+			_ = exec.Command("ss", "-K", "-t", "-n", "-H", "src", from, "dst", e.l.addr).Run()
+		case before[from] && e.accepting:
+			_ = exec.Command("ss", "-K", "-t", "-n", "-H", "src", e.l.target, "dst", from).Run()
+		}
+	}
+	return now
 }

@@ -210,19 +210,34 @@ func TestNetworkFaultsAgainstRedis(t *testing.T) {
 		}
 	})
 
-	t.Run("latency delays replies", func(t *testing.T) {
-		if err := n.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); err != nil {
+	t.Run("latency needs proxies", func(t *testing.T) {
+		if err := n.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("latency on a direct network: got %v, want ErrUnavailable", err)
+		}
+		p, err := NewNetwork(WithProxies())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		a, err := p.Link("w1->n1", redis1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Latency([]string{"w1->n1"}, 150*time.Millisecond, 0); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if r, err := ping(a1, 2*time.Second); err != nil || r != "+PONG" {
+		if r, err := ping(a, 2*time.Second); err != nil || r != "+PONG" {
 			t.Fatalf("ping with latency: %q, %v", r, err)
 		}
 		if el := time.Since(start); el < 150*time.Millisecond {
 			t.Errorf("ping with 150ms latency took %v", el)
 		}
-		if err := n.Heal("w1->n1"); err != nil {
+		if err := p.Heal("w1->n1"); err != nil {
 			t.Fatal(err)
+		}
+		if got := p.Faulty(); len(got) != 0 {
+			t.Errorf("Faulty after heal = %v", got)
 		}
 	})
 
@@ -270,4 +285,26 @@ func TestNetworkFaultsAgainstRedis(t *testing.T) {
 			t.Errorf("Link after Close: %v", err)
 		}
 	})
+}
+
+// BenchmarkCutHeal measures how long a partition takes to be put in place
+// and lifted on one link (two nft transactions): the delay between a fault's
+// scheduled time and its effect.
+func BenchmarkCutHeal(b *testing.B) {
+	n, err := NewNetwork()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	if _, err := n.Link("w0->n1", "127.0.0.1:1"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := n.Cut("w0->n1"); err != nil {
+			b.Fatal(err)
+		}
+		if err := n.Heal("w0->n1"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

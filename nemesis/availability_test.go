@@ -123,7 +123,7 @@ func TestRunnerRecordsFaultsAndHeals(t *testing.T) {
 }
 
 func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,14 +53,14 @@ type testRun struct {
 }
 
 // startRun starts a local cluster for spec with links "wX->nY" for workers
-// workers, the way the runner wires a run. Everything is torn down in
-// t.Cleanup, after a final HealAll.
-func startRun(t *testing.T, spec cluster.Spec, workers int) *testRun {
+// workers, the way the runner wires a run (opts: WithProxies for latency).
+// Everything is torn down in t.Cleanup, after a final HealAll.
+func startRun(t *testing.T, spec cluster.Spec, workers int, opts ...cluster.NetworkOption) *testRun {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed")
 	}
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestClockStrobeFlipsTheNodeClock(t *testing.T) {
 }
 
 func TestLatencySlowsOnlyTheTargetNode(t *testing.T) {
-	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 2}, 1)
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 2}, 1, cluster.WithProxies())
 	rtt := func(node string) time.Duration {
 		c := tr.worker(t, 0, node)
 		began := time.Now()

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -35,11 +36,27 @@ const linkShapes = "targets: nodes (names, one, minority, majority, all, primari
 	"halves (a random split of nodes and workers), or workers (w0, one, all: they lose the nodes of option nodes, default all); " +
 	"option links: all (default), clients, nodes"
 
-// Partition cuts links like a cut cable: connections stay open and data is
-// dropped in both directions; new connections hang the same way. Its heal
-// removes the cut, which closes the connections that lived through it. The
-// nodes it cuts off are unavailable until the heal (LinkSelection.CutOff):
-// a node counts as up only while every worker and its peers reach it.
+// The values of the direction option of the partition fault.
+const (
+	// DirectionBoth drops the packets of both sides (the default).
+	DirectionBoth = "both"
+	// DirectionInbound drops only what is sent to the isolated side (the
+	// targeted nodes, the targeted workers, the minority of halves).
+	DirectionInbound = "inbound"
+	// DirectionOutbound drops only what the isolated side sends.
+	DirectionOutbound = "outbound"
+)
+
+// Partition cuts links like a cut cable, in the kernel: the packets of the
+// links' connections are dropped (in both directions, or in one with option
+// direction), connections stay open and the senders' TCP retransmits what
+// it sent; new connections hang in their handshake. Its heal lets the next
+// retransmission through: what waited is delivered, and no connection is
+// closed by the heal. A connection ends during a cut only as the OS ends
+// it (retransmission timeout, keepalive, TCP_USER_TIMEOUT; see
+// docs/network.md). The nodes it cuts off are unavailable until the heal
+// (LinkSelection.CutOff): a node counts as up only while every worker and
+// its peers reach it.
 type Partition struct{}
 
 // Name returns "partition".
@@ -47,23 +64,35 @@ func (Partition) Name() string { return "partition" }
 
 // Describe says what the fault does and what it takes.
 func (Partition) Describe() string {
-	return "cut links, holding connections open and dropping data; " + linkShapes
+	return "cut links, holding connections open and dropping packets until the heal delivers what waited; " +
+		"option direction: both (default), inbound (nothing reaches the isolated side), outbound (nothing leaves it); " + linkShapes
 }
 
-// Available reports whether the run has a proxied network.
+// Available reports whether the run has a network.
 func (Partition) Available(env *Env) error { return networkAvailable(env) }
 
 // Check checks the step's options.
-func (Partition) Check(step Step) error { return checkLinkStep(step) }
+func (Partition) Check(step Step) error {
+	if err := checkOptions(step, []string{"links", "nodes", "direction"}); err != nil {
+		return err
+	}
+	if _, err := choiceOption(step, "links", LinksAll, LinksClients, LinksNodes); err != nil {
+		return err
+	}
+	_, err := choiceOption(step, "direction", DirectionBoth, DirectionInbound, DirectionOutbound)
+	return err
+}
 
 // Inject cuts the links the step's targets select.
 func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
 	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultCut}, true)
 }
 
-// Reset makes links reset (TCP RST) their connections as soon as data flows,
-// until healed. Nothing gets through such a link, so, like a partition, it
-// makes the nodes it cuts off unavailable until the heal.
+// Reset closes the links' connections at once (a TCP RST to both ends) and
+// answers every packet of the links, new connections included, with a RST
+// until healed. It is the one network fault that closes connections.
+// Nothing gets through such a link, so, like a partition, it makes the
+// nodes it cuts off unavailable until the heal.
 type Reset struct{}
 
 // Name returns "reset".
@@ -71,10 +100,10 @@ func (Reset) Name() string { return "reset" }
 
 // Describe says what the fault does and what it takes.
 func (Reset) Describe() string {
-	return "reset every connection of the links as soon as data flows; " + linkShapes
+	return "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes
 }
 
-// Available reports whether the run has a proxied network.
+// Available reports whether the run has a network.
 func (Reset) Available(env *Env) error { return networkAvailable(env) }
 
 // Check checks the step's options.
@@ -86,8 +115,10 @@ func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
 }
 
 // Latency delays the replies on links by the delay option (default
-// DefaultLatency) plus or minus the jitter option (default 0). A slow node is
-// still up and reachable: latency makes no node unavailable.
+// DefaultLatency) plus or minus the jitter option (default 0). It needs the
+// run's links to go through proxies (the runner does so when a step of the
+// schedule is a latency step). A slow node is still up and reachable:
+// latency makes no node unavailable.
 type Latency struct{}
 
 // Name returns "latency".
@@ -98,7 +129,7 @@ func (Latency) Describe() string {
 	return "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes
 }
 
-// Available reports whether the run has a proxied network.
+// Available reports whether the run has a network.
 func (Latency) Available(env *Env) error { return networkAvailable(env) }
 
 // Check checks the step's options.
@@ -119,7 +150,7 @@ func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error)
 
 func networkAvailable(env *Env) error {
 	if env.Network == nil || env.Cluster == nil {
-		return fmt.Errorf("%w: no proxied network", cluster.ErrUnavailable)
+		return fmt.Errorf("%w: no network", cluster.ErrUnavailable)
 	}
 	return nil
 }
@@ -152,19 +183,77 @@ func injectLinks(env *Env, step Step, f cluster.Fault, cuts bool) (Heal, any, er
 	if cuts {
 		cutOff = sel.CutOff()
 	}
+	groups := []linkGroup{{f, sel.Links}}
+	if f.Kind == cluster.FaultCut {
+		dir, err := choiceOption(step, "direction", DirectionBoth, DirectionInbound, DirectionOutbound)
+		if err != nil {
+			return nil, nil, err
+		}
+		if dir != DirectionBoth {
+			desc["direction"] = dir
+			groups = sel.oneWay(dir)
+		}
+	}
 	out := env.takeDown(cutOff, true)
-	if err := env.links.apply(env.Network, f, sel.Links...); err != nil {
-		out.bringUpAll()
-		return nil, desc, err
+	for i, g := range groups {
+		if err := env.links.apply(env.Network, g.fault, g.links...); err != nil {
+			for _, done := range groups[:i] {
+				_ = env.links.heal(env.Network, done.fault, done.links...)
+			}
+			out.bringUpAll()
+			return nil, desc, err
+		}
 	}
 	heal := func(context.Context) error {
-		err := env.links.heal(env.Network, f, sel.Links...)
+		var errs []error
+		for _, g := range groups {
+			errs = append(errs, env.links.heal(env.Network, g.fault, g.links...))
+		}
+		err := errors.Join(errs...)
 		if err == nil {
 			out.bringUpAll()
 		}
 		return err
 	}
 	return heal, desc, nil
+}
+
+// linkGroup is a fault and the links it is applied to.
+type linkGroup struct {
+	fault cluster.Fault
+	links []string
+}
+
+// oneWay splits the selection's links into the one-way cuts that drop what
+// is sent to the isolated side (DirectionInbound) or what it sends
+// (DirectionOutbound). A link runs from the end that dials to the end that
+// listens: a cut of what its "from" end sends is a forward cut. The
+// isolated side is the targeted workers for worker targets, else the
+// isolated nodes and (halves) the minority's workers.
+func (s LinkSelection) oneWay(dir string) []linkGroup {
+	isolated := setOf(workerNames(s.Workers))
+	if s.Others != nil || s.Workers == nil {
+		for _, n := range s.Nodes {
+			isolated[n] = true
+		}
+	}
+	fromIsolated := map[cluster.Direction][]string{}
+	for _, l := range s.Links {
+		from, _, _ := cluster.SplitLinkName(l)
+		// Outbound from the "from" end is forward; inbound to it is back.
+		d := cluster.DirectionForward
+		if isolated[from] == (dir == DirectionInbound) {
+			d = cluster.DirectionBack
+		}
+		fromIsolated[d] = append(fromIsolated[d], l)
+	}
+	var out []linkGroup
+	for _, d := range []cluster.Direction{cluster.DirectionForward, cluster.DirectionBack} {
+		if ls := fromIsolated[d]; len(ls) > 0 {
+			out = append(out, linkGroup{cluster.Fault{Kind: cluster.FaultCut, Direction: d}, ls})
+		}
+	}
+	return out
 }
 
 func workerCount(env *Env) int {

@@ -42,7 +42,7 @@ func (c *stoppableCluster) Resume(_ context.Context, n string) error { return c.
 // two workers to every server node through which nothing ever connects.
 func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *history.Recorder) {
 	t.Helper()
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,3 +277,62 @@ func TestSelectLinksHalves(t *testing.T) {
 		}
 	}
 }
+
+func TestOneWayPartitions(t *testing.T) {
+	three := []cluster.Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
+	fwd, back := cluster.DirectionForward, cluster.DirectionBack
+	tests := []struct {
+		name string
+		step Step
+		want map[cluster.Direction][]string
+	}{
+		{
+			name: "nothing reaches n1",
+			step: Step{Fault: "partition", Targets: []string{"n1"}, Options: map[string]string{"direction": DirectionInbound}},
+			// n1 dials n2 and n3: their replies are cut; the others dial n1: their requests are.
+			want: map[cluster.Direction][]string{fwd: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}, back: {"n1->n2", "n1->n3"}},
+		},
+		{
+			name: "nothing leaves n1",
+			step: Step{Fault: "partition", Targets: []string{"n1"}, Options: map[string]string{"direction": DirectionOutbound}},
+			want: map[cluster.Direction][]string{fwd: {"n1->n2", "n1->n3"}, back: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}},
+		},
+		{
+			name: "worker w1 hears nothing from n2",
+			step: Step{Fault: "partition", Targets: []string{"w1"}, Options: map[string]string{"nodes": "n2", "direction": DirectionInbound}},
+			want: map[cluster.Direction][]string{back: {"w1->n2"}},
+		},
+		{
+			name: "worker w1's requests to n2 and n3 are lost",
+			step: Step{Fault: "partition", Targets: []string{"w1"}, Options: map[string]string{"nodes": "n2,n3", "direction": DirectionOutbound}},
+			want: map[cluster.Direction][]string{fwd: {"w1->n2", "w1->n3"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := (Partition{}).Check(tt.step); err != nil {
+				t.Fatal(err)
+			}
+			sel, err := SelectLinks(tt.step, three, meshLinks(2, three), 2, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[cluster.Direction][]string{}
+			for _, g := range sel.oneWay(tt.step.Options["direction"]) {
+				if g.fault.Kind != cluster.FaultCut {
+					t.Errorf("one-way fault of kind %q", g.fault.Kind)
+				}
+				got[g.fault.Direction] = g.links
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if err := (Partition{}).Check(Step{Fault: "partition", Targets: []string{"n1"}, Options: map[string]string{"direction": "sideways"}}); !errors.Is(err, ErrOption) {
+		t.Errorf("direction sideways: got %v, want ErrOption", err)
+	}
+	if err := (Reset{}).Check(Step{Fault: "reset", Targets: []string{"n1"}, Options: map[string]string{"direction": DirectionInbound}}); !errors.Is(err, ErrOption) {
+		t.Errorf("a reset with a direction: got %v, want ErrOption", err)
+	}
+}

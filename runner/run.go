@@ -273,7 +273,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 // before it returns, on every path. It reports whether ctx was cancelled.
 func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger, onNemesis func(*nemesis.Runner)) (interrupted bool, err error) {
 	teardown := context.WithoutCancel(ctx)
-	net, err := cluster.NewNetwork()
+	net, err := cluster.NewNetwork(networkOptions(s.Nemesis.Steps)...)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -483,6 +483,18 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 		}
 	}
 	results.JudgeFailedFaults(missing)
+}
+
+// networkOptions returns the options of the run's network: links go
+// through proxies only when a step of the schedule adds latency, so that
+// every other run's links cost nothing.
+func networkOptions(steps []nemesis.Step) []cluster.NetworkOption {
+	for _, st := range steps {
+		if st.Fault == (nemesis.Latency{}).Name() {
+			return []cluster.NetworkOption{cluster.WithProxies()}
+		}
+	}
+	return nil
 }
 
 // isolator returns a function that cuts (or heals) every link of worker

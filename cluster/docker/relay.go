@@ -15,12 +15,12 @@ import (
 )
 
 // A relay carries one node-to-node link out of a container. A container
-// cannot reach the harness's proxies, which listen on the host's loopback
+// cannot reach the harness's links, which are addresses on the host's loopback
 // only; so the harness opens a listening socket on 127.0.0.1 inside the
 // container's own network namespace, and pipes every connection accepted
-// there to the link's proxy on the host's loopback. The node (a Redis
+// there to the link's address on the host's loopback. The node (a Redis
 // replica) connects to 127.0.0.1:<relay port> in its container; the nemesis
-// cuts the link's proxy as for any other link. Nothing listens beyond a
+// cuts the link as any other link. Nothing listens beyond a
 // loopback interface.
 type relay struct {
 	ln   net.Listener
