@@ -177,3 +177,40 @@ func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
 	}
 	check("after every heal")
 }
+
+func TestBegunAfterTheStartSteps(t *testing.T) {
+	workers := &quietWorkers{n: 2}
+	r := NewRunner(&Env{Cluster: bareCluster{system: cluster.Redis, nodes: fiveMasters()}, Workers: workers, Recorder: history.NewRecorder()})
+	select {
+	case <-r.Begun():
+		t.Fatal("Begun is closed before Run started")
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	steps := Schedule{
+		{At: time.Hour, Fault: "client-clock", Targets: []string{"w0"}, Offset: time.Second},
+		{At: 0, Fault: "client-clock", Targets: []string{"w1"}, Offset: 7 * time.Second},
+	}
+	go func() { done <- r.Run(ctx, time.Now(), steps) }()
+	<-r.Begun()
+	workers.mu.Lock()
+	got := workers.clocks
+	workers.mu.Unlock()
+	if got[1] != 7*time.Second || got[0] != 0 {
+		t.Fatalf("when Begun closed the worker clocks were %v, want the step at 0 (w1 +7s) in force and the step an hour later (w0) not", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A Run that stops before its first step still ends Begun.
+	r2 := NewRunner(&Env{Cluster: bareCluster{system: cluster.Redis, nodes: fiveMasters()}, Workers: workers})
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if err := r2.Run(ctx2, time.Now(), Schedule{{At: time.Hour, Fault: "client-clock", Targets: []string{"w0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	<-r2.Begun()
+}

@@ -192,6 +192,10 @@ type Runner struct {
 	mu     sync.Mutex
 	active []*active
 	errs   []error
+	// begun is closed once Run has injected every step due at its start
+	// (see Begun).
+	begun     chan struct{}
+	beginOnce sync.Once
 }
 
 // NewRunner returns a Runner for env. When env.Rand is nil it is set to a
@@ -200,8 +204,16 @@ func NewRunner(env *Env) *Runner {
 	if env.Rand == nil {
 		env.Rand = rand.New(rand.NewPCG(0, 0))
 	}
-	return &Runner{env: env}
+	return &Runner{env: env, begun: make(chan struct{})}
 }
+
+// Begun returns a channel that is closed once Run has injected every step
+// due at the schedule's start (At ≤ 0), or has stopped before: a workload
+// that waits for it meets the faults that a scenario puts "at: 0s" already
+// in force, as the scenario says, instead of racing them.
+func (r *Runner) Begun() <-chan struct{} { return r.begun }
+
+func (r *Runner) begin() { r.beginOnce.Do(func() { close(r.begun) }) }
 
 // Run executes schedule, each step at its time since start, until the
 // schedule is done or ctx ends. Faults with a Duration are healed when it
@@ -213,7 +225,11 @@ func NewRunner(env *Env) *Runner {
 func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer r.begin()
 	for _, step := range schedule.Sorted() {
+		if step.At > 0 {
+			r.begin()
+		}
 		if !sleepUntil(ctx, start.Add(step.At)) {
 			break
 		}

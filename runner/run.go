@@ -408,6 +408,16 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	start := rec.Start()
 	stop, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
+	nemDone := make(chan error, 1)
+	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
+	defer stopNemesis()
+	go func() { nemDone <- nem.Run(nemCtx, start, s.Nemesis.Steps) }() // resolved in Run
+	// Faults due at the start are in force before the first worker asks.
+	select {
+	case <-nem.Begun():
+	case <-stop.Done():
+	}
+
 	var wg sync.WaitGroup
 	var panicked atomic.Value
 	for _, w := range ws {
@@ -423,11 +433,6 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			w.run(stop, ctx)
 		}()
 	}
-	nemDone := make(chan error, 1)
-	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
-	defer stopNemesis()
-	go func() { nemDone <- nem.Run(nemCtx, start, s.Nemesis.Steps) }() // resolved in Run
-
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
