@@ -252,6 +252,23 @@ func TestEtcdReleaseAfterIsolation(t *testing.T) {
 	if err := nw.Heal(link); err != nil {
 		t.Fatal(err)
 	}
+	// A cut holds the connection open, as a cable cut does: what a's
+	// client sent meanwhile is retransmitted with TCP's backoff after the
+	// heal. Wait until the connection answers again, so that the release
+	// is classified from what etcd answers, not from a request still
+	// waiting for its retransmission (which would rightly leave the
+	// outcome unknown).
+	for {
+		gctx, gcancel := context.WithTimeout(ctx, time.Second)
+		_, gerr := a.(*EtcdMutex).client.Get(gctx, "connection-check")
+		gcancel()
+		if gerr == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("a's connection did not answer after the heal: %v", gerr)
+		}
+	}
 	done, err := recordedRelease(t, ctx, a, la)
 	if done.Type != history.Fail || !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("release of the expired lease: err = %v, recorded %s; want ErrNotHeld, fail", err, done.Type)

@@ -210,10 +210,10 @@ func postgresOf(t *testing.T, l Locker) *Postgres {
 
 // throughLinks routes a worker's connections to every node of eps through
 // a proxied link of its own, closed at cleanup: the endpoints through the
-// links, the network and the links' names.
-func throughLinks(t *testing.T, worker string, eps []Endpoint) (via []Endpoint, nw *cluster.Network, links []string) {
+// links, the network (made with opts) and the links' names.
+func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.NetworkOption) (via []Endpoint, nw *cluster.Network, links []string) {
 	t.Helper()
-	nw, err := cluster.NewNetwork()
+	nw, err := cluster.NewNetwork(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestStepDoneButReplyLost(t *testing.T) {
 			eps := cs.endpoints(t, tc.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			via, nw, links := throughLinks(t, "w0", eps)
+			via, nw, links := throughLinks(t, "w0", eps, cluster.WithProxies()) // latency needs proxies
 			const timeout, delay = time.Second, 3 * time.Second
 			options := map[string]string{"timeout": timeout.String()}
 			l := newLocker(t, tc.algorithm, via, 0, options)
