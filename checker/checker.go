@@ -6,6 +6,8 @@ package checker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -68,6 +70,21 @@ type Anomaly struct {
 	Window    *Window `json:"window,omitempty"`
 	Follows   int     `json:"follows,omitempty"`
 	Followers [][]int `json:"followers,omitempty"`
+}
+
+// FollowersOps lists the ops of the first n anomalies that follow from a's
+// cause (Followers), separated by commas, and then more when there are
+// others: "[1 9], [1 12], [1 15], …" for n 3 and more "…".
+func (a Anomaly) FollowersOps(n int, more string) string {
+	var parts []string
+	for i, f := range a.Followers {
+		if i == n {
+			parts = append(parts, more)
+			break
+		}
+		parts = append(parts, fmt.Sprint(f))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Window is the stretch of harness time a liveness anomaly covers, from

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/internal/fixture"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -42,25 +43,6 @@ func readExpect(t *testing.T, path string) (Verdict, []string) {
 	}
 	slices.Sort(kinds)
 	return v, kinds
-}
-
-// readLivenessExpect reads the "liveness:" line of testdata/<name>.expect:
-// exactly the liveness anomaly kinds Liveness must find. A fixture without
-// the line is not judged for liveness.
-func readLivenessExpect(t *testing.T, path string) ([]string, bool) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "liveness" {
-			kinds := strings.Fields(val)
-			slices.Sort(kinds)
-			return kinds, true
-		}
-	}
-	return nil, false
 }
 
 // anomalyClaims are the lines of testdata/<name>.expect that pin what the
@@ -204,7 +186,11 @@ func TestFixtures(t *testing.T) {
 				}
 				t.Fatalf("got %s %v, want %s %v%s", got, kinds, wantVerdict, wantKinds, s)
 			}
-			if wantLive, ok := readLivenessExpect(t, strings.TrimSuffix(file, ".jsonl")+".expect"); ok {
+			wantLive, judged, err := fixture.Liveness(strings.TrimSuffix(file, ".jsonl") + ".expect")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if judged {
 				live := Liveness(h, LivenessOptions{})
 				var got []string
 				for _, a := range live.Anomalies {

@@ -170,16 +170,7 @@ func follows(as []checker.Anomaly) int {
 // followersText lists the ops of the first few anomalies that follow from
 // a's cause: "[1 9], [1 12], [1 15], …".
 func followersText(a anomalyJSON) string {
-	const shown = 5
-	var parts []string
-	for i, f := range a.Followers {
-		if i == shown {
-			parts = append(parts, "…")
-			break
-		}
-		parts = append(parts, fmt.Sprint(f))
-	}
-	return strings.Join(parts, ", ")
+	return checker.Anomaly{Followers: a.Followers}.FollowersOps(5, "…")
 }
 
 // reportView is the data of report.html.tmpl.

@@ -1,4 +1,4 @@
-package scenarios
+package scenarios_test
 
 import (
 	"errors"
@@ -6,22 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
-
-// runNames are the names a runner supplies, with the cluster layouts and the
-// lock option checks.
-var runNames = Names{
-	Algorithms: clients.Names(),
-	Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
-	Faults:     nemesis.Names(),
-	Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
-		return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
-	},
-	LockOptions: clients.CheckOptions,
-}
 
 // TestTargetsAndOptionsAgainstTheRun requires fault targets the cluster or
 // the workers do not have, lock options the algorithm does not know or
@@ -77,14 +63,14 @@ func TestTargetsAndOptionsAgainstTheRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), "t.yaml", runNames)
+			_, err := scenarios.Parse([]byte(tc.yaml), "t.yaml", realNames())
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("Parse = %v, want a valid scenario\n%s", err, tc.yaml)
 				}
 				return
 			}
-			if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "\n") {
+			if !errors.Is(err, scenarios.ErrInvalid) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("Parse = %v, want a one-line ErrInvalid\n%s", err, tc.yaml)
 			}
 			for _, w := range tc.want {
@@ -100,12 +86,12 @@ func TestTargetsAndOptionsAgainstTheRun(t *testing.T) {
 // number of workers: w3 is a target of four workers, not of two.
 func TestCheckRunAfterOverrides(t *testing.T) {
 	yml := "name: t\nsystem: {name: redis}\nlock: {algorithm: redis-single, ttl: 1s}\nworkers: 4\nduration: 3s\nnemesis:\n  steps:\n    - {at: 1s, fault: client-pause, targets: [w3]}\n"
-	s, err := Parse([]byte(yml), "t.yaml", runNames)
+	s, err := scenarios.Parse([]byte(yml), "t.yaml", realNames())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Workers = 2
-	if err := s.CheckRun(runNames); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "t.yaml:8: nemesis.steps.0.targets:") || !strings.Contains(err.Error(), `"w3"`) {
+	if err := s.CheckRun(realNames()); !errors.Is(err, scenarios.ErrInvalid) || !strings.Contains(err.Error(), "t.yaml:8: nemesis.steps.0.targets:") || !strings.Contains(err.Error(), `"w3"`) {
 		t.Fatalf("CheckRun with 2 workers = %v, want w3 refused with its line", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/internal/fixture"
 	"github.com/jepsen-lite/jepsen-lite/checker/reference"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -45,8 +46,11 @@ func TestFixtures(t *testing.T) {
 			if got := res.All(); res.Verdict != verdict || !slices.Equal(got, kinds) {
 				t.Fatalf("reference: %s %v, want %s %v", res.Verdict, got, verdict, kinds)
 			}
-			want, ok := readLiveness(t, strings.TrimSuffix(file, ".jsonl")+".expect")
-			if !ok {
+			want, judged, err := fixture.Liveness(strings.TrimSuffix(file, ".jsonl") + ".expect")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !judged {
 				return
 			}
 			live, err := reference.Liveness(h, reference.LivenessOptions{})
@@ -63,24 +67,6 @@ func TestFixtures(t *testing.T) {
 			}
 		})
 	}
-}
-
-// readLiveness reads the "liveness:" line of NAME.expect: exactly the
-// liveness anomaly kinds; false when the fixture has none.
-func readLiveness(t *testing.T, path string) ([]string, bool) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "liveness" {
-			kinds := strings.Fields(val)
-			slices.Sort(kinds)
-			return kinds, true
-		}
-	}
-	return nil, false
 }
 
 // readExpect reads NAME.expect: a "verdict:" line and an "anomalies:" line

@@ -6,27 +6,13 @@
 # exactly the liveness anomaly kinds). Each pins one rule that an earlier
 # statement of §4.5/§4.6 got wrong.
 # Regenerate with: python3 checker/testdata/make_lease_liveness_fixtures.py
-import json, os
-MS = 1_000_000
-os.chdir(os.path.dirname(os.path.abspath(__file__)))
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in testdata
+import make_liveness_fixtures as liveness
+from make_liveness_fixtures import MS, crash, avail, nemesis
 
 def fx(name, live, rows, version=4):
-    lines = []
-    if version > 1:
-        lines.append(json.dumps({"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
-                                 "value": {"format": "jepsen-lite", "version": version}}, separators=(",", ":")))
-    rows = sorted(rows, key=lambda r: r[0])
-    for r in rows:
-        t, p, typ, f = r[:4]
-        extra = r[4] if len(r) > 4 else {}
-        o = {"index": len(lines), "time": int(round(t*MS)), "process": p}
-        if p != -1: o["client"] = p % 4
-        o["type"] = typ; o["f"] = f
-        for k in ["key", "ttl", "lease", "session", "value", "error"]:
-            if k in extra: o[k] = extra[k]
-        lines.append(json.dumps(o, separators=(",", ":")))
-    open("liveness-"+name+".jsonl", "w").write("\n".join(lines)+"\n")
-    open("liveness-"+name+".expect", "w").write("verdict: valid\nanomalies: \nliveness: %s\n" % " ".join(sorted(live)))
+    liveness.fx(name, live, rows, version)
 
 def acquire(t, p, outcome, lease=None, ttl=1000, took=5, session=None, error="held"):
     """An acquire of k by p from t to t+took ms; lease in ms (-1: never)."""
@@ -56,25 +42,9 @@ def renew(t, p, outcome, ttl):
 def lease_lost(t, p):
     return [(t, p, "invoke", "lease-lost", {"key": "k"}), (t, p, "ok", "lease-lost", {"key": "k"})]
 
-def crash(t, p):
-    """p crashes: a write of unknown outcome."""
-    return [(t, p, "invoke", "write", {"key": "k", "value": 1}), (t+5, p, "info", "write", {"key": "k", "error": "timeout"})]
-
 def refusals(t0, t1, procs=(1, 2, 3)):
     """Refused acquires every 100 ms from t0 to t1, by procs in turn."""
-    out, i = [], 0
-    for t in range(t0, t1, 100):
-        out += acquire(t, procs[i % len(procs)], "fail")
-        i += 1
-    return out
-
-def avail(t, nodes, down):
-    return (t, -1, "info", "availability", {"value": {"nodes": nodes, "down": down}})
-
-def nemesis(t, f, value, typ="info", error=None):
-    extra = {"value": value}
-    if error: extra["error"] = error
-    return (t, -1, typ, f, extra)
+    return liveness.refusals(t0, t1, procs, acquire)
 
 # A version 1 history (no `lease`: the ttl stands for the lease and counts
 # from the grant): worker 1 waits in a blocking acquire from 0.1 s and is

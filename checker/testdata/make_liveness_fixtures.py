@@ -4,13 +4,20 @@
 # (liveness-<name>.expect: the safety verdict, exactly the safety anomaly
 # kinds, and on a "liveness:" line exactly the liveness anomaly kinds).
 # Regenerate with: python3 checker/testdata/make_liveness_fixtures.py
+# make_lease_liveness_fixtures.py writes its fixtures with fx and the op
+# makers of this file.
 import json, os
 MS = 1_000_000
 os.chdir(os.path.dirname(os.path.abspath(__file__)))
 
-def fx(name, live, rows):
-    lines = [json.dumps({"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
-                         "value": {"format": "jepsen-lite", "version": 3}}, separators=(",", ":"))]
+def fx(name, live, rows, version=3):
+    """Writes liveness-<name>.jsonl (format version; version 1 has no
+    history record) and liveness-<name>.expect: valid, no safety anomaly,
+    exactly the liveness kinds live."""
+    lines = []
+    if version > 1:
+        lines.append(json.dumps({"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
+                                 "value": {"format": "jepsen-lite", "version": version}}, separators=(",", ":")))
     rows = sorted(rows, key=lambda r: r[0])
     for r in rows:
         t, p, typ, f = r[:4]
@@ -38,7 +45,7 @@ def crash(t, p):
     """p crashes: a write of unknown outcome."""
     return [(t, p, "invoke", "write", {"key": "k", "value": 1}), (t+5, p, "info", "write", {"key": "k", "error": "timeout"})]
 
-def refusals(t0, t1, procs=(1, 2, 3)):
+def refusals(t0, t1, procs=(1, 2, 3), acquire=acquire):
     """Refused acquires every 100 ms from t0 to t1, by procs in turn."""
     out, i = [], 0
     for t in range(t0, t1, 100):
@@ -49,46 +56,49 @@ def refusals(t0, t1, procs=(1, 2, 3)):
 def avail(t, nodes, down):
     return (t, -1, "info", "availability", {"value": {"nodes": nodes, "down": down}})
 
-def nemesis(t, f, value):
-    return (t, -1, "info", f, {"value": value})
+def nemesis(t, f, value, typ="info", error=None):
+    extra = {"value": value}
+    if error: extra["error"] = error
+    return (t, -1, typ, f, extra)
 
-# Every node up, the holder of a lock that never expires crashed: nobody can
-# take it again. Stuck, and unavailable (a majority is up) from the crash on.
-fx("holder-crashed-never-expires", ["stuck", "unavailable"],
-   acquire(0, 0, "ok", lease=-1) + crash(10, 0) + refusals(100, 2500))
+if __name__ == "__main__":
+    # Every node up, the holder of a lock that never expires crashed: nobody can
+    # take it again. Stuck, and unavailable (a majority is up) from the crash on.
+    fx("holder-crashed-never-expires", ["stuck", "unavailable"],
+       acquire(0, 0, "ok", lease=-1) + crash(10, 0) + refusals(100, 2500))
 
-# Every node up and nobody holds the lock, yet it is refused for 3 s; then
-# it is granted again: unavailable between the grants, not stuck.
-fx("refused-3s-no-holder", ["unavailable"],
-   acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 3100)
-   + acquire(3200, 1, "ok", lease=1000) + release(3210, 1))
+    # Every node up and nobody holds the lock, yet it is refused for 3 s; then
+    # it is granted again: unavailable between the grants, not stuck.
+    fx("refused-3s-no-holder", ["unavailable"],
+       acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 3100)
+       + acquire(3200, 1, "ok", lease=1000) + release(3210, 1))
 
-# Redlock over 5 masters, 3 of them killed during the refusals: no majority,
-# so the refusals prove nothing. After the start, the lock is granted again
-# within its lease.
-fx("redlock-majority-killed", [],
-   acquire(0, 0, "ok", lease=1000) + release(10, 0)
-   + [avail(95, 5, ["n1", "n2", "n3"]), nemesis(96, "kill", {"nodes": ["n1", "n2", "n3"]})]
-   + refusals(100, 3100)
-   + [avail(3150, 5, []), nemesis(3151, "start", {"nodes": ["n1", "n2", "n3"]})]
-   + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
+    # Redlock over 5 masters, 3 of them killed during the refusals: no majority,
+    # so the refusals prove nothing. After the start, the lock is granted again
+    # within its lease.
+    fx("redlock-majority-killed", [],
+       acquire(0, 0, "ok", lease=1000) + release(10, 0)
+       + [avail(95, 5, ["n1", "n2", "n3"]), nemesis(96, "kill", {"nodes": ["n1", "n2", "n3"]})]
+       + refusals(100, 3100)
+       + [avail(3150, 5, []), nemesis(3151, "start", {"nodes": ["n1", "n2", "n3"]})]
+       + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
 
-# A live holder's lease of 5 s excuses the refusals of the others; it then
-# releases and the next worker takes the lock.
-fx("refusals-excused-by-live-lease", [],
-   acquire(0, 0, "ok", lease=5000, ttl=5000) + refusals(100, 3100) + release(3200, 0)
-   + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
+    # A live holder's lease of 5 s excuses the refusals of the others; it then
+    # releases and the next worker takes the lock.
+    fx("refusals-excused-by-live-lease", [],
+       acquire(0, 0, "ok", lease=5000, ttl=5000) + refusals(100, 3100) + release(3200, 0)
+       + acquire(3300, 1, "ok", lease=1000) + release(3310, 1))
 
-# Refused for less than the bound (0.8 s), with nobody holding the lock.
-fx("refused-shorter-than-window", [],
-   acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 900)
-   + acquire(950, 1, "ok", lease=1000) + release(960, 1))
+    # Refused for less than the bound (0.8 s), with nobody holding the lock.
+    fx("refused-shorter-than-window", [],
+       acquire(0, 0, "ok", lease=1000) + release(10, 0) + refusals(100, 900)
+       + acquire(950, 1, "ok", lease=1000) + release(960, 1))
 
-# 3 of 5 nodes killed at 1 s and started at 2 s; the longest lease of k is
-# 2 s, so the window may begin only at 4 s, when a lease granted before the
-# kill has run out for sure; the lock is granted again at 6.5 s.
-fx("kill-then-start-window-after-lease", ["unavailable"],
-   acquire(0, 0, "ok", lease=2000, ttl=2000) + release(10, 0) + refusals(200, 6400)
-   + [avail(1000, 5, ["n1", "n2", "n3"]), nemesis(1001, "kill", {"nodes": ["n1", "n2", "n3"]}),
-      avail(2000, 5, []), nemesis(2001, "start", {"nodes": ["n1", "n2", "n3"]})]
-   + acquire(6500, 1, "ok", lease=2000, ttl=2000) + release(6510, 1))
+    # 3 of 5 nodes killed at 1 s and started at 2 s; the longest lease of k is
+    # 2 s, so the window may begin only at 4 s, when a lease granted before the
+    # kill has run out for sure; the lock is granted again at 6.5 s.
+    fx("kill-then-start-window-after-lease", ["unavailable"],
+       acquire(0, 0, "ok", lease=2000, ttl=2000) + release(10, 0) + refusals(200, 6400)
+       + [avail(1000, 5, ["n1", "n2", "n3"]), nemesis(1001, "kill", {"nodes": ["n1", "n2", "n3"]}),
+          avail(2000, 5, []), nemesis(2001, "start", {"nodes": ["n1", "n2", "n3"]})]
+       + acquire(6500, 1, "ok", lease=2000, ttl=2000) + release(6510, 1))

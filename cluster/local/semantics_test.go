@@ -92,7 +92,12 @@ func TestCutDeliversRedisCommandAfterHeal(t *testing.T) {
 	}
 }
 
-func TestCutKeepsIdlePostgresAdvisoryLock(t *testing.T) {
+// startLinkedPostgres starts one PostgreSQL node and returns the network,
+// the address of its link w0->n1, a context bounding the test, and two
+// connections to the node: holder through the link and other direct. It
+// skips the test where PostgreSQL is not installed.
+func startLinkedPostgres(t *testing.T) (nw *cluster.Network, via string, ctx context.Context, holder, other *pgx.Conn) {
+	t.Helper()
 	bin, err := postgresBinDir()
 	if err != nil {
 		t.Skipf("PostgreSQL not installed: %v", err)
@@ -100,21 +105,26 @@ func TestCutKeepsIdlePostgresAdvisoryLock(t *testing.T) {
 	requireBinaries(t, filepath.Join(bin, "postgres"))
 	c, nw := startCluster(t, cluster.Spec{System: cluster.Postgres, Nodes: 1})
 	direct := c.Nodes()[0].Addr
-	via, err := nw.Link("w0->n1", direct)
+	via, err = nw.Link("w0->n1", direct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 2*generous)
-	holder, err := pgx.Connect(ctx, PostgresDSN(via))
+	ctx = ctxT(t, 2*generous)
+	holder, err = pgx.Connect(ctx, PostgresDSN(via))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { holder.Close(context.Background()) })
-	other, err := pgx.Connect(ctx, PostgresDSN(direct))
+	other, err = pgx.Connect(ctx, PostgresDSN(direct))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { other.Close(context.Background()) })
+	return nw, via, ctx, holder, other
+}
+
+func TestCutKeepsIdlePostgresAdvisoryLock(t *testing.T) {
+	nw, _, ctx, holder, other := startLinkedPostgres(t)
 	tryLock := func() bool {
 		var ok bool
 		if err := other.QueryRow(ctx, "select pg_try_advisory_lock(42)").Scan(&ok); err != nil {
@@ -201,28 +211,7 @@ func TestCutLongerThanTimeoutsEndsConnection(t *testing.T) {
 }
 
 func TestResetClosesConnections(t *testing.T) {
-	bin, err := postgresBinDir()
-	if err != nil {
-		t.Skipf("PostgreSQL not installed: %v", err)
-	}
-	requireBinaries(t, filepath.Join(bin, "postgres"))
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Postgres, Nodes: 1})
-	direct := c.Nodes()[0].Addr
-	via, err := nw.Link("w0->n1", direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := ctxT(t, 2*generous)
-	holder, err := pgx.Connect(ctx, PostgresDSN(via))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { holder.Close(context.Background()) })
-	other, err := pgx.Connect(ctx, PostgresDSN(direct))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close(context.Background()) })
+	nw, via, ctx, holder, other := startLinkedPostgres(t)
 	if _, err := holder.Exec(ctx, "select pg_advisory_lock(7)"); err != nil {
 		t.Fatal(err)
 	}

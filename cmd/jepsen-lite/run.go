@@ -191,16 +191,7 @@ func printCheckers(w io.Writer, rs []checker.Result) {
 // first few: "+ 790 more double-hold that follow from it: ops [1 9],
 // [1 12], [1 15], ... (see results.json)".
 func followersText(a checker.Anomaly) string {
-	const shown = 3
-	var ops []string
-	for i, f := range a.Followers {
-		if i == shown {
-			ops = append(ops, "...")
-			break
-		}
-		ops = append(ops, fmt.Sprint(f))
-	}
-	return fmt.Sprintf("+ %d more %s that follow from it: ops %s (see results.json)", a.Follows, a.Kind, strings.Join(ops, ", "))
+	return fmt.Sprintf("+ %d more %s that follow from it: ops %s (see results.json)", a.Follows, a.Kind, a.FollowersOps(3, "..."))
 }
 
 // fewGrants is the number of grants below which a run's summary warns that
