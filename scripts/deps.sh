@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deps.sh installs what jepsen-lite's runs and tests need, and nothing that is
 # already there: the servers under test from Debian's packages, a C compiler
-# for the clock-skew library, and Chromium for the report tests. It is
+# for the clock-skew library, Chromium for the report tests, and nftables
+# and iproute2 for the run's network. It is
 # idempotent: a second run installs nothing and takes well under a second.
 set -euo pipefail
 
@@ -16,6 +17,10 @@ have java || need+=(default-jre-headless)
 have cc || need+=(gcc)
 have make || need+=(make)
 have chromium || need+=(chromium)
+# The run's links and network faults are nftables rules (docs/network.md);
+# a reset destroys the far end of a connection with ss -K.
+have nft || need+=(nftables)
+have ss || need+=(iproute2)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
