@@ -23,7 +23,7 @@ const (
 )
 
 // LivenessKinds returns the liveness anomaly kinds.
-func LivenessKinds() []string { return []string{Stuck, Unavailable} }
+func LivenessKinds() []string { return []string{Stuck, Unavailable, LostTask} }
 
 // DefaultStuckWindow and DefaultStuckAttempts are how long, and how often at
 // the least, workers must have asked for a lock in vain before Liveness calls
@@ -351,6 +351,10 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		}
 		res.Anomalies = append(res.Anomalies, as...)
 	}
+	if f.Queue.Captured() {
+		judged++
+		res.Anomalies = append(res.Anomalies, lostTasks(h, f.Queue)...)
+	}
 	switch {
 	case len(res.Anomalies) > 0:
 		res.Verdict = Invalid
@@ -362,7 +366,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	if len(notes) > 0 {
 		res.Note = strings.Join(notes, "; ")
 	}
-	if res.Grants == 0 {
+	if res.Grants == 0 && !f.Queue.Captured() {
 		res.Note = strings.TrimPrefix(res.Note+"; no acquire succeeded in the whole run", "; ")
 	}
 	return res

@@ -56,10 +56,11 @@ const (
 	Linearizability = "linearizability"
 	Resource        = "resource"
 	FencingTokens   = "fencing-tokens"
+	Queue           = "queue"
 )
 
 // Names lists the checkers of Result.Kinds, in checker.Check's order.
-var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens}
+var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens, Queue}
 
 // never is a time (or a history index) that never comes: an expiry that
 // never happens, the return of an op whose outcome is unknown, the crash of
@@ -122,6 +123,7 @@ func Check(h history.History, d float64) (Result, error) {
 	add(Linearizability, leaseModel(x, d))
 	add(Resource, resourceAnomalies(x, d))
 	add(FencingTokens, tokenAnomalies(x))
+	add(Queue, queueAnomalies(x))
 	return res, nil
 }
 
