@@ -23,11 +23,13 @@ type Hold struct {
 	Client  int
 	// Invoke and OK are the op indexes of the capture's invoke and ok.
 	Invoke, OK int
-	// End is the index of the op that ended the hold (Open when none):
-	// the invoke of its process's first set-status of the task after OK
-	// that may have taken effect (ok, or of unknown outcome), or the invoke
-	// of the first reaper pass after OK that may have set the task back (an
-	// ok naming it, or of unknown outcome), whichever comes first.
+	// End is the index at which the hold ended (Open when none), the
+	// earliest of: the invoke of its process's first set-status of the
+	// task after OK that may have taken effect (ok, or of unknown outcome);
+	// and, for each reaper pass that may have set the task back after the
+	// capture took effect (an ok naming it that completed after the
+	// capture's invoke, or one of unknown outcome), its invoke, or OK when
+	// it was invoked before OK.
 	End int
 	// Reaped is set when the reaper pass ended it.
 	Reaped bool
@@ -91,9 +93,9 @@ func analyzeQueue(h history.History) *QueueFacts {
 		proc int
 		task string
 	}
-	var reapsByTask = map[string][]int{} // task -> invokes of reap oks naming it
-	var unknownReaps []int               // invokes of reaps of unknown outcome
-	ends := map[pk][]int{}               // invokes of set-status that may have taken effect
+	var reapsByTask = map[string][][2]int{} // task -> the invoke and ok of each reap ok naming it
+	var unknownReap = Open                  // the first invoke of a reap of unknown outcome
+	ends := map[pk][]int{}                  // invokes of set-status that may have taken effect
 	for i := range h {
 		op := &h[i]
 		if op.IsTasks() && q.SpecOp < 0 {
@@ -155,11 +157,11 @@ func analyzeQueue(h history.History) *QueueFacts {
 				ts, _ := history.ReapedOf(*op)
 				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
 				for _, t := range ts {
-					reapsByTask[t] = append(reapsByTask[t], inv)
+					reapsByTask[t] = append(reapsByTask[t], [2]int{inv, i})
 				}
 			case history.Info:
 				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
-				unknownReaps = append(unknownReaps, inv)
+				unknownReap = min(unknownReap, inv)
 			}
 		}
 	}
@@ -173,11 +175,10 @@ func analyzeQueue(h history.History) *QueueFacts {
 			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
 		case history.FReap:
 			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true})
-			unknownReaps = append(unknownReaps, inv)
+			unknownReap = min(unknownReap, inv)
 		}
 	}
 	slices.SortFunc(q.Reaps, func(a, b Reap) int { return a.Invoke - b.Invoke })
-	slices.Sort(unknownReaps)
 	for _, v := range q.UnknownCaptures {
 		slices.Sort(v)
 	}
@@ -195,7 +196,16 @@ func analyzeQueue(h history.History) *QueueFacts {
 	for k := range q.Holds {
 		ho := &q.Holds[k]
 		ho.End = first(ends[pk{ho.Process, ho.Task}], ho.OK)
-		if r := min(first(reapsByTask[ho.Task], ho.OK), first(unknownReaps, ho.OK)); r < ho.End {
+		r := Open
+		if unknownReap != Open {
+			r = max(ho.OK, unknownReap)
+		}
+		for _, x := range reapsByTask[ho.Task] {
+			if x[1] > ho.Invoke {
+				r = min(r, max(ho.OK, x[0]))
+			}
+		}
+		if r < ho.End {
 			ho.End, ho.Reaped = r, true
 		}
 	}

@@ -35,30 +35,32 @@ func (x *parsed) holds() []hold {
 	return out
 }
 
-// taskHoldEnd is §3's end of hold h, as a history index (never when open), and
-// whether a reaper pass ended it: the earliest invoke, after h's ok, of a
-// set-status of h's task by h's process that did not fail, or of a reap
-// that did not fail and, when ok, names the task.
+// taskHoldEnd is §3's end of hold h, as a history index (never when open),
+// and whether a reaper pass ended it: the earliest of the invoke, after h's
+// ok, of a set-status of h's task by h's process that did not fail, and,
+// for each reap that did not fail and, when ok, names the task and
+// completed after h's capture was invoked, its invoke, or h's ok when it
+// was invoked before.
 func (x *parsed) taskHoldEnd(h hold) (int64, bool) {
 	end, reaped := never, false
 	for _, c := range x.calls {
-		if c.inv <= h.c.done || c.typ == history.Fail {
+		if c.typ == history.Fail {
 			continue
 		}
 		switch {
-		case c.f == history.FSetStatus && c.proc == h.c.proc && c.key == h.task:
+		case c.f == history.FSetStatus && c.proc == h.c.proc && c.key == h.task && c.inv > h.c.done:
 			if int64(c.inv) < end {
 				end, reaped = int64(c.inv), false
 			}
 		case c.f == history.FReap:
 			if c.typ == history.OK {
 				ts, _ := history.ReapedOf(c.doneOp)
-				if !slices.Contains(ts, h.task) {
+				if !slices.Contains(ts, h.task) || c.done < h.c.inv {
 					continue
 				}
 			}
-			if int64(c.inv) < end {
-				end, reaped = int64(c.inv), true
+			if e := int64(max(c.inv, h.c.done)); e < end {
+				end, reaped = e, true
 			}
 		}
 	}

@@ -111,3 +111,9 @@ fx("lost-task-never-captured", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t
    ["ops: lost-task 1 2 3", "says: lost-task task t2 of queue q0 was never captured"])
 # t2 has no budget left (0): not capturable, so not lost.
 fx("no-budget-not-lost", tasks(("t1", "q0", 1), ("t2", "q0", 0)), srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], [])
+# A reaper pass that overlaps worker 0's capture may have set t1 back after it: worker 1's capture is no double capture.
+fx("reap-overlapping-capture-ends-hold", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"], dur=10), reap(15, ["t1"], dur=10),
+   cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t1", typ="fail")), [], [])
+# A reaper pass that completed before worker 0's capture was invoked set back an earlier hold, not worker 0's.
+fx("reap-before-capture-ends-nothing", tasks(("t1", "q0")), srt(reap(5, ["t1"], dur=3), cap(10, 0, "q0", 1, ["t1"]),
+   cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t1")), ["double-capture"], [])
