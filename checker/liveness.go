@@ -53,8 +53,11 @@ type LivenessOptions struct {
 // of the whole run, so that a safe verdict on a run that granted (almost)
 // nothing says so.
 type LivenessResult struct {
-	Verdict   Verdict   `json:"verdict"`
-	Grants    int       `json:"grants"`
+	Verdict Verdict `json:"verdict"`
+	Grants  int     `json:"grants"`
+	// Captures counts the tasks captured (capture oks' tasks) in a queue
+	// run; 0 in a lock run.
+	Captures  int       `json:"captures,omitempty"`
 	Anomalies []Anomaly `json:"anomalies"`
 	Note      string    `json:"note,omitempty"`
 }
@@ -64,6 +67,9 @@ type LivenessResult struct {
 func (l *LivenessResult) Summary() string {
 	switch l.Verdict {
 	case Valid:
+		if l.Captures > 0 {
+			return "no task lost"
+		}
 		return "not stuck or unavailable"
 	case Invalid:
 		var kinds []string
@@ -353,6 +359,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	}
 	if f.Queue.Captured() {
 		judged++
+		res.Captures = len(f.Queue.Holds)
 		res.Anomalies = append(res.Anomalies, lostTasks(h, f.Queue)...)
 	}
 	switch {

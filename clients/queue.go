@@ -72,6 +72,15 @@ func QueueAlgorithms() []QueueAlgorithm {
 	}
 }
 
+// QueueNames returns the names of QueueAlgorithms, in order.
+func QueueNames() []string {
+	var out []string
+	for _, a := range QueueAlgorithms() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
 // LookupQueue returns the queue implementation called name.
 func LookupQueue(name string) (QueueAlgorithm, error) {
 	var names []string
