@@ -67,8 +67,8 @@ func QueueAlgorithms() []QueueAlgorithm {
 	return []QueueAlgorithm{
 		{Name: "pg-queue", System: systemPostgres, Budget: true, Capture: oneLine(pgQueueCapture), New: NewPgQueue},
 		{Name: "pg-queue-skip-locked", System: systemPostgres, Budget: true, Capture: oneLine(pgQueueCaptureSkipLocked), New: NewPgQueueSkipLocked},
-		{Name: "redis-zadd-queue", System: systemRedis, Capture: "ZRANGE tasks:<queue> 0 0 BYSCORE and ZRANGE tasks:<queue> 2 2 BYSCORE, then ZADD tasks:<queue> XX CH 1 <id> for each (1 = captured) up to the limit, then ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueue},
-		{Name: "redis-zadd-queue-script", System: systemRedis, Capture: "one script: ZRANGE tasks:<queue> 0 2 BYSCORE, ZADD XX CH 1 each member whose score is not 1 up to the limit, with ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueueScript},
+		{Name: "redis-zadd-queue", System: systemRedis, Capture: "ZRANGEBYSCORE tasks:<queue> 0 0 and 2 2 (done, failed), then ZADD tasks:<queue> XX CH 1 <id> for each (1 = captured) up to the limit, then ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueue},
+		{Name: "redis-zadd-queue-script", System: systemRedis, Capture: "one script: for each member of ZRANGE tasks:<queue> 0 2 BYSCORE up to the limit, ZADD tasks:<queue> XX CH 1 <id> (1 = captured) and ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueueScript},
 	}
 }
 
@@ -139,7 +139,8 @@ var pgQueueSchema = []string{
 // = $1 where id = $2`; Reap is `update task set status = 'failed' where
 // status = 'in_progress' and captured_at <= $1 returning id` with $1 the
 // worker's clock less the timeout, in ms. A task without a budget has
-// retries_left -1, which the decrement never brings to 0. No tokens.
+// retries_left -1, which the decrement never brings to 0; its captures
+// report no retries left. No tokens.
 type PgQueue struct {
 	name    string
 	capture string
@@ -209,7 +210,11 @@ func (q *PgQueue) Capture(ctx context.Context, queue string, limit int) ([]Task,
 		if err := rows.Scan(&t.ID, &left, &t.Queue); err != nil {
 			return nil, fmt.Errorf("clients: %s: capture %s: %w", q.name, queue, err)
 		}
-		t.RetriesLeft = &left
+		if left >= 0 {
+			// a task without a budget counts down from -1 and never
+			// reaches 0: it has no retries left to report
+			t.RetriesLeft = &left
+		}
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
