@@ -15,7 +15,9 @@
 // tokens (acquires, and renewals that hand out a new token); the liveness
 // rules of §4.5 and §4.6 (Liveness) compute each excuse from its rule by
 // scanning the whole history and decide coverage moment by moment at every
-// moment where it can change. Nothing is cached and nothing is pruned,
+// moment where it can change; the queue rules of §4.7 (queue.go) find each
+// hold's end by scanning every call and compare every pair of holds.
+// Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
 // use it on tiny histories only (a dozen client ops or so).
 //
