@@ -51,7 +51,7 @@ func (o Options) drift() float64 {
 }
 
 // Checkers returns the checkers Check runs, in the order of its results:
-// well-formed, double-hold, linearizability, resource, fencing-tokens.
+// well-formed, double-hold, linearizability, resource, fencing-tokens, queue.
 func Checkers(opts Options) []Checker {
 	return []Checker{
 		WellFormed{},
@@ -59,6 +59,7 @@ func Checkers(opts Options) []Checker {
 		&LinearizabilityChecker{Drift: opts.drift(), OutDir: opts.OutDir},
 		ResourceChecker{Drift: opts.drift()},
 		TokenChecker{},
+		QueueChecker{},
 	}
 }
 

@@ -37,7 +37,7 @@ func TestCheckersOrderAndNames(t *testing.T) {
 	for _, c := range Checkers(Options{}) {
 		names = append(names, c.Name())
 	}
-	want := "well-formed double-hold linearizability resource fencing-tokens"
+	want := "well-formed double-hold linearizability resource fencing-tokens queue"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("Checkers = %s, want %s", got, want)
 	}
@@ -123,7 +123,7 @@ func FuzzCheck(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		res := Check(ctx, h, Options{})
-		if len(res) != 5 {
+		if len(res) != 6 {
 			t.Fatalf("%d results", len(res))
 		}
 		for _, r := range res {

@@ -9,8 +9,9 @@ type Expectation struct {
 	Verdict   Verdict  `json:"verdict" yaml:"verdict"`
 	Anomalies []string `json:"anomalies,omitempty" yaml:"anomalies,omitempty"`
 	Absent    []string `json:"absent,omitempty" yaml:"absent,omitempty"`
-	// Liveness is ExpectStuck or ExpectUnavailable (the liveness report
-	// must find an anomaly of that kind; it may find the other too),
+	// Liveness is ExpectStuck, ExpectUnavailable or ExpectLostTask (the
+	// liveness report must find an anomaly of that kind; it may find the
+	// others too),
 	// ExpectLive (the liveness verdict must be valid: judged, and neither
 	// stuck nor unavailable) or empty (not expected either way).
 	Liveness string `json:"liveness,omitempty" yaml:"liveness,omitempty"`
@@ -20,12 +21,15 @@ type Expectation struct {
 const (
 	ExpectStuck       = Stuck
 	ExpectUnavailable = Unavailable
+	ExpectLostTask    = LostTask
 	ExpectLive        = "live"
 )
 
 // LivenessExpectations returns the values Expectation.Liveness may take
 // besides empty.
-func LivenessExpectations() []string { return []string{ExpectLive, ExpectStuck, ExpectUnavailable} }
+func LivenessExpectations() []string {
+	return []string{ExpectLive, ExpectStuck, ExpectUnavailable, ExpectLostTask}
+}
 
 // Met reports whether results satisfy e: the overall verdict equals
 // e.Verdict, every kind in e.Anomalies was found by some checker, no kind
@@ -40,7 +44,7 @@ func (e Expectation) Met(verdict Verdict, results []Result, live *LivenessResult
 		return false
 	}
 	switch e.Liveness {
-	case ExpectStuck, ExpectUnavailable:
+	case ExpectStuck, ExpectUnavailable, ExpectLostTask:
 		if !live.Has(e.Liveness) {
 			return false
 		}
@@ -82,5 +86,5 @@ func Overall(results []Result) Verdict {
 
 // Kinds returns every anomaly kind a checker can report.
 func Kinds() []string {
-	return []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression, Malformed}
+	return []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression, DoubleCapture, BudgetOverspent, CrossQueue, StaleStatus, Malformed}
 }

@@ -154,6 +154,8 @@ type Facts struct {
 	Reads   []Read   // in the order of their completions
 	// Version is the history's format version.
 	Version int
+	// Queue holds the queue workload's definitions (tasks.go).
+	Queue *QueueFacts
 }
 
 // Older reports whether grant a is older than grant b (lease order,
@@ -489,6 +491,7 @@ func Analyze(h history.History) *Facts {
 			}
 		}
 	}
+	f.Queue = analyzeQueue(h)
 	return f
 }
 

@@ -23,7 +23,7 @@ const (
 )
 
 // LivenessKinds returns the liveness anomaly kinds.
-func LivenessKinds() []string { return []string{Stuck, Unavailable} }
+func LivenessKinds() []string { return []string{Stuck, Unavailable, LostTask} }
 
 // DefaultStuckWindow and DefaultStuckAttempts are how long, and how often at
 // the least, workers must have asked for a lock in vain before Liveness calls
@@ -53,8 +53,11 @@ type LivenessOptions struct {
 // of the whole run, so that a safe verdict on a run that granted (almost)
 // nothing says so.
 type LivenessResult struct {
-	Verdict   Verdict   `json:"verdict"`
-	Grants    int       `json:"grants"`
+	Verdict Verdict `json:"verdict"`
+	Grants  int     `json:"grants"`
+	// Captures counts the tasks captured (capture oks' tasks) in a queue
+	// run; 0 in a lock run.
+	Captures  int       `json:"captures,omitempty"`
 	Anomalies []Anomaly `json:"anomalies"`
 	Note      string    `json:"note,omitempty"`
 }
@@ -64,6 +67,9 @@ type LivenessResult struct {
 func (l *LivenessResult) Summary() string {
 	switch l.Verdict {
 	case Valid:
+		if l.Captures > 0 {
+			return "no task lost"
+		}
 		return "not stuck or unavailable"
 	case Invalid:
 		var kinds []string
@@ -351,6 +357,11 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		}
 		res.Anomalies = append(res.Anomalies, as...)
 	}
+	if f.Queue.Captured() {
+		judged++
+		res.Captures = len(f.Queue.Holds)
+		res.Anomalies = append(res.Anomalies, lostTasks(h, f.Queue)...)
+	}
 	switch {
 	case len(res.Anomalies) > 0:
 		res.Verdict = Invalid
@@ -362,7 +373,7 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 	if len(notes) > 0 {
 		res.Note = strings.Join(notes, "; ")
 	}
-	if res.Grants == 0 {
+	if res.Grants == 0 && !f.Queue.Captured() {
 		res.Note = strings.TrimPrefix(res.Note+"; no acquire succeeded in the whole run", "; ")
 	}
 	return res

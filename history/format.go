@@ -11,9 +11,11 @@ import (
 // harness knows the moment exactly. Version 3 added `kept` on an info whose
 // worker kept its lock client, and the nemesis's `availability` record.
 // Version 4 records a fault or heal that did not take effect as a nemesis
-// `fail` op with its `error` (Op.NemesisFailed). Every version is read by
-// Read and ReadFile; docs/history.md is the specification.
-const FormatVersion = 4
+// `fail` op with its `error` (Op.NemesisFailed). Version 5 added the queue
+// workload's ops: capture, set-status, reap and the task table record.
+// Every version is read by Read and ReadFile; docs/history.md is the
+// specification.
+const FormatVersion = 5
 
 // FHistory is the f of the header op: the first op of a history written by
 // a run, a nemesis-process info op whose value names the format and its

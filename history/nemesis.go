@@ -67,9 +67,10 @@ func AvailabilityOp(a Availability) Op {
 func (o Op) IsAvailability() bool { return o.Process == NemesisProcess && o.F == FAvailability }
 
 // IsRecord reports whether op is a nemesis-process op that records a state
-// rather than a fault or a heal: the header op or an availability record.
-// Readers that pair faults with heals, or look for the last fault, skip it.
-func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() }
+// rather than a fault or a heal: the header op, an availability record or
+// a task table record. Readers that pair faults with heals, or look for the
+// last fault, skip it.
+func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() || o.IsTasks() }
 
 // HealOf returns the f recorded when the fault named fault is healed:
 // pause → resume, kill → start, clock-bump and clock-strobe → clock-reset,

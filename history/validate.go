@@ -35,6 +35,11 @@ func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 //     it has none, and every completion follows an outstanding invoke of the
 //     same process, the same f and the same key;
 //   - a process that got info has crashed and never invokes again;
+//   - a queue op's value can be read: a capture invoke's limit is a
+//     positive integer, a capture ok's value a list of tasks each with an
+//     id, a reap ok's a list of task ids, a set-status invoke names its task
+//     and its status, and a task table record lists tasks each with an id
+//     and no negative budget;
 //   - a completion that carries an applied time (a write's) has it within
 //     its own invoke–completion window: no earlier than its invoke's time
 //     and no later than its own.
@@ -65,6 +70,9 @@ func Validate(h History) error {
 		case Invoke, OK, Fail, Info:
 		default:
 			return fail(i, "unknown type %q", op.Type)
+		}
+		if err := validateQueueOp(*op); err != nil {
+			return fail(i, "%v", err)
 		}
 		if op.Process == NemesisProcess {
 			continue

@@ -12,6 +12,7 @@ func TestValidate(t *testing.T) {
 	done := func(p int, ty Type, f string) Op { return Op{Process: p, Client: p, Type: ty, F: f, Key: "k"} }
 	nem := func(ty Type, f string) Op { return Op{Process: NemesisProcess, Type: ty, F: f} }
 	applied := func(op Op, at time.Duration) Op { op.Applied = at; return op }
+	val := func(op Op, v string) Op { op.Value = []byte(v); return op }
 	tests := []struct {
 		name    string
 		ops     []Op
@@ -33,6 +34,12 @@ func TestValidate(t *testing.T) {
 		{"write applied at its invoke and at its completion", []Op{inv(0, FWrite), applied(done(0, OK, FWrite), 10), inv(1, FWrite), applied(done(1, Fail, FWrite), 30)}, -1, ""},
 		{"write applied before its invoke", []Op{inv(0, FAcquire), done(0, OK, FAcquire), inv(0, FWrite), applied(done(0, OK, FWrite), 15)}, 3, "applied at 15, outside its own window from its invoke (op 2) at 20 to its completion at 30"},
 		{"write applied after its completion", []Op{inv(0, FWrite), applied(done(0, Fail, FWrite), 11)}, 1, "applied at 11, outside its own window"},
+		{"queue ops", []Op{TasksOp([]TaskSpec{{Task: "t1", Queue: "k"}}), val(inv(0, FCapture), `2`), val(done(0, OK, FCapture), `[{"task":"t1","token":3}]`), val(inv(0, FSetStatus), `"done"`), done(0, OK, FSetStatus), val(inv(1, FReap), `100`), val(done(1, OK, FReap), `["t1"]`)}, -1, ""},
+		{"capture without a limit", []Op{inv(0, FCapture)}, 0, "capture's limit  is not a positive integer"},
+		{"capture of a task without an id", []Op{val(inv(0, FCapture), `1`), val(done(0, OK, FCapture), `[{"token":3}]`)}, 1, "captured tasks: task 0 has no id"},
+		{"reap of a number", []Op{inv(1, FReap), val(done(1, OK, FReap), `3`)}, 1, "reaped tasks"},
+		{"set-status without a status", []Op{inv(0, FSetStatus)}, 0, "status  is not a string"},
+		{"task table with a negative budget", []Op{val(nem(Info, FTasks), `[{"task":"t1","queue":"q","budget":-1}]`)}, 0, `task "t1" has a negative budget -1`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,9 +112,10 @@ func WithCheck(o checker.Options) Option { return func(c *config) { c.check = o 
 // nemesis.Faults. Pass it to scenarios.Load and scenarios.Parse.
 func Names() scenarios.Names {
 	return scenarios.Names{
-		Algorithms: clients.Names(),
-		Systems:    []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
-		Faults:     nemesis.Names(),
+		Algorithms:      clients.Names(),
+		QueueAlgorithms: clients.QueueNames(),
+		Systems:         []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Faults:          nemesis.Names(),
 		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
 			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
 		},
@@ -160,7 +161,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		return nil, err
 	}
 	factory := cfg.factory
-	if factory == nil {
+	if factory == nil && s.Workload != scenarios.WorkloadQueue {
 		alg, err := clients.Lookup(s.Lock.Algorithm)
 		if err != nil {
 			return nil, err
@@ -300,6 +301,9 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	for _, n := range c.Nodes() {
 		logger.Printf("node %s %s at %s", n.Name, n.Role, n.Addr)
 	}
+	if s.Workload == scenarios.WorkloadQueue {
+		return executeQueue(ctx, teardown, s, cfg, c, net, startClock, counts, logger, onNemesis)
+	}
 
 	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
 	var ws workerSet
@@ -388,6 +392,14 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))
 
+	return drive(ctx, teardown, s, cfg, c, net, rec, ws, func(i int, stop, abort context.Context) { ws[i].run(stop, abort) }, counts, logger, onNemesis)
+}
+
+// drive runs the workers (run(i, stop, abort) is worker i's loop) and the
+// nemesis for the scenario's duration, heals every fault, lets the system
+// settle for the quiet period and stops the workers. It reports whether ctx
+// was cancelled.
+func drive(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c cluster.Cluster, net *cluster.Network, rec *history.Recorder, ws workerSet, run func(i int, stop, abort context.Context), counts *countingSink, logger *log.Logger, onNemesis func(*nemesis.Runner)) (bool, error) {
 	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec, Rand: nemesis.TargetRand(s.Seed)}
 	for _, w := range ws {
 		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
@@ -420,7 +432,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 
 	var wg sync.WaitGroup
 	var panicked atomic.Value
-	for _, w := range ws {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -430,7 +442,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 					stopWorkers()
 				}
 			}()
-			w.run(stop, ctx)
+			run(i, stop, ctx)
 		}()
 	}
 	progressDone := make(chan struct{})

@@ -7,6 +7,7 @@ package scenarios
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -43,10 +44,15 @@ type Scenario struct {
 	Think       time.Duration `yaml:"think,omitempty"`
 	// Hold is how long a holder keeps the lock after its write, standing
 	// for the work it does under the lock; zero by default.
-	Hold    time.Duration       `yaml:"hold,omitempty"`
-	Seed    uint64              `yaml:"seed,omitempty"`
-	Nemesis Nemesis             `yaml:"nemesis,omitempty"`
-	Expect  checker.Expectation `yaml:"expect,omitempty"`
+	Hold time.Duration `yaml:"hold,omitempty"`
+	// Workload is WorkloadLock (the default: acquire, read, write,
+	// release) or WorkloadQueue (capture tasks, process each, set its
+	// status), which Queue shapes.
+	Workload string              `yaml:"workload,omitempty"`
+	Queue    *QueueSpec          `yaml:"queue,omitempty"`
+	Seed     uint64              `yaml:"seed,omitempty"`
+	Nemesis  Nemesis             `yaml:"nemesis,omitempty"`
+	Expect   checker.Expectation `yaml:"expect,omitempty"`
 
 	// File is where the scenario was read from ("catalog/x.yaml" for the
 	// built-in ones); it is not part of the YAML.
@@ -88,6 +94,50 @@ type Lock struct {
 	// application does that logs the error and calls again on the same
 	// connection (docs/history.md §1, `kept`).
 	OnError string `yaml:"on-error,omitempty"`
+}
+
+// The workloads.
+const (
+	WorkloadLock  = "lock"
+	WorkloadQueue = "queue"
+)
+
+// QueueSpec shapes the queue workload: Tasks tasks spread over Queues
+// queues (task i in queue i mod Queues, worker j captures from queue j mod
+// Queues), each with a retry budget of Budget captures (nil: none); every
+// capture asks for up to Limit tasks; a worker sets a processed task failed
+// with probability FailRate, done otherwise; an optional reaper.
+type QueueSpec struct {
+	Tasks    int         `yaml:"tasks,omitempty"`
+	Queues   int         `yaml:"queues,omitempty"`
+	Budget   *int        `yaml:"budget,omitempty"`
+	Limit    int         `yaml:"limit,omitempty"`
+	FailRate float64     `yaml:"fail-rate,omitempty"`
+	Reaper   *ReaperSpec `yaml:"reaper,omitempty"`
+}
+
+// ReaperSpec is the queue's reaper: a process of its own that, every
+// Interval, sets the tasks in progress for longer than Timeout back to
+// failed.
+type ReaperSpec struct {
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// The queue workload's defaults, applied by Normalize.
+const (
+	DefaultQueueTasks = 50
+	DefaultQueueLimit = 3
+)
+
+// Processes returns the number of worker processes the nemesis may target:
+// the workers, and the reaper when the queue workload has one (it is the
+// last, w<Workers>).
+func (s *Scenario) Processes() int {
+	if s.Workload == WorkloadQueue && s.Queue != nil && s.Queue.Reaper != nil {
+		return s.Workers + 1
+	}
+	return s.Workers
 }
 
 // The ways of asking for a lock.
@@ -149,6 +199,23 @@ func (s *Scenario) Normalize() {
 	if s.Expect.Verdict == "" {
 		s.Expect.Verdict = checker.Valid
 	}
+	if s.Workload == "" {
+		s.Workload = WorkloadLock
+	}
+	if s.Workload == WorkloadQueue {
+		if s.Queue == nil {
+			s.Queue = &QueueSpec{}
+		}
+		if s.Queue.Tasks == 0 {
+			s.Queue.Tasks = DefaultQueueTasks
+		}
+		if s.Queue.Queues == 0 {
+			s.Queue.Queues = 1
+		}
+		if s.Queue.Limit == 0 {
+			s.Queue.Limit = DefaultQueueLimit
+		}
+	}
 }
 
 // HasTag reports whether the scenario carries tag.
@@ -160,8 +227,10 @@ func (s *Scenario) HasTag(tag string) bool { return slices.Contains(s.Tags, tag)
 // this package depends on names only.
 type Names struct {
 	Algorithms []string
-	Systems    []string
-	Faults     []string
+	// QueueAlgorithms are the implementations the queue workload accepts.
+	QueueAlgorithms []string
+	Systems         []string
+	Faults          []string
 	// Nodes returns the nodes, by name and role, that the cluster of a
 	// system, topology and node count will have (cluster.Layout), or why
 	// there can be no such cluster; fault targets are checked against them
@@ -212,7 +281,7 @@ func (s *Scenario) CheckRun(names Names) error {
 		root = &yaml.Node{}
 	}
 	fail := s.failer(root)
-	if names.LockOptions != nil && len(s.Lock.Options) > 0 {
+	if names.LockOptions != nil && len(s.Lock.Options) > 0 && s.Workload != WorkloadQueue {
 		if err := names.LockOptions(s.Lock.Algorithm, s.Lock.Options); err != nil {
 			return fail(err.Error(), "lock", "options")
 		}
@@ -229,13 +298,13 @@ func (s *Scenario) CheckRun(names Names) error {
 		return fail(err.Error(), path...)
 	}
 	for i, st := range s.Nemesis.Steps {
-		if err := nemesis.CheckTargets(st, nodes, s.Workers); err != nil {
-			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Workers-1), "nemesis", "steps", fmt.Sprint(i), "targets")
+		if err := nemesis.CheckTargets(st, nodes, s.Processes()); err != nil {
+			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Processes()-1), "nemesis", "steps", fmt.Sprint(i), "targets")
 		}
 	}
 	if r := s.Nemesis.Random; r != nil {
-		if err := r.CheckTargets(nodes, s.Workers); err != nil {
-			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Workers-1), "nemesis", "random")
+		if err := r.CheckTargets(nodes, s.Processes()); err != nil {
+			return fail(fmt.Sprintf("%v (the cluster's nodes: %s; workers: w0..w%d)", err, nodeList(nodes), s.Processes()-1), "nemesis", "random")
 		}
 	}
 	return nil
@@ -285,7 +354,13 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail(fmt.Sprintf("unknown system %q (known: %s)", s.System.Name, strings.Join(names.Systems, ", ")), "system", "name")
 	case s.System.Nodes < 0:
 		return fail("must be at least 1", "system", "nodes")
-	case !slices.Contains(names.Algorithms, s.Lock.Algorithm):
+	case s.Workload != "" && s.Workload != WorkloadLock && s.Workload != WorkloadQueue:
+		return fail(fmt.Sprintf("unknown workload %q (known: %s, %s)", s.Workload, WorkloadLock, WorkloadQueue), "workload")
+	case s.Workload != WorkloadQueue && s.Queue != nil:
+		return fail("is only for workload: queue", "queue")
+	case s.Workload == WorkloadQueue && !slices.Contains(names.QueueAlgorithms, s.Lock.Algorithm):
+		return fail(fmt.Sprintf("unknown queue implementation %q (known: %s)", s.Lock.Algorithm, strings.Join(names.QueueAlgorithms, ", ")), "lock", "algorithm")
+	case s.Workload != WorkloadQueue && !slices.Contains(names.Algorithms, s.Lock.Algorithm):
 		return fail(fmt.Sprintf("unknown algorithm %q (known: %s)", s.Lock.Algorithm, strings.Join(names.Algorithms, ", ")), "lock", "algorithm")
 	case s.Lock.TTL <= 0:
 		return fail("must be a positive duration such as 2s", "lock", "ttl")
@@ -313,6 +388,24 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must not be negative", "think")
 	case s.Hold < 0:
 		return fail("must not be negative", "hold")
+	}
+	if q := s.Queue; q != nil {
+		switch {
+		case q.Tasks < 0:
+			return fail("must be at least 1", "queue", "tasks")
+		case q.Queues < 0 || q.Queues > cmp.Or(q.Tasks, DefaultQueueTasks):
+			return fail("must be at least 1 and at most the number of tasks", "queue", "queues")
+		case q.Budget != nil && *q.Budget < 0:
+			return fail("must not be negative", "queue", "budget")
+		case q.Limit < 0:
+			return fail("must be at least 1", "queue", "limit")
+		case q.FailRate < 0 || q.FailRate > 1:
+			return fail("must be a probability between 0 and 1", "queue", "fail-rate")
+		case q.Reaper != nil && q.Reaper.Interval <= 0:
+			return fail("must be a positive duration such as 200ms", "queue", "reaper", "interval")
+		case q.Reaper != nil && q.Reaper.Timeout <= 0:
+			return fail("must be a positive duration such as 1s", "queue", "reaper", "timeout")
+		}
 	}
 	switch s.Expect.Verdict {
 	case "", checker.Valid, checker.Invalid, checker.Unknown:

@@ -317,12 +317,87 @@ func genOptions(seed uint64) reference.GenOptions {
 	return reference.GenOptions{Ties: seed%10 == 9, Kept: seed%4 == 3, Waits: seed%3 != 0, Faults: seed%5 >= 2, Outages: seed%2 == 1}
 }
 
-// FuzzDifferential is TestDifferential for any seed.
+// queueHistories is how many generated queue histories
+// TestDifferentialQueue compares (fewer with -short).
+const queueHistories = 20000
+
+// queueGenOptions are the queue generator's options for the history of
+// seed: in one in four the queue keeps its promises, in one in ten ops
+// may be stamped with equal times.
+func queueGenOptions(seed uint64) reference.QueueGenOptions {
+	return reference.QueueGenOptions{Honest: seed%4 == 1, Ties: seed%10 == 9}
+}
+
+// TestDifferentialQueue is TestDifferential over generated histories of the
+// queue workload (reference.GenerateQueue): captures, set-statuses,
+// budgets, queues and a reaper. QUEUE_HISTORIES=n compares n histories
+// instead. It also logs how many histories had each anomaly kind, so that
+// a generator that stopped producing one shows.
+func TestDifferentialQueue(t *testing.T) {
+	n := queueHistories
+	if testing.Short() {
+		n /= 5
+	}
+	if s := os.Getenv("QUEUE_HISTORIES"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("QUEUE_HISTORIES=%q: %v", s, err)
+		}
+	}
+	classes := map[string]int{}
+	found := map[string]int{}
+	printed := 0
+	for i := range n {
+		seed := uint64(i)
+		h := reference.GenerateQueue(rand.New(rand.NewPCG(seed, 0x9e0e)), queueGenOptions(seed))
+		drift := int(seed % uint64(len(drifts)))
+		bounds := int(seed / 3 % uint64(len(livenessBounds)))
+		diff, fast, ref := mismatch(h, drift, bounds)
+		for _, k := range ref.All() {
+			found[k]++
+		}
+		if _, live, _, _ := livenessOf(h, bounds); live.Verdict == checker.Invalid {
+			found[checker.LostTask]++
+		}
+		if diff == "" {
+			continue
+		}
+		classes[diff]++
+		if printed < 3 {
+			printed++
+			t.Errorf("queue seed %d: %s", seed, report(h, diff, drift, bounds, fast, ref))
+		}
+	}
+	t.Logf("%d queue histories; histories with each kind: %v", n, found)
+	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus, checker.LostTask} {
+		if n >= 1000 && found[k] == 0 {
+			t.Errorf("no generated queue history has %s", k)
+		}
+	}
+	if len(classes) > 0 {
+		var lines []string
+		total := 0
+		for c, k := range classes {
+			lines = append(lines, fmt.Sprintf("%5d  %s", k, c))
+			total += k
+		}
+		slices.Sort(lines)
+		t.Errorf("%d of %d queue histories disagree; by disagreement:\n%s", total, n, strings.Join(lines, "\n"))
+	}
+}
+
+// FuzzDifferential is TestDifferential for any seed; when seed2 is 3
+// modulo 4 it is TestDifferentialQueue's comparison instead.
 func FuzzDifferential(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(42), uint64(7))
 	f.Fuzz(func(t *testing.T, seed1, seed2 uint64) {
-		h := reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), genOptions(seed2))
+		var h history.History
+		if seed2%4 == 3 {
+			h = reference.GenerateQueue(rand.New(rand.NewPCG(seed1, seed2)), queueGenOptions(seed2/4))
+		} else {
+			h = reference.Generate(rand.New(rand.NewPCG(seed1, seed2)), genOptions(seed2))
+		}
 		drift := int(seed1 % uint64(len(drifts)))
 		bounds := int(seed1 / 3 % uint64(len(livenessBounds)))
 		if diff, fast, ref := mismatch(h, drift, bounds); diff != "" {

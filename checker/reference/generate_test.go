@@ -227,3 +227,46 @@ func TestGenerateLiveness(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateQueueHonest checks that GenerateQueue writes well-formed
+// histories and that an honest queue never breaks the promises it keeps:
+// the reference finds no budget-overspent or cross-queue in any of them,
+// and no double-capture in those without a reaper (a reaper's reset can
+// meet a worker's late set-status, which then frees the task under its new
+// holder, so that a third capture takes it: a true double capture that an
+// honest service lets happen), while the misbehaving queue's histories
+// have each kind.
+func TestGenerateQueueHonest(t *testing.T) {
+	kinds := map[bool]map[string]int{true: {}, false: {}}
+	for seed := range uint64(2000) {
+		honest := seed%2 == 0
+		h := reference.GenerateQueue(rand.New(rand.NewPCG(seed, 5)), reference.QueueGenOptions{Honest: honest})
+		if err := history.Validate(h); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, jsonl(h))
+		}
+		res, err := reference.Check(h, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reaper := slices.ContainsFunc(h, func(op history.Op) bool { return op.F == history.FReap })
+		for _, k := range res.Kinds[reference.Queue] {
+			kinds[honest][k]++
+			if honest && !reaper && k == checker.DoubleCapture {
+				t.Errorf("seed %d: honest queue without a reaper, double-capture:\n%s", seed, jsonl(h))
+			}
+		}
+	}
+	for _, k := range []string{checker.BudgetOverspent, checker.CrossQueue} {
+		if n := kinds[true][k]; n > 0 {
+			t.Errorf("honest queue: %d histories with %s", n, k)
+		}
+	}
+	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus} {
+		if kinds[false][k] == 0 {
+			t.Errorf("misbehaving queue: no history with %s", k)
+		}
+	}
+	if kinds[true][checker.StaleStatus] == 0 {
+		t.Errorf("honest queue: no history with stale-status, which a reaped worker's late status makes")
+	}
+}

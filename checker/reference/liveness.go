@@ -91,6 +91,10 @@ func Liveness(h history.History, opts LivenessOptions) (LivenessResult, error) {
 			res.Findings = append(res.Findings, x.unavailable(k, excuses, lo, p.to, opts)...)
 		}
 	}
+	if lost, ok := x.lostTasks(end); ok {
+		judged = true
+		res.Findings = append(res.Findings, lost...)
+	}
 	switch {
 	case len(res.Findings) > 0:
 		res.Verdict = checker.Invalid

@@ -15,7 +15,9 @@
 // tokens (acquires, and renewals that hand out a new token); the liveness
 // rules of §4.5 and §4.6 (Liveness) compute each excuse from its rule by
 // scanning the whole history and decide coverage moment by moment at every
-// moment where it can change. Nothing is cached and nothing is pruned,
+// moment where it can change; the queue rules of §4.7 (queue.go) find each
+// hold's end by scanning every call and compare every pair of holds.
+// Nothing is cached and nothing is pruned,
 // so the running time is exponential in the number of overlapping lock ops:
 // use it on tiny histories only (a dozen client ops or so).
 //
@@ -56,10 +58,11 @@ const (
 	Linearizability = "linearizability"
 	Resource        = "resource"
 	FencingTokens   = "fencing-tokens"
+	Queue           = "queue"
 )
 
 // Names lists the checkers of Result.Kinds, in checker.Check's order.
-var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens}
+var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens, Queue}
 
 // never is a time (or a history index) that never comes: an expiry that
 // never happens, the return of an op whose outcome is unknown, the crash of
@@ -122,6 +125,7 @@ func Check(h history.History, d float64) (Result, error) {
 	add(Linearizability, leaseModel(x, d))
 	add(Resource, resourceAnomalies(x, d))
 	add(FencingTokens, tokenAnomalies(x))
+	add(Queue, queueAnomalies(x))
 	return res, nil
 }
 

@@ -16,8 +16,9 @@ import (
 
 const listUsage = `Usage: jepsen-lite list [--scenarios | --algorithms | --faults] [--tags quick]
 
-Lists the built-in scenarios (the default), the lock algorithms or the
-fault kinds.
+Lists the built-in scenarios (the default), the lock algorithms with the
+queue implementations (workload: queue) and their capture statements, or
+the fault kinds.
 
 Examples:
   jepsen-lite list
@@ -27,7 +28,7 @@ Examples:
 
 func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("list", listUsage, stderr)
-	algs := fs.Bool("algorithms", false, "list the lock algorithms")
+	algs := fs.Bool("algorithms", false, "list the lock algorithms and the queue implementations")
 	faults := fs.Bool("faults", false, "list the fault kinds")
 	_ = fs.Bool("scenarios", false, "list the built-in scenarios (the default)")
 	tags := fs.String("tags", "", "comma-separated tags a scenario must all carry")
@@ -48,6 +49,16 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 		fmt.Fprintln(tw, "ALGORITHM\tSYSTEM\tFENCING TOKEN\tVALIDITY\tLEASE (WHAT FREES IT)\tACQUIRE STEP THAT CAN TAKE THE LOCK")
 		for _, a := range clients.Algorithms() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.System, a.Token, a.Validity, a.Lease, a.GrantsText())
+		}
+		tw.Flush()
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(tw, "QUEUE (workload: queue)\tSYSTEM\tRETRY BUDGET\tCAPTURE")
+		for _, a := range clients.QueueAlgorithms() {
+			budget := "none"
+			if a.Budget {
+				budget = "retries_left"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.System, budget, a.Capture)
 		}
 	case *faults:
 		fmt.Fprintln(tw, "FAULT\tDESCRIPTION")

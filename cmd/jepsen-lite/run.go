@@ -205,8 +205,12 @@ func printLiveness(w io.Writer, l *checker.LivenessResult) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", livenessWord(l), l.Grants)
-	if l.Grants < fewGrants {
+	if l.Captures > 0 {
+		fmt.Fprintf(w, "  liveness (apart from the verdict): %s; tasks captured in the run: %d\n", livenessWord(l), l.Captures)
+	} else {
+		fmt.Fprintf(w, "  liveness (apart from the verdict): %s; grants in the run: %d\n", livenessWord(l), l.Grants)
+	}
+	if l.Grants < fewGrants && l.Captures == 0 {
 		grants := "grants"
 		if l.Grants == 1 {
 			grants = "grant"

@@ -1,0 +1,287 @@
+package checker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// The queue workload's anomaly kinds (docs/history.md §4.7).
+const (
+	DoubleCapture   = "double-capture"
+	BudgetOverspent = "budget-overspent"
+	CrossQueue      = "cross-queue"
+	StaleStatus     = "stale-status"
+	// LostTask is the liveness anomaly of a task left in progress with
+	// nobody to finish or free it, or never captured although asked for.
+	LostTask = "lost-task"
+)
+
+// QueueChecker is the checker "queue": it judges the queue workload's
+// promises (docs/history.md §4.7) over the holds of tasks (tasks.go):
+// double-capture (two holds of one task by different processes overlap),
+// budget-overspent (a task captured more times than its budget),
+// cross-queue (a capture returned a task of another queue) and
+// stale-status (a set-status, by a process whose hold the reaper had ended,
+// that took effect while a newer capture of the task held it). A history
+// without queue ops is valid.
+type QueueChecker struct{}
+
+var _ Checker = QueueChecker{}
+
+// Name returns "queue".
+func (QueueChecker) Name() string { return "queue" }
+
+// Check judges the queue ops of h.
+func (c QueueChecker) Check(ctx context.Context, h history.History) Result {
+	return runValidated(ctx, c.Name(), h, c.checkValid)
+}
+
+func (c QueueChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkFacts(ctx, h, Analyze(h))
+}
+
+func (c QueueChecker) checkFacts(ctx context.Context, h history.History, f *Facts) Result {
+	start := time.Now()
+	if ctx.Err() != nil {
+		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+	}
+	q := f.Queue
+	var anomalies []Anomaly
+	byTask := map[string][]int{} // task -> its holds, in the order of their oks
+	for i := range q.Holds {
+		byTask[q.Holds[i].Task] = append(byTask[q.Holds[i].Task], i)
+	}
+	tasks := make([]string, 0, len(byTask))
+	for t := range byTask {
+		tasks = append(tasks, t)
+	}
+	slices.Sort(tasks)
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		}
+		hs := byTask[t]
+		// double-capture: a sweep in the order of the oks; each earlier
+		// hold still open at a later hold's ok overlaps it, and the
+		// overlaps of one earlier hold are one cause.
+		var active []int
+		group := map[int]int{}
+		for _, b := range hs {
+			hb := &q.Holds[b]
+			active = slices.DeleteFunc(active, func(a int) bool { return q.Holds[a].End <= hb.OK })
+			for _, a := range active {
+				if q.Holds[a].Process == hb.Process {
+					continue
+				}
+				an := doubleCapture(h, q, a, b)
+				if g, ok := group[a]; ok {
+					anomalies[g].Follows++
+					anomalies[g].Followers = append(anomalies[g].Followers, an.Ops)
+					continue
+				}
+				group[a] = len(anomalies)
+				anomalies = append(anomalies, an)
+			}
+			active = append(active, b)
+		}
+		if s, ok := q.Specs[t]; ok && s.Budget != nil && len(hs) > *s.Budget {
+			x := &q.Holds[hs[*s.Budget]]
+			anomalies = append(anomalies, Anomaly{Kind: BudgetOverspent, Key: t, Ops: []int{q.SpecOp, x.Invoke, x.OK},
+				Message: fmt.Sprintf("task %s has a budget of %d captures in the task table, but it was captured %d times: capture %d of it by %s returned at %s",
+					t, *s.Budget, len(hs), *s.Budget+1, worker(h[x.OK]), secs(h[x.OK].Time))})
+		}
+	}
+	// cross-queue
+	for i := range q.Holds {
+		ho := &q.Holds[i]
+		e := capturedEntry(h, ho)
+		queue, spec := q.TaskQueue(ho.Task, e)
+		if queue == "" || queue == ho.Queue {
+			continue
+		}
+		ops := []int{ho.Invoke, ho.OK}
+		where := "its capture says"
+		if spec >= 0 {
+			ops = append([]int{spec}, ops...)
+			where = "the task table says"
+		}
+		anomalies = append(anomalies, Anomaly{Kind: CrossQueue, Key: ho.Task, Ops: ops,
+			Message: fmt.Sprintf("%s's capture of queue %s returned task %s at %s, which is of queue %s, as %s", worker(h[ho.OK]), ho.Queue, ho.Task, secs(h[ho.OK].Time), queue, where)})
+	}
+	anomalies = append(anomalies, staleStatuses(h, q, byTask)...)
+	return finish(c.Name(), start, anomalies, "")
+}
+
+// capturedEntry returns the entry of hold ho in its capture ok's value.
+func capturedEntry(h history.History, ho *Hold) history.CapturedTask {
+	ts, _ := history.CapturedOf(h[ho.OK])
+	for _, t := range ts {
+		if t.Task == ho.Task {
+			return t
+		}
+	}
+	return history.CapturedTask{Task: ho.Task}
+}
+
+// doubleCapture describes the overlap of hold a with the later hold b.
+func doubleCapture(h history.History, q *QueueFacts, a, b int) Anomaly {
+	ha, hb := &q.Holds[a], &q.Holds[b]
+	ops := []int{ha.Invoke, ha.OK, hb.Invoke, hb.OK}
+	msg := fmt.Sprintf("%s captured task %s at %s while %s held it since its capture at %s", worker(h[hb.OK]), ha.Task, secs(h[hb.OK].Time), worker(h[ha.OK]), secs(h[ha.OK].Time))
+	switch {
+	case ha.End == Open:
+		msg += ", which neither set its status nor lost it to the reaper by the end"
+	case ha.Reaped:
+		ops = append(ops, ha.End)
+		msg += fmt.Sprintf(", and no reaper pass could have set it back before the one invoked at %s", secs(h[ha.End].Time))
+	default:
+		ops = append(ops, ha.End)
+		msg += fmt.Sprintf(", and did not give it up before its set-status at %s", secs(h[ha.End].Time))
+	}
+	return Anomaly{Kind: DoubleCapture, Key: ha.Task, Ops: ops, Message: msg}
+}
+
+// staleStatuses finds every set-status ok S of task t by process p whose
+// hold H (p's latest hold of t with its ok before S's invoke) a reaper pass
+// R naming t ended (R invoked after H's ok, completed before S's invoke),
+// while a hold C of t by another process, captured after R completed and
+// returned before S's invoke, was still open after S returned.
+func staleStatuses(h history.History, q *QueueFacts, byTask map[string][]int) []Anomaly {
+	var out []Anomaly
+	for _, s := range q.Statuses {
+		if s.Type != history.OK {
+			continue
+		}
+		hs := byTask[s.Task]
+		hold := -1
+		for _, i := range hs {
+			if ho := &q.Holds[i]; ho.Process == s.Process && ho.OK < s.Invoke {
+				hold = i
+			}
+		}
+		if hold < 0 {
+			continue
+		}
+		H := &q.Holds[hold]
+		// of the reaps naming t that ended H and completed before S, the
+		// first to complete
+		var reap *Reap
+		for k := range q.Reaps {
+			r := &q.Reaps[k]
+			if !r.Unknown && r.Invoke > H.OK && r.Done >= 0 && r.Done < s.Invoke && slices.Contains(r.Tasks, s.Task) && (reap == nil || r.Done < reap.Done) {
+				reap = r
+			}
+		}
+		if reap == nil {
+			continue
+		}
+		newer := -1
+		for _, i := range hs {
+			if c := &q.Holds[i]; c.Process != s.Process && c.Invoke > reap.Done && c.OK < s.Invoke && c.End > s.Done {
+				newer = i
+				break
+			}
+		}
+		if newer < 0 {
+			continue
+		}
+		C := &q.Holds[newer]
+		out = append(out, Anomaly{Kind: StaleStatus, Key: s.Task, Ops: []int{H.Invoke, H.OK, reap.Invoke, reap.Done, C.Invoke, C.OK, s.Invoke, s.Done},
+			Message: fmt.Sprintf("%s set task %s to %s at %s, although a reaper pass had set it back at %s after %s's capture at %s, and %s had captured it again at %s and still held it",
+				worker(h[s.Invoke]), s.Task, s.Status, secs(h[s.Done].Time), secs(h[reap.Done].Time), worker(h[H.OK]), secs(h[H.OK].Time), worker(h[C.OK]), secs(h[C.OK].Time))})
+	}
+	slices.SortStableFunc(out, func(a, b Anomaly) int { return cmp.Compare(a.Ops[6], b.Ops[6]) })
+	return out
+}
+
+// lostTasks finds the lost-task anomalies of docs/history.md §4.7 over a
+// history that ends at end: a task whose last hold stayed open to the end,
+// whose process crashed, with no set-status of the task after the hold and
+// no reaper pass invoked after the crash; and a task of the task table,
+// with budget left, that no capture returned, although a capture ok of its
+// queue returned fewer tasks than its limit and no capture of that queue
+// was of unknown outcome.
+func lostTasks(h history.History, q *QueueFacts) []Anomaly {
+	var out []Anomaly
+	if len(h) == 0 {
+		return out
+	}
+	end := h[len(h)-1].Time
+	last := map[string]int{}
+	captured := map[string]bool{}
+	for i := range q.Holds {
+		last[q.Holds[i].Task] = i
+		captured[q.Holds[i].Task] = true
+	}
+	lastStatus := map[string]int{}
+	for _, s := range q.Statuses {
+		if s.Type != history.Fail {
+			lastStatus[s.Task] = s.Invoke
+		}
+	}
+	lastReap := -1
+	if n := len(q.Reaps); n > 0 {
+		lastReap = q.Reaps[n-1].Invoke
+	}
+	for t, i := range last {
+		ho := &q.Holds[i]
+		crash, crashed := q.Crash[ho.Process]
+		if ho.End != Open || !crashed || crash < ho.OK || lastReap > crash {
+			continue
+		}
+		if s, ok := lastStatus[t]; ok && s > ho.OK {
+			continue
+		}
+		out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{ho.Invoke, ho.OK, crash},
+			Window: &Window{Start: h[crash].Time, End: end},
+			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and no reaper pass came after",
+				t, worker(h[ho.OK]), secs(h[ho.OK].Time), secs(h[crash].Time))})
+	}
+	if q.SpecOp >= 0 {
+		// the first capture ok of each queue that returned fewer tasks than its limit
+		short := map[string]int{}
+		got := map[int]int{}
+		for i := range q.Holds {
+			got[q.Holds[i].OK]++
+		}
+		for ok, limit := range q.Limits {
+			if int64(got[ok]) < limit {
+				k := h[ok].Key
+				if cur, seen := short[k]; !seen || ok < cur {
+					short[k] = ok
+				}
+			}
+		}
+		for t, s := range q.Specs {
+			if captured[t] || (s.Budget != nil && *s.Budget == 0) || len(q.UnknownCaptures[s.Queue]) > 0 {
+				continue
+			}
+			ok, found := short[s.Queue]
+			if !found {
+				continue
+			}
+			inv := captureInvoke(h, ok)
+			out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{q.SpecOp, inv, ok},
+				Window: &Window{Start: h[inv].Time, End: end},
+				Message: fmt.Sprintf("task %s of queue %s was never captured, although it was capturable throughout (done from the start, with budget left) and %s's capture of %s at %s asked for %d tasks and got %d",
+					t, s.Queue, worker(h[ok]), s.Queue, secs(h[ok].Time), q.Limits[ok], got[ok])})
+		}
+	}
+	slices.SortFunc(out, func(a, b Anomaly) int { return cmp.Or(cmp.Compare(a.Key, b.Key), slices.Compare(a.Ops, b.Ops)) })
+	return out
+}
+
+// captureInvoke returns the invoke of the capture completed at ok.
+func captureInvoke(h history.History, ok int) int {
+	for i := ok - 1; i >= 0; i-- {
+		if h[i].Process == h[ok].Process && h[i].Type == history.Invoke {
+			return i
+		}
+	}
+	return ok
+}

@@ -1,0 +1,237 @@
+package reference
+
+import (
+	"slices"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// This file states the queue rules of docs/history.md (§3 "Tasks", §4.7)
+// as directly as the specification does: every hold's end is found by
+// scanning every call, and every pair of holds is compared.
+
+// hold is one task named by one capture ok.
+type hold struct {
+	task, queue string
+	entry       history.CapturedTask
+	c           *opCall
+}
+
+// holds returns every hold of the history, in the order of the capture
+// oks.
+func (x *parsed) holds() []hold {
+	var out []hold
+	for _, c := range x.calls {
+		if c.f != history.FCapture || c.typ != history.OK {
+			continue
+		}
+		ts, _ := history.CapturedOf(c.doneOp)
+		for _, t := range ts {
+			out = append(out, hold{task: t.Task, queue: c.key, entry: t, c: c})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b hold) int { return a.c.done - b.c.done })
+	return out
+}
+
+// taskHoldEnd is §3's end of hold h, as a history index (never when open),
+// and whether a reaper pass ended it: the earliest of the invoke, after h's
+// ok, of a set-status of h's task by h's process that did not fail, and,
+// for each reap that did not fail and, when ok, names the task and
+// completed after h's capture was invoked, its invoke, or h's ok when it
+// was invoked before.
+func (x *parsed) taskHoldEnd(h hold) (int64, bool) {
+	end, reaped := never, false
+	for _, c := range x.calls {
+		if c.typ == history.Fail {
+			continue
+		}
+		switch {
+		case c.f == history.FSetStatus && c.proc == h.c.proc && c.key == h.task && c.inv > h.c.done:
+			if int64(c.inv) < end {
+				end, reaped = int64(c.inv), false
+			}
+		case c.f == history.FReap:
+			if c.typ == history.OK {
+				ts, _ := history.ReapedOf(c.doneOp)
+				if !slices.Contains(ts, h.task) || c.done < h.c.inv {
+					continue
+				}
+			}
+			if e := int64(max(c.inv, h.c.done)); e < end {
+				end, reaped = e, true
+			}
+		}
+	}
+	return end, reaped
+}
+
+// specs returns the tasks of the first task table record (nil when none)
+// and whether there is one.
+func (x *parsed) specs() (map[string]history.TaskSpec, bool) {
+	for _, op := range x.h {
+		if op.IsTasks() {
+			ts, _ := history.TasksOf(op)
+			m := map[string]history.TaskSpec{}
+			for _, t := range ts {
+				if _, dup := m[t.Task]; !dup {
+					m[t.Task] = t
+				}
+			}
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// queueAnomalies returns the kinds of §4.7's safety anomalies found.
+func queueAnomalies(x *parsed) []string {
+	var kinds []string
+	hs := x.holds()
+	specs, _ := x.specs()
+	count := map[string]int{}
+	for i, a := range hs {
+		count[a.task]++
+		endA, _ := x.taskHoldEnd(a)
+		for _, b := range hs[i+1:] {
+			if a.task != b.task || a.c.proc == b.c.proc {
+				continue
+			}
+			endB, _ := x.taskHoldEnd(b)
+			if int64(a.c.done) < endB && int64(b.c.done) < endA {
+				kinds = append(kinds, checker.DoubleCapture)
+			}
+		}
+		q := a.entry.Queue
+		if s, ok := specs[a.task]; ok {
+			q = s.Queue
+		}
+		if q != "" && q != a.queue {
+			kinds = append(kinds, checker.CrossQueue)
+		}
+	}
+	for t, n := range count {
+		if s, ok := specs[t]; ok && s.Budget != nil && n > *s.Budget {
+			kinds = append(kinds, checker.BudgetOverspent)
+		}
+	}
+	// stale-status
+	for _, s := range x.calls {
+		if s.f != history.FSetStatus || s.typ != history.OK {
+			continue
+		}
+		var H *hold
+		for i := range hs {
+			if hs[i].task == s.key && hs[i].c.proc == s.proc && hs[i].c.done < s.inv {
+				H = &hs[i]
+			}
+		}
+		if H == nil {
+			continue
+		}
+		stale := false
+		for _, r := range x.calls {
+			if r.f != history.FReap || r.typ != history.OK || r.inv <= H.c.done || r.done >= s.inv {
+				continue
+			}
+			if ts, _ := history.ReapedOf(r.doneOp); !slices.Contains(ts, s.key) {
+				continue
+			}
+			for _, c := range hs {
+				if c.task != s.key || c.c.proc == s.proc || c.c.inv <= r.done || c.c.done >= s.inv {
+					continue
+				}
+				if end, _ := x.taskHoldEnd(c); end > int64(s.done) {
+					stale = true
+				}
+			}
+		}
+		if stale {
+			kinds = append(kinds, checker.StaleStatus)
+		}
+	}
+	return kinds
+}
+
+// lostTasks returns §4.7's lost-task findings over a history that ends at
+// end, and whether the history has a capture (its tasks are judged).
+func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
+	judged := false
+	for _, c := range x.calls {
+		if c.f == history.FCapture {
+			judged = true
+		}
+	}
+	if !judged {
+		return nil, false
+	}
+	var out []Finding
+	hs := x.holds()
+	// a task left in progress
+	for i, l := range hs {
+		last := true
+		for _, o := range hs[i+1:] {
+			if o.task == l.task {
+				last = false
+			}
+		}
+		if !last {
+			continue
+		}
+		if e, _ := x.taskHoldEnd(l); e != never {
+			continue
+		}
+		crash, crashed := x.crashIdx[l.c.proc]
+		if !crashed {
+			continue
+		}
+		freed := false
+		for _, c := range x.calls {
+			if c.typ == history.Fail {
+				continue
+			}
+			if c.f == history.FReap && int64(c.inv) > crash {
+				freed = true
+			}
+			if c.f == history.FSetStatus && c.key == l.task && c.inv > l.c.done {
+				freed = true
+			}
+		}
+		if !freed {
+			out = append(out, Finding{Kind: checker.LostTask, Key: l.task, Start: x.crash[l.c.proc], End: end})
+		}
+	}
+	// a task never captured although asked for
+	specs, ok := x.specs()
+	if !ok {
+		return out, true
+	}
+	for t, s := range specs {
+		if s.Budget != nil && *s.Budget == 0 || slices.ContainsFunc(hs, func(h hold) bool { return h.task == t }) {
+			continue
+		}
+		var short *opCall
+		unknown := false
+		for _, c := range x.calls {
+			if c.f != history.FCapture || c.key != s.Queue {
+				continue
+			}
+			if c.unknown {
+				unknown = true
+			}
+			if c.typ != history.OK {
+				continue
+			}
+			limit, _ := c.invOp.Int()
+			got, _ := history.CapturedOf(c.doneOp)
+			if int64(len(got)) < limit && (short == nil || c.done < short.done) {
+				short = c
+			}
+		}
+		if !unknown && short != nil {
+			out = append(out, Finding{Kind: checker.LostTask, Key: t, Start: short.call, End: end})
+		}
+	}
+	return out, true
+}

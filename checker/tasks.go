@@ -1,0 +1,219 @@
+package checker
+
+import (
+	"slices"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// This file is the one implementation of the queue workload's shared
+// definitions (docs/history.md §3, "Tasks"): the task table, captures and
+// holds of tasks, set-status ops and reaper passes. Its order is the
+// history's (indexes): a hold is the half-open stretch of history indexes
+// [capture ok, end).
+
+// Open is the End of a hold that nothing ended by the end of the history.
+const Open = int(^uint(0) >> 1)
+
+// Hold is one task named by one capture ok.
+type Hold struct {
+	Task    string
+	Queue   string // the capture's queue (its key)
+	Process int
+	Client  int
+	// Invoke and OK are the op indexes of the capture's invoke and ok.
+	Invoke, OK int
+	// End is the index at which the hold ended (Open when none), the
+	// earliest of: the invoke of its process's first set-status of the
+	// task after OK that may have taken effect (ok, or of unknown outcome);
+	// and, for each reaper pass that may have set the task back after the
+	// capture took effect (an ok naming it that completed after the
+	// capture's invoke, or one of unknown outcome), its invoke, or OK when
+	// it was invoked before OK.
+	End int
+	// Reaped is set when the reaper pass ended it.
+	Reaped bool
+}
+
+// StatusSet is one set-status: its process, task, status and op indexes
+// (Done is -1 when it never completed).
+type StatusSet struct {
+	Process, Client int
+	Task, Status    string
+	Invoke, Done    int
+	Type            history.Type // its completion's type; Invoke when pending
+}
+
+// Reap is one reaper pass that may have set tasks back: an ok (Tasks lists
+// them) or of unknown outcome (Unknown: any task).
+type Reap struct {
+	Invoke, Done int // Done is -1 when it never completed
+	Tasks        []string
+	Unknown      bool
+}
+
+// QueueFacts are the queue definitions evaluated over one well-formed
+// history; nil fields and empty slices when the history has no queue ops.
+type QueueFacts struct {
+	// Specs are the tasks of the task table record; SpecOp is its index
+	// (-1 when the history has none: no budgets, no queues of record).
+	Specs  map[string]history.TaskSpec
+	SpecOp int
+	// Holds are in the order of their capture oks (and the order of the
+	// tasks within one).
+	Holds    []Hold
+	Statuses []StatusSet // in the order of their invokes
+	Reaps    []Reap      // ok and of unknown outcome, in the order of their invokes
+	// Limits maps a capture ok's index to the limit its invoke asked for.
+	Limits map[int]int64
+	// UnknownCaptures maps a queue to the invokes of its captures of
+	// unknown outcome (info, or pending at the end).
+	UnknownCaptures map[string][]int
+	// Crash maps a process to the index of its info completion.
+	Crash map[int]int
+	// failedCaptures counts the capture fails.
+	failedCaptures int
+}
+
+// TaskQueue returns the queue of task t as the task table records it, else
+// as the capture entry e says, and the index of the task table record when
+// it said it (-1 otherwise); "" when neither says.
+func (q *QueueFacts) TaskQueue(t string, e history.CapturedTask) (string, int) {
+	if s, ok := q.Specs[t]; ok {
+		return s.Queue, q.SpecOp
+	}
+	return e.Queue, -1
+}
+
+// analyzeQueue evaluates the queue definitions over h.
+func analyzeQueue(h history.History) *QueueFacts {
+	q := &QueueFacts{SpecOp: -1, Limits: map[int]int64{}, UnknownCaptures: map[string][]int{}, Crash: map[int]int{}}
+	pending := map[int]int{} // process -> its outstanding invoke
+	type pk struct {
+		proc int
+		task string
+	}
+	var reapsByTask = map[string][][2]int{} // task -> the invoke and ok of each reap ok naming it
+	var unknownReap = Open                  // the first invoke of a reap of unknown outcome
+	ends := map[pk][]int{}                  // invokes of set-status that may have taken effect
+	for i := range h {
+		op := &h[i]
+		if op.IsTasks() && q.SpecOp < 0 {
+			specs, _ := history.TasksOf(*op)
+			q.SpecOp = i
+			q.Specs = map[string]history.TaskSpec{}
+			for _, s := range specs {
+				if _, dup := q.Specs[s.Task]; !dup {
+					q.Specs[s.Task] = s
+				}
+			}
+		}
+		if op.IsNemesis() {
+			continue
+		}
+		if op.Type == history.Invoke {
+			pending[op.Process] = i
+			if op.F == history.FSetStatus {
+				q.Statuses = append(q.Statuses, StatusSet{Process: op.Process, Client: op.Client, Task: op.Key, Status: history.StatusOf(*op), Invoke: i, Done: -1, Type: history.Invoke})
+			}
+			continue
+		}
+		inv, ok := pending[op.Process]
+		if !ok {
+			continue
+		}
+		delete(pending, op.Process)
+		if op.Type == history.Info {
+			q.Crash[op.Process] = i
+		}
+		switch op.F {
+		case history.FCapture:
+			switch op.Type {
+			case history.OK:
+				n, _ := h[inv].Int()
+				q.Limits[i] = n
+				ts, _ := history.CapturedOf(*op)
+				for _, t := range ts {
+					q.Holds = append(q.Holds, Hold{Task: t.Task, Queue: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i, End: Open})
+				}
+			case history.Info:
+				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], inv)
+			case history.Fail:
+				q.failedCaptures++
+			}
+		case history.FSetStatus:
+			for j := len(q.Statuses) - 1; j >= 0; j-- {
+				if q.Statuses[j].Invoke == inv {
+					q.Statuses[j].Done, q.Statuses[j].Type = i, op.Type
+					break
+				}
+			}
+			if op.Type != history.Fail {
+				ends[pk{op.Process, op.Key}] = append(ends[pk{op.Process, op.Key}], inv)
+			}
+		case history.FReap:
+			switch op.Type {
+			case history.OK:
+				ts, _ := history.ReapedOf(*op)
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
+				for _, t := range ts {
+					reapsByTask[t] = append(reapsByTask[t], [2]int{inv, i})
+				}
+			case history.Info:
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
+				unknownReap = min(unknownReap, inv)
+			}
+		}
+	}
+	// Ops still outstanding at the end are of unknown outcome.
+	for proc, inv := range pending {
+		op := &h[inv]
+		switch op.F {
+		case history.FCapture:
+			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], inv)
+		case history.FSetStatus:
+			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
+		case history.FReap:
+			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true})
+			unknownReap = min(unknownReap, inv)
+		}
+	}
+	slices.SortFunc(q.Reaps, func(a, b Reap) int { return a.Invoke - b.Invoke })
+	for _, v := range q.UnknownCaptures {
+		slices.Sort(v)
+	}
+	for _, v := range ends {
+		slices.Sort(v)
+	}
+	// first returns the first index in sorted xs after i, Open when none.
+	first := func(xs []int, i int) int {
+		j, _ := slices.BinarySearch(xs, i+1)
+		if j < len(xs) {
+			return xs[j]
+		}
+		return Open
+	}
+	for k := range q.Holds {
+		ho := &q.Holds[k]
+		ho.End = first(ends[pk{ho.Process, ho.Task}], ho.OK)
+		r := Open
+		if unknownReap != Open {
+			r = max(ho.OK, unknownReap)
+		}
+		for _, x := range reapsByTask[ho.Task] {
+			if x[1] > ho.Invoke {
+				r = min(r, max(ho.OK, x[0]))
+			}
+		}
+		if r < ho.End {
+			ho.End, ho.Reaped = r, true
+		}
+	}
+	return q
+}
+
+// Captured reports whether the history has a capture op: a queue history,
+// whose tasks liveness judges (docs/history.md §4.7).
+func (q *QueueFacts) Captured() bool {
+	return len(q.Limits) > 0 || len(q.UnknownCaptures) > 0 || q.failedCaptures > 0
+}

@@ -1,0 +1,119 @@
+# make_queue_fixtures.py writes the hand-made queue fixtures of this
+# directory (queue-<name>.jsonl, format version 5, with the task table
+# record) and what the checkers must conclude about each (queue-<name>.expect:
+# the safety verdict, exactly the safety anomaly kinds, exactly the
+# liveness anomaly kinds, and the ops of each anomaly).
+# Regenerate with: python3 checker/testdata/make_queue_fixtures.py
+import json, os
+MS = 1_000_000
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+
+def tasks(*ts):
+    out = []
+    for t in ts:
+        d = {"task": t[0], "queue": t[1]}
+        if len(t) > 2: d["budget"] = t[2]
+        out.append(d)
+    return out
+
+def fx(name, table, rows, safety, live, claims=()):
+    """rows: (ms, process, type, f, fields); process -1 is the nemesis."""
+    lines = [{"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
+              "value": {"format": "jepsen-lite", "version": 5}},
+             {"index": 1, "time": 0, "process": -1, "type": "info", "f": "tasks", "value": table}]
+    for r in rows:
+        t, p, typ, f = r[:4]
+        extra = r[4] if len(r) > 4 else {}
+        o = {"index": len(lines), "time": int(round(t*MS)), "process": p}
+        if p != -1: o["client"] = p % 3 if p != 9 else 9
+        o["type"] = typ; o["f"] = f
+        for k in ["key", "token", "value", "error"]:
+            if k in extra: o[k] = extra[k]
+        lines.append(o)
+    open("queue-"+name+".jsonl", "w").write("".join(json.dumps(o, separators=(",", ":"))+"\n" for o in lines))
+    exp = "verdict: %s\nanomalies: %s\nliveness: %s\n" % ("invalid" if safety else "valid", " ".join(sorted(safety)), " ".join(sorted(live)))
+    for c in claims: exp += c + "\n"
+    open("queue-"+name+".expect", "w").write(exp)
+
+def cap(t, p, q, limit, got, dur=2, typ="ok"):
+    """A capture of queue q by p from t to t+dur ms returning the tasks got."""
+    rows = [(t, p, "invoke", "capture", {"key": q, "value": limit})]
+    if typ == "ok":
+        rows.append((t+dur, p, "ok", "capture", {"key": q, "value": [{"task": x, "token": 1} for x in got]}))
+    elif typ is not None:
+        rows.append((t+dur, p, typ, "capture", {"key": q, "error": "timeout"}))
+    return rows
+
+def st(t, p, task, status="done", dur=2, typ="ok"):
+    rows = [(t, p, "invoke", "set-status", {"key": task, "value": status})]
+    if typ is not None:
+        rows.append((t+dur, p, typ, "set-status", {"key": task}))
+    return rows
+
+def reap(t, got, dur=2, p=9, typ="ok"):
+    rows = [(t, p, "invoke", "reap", {"value": 500*MS})]
+    if typ == "ok":
+        rows.append((t+dur, p, "ok", "reap", {"value": got}))
+    elif typ is not None:
+        rows.append((t+dur, p, typ, "reap", {"error": "timeout"}))
+    return rows
+
+def srt(*parts):
+    rows = [r for p in parts for r in p]
+    return sorted(rows, key=lambda r: r[0])
+
+T2 = tasks(("t1", "q0", 3), ("t2", "q0", 3))
+
+# Two overlapping captures return t1: the seed's race.
+fx("double-capture", T2, srt(cap(10, 0, "q0", 2, ["t1", "t2"], dur=10), cap(12, 1, "q0", 2, ["t1"], dur=4),
+   st(30, 0, "t1"), st(40, 0, "t2"), st(50, 1, "t1")),
+   ["double-capture"], [],
+   ["ops: double-capture 3 4 2 5 10", "says: double-capture worker 0 captured task t1 at 0.020s while worker 1 held it since its capture at 0.016s"])
+# The holder gives t1 up (set-status invoked) before the other capture returns it.
+fx("handover-at-set-status", T2, srt(cap(10, 0, "q0", 2, ["t1", "t2"]), st(20, 0, "t1", dur=10),
+   cap(25, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t2")), [], [])
+# A set-status that failed gives nothing up: the next capture of t1 is a double capture.
+fx("failed-set-status-keeps-hold", T2, srt(cap(10, 0, "q0", 2, ["t1", "t2"]), st(20, 0, "t1", typ="fail"),
+   cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t2")), ["double-capture"], [])
+# A crashed holder still holds t1 in the service: a capture of it by another is a double capture.
+fx("capture-from-crashed-holder", T2, srt(cap(10, 0, "q0", 2, ["t1", "t2"]), st(20, 0, "t2"), cap(30, 0, "q0", 1, [], typ="info"),
+   cap(40, 3, "q0", 1, ["t1"]), st(50, 3, "t1")), ["double-capture"], [])
+# Budget 1: t1 is captured twice.
+T1 = tasks(("t1", "q0", 1))
+fx("budget-overspent", T1, srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", "failed"), cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1")),
+   ["budget-overspent"], [],
+   ["ops: budget-overspent 1 6 7", "says: budget-overspent task t1 has a budget of 1 captures in the task table, but it was captured 2 times"])
+# Budget 2, captured twice: within it.
+fx("budget-spent-exactly", tasks(("t1", "q0", 2)), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", "failed"), cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1")), [], [])
+# A capture of q0 returns t2 of q1.
+fx("cross-queue", tasks(("t1", "q0"), ("t2", "q1")), srt(cap(10, 0, "q0", 2, ["t1", "t2"]), st(20, 0, "t1"), st(30, 0, "t2"), cap(40, 1, "q1", 1, [])),
+   ["cross-queue"], [],
+   ["ops: cross-queue 1 2 3", "says: cross-queue worker 0's capture of queue q0 returned task t2 at 0.012s, which is of queue q1, as the task table says"])
+# The reaper sets t1 back after worker 0's capture; worker 1 captures it; worker 0's late done overwrites worker 1's hold.
+fx("stale-status", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, ["t1"]), cap(110, 1, "q0", 1, ["t1"]),
+   st(120, 0, "t1"), st(150, 1, "t1")),
+   ["stale-status"], [],
+   ["ops: stale-status 2 3 4 5 6 7 8 9", "says: stale-status worker 0 set task t1 to done at 0.122s, although a reaper pass had set it back at 0.102s after worker 0's capture at 0.012s, and worker 1 had captured it again at 0.112s and still held it"])
+# The same, but worker 1 set its status before worker 0's late done was invoked: nothing of a newer capture is overwritten.
+fx("late-status-after-new-holder-done", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, ["t1"]), cap(110, 1, "q0", 1, ["t1"]),
+   st(115, 1, "t1"), st(120, 0, "t1")), [], [])
+# The reaper frees a crashed holder's task and another worker finishes it.
+fx("reaped-then-recaptured", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, ["t1"]),
+   cap(110, 3, "q0", 1, ["t1"]), st(120, 3, "t1")), [], [])
+# The holder crashes and no reaper runs: t1 is lost in progress.
+fx("lost-task-crashed-holder", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), cap(30, 3, "q0", 1, []),
+   cap(200, 3, "q0", 1, [])), [], ["lost-task"],
+   ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s"])
+# The holder crashes but a reaper pass comes after: not lost.
+fx("crashed-holder-with-reaper", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [])), [], [])
+# t2 is never captured although a capture of q0 asked for two and got one.
+fx("lost-task-never-captured", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], ["lost-task"],
+   ["ops: lost-task 1 2 3", "says: lost-task task t2 of queue q0 was never captured"])
+# t2 has no budget left (0): not capturable, so not lost.
+fx("no-budget-not-lost", tasks(("t1", "q0", 1), ("t2", "q0", 0)), srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], [])
+# A reaper pass that overlaps worker 0's capture may have set t1 back after it: worker 1's capture is no double capture.
+fx("reap-overlapping-capture-ends-hold", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"], dur=10), reap(15, ["t1"], dur=10),
+   cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t1", typ="fail")), [], [])
+# A reaper pass that completed before worker 0's capture was invoked set back an earlier hold, not worker 0's.
+fx("reap-before-capture-ends-nothing", tasks(("t1", "q0")), srt(reap(5, ["t1"], dur=3), cap(10, 0, "q0", 1, ["t1"]),
+   cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t1")), ["double-capture"], [])

@@ -1,0 +1,243 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// queueTasks returns the task table of the queue workload q: task i is
+// "t<i>" of queue "q<i mod Queues>", with q's budget.
+func queueTasks(q *scenarios.QueueSpec) []history.TaskSpec {
+	var out []history.TaskSpec
+	for i := range q.Tasks {
+		t := history.TaskSpec{Task: "t" + strconv.Itoa(i), Queue: queueName(i % q.Queues)}
+		if q.Budget != nil {
+			b := *q.Budget
+			t.Budget = &b
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func queueName(i int) string { return "q" + strconv.Itoa(i) }
+
+// queueWorker is one process of the queue workload: a worker that
+// captures from its queue, or the reaper. Its *worker carries the pause
+// points, the clock and the random source the nemesis reaches.
+type queueWorker struct {
+	*worker
+	q        *clients.RecordedQueue
+	queue    string
+	queues   []string
+	spec     *scenarios.QueueSpec
+	resource *clients.Resource
+}
+
+// executeQueue runs the queue workload on a started cluster: it builds one
+// recorded Queue per worker (and one for the reaper, the last process),
+// sets the task table up and records it, then drives the workers and the
+// nemesis as the lock workload does.
+func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c cluster.Cluster, net *cluster.Network, startClock func() *history.Recorder, counts *countingSink, logger *log.Logger, onNemesis func(*nemesis.Runner)) (bool, error) {
+	alg, err := clients.LookupQueue(s.Lock.Algorithm)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	tasks := queueTasks(s.Queue)
+	var queues []string
+	for i := range s.Queue.Queues {
+		queues = append(queues, queueName(i))
+	}
+	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
+	n := s.Processes()
+	var qs []clients.Queue
+	defer func() {
+		for _, q := range qs {
+			_ = q.Close()
+		}
+	}()
+	type setup struct {
+		clock  *workerClock
+		rng    *rand.Rand
+		target clients.Target
+	}
+	var setups []setup
+	for i := range n {
+		var eps []clients.Endpoint
+		for _, nd := range c.Nodes() {
+			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), nd.Name), nd.Addr)
+			if err != nil {
+				return false, fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+			eps = append(eps, clients.Endpoint{Name: nd.Name, Addr: addr, Role: nd.Role})
+		}
+		clock := &workerClock{}
+		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
+		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options}
+		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		q, err := alg.New(qctx, target)
+		cancel()
+		if err != nil {
+			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
+		}
+		qs = append(qs, q)
+		setups = append(setups, setup{clock: clock, rng: wrng, target: target})
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = qs[0].Setup(sctx, tasks)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	rec := startClock()
+	rec.Record(history.TasksOp(tasks))
+	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
+	var ws workerSet
+	var qws []*queueWorker
+	for i, q := range qs {
+		target := setups[i].target
+		open := func(ctx context.Context) (clients.Queue, error) { return alg.New(ctx, target) }
+		w := &worker{id: i, rec: rec, rng: setups[i].rng, clock: setups[i].clock, think: s.Think, hold: s.Hold, ttl: s.Lock.TTL, opTime: max(s.Lock.TTL, time.Second), pauses: map[string]pause{}}
+		ws = append(ws, w)
+		qws = append(qws, &queueWorker{
+			worker:   w,
+			q:        &clients.RecordedQueue{Queue: q, Rec: rec, Proc: clients.NewProcess(i, n), Open: open},
+			queue:    queueName(i % s.Queue.Queues),
+			queues:   queues,
+			spec:     s.Queue,
+			resource: resource,
+		})
+	}
+	qs = nil // the recorded queues own them now
+	defer func() {
+		for _, qw := range qws {
+			_ = qw.q.Close()
+		}
+	}()
+	logger.Printf("cluster, %d tasks in %d queues and %d processes ready", len(tasks), len(queues), n)
+	reaper := -1
+	if s.Queue.Reaper != nil {
+		reaper = n - 1
+	}
+	return drive(ctx, teardown, s, cfg, c, net, rec, ws, func(i int, stop, abort context.Context) {
+		if i == reaper {
+			qws[i].reap(stop, abort)
+			return
+		}
+		qws[i].run(stop, abort)
+	}, counts, logger, onNemesis)
+}
+
+// ready gives the current process a Queue; false (after a back-off) when
+// it cannot be opened yet.
+func (w *queueWorker) ready(abort context.Context) bool {
+	ctx, cancel := context.WithTimeout(abort, w.opTime)
+	err := w.q.Ready(ctx)
+	cancel()
+	if err != nil {
+		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.opTime/10)+1)))
+		return false
+	}
+	return true
+}
+
+// run is a queue worker's loop: capture up to the limit from its queue;
+// for each task captured, read the task's register and write it plus one
+// with the capture's token (the processing), hold it for the hold time,
+// and set its status: failed with the scenario's probability, else done.
+// A crash (an op of unknown outcome) ends the process: its successor holds
+// nothing and captures anew.
+func (w *queueWorker) run(stop, abort context.Context) {
+	for stop.Err() == nil {
+		if w.ready(abort) {
+			w.iterate(abort)
+		}
+		w.sleep(stop, w.think)
+	}
+}
+
+func (w *queueWorker) iterate(abort context.Context) {
+	ctx, cancel := context.WithTimeout(abort, w.opTime)
+	tasks, err := w.q.Capture(ctx, w.queue, w.spec.Limit)
+	cancel()
+	w.pauseAt(abort, nemesis.AfterResponse)
+	if err != nil || len(tasks) == 0 {
+		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.opTime/10)+1)))
+		return
+	}
+	holder := w.q.Proc.ID()
+	for _, t := range tasks {
+		if w.q.Proc.ID() != holder {
+			return // the process crashed; its successor holds nothing
+		}
+		if !w.process(abort, t) {
+			return
+		}
+		w.sleep(abort, w.hold)
+		status := history.StatusDone
+		if w.rng.Float64() < w.spec.FailRate {
+			status = history.StatusFailed
+		}
+		ctx, cancel := context.WithTimeout(abort, w.opTime)
+		_ = w.q.SetStatus(ctx, t, status)
+		cancel()
+	}
+}
+
+// process reads task t's register and writes it plus one with the
+// capture's token; false when the process crashed on the write.
+func (w *queueWorker) process(abort context.Context, t clients.Task) bool {
+	op := func(typ history.Type, f string) history.Op {
+		return history.Op{Process: w.q.Proc.ID(), Client: w.id, Type: typ, F: f, Key: t.ID, Token: t.Token}
+	}
+	w.rec.Record(op(history.Invoke, history.FRead))
+	v := w.resource.Read(t.ID)
+	read := op(history.OK, history.FRead)
+	read.Value = history.IntValue(v)
+	w.rec.Record(read)
+	w.pauseAt(abort, nemesis.BeforeWrite)
+	inv := op(history.Invoke, history.FWrite)
+	inv.Value = history.IntValue(v + 1)
+	w.rec.Record(inv)
+	applied, err := w.resource.Write(t.ID, t.Token, v+1)
+	done := op(history.OK, history.FWrite)
+	done.Value, done.Applied = inv.Value, applied
+	switch {
+	case err == nil:
+	case errors.Is(err, clients.ErrStaleToken):
+		done.Type, done.Error = history.Fail, err.Error()
+	default:
+		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
+	}
+	w.rec.Record(done)
+	if done.Type == history.Info {
+		w.q.Crash()
+		return false
+	}
+	return true
+}
+
+// reap is the reaper's loop: a pass over every queue each interval.
+func (w *queueWorker) reap(stop, abort context.Context) {
+	for stop.Err() == nil {
+		w.sleep(stop, w.spec.Reaper.Interval)
+		if stop.Err() != nil || !w.ready(abort) {
+			continue
+		}
+		w.pauseAt(abort, nemesis.AfterResponse)
+		ctx, cancel := context.WithTimeout(abort, w.opTime)
+		_, _ = w.q.Reap(ctx, w.queues, w.spec.Reaper.Timeout)
+		cancel()
+	}
+}
