@@ -70,7 +70,20 @@ func (o Op) IsAvailability() bool { return o.Process == NemesisProcess && o.F ==
 // rather than a fault or a heal: the header op, an availability record or
 // a task table record. Readers that pair faults with heals, or look for the
 // last fault, skip it.
-func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() || o.IsTasks() }
+func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() || o.IsTasks() || o.IsEnd() }
+
+// FEnd is the f of the end record: the last op of a history written by a
+// run (format version 5 on), a nemesis-process info op recorded once every
+// worker has stopped. It says until when the run recorded, so that an
+// acquire still pending at the end is known to have waited until then, also
+// when nothing else happened after it was invoked.
+const FEnd = "end"
+
+// EndOp returns the end record, to be recorded as the last op of a run.
+func EndOp() Op { return Op{Process: NemesisProcess, Type: Info, F: FEnd} }
+
+// IsEnd reports whether op is the end record.
+func (o Op) IsEnd() bool { return o.Process == NemesisProcess && o.F == FEnd }
 
 // HealOf returns the f recorded when the fault named fault is healed:
 // pause → resume, kill → start, clock-bump and clock-strobe → clock-reset,

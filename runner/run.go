@@ -466,6 +466,9 @@ func drive(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c 
 	waitUntil(stop, start.Add(s.Duration+s.Quiet))
 	stopWorkers()
 	wg.Wait()
+	// The end record: the history says until when it recorded, so a wait
+	// still pending is known to have waited until now.
+	rec.Record(history.EndOp())
 	<-progressDone
 	if p := panicked.Load(); p != nil {
 		return ctx.Err() != nil, fmt.Errorf("runner: %s", p)

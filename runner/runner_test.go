@@ -78,6 +78,11 @@ func TestGCPauseScenarios(t *testing.T) {
 			if err := history.Validate(h); err != nil {
 				t.Errorf("the recorded history is malformed: %v", err)
 			}
+			if last := h[len(h)-1]; !last.IsEnd() {
+				t.Errorf("the history's last op is %+v, want the end record", last)
+			} else if n := len(h); n > 1 && h[n-2].Time > last.Time {
+				t.Errorf("the end record at %v comes before the op before it at %v", last.Time, h[n-2].Time)
+			}
 			if v := history.Version(h); v != history.FormatVersion || r.HistoryVersion != v {
 				t.Errorf("history version %d (results.json says %d), want %d from its header op", v, r.HistoryVersion, history.FormatVersion)
 			}
