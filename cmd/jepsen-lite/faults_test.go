@@ -55,7 +55,7 @@ nemesis:
 			}
 			var nemesisOps []string
 			for _, op := range h {
-				if !op.IsNemesis() || op.IsHeader() {
+				if !op.IsNemesis() || op.IsHeader() || op.IsEnd() {
 					continue
 				}
 				nemesisOps = append(nemesisOps, op.F+" "+string(op.Type))
