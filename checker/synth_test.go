@@ -116,6 +116,9 @@ func TestSynthKindsAreCheckerKinds(t *testing.T) {
 func FuzzSynthetic(f *testing.F) {
 	f.Add(uint64(1), uint8(3), uint8(2), uint8(20), uint8(0))
 	f.Add(uint64(2), uint8(8), uint8(1), uint8(5), uint8(4))
+	// A stale write whose only newer write was its own process's, which
+	// the stall leaves out: the injector must pick another process's.
+	f.Add(uint64(5), uint8(3), uint8(2), uint8(20), uint8(3))
 	f.Fuzz(func(t *testing.T, seed uint64, workers, keys, ttlMs, kind uint8) {
 		opts := synth.Options{
 			Workers:  1 + int(workers%10),

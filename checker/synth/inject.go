@@ -223,40 +223,46 @@ func injectStaleWrite(rng *rand.Rand, h history.History) (history.History, error
 			}
 		}
 	}
-	var keys []string
+	// A stale write needs a newer grant's write that stays in the history:
+	// the stalled process's later ops are left out, so the newer write
+	// must be another process's.
+	type pair struct{ old, new acceptedWrite }
+	pairs := map[string][]pair{}
 	for k, ws := range perKey {
-		if len(ws) >= 2 && ws[0].lease != ws[len(ws)-1].lease {
-			keys = append(keys, k)
+		for _, o := range ws {
+			for _, n := range ws {
+				if o.lease < n.lease && h[o.done].Process != h[n.done].Process {
+					pairs[k] = append(pairs[k], pair{o, n})
+				}
+			}
 		}
+	}
+	var keys []string
+	for k := range pairs {
+		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
 		return nil, ErrNoSpot
 	}
 	slices.Sort(keys)
-	ws := perKey[pick(rng, keys)]
-	for {
-		i, j := rng.IntN(len(ws)), rng.IntN(len(ws))
-		if ws[i].lease >= ws[j].lease {
+	w := pick(rng, pairs[pick(rng, keys)]).old
+	// The write's applied time stays within its own window (docs/
+	// history.md §2): the write is still outstanding when it lands.
+	stalled, p := h[w.done], h[w.done].Process
+	out := make(history.History, 0, len(h))
+	for k, op := range h {
+		if k >= w.done && op.Process == p {
 			continue
 		}
-		// The write's applied time stays within its own window (docs/
-		// history.md §2): the write is still outstanding when it lands.
-		stalled, p := h[ws[i].done], h[ws[i].done].Process
-		out := make(history.History, 0, len(h))
-		for k, op := range h {
-			if k >= ws[i].done && op.Process == p {
-				continue
-			}
-			out = append(out, op)
-		}
-		stalled.Time = out[len(out)-1].Time + time.Microsecond
-		stalled.Applied = stalled.Time
-		out = append(out, stalled)
-		for k := range out {
-			out[k].Index = k
-		}
-		return out, nil
+		out = append(out, op)
 	}
+	stalled.Time = out[len(out)-1].Time + time.Microsecond
+	stalled.Applied = stalled.Time
+	out = append(out, stalled)
+	for k := range out {
+		out[k].Index = k
+	}
+	return out, nil
 }
 
 func injectLostUpdate(rng *rand.Rand, h history.History) error {
