@@ -32,6 +32,19 @@ func TestCheckOptions(t *testing.T) {
 			}
 		})
 	}
+	for _, q := range QueueAlgorithms() {
+		t.Run(q.Name, func(t *testing.T) {
+			if err := CheckOptions(q.Name, map[string]string{"timeout": "2s"}); err != nil {
+				t.Fatalf("timeout=2s: %v", err)
+			}
+			if err := CheckOptions(q.Name, map[string]string{"timeout": ""}); !errors.Is(err, ErrBadOption) {
+				t.Fatalf("timeout=\"\": %v, want ErrBadOption", err)
+			}
+			if err := CheckOptions(q.Name, map[string]string{"no-such-option": "1"}); !errors.Is(err, ErrBadOption) {
+				t.Fatalf("an unknown option: %v, want ErrBadOption", err)
+			}
+		})
+	}
 	if err := CheckOptions("no-such-lock", nil); !errors.Is(err, ErrUnknownAlgorithm) {
 		t.Fatalf("an unknown algorithm: %v", err)
 	}

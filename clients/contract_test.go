@@ -15,11 +15,6 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 )
 
-// wallClock is a worker clock without skew.
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // serverBinaries are the binaries each system's local cluster needs.
 var serverBinaries = map[string][]string{
 	cluster.Redis:     {"redis-server"},

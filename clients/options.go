@@ -186,23 +186,38 @@ func validUntil(start time.Time, ttl, drift time.Duration) time.Time {
 	return start.Add(ttl - drift)
 }
 
-// CheckOptions checks options against the algorithm called algorithm, as
+// CheckOptions checks options against the algorithm called algorithm (a
+// lock algorithm or a queue implementation: their names are distinct), as
 // its factory will when the run starts: an unknown option, or a value that
 // does not parse or is out of range, is an error wrapping ErrBadOption (an
 // unknown algorithm, one wrapping ErrUnknownAlgorithm). It starts nothing
 // and connects to nothing: every factory reads its options before it looks
 // at its target's endpoints, so it is called with a target that has none.
 func CheckOptions(algorithm string, options map[string]string) error {
-	alg, err := Lookup(algorithm)
-	if err != nil {
-		return err
-	}
-	l, err := alg.New(context.Background(), Target{Options: options, Rand: rand.New(rand.NewPCG(0, 0))})
-	if err == nil {
-		_ = l.Close() // not reached by the factories of Algorithms
+	t := Target{Options: options, Rand: rand.New(rand.NewPCG(0, 0)), Clock: wallClock{}}
+	var err error
+	if alg, lerr := Lookup(algorithm); lerr == nil {
+		var l Locker
+		if l, err = alg.New(context.Background(), t); err == nil {
+			_ = l.Close() // not reached by the factories of Algorithms
+		}
+	} else if q, qerr := LookupQueue(algorithm); qerr == nil {
+		var c Queue
+		if c, err = q.New(context.Background(), t); err == nil {
+			_ = c.Close() // not reached by the factories of QueueAlgorithms
+		}
+	} else {
+		return lerr
 	}
 	if errors.Is(err, ErrBadOption) {
 		return err
 	}
 	return nil
 }
+
+// wallClock is a worker clock without skew. CheckOptions hands it to the
+// factories that need a clock; none reads it before failing for want of
+// endpoints.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }

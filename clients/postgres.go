@@ -223,7 +223,12 @@ func postgresConfig(name string, ep Endpoint, user, database string) (*pgx.ConnC
 }
 
 func newPostgres(ctx context.Context, f pgFlavor, t Target) (*Postgres, error) {
-	name := f.String()
+	return newPostgresNamed(ctx, f.String(), f, t)
+}
+
+// newPostgresNamed is newPostgres for a client that calls itself name in
+// its errors (a queue implementation built on a flavor's connection).
+func newPostgresNamed(ctx context.Context, name string, f pgFlavor, t Target) (*Postgres, error) {
 	opts := newOptionReader(name, t.Options)
 	user := opts.str("user", DefaultPostgresUser)
 	database := opts.str("database", DefaultPostgresDatabase)

@@ -164,7 +164,7 @@ func newPgQueue(ctx context.Context, name, capture string, t Target) (Queue, err
 	if t.Clock == nil {
 		return nil, fmt.Errorf("clients: %s: target has no clock", name)
 	}
-	p, err := newPostgres(ctx, pgState, t)
+	p, err := newPostgresNamed(ctx, name, pgState, t)
 	if err != nil {
 		return nil, err
 	}

@@ -236,8 +236,9 @@ type Names struct {
 	// there can be no such cluster; fault targets are checked against them
 	// before any server starts. Nil skips those checks.
 	Nodes func(system, topology string, nodes int) ([]cluster.Node, error)
-	// LockOptions checks an algorithm's lock options, names and values,
-	// as its factory will (clients.CheckOptions). Nil skips that check.
+	// LockOptions checks the lock options of an algorithm or a queue
+	// implementation, names and values, as its factory will
+	// (clients.CheckOptions). Nil skips that check.
 	LockOptions func(algorithm string, options map[string]string) error
 }
 
@@ -281,7 +282,7 @@ func (s *Scenario) CheckRun(names Names) error {
 		root = &yaml.Node{}
 	}
 	fail := s.failer(root)
-	if names.LockOptions != nil && len(s.Lock.Options) > 0 && s.Workload != WorkloadQueue {
+	if names.LockOptions != nil && len(s.Lock.Options) > 0 {
 		if err := names.LockOptions(s.Lock.Algorithm, s.Lock.Options); err != nil {
 			return fail(err.Error(), "lock", "options")
 		}

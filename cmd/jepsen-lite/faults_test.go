@@ -89,6 +89,8 @@ func TestRunRefusesTargetsTheClusterDoesNotHave(t *testing.T) {
 			`t.yaml:8: nemesis.steps.0.targets: nemesis: bad target: worker target "w9": want w0..w1`},
 		{"an unknown lock option", "name: t\nsystem: {name: redis, nodes: 1}\nlock:\n  algorithm: redis-single\n  ttl: 1s\n  options: {colour: red}\nworkers: 2\nduration: 2s\n",
 			"t.yaml:6: lock.options: clients: redis-single: clients: bad option: unknown colour (known: timeout)"},
+		{"an unknown queue option", "name: t\nworkload: queue\nsystem: {name: postgres, nodes: 1}\nlock:\n  algorithm: pg-queue\n  ttl: 1s\n  options: {colour: red}\nworkers: 2\nduration: 2s\n",
+			"t.yaml:7: lock.options: clients: pg-queue: clients: bad option: unknown colour (known: database, timeout, user)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
