@@ -241,16 +241,7 @@ func conclusions(fast []checker.Result, ref reference.Result) string {
 // anomaly kinds and windows (under livenessBounds), and logs how many
 // histories had a stuck or an unavailable key.
 func TestDifferential(t *testing.T) {
-	n := differentialHistories
-	if testing.Short() {
-		n /= 5
-	}
-	if s := os.Getenv("REFERENCE_HISTORIES"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("REFERENCE_HISTORIES=%q: %v", s, err)
-		}
-	}
+	n := historiesToCompare(t, "REFERENCE_HISTORIES", differentialHistories)
 	seeds := make([]uint64, n)
 	for i := range seeds {
 		seeds[i] = uint64(i)
@@ -296,16 +287,42 @@ func TestDifferential(t *testing.T) {
 	}
 	t.Logf("%d histories: %d (%.1f%%) with a stuck key, %d (%.1f%%) more with an unavailable one", len(seeds),
 		stuck, 100*float64(stuck)/float64(len(seeds)), unavailable, 100*float64(unavailable)/float64(len(seeds)))
-	if len(classes) > 0 {
-		var lines []string
-		total := 0
-		for c, k := range classes {
-			lines = append(lines, fmt.Sprintf("%5d  %s", k, c))
-			total += k
-		}
-		slices.Sort(lines)
-		t.Errorf("%d of %d histories disagree; by disagreement:\n%s", total, len(seeds), strings.Join(lines, "\n"))
+	reportDisagreements(t, "histories", classes, len(seeds))
+}
+
+// historiesToCompare is how many histories a differential test compares:
+// def (a fifth of it with -short), or the number in the environment
+// variable env.
+func historiesToCompare(t *testing.T, env string, def int) int {
+	t.Helper()
+	n := def
+	if testing.Short() {
+		n /= 5
 	}
+	if s := os.Getenv(env); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatalf("%s=%q: %v", env, s, err)
+		}
+	}
+	return n
+}
+
+// reportDisagreements fails t with the count of each class of
+// disagreement found among n compared histories, if there is any.
+func reportDisagreements(t *testing.T, what string, classes map[string]int, n int) {
+	t.Helper()
+	if len(classes) == 0 {
+		return
+	}
+	var lines []string
+	total := 0
+	for c, k := range classes {
+		lines = append(lines, fmt.Sprintf("%5d  %s", k, c))
+		total += k
+	}
+	slices.Sort(lines)
+	t.Errorf("%d of %d %s disagree; by disagreement:\n%s", total, n, what, strings.Join(lines, "\n"))
 }
 
 // genOptions are the generator's options for the history of seed: one
@@ -334,16 +351,7 @@ func queueGenOptions(seed uint64) reference.QueueGenOptions {
 // instead. It also logs how many histories had each anomaly kind, so that
 // a generator that stopped producing one shows.
 func TestDifferentialQueue(t *testing.T) {
-	n := queueHistories
-	if testing.Short() {
-		n /= 5
-	}
-	if s := os.Getenv("QUEUE_HISTORIES"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			t.Fatalf("QUEUE_HISTORIES=%q: %v", s, err)
-		}
-	}
+	n := historiesToCompare(t, "QUEUE_HISTORIES", queueHistories)
 	classes := map[string]int{}
 	found := map[string]int{}
 	printed := 0
@@ -374,16 +382,7 @@ func TestDifferentialQueue(t *testing.T) {
 			t.Errorf("no generated queue history has %s", k)
 		}
 	}
-	if len(classes) > 0 {
-		var lines []string
-		total := 0
-		for c, k := range classes {
-			lines = append(lines, fmt.Sprintf("%5d  %s", k, c))
-			total += k
-		}
-		slices.Sort(lines)
-		t.Errorf("%d of %d queue histories disagree; by disagreement:\n%s", total, n, strings.Join(lines, "\n"))
-	}
+	reportDisagreements(t, "queue histories", classes, n)
 }
 
 // FuzzDifferential is TestDifferential for any seed; when seed2 is 3
