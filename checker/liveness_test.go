@@ -2,14 +2,12 @@ package checker
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -340,19 +338,4 @@ func TestUnavailableSentenceOneNode(t *testing.T) {
 		}
 	}
 	t.Fatalf("no unavailable window: %+v", res)
-}
-
-// TestNotHeldErrorIsTheClientsText checks that NotHeldError is in the text
-// a client records for a release the service refused as not held, however
-// the algorithm wraps clients.ErrNotHeld, and not in the text of a release
-// the algorithm does not perform on the server.
-func TestNotHeldErrorIsTheClientsText(t *testing.T) {
-	for _, err := range []error{clients.ErrNotHeld, fmt.Errorf("clients: zk-lock: release w0: %w", clients.ErrNotHeld)} {
-		if !strings.Contains(err.Error(), NotHeldError) {
-			t.Errorf("%q does not contain %q", err, NotHeldError)
-		}
-	}
-	if strings.Contains(clients.ErrReleaseNoOp.Error(), NotHeldError) {
-		t.Errorf("%q contains %q", clients.ErrReleaseNoOp, NotHeldError)
-	}
 }
