@@ -143,7 +143,35 @@ func doubleCapture(h history.History, q *QueueFacts, a, b int) Anomaly {
 		ops = append(ops, ha.End)
 		msg += fmt.Sprintf(", and did not give it up before its set-status at %s", secs(h[ha.End].Time))
 	}
+	if s := undoingStatus(q, ha, hb); s != nil {
+		done := "of unknown outcome"
+		if s.Type == history.OK {
+			done = "returned at " + secs(h[s.Done].Time)
+		}
+		msg += fmt.Sprintf("; %s's set-status of %s to %s, invoked at %s and %s, may have taken effect after %s's capture and made it capturable under it",
+			worker(h[s.Invoke]), ha.Task, s.Status, secs(h[s.Invoke].Time), done, worker(h[ha.OK]))
+	}
 	return Anomaly{Kind: DoubleCapture, Key: ha.Task, Ops: ops, Message: msg}
+}
+
+// undoingStatus returns the last set-status that may have undone hold a's
+// capture before the later hold b's capture took the task (docs/history.md
+// §4.7, double-capture): of a's task, by another process than a's, not
+// failed, invoked before b's ok and, when ok, completed after a's capture
+// was invoked (one of unknown outcome may take effect at any time after its
+// invoke); nil when none.
+func undoingStatus(q *QueueFacts, a, b *Hold) *StatusSet {
+	var out *StatusSet
+	for k := range q.Statuses {
+		s := &q.Statuses[k]
+		if s.Invoke >= b.OK {
+			break
+		}
+		if s.Task == a.Task && s.Process != a.Process && s.Type != history.Fail && (s.Type != history.OK || s.Done > a.Invoke) {
+			out = s
+		}
+	}
+	return out
 }
 
 // staleStatuses finds every set-status ok S of task t by process p whose
@@ -202,7 +230,8 @@ func staleStatuses(h history.History, q *QueueFacts, byTask map[string][]int) []
 // lostTasks finds the lost-task anomalies of docs/history.md §4.7 over a
 // history that ends at end: a task whose last hold stayed open to the end,
 // whose process crashed, with no set-status of the task after the hold and
-// no reaper pass invoked after the crash; and a task of the task table,
+// no reaper pass invoked after the crash that could have freed it
+// (couldFree); and a task of the task table,
 // with budget left, that no capture returned, although a capture ok of its
 // queue returned fewer tasks than its limit and no capture of that queue
 // was of unknown outcome.
@@ -224,14 +253,13 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 			lastStatus[s.Task] = s.Invoke
 		}
 	}
-	lastReap := -1
-	if n := len(q.Reaps); n > 0 {
-		lastReap = q.Reaps[n-1].Invoke
-	}
 	for t, i := range last {
 		ho := &q.Holds[i]
 		crash, crashed := q.Crash[ho.Process]
-		if ho.End != Open || !crashed || crash < ho.OK || lastReap > crash {
+		if ho.End != Open || !crashed || crash < ho.OK {
+			continue
+		}
+		if slices.ContainsFunc(q.Reaps, func(r Reap) bool { return r.Invoke > crash && couldFree(h, r, ho) }) {
 			continue
 		}
 		if s, ok := lastStatus[t]; ok && s > ho.OK {
@@ -239,7 +267,7 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 		}
 		out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{ho.Invoke, ho.OK, crash},
 			Window: &Window{Start: h[crash].Time, End: end},
-			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and no reaper pass came after",
+			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and no reaper pass that could have freed it came after",
 				t, worker(h[ho.OK]), secs(h[ho.OK].Time), secs(h[crash].Time))})
 	}
 	if q.SpecOp >= 0 {
@@ -274,6 +302,15 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 	}
 	slices.SortFunc(out, func(a, b Anomaly) int { return cmp.Or(cmp.Compare(a.Key, b.Key), slices.Compare(a.Ops, b.Ops)) })
 	return out
+}
+
+// couldFree reports whether reaper pass r could have freed hold ho's task
+// (docs/history.md §4.7, lost-task): its invoke gives no timeout, it never
+// completed, or it completed at least its timeout after ho's capture was
+// invoked. By the history's times, the reaper's clock could then have read
+// a time its timeout past the capture time the service stored.
+func couldFree(h history.History, r Reap, ho *Hold) bool {
+	return r.Timeout < 0 || r.Done < 0 || h[r.Done].Time >= h[ho.Invoke].Time+r.Timeout
 }
 
 // captureInvoke returns the invoke of the capture completed at ok.

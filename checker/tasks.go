@@ -2,6 +2,7 @@ package checker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -50,6 +51,17 @@ type Reap struct {
 	Invoke, Done int // Done is -1 when it never completed
 	Tasks        []string
 	Unknown      bool
+	// Timeout is the reaper's timeout its invoke gives; -1 when the invoke
+	// gives none (its value is not a non-negative integer).
+	Timeout time.Duration
+}
+
+// reapTimeout returns the timeout a reap invoke gives, -1 when none.
+func reapTimeout(op history.Op) time.Duration {
+	if n, ok := op.Int(); ok && n >= 0 {
+		return time.Duration(n)
+	}
+	return -1
 }
 
 // QueueFacts are the queue definitions evaluated over one well-formed
@@ -155,12 +167,12 @@ func analyzeQueue(h history.History) *QueueFacts {
 			switch op.Type {
 			case history.OK:
 				ts, _ := history.ReapedOf(*op)
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts, Timeout: reapTimeout(h[inv])})
 				for _, t := range ts {
 					reapsByTask[t] = append(reapsByTask[t], [2]int{inv, i})
 				}
 			case history.Info:
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true, Timeout: reapTimeout(h[inv])})
 				unknownReap = min(unknownReap, inv)
 			}
 		}
@@ -174,7 +186,7 @@ func analyzeQueue(h history.History) *QueueFacts {
 		case history.FSetStatus:
 			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
 		case history.FReap:
-			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true})
+			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true, Timeout: reapTimeout(*op)})
 			unknownReap = min(unknownReap, inv)
 		}
 	}

@@ -154,6 +154,18 @@ func queueAnomalies(x *parsed) []string {
 	return kinds
 }
 
+// reapCouldFree is §4.7's reaper pass r that could have freed hold l's
+// task: r's invoke gives no timeout (its value is not a non-negative
+// integer), r never completed, or r completed at a time at least its
+// timeout after l's capture was invoked.
+func (x *parsed) reapCouldFree(r *opCall, l hold) bool {
+	timeout, ok := r.invOp.Int()
+	if !ok || timeout < 0 || r.done < 0 {
+		return true
+	}
+	return r.ret >= l.c.call+timeout
+}
+
 // lostTasks returns §4.7's lost-task findings over a history that ends at
 // end, and whether the history has a capture (its tasks are judged).
 func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
@@ -191,7 +203,7 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 			if c.typ == history.Fail {
 				continue
 			}
-			if c.f == history.FReap && int64(c.inv) > crash {
+			if c.f == history.FReap && int64(c.inv) > crash && x.reapCouldFree(c, l) {
 				freed = true
 			}
 			if c.f == history.FSetStatus && c.key == l.task && c.inv > l.c.done {

@@ -50,8 +50,9 @@ def st(t, p, task, status="done", dur=2, typ="ok"):
         rows.append((t+dur, p, typ, "set-status", {"key": task}))
     return rows
 
-def reap(t, got, dur=2, p=9, typ="ok"):
-    rows = [(t, p, "invoke", "reap", {"value": 500*MS})]
+def reap(t, got, dur=2, p=9, typ="ok", timeout=500):
+    """A reaper pass with the timeout in ms (None: the invoke gives none)."""
+    rows = [(t, p, "invoke", "reap", {} if timeout is None else {"value": timeout*MS})]
     if typ == "ok":
         rows.append((t+dur, p, "ok", "reap", {"value": got}))
     elif typ is not None:
@@ -104,8 +105,27 @@ fx("reaped-then-recaptured", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]
 fx("lost-task-crashed-holder", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), cap(30, 3, "q0", 1, []),
    cap(200, 3, "q0", 1, [])), [], ["lost-task"],
    ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s"])
-# The holder crashes but a reaper pass comes after: not lost.
-fx("crashed-holder-with-reaper", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [])), [], [])
+# The holder crashes, and a reaper pass comes after, when its timeout (500ms) has passed since the capture: not lost.
+fx("crashed-holder-with-reaper", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(600, [])), [], [])
+# The holder crashes; the only reaper pass after the crash comes before its timeout has passed since the capture: lost.
+fx("lost-task-reap-before-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [])), [], ["lost-task"],
+   ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s without setting its status, and no reaper pass that could have freed it came after"])
+# The reaper pass completes exactly its timeout after the capture's invoke (10ms + 500ms): it could have freed the task, not lost.
+fx("crashed-holder-reap-completes-at-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(505, [], dur=5)), [], [])
+# The reaper pass completes 1ms before its timeout has passed since the capture's invoke: it could not have freed the task, lost.
+fx("lost-task-reap-completes-before-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(504, [], dur=5)), [], ["lost-task"],
+   ["ops: lost-task 2 3 5"])
+# A reaper pass whose invoke gives no timeout may have freed the task: not lost.
+fx("crashed-holder-reap-without-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [], timeout=None)), [], [])
+# Worker 0's set-status of t1 is cut off and crashes its process; the reaper sets t1 back and worker 1 captures it;
+# the cut-off done then takes effect (delivered late) and worker 2 captures t1 while worker 1 still holds it.
+fx("double-capture-after-late-status", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", dur=1000, typ="info"), reap(1100, ["t1"]),
+   cap(1200, 4, "q0", 1, ["t1"]), cap(1210, 5, "q0", 1, ["t1"]), st(1230, 4, "t1"), st(1240, 5, "t1")),
+   ["double-capture"], [],
+   ["ops: double-capture 8 9 10 11 12", "says: double-capture worker 2 captured task t1 at 1.212s while worker 1 held it since its capture at 1.202s, and did not give it up before its set-status at 1.230s; worker 0's set-status of t1 to done, invoked at 0.020s and of unknown outcome, may have taken effect after worker 1's capture and made it capturable under it"])
+# The same cut-off done, but worker 2 captures t1 only after worker 1 set its status: no double capture.
+fx("late-status-after-holder-gave-up", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", dur=1000, typ="info"), reap(1100, ["t1"]),
+   cap(1200, 4, "q0", 1, ["t1"]), st(1230, 4, "t1"), cap(1235, 5, "q0", 1, ["t1"]), st(1240, 5, "t1")), [], [])
 # t2 is never captured although a capture of q0 asked for two and got one.
 fx("lost-task-never-captured", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], ["lost-task"],
    ["ops: lost-task 1 2 3", "says: lost-task task t2 of queue q0 was never captured"])
