@@ -1,6 +1,9 @@
 package checker
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestExpectationMet(t *testing.T) {
 	found := []Result{
@@ -69,6 +72,34 @@ func TestOverall(t *testing.T) {
 			}
 			if got := Overall(rs); got != tt.want {
 				t.Errorf("Overall = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTaskKinds: the kinds whose key is a task are the queue checker's and
+// lost-task, each a safety or a liveness kind; the lock's are not.
+func TestTaskKinds(t *testing.T) {
+	tests := []struct {
+		name string
+		kind string
+		task bool
+	}{
+		{"double-capture", DoubleCapture, true},
+		{"budget-overspent", BudgetOverspent, true},
+		{"cross-queue", CrossQueue, true},
+		{"stale-status", StaleStatus, true},
+		{"lost-task", LostTask, true},
+		{"double-hold is of a lock key", DoubleHold, false},
+		{"stuck is of a lock key", Stuck, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := slices.Contains(TaskKinds(), tc.kind); got != tc.task {
+				t.Errorf("TaskKinds() has %s: %v, want %v", tc.kind, got, tc.task)
+			}
+			if tc.task && !slices.Contains(Kinds(), tc.kind) && !slices.Contains(LivenessKinds(), tc.kind) {
+				t.Errorf("%s is neither a safety nor a liveness kind", tc.kind)
 			}
 		})
 	}

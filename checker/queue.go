@@ -21,6 +21,12 @@ const (
 	LostTask = "lost-task"
 )
 
+// TaskKinds returns the anomaly kinds whose Key is a task: the queue
+// checker's and lost-task, in the order of docs/history.md §4.7.
+func TaskKinds() []string {
+	return []string{DoubleCapture, BudgetOverspent, CrossQueue, StaleStatus, LostTask}
+}
+
 // QueueChecker is the checker "queue": it judges the queue workload's
 // promises (docs/history.md §4.7) over the holds of tasks (tasks.go):
 // double-capture (two holds of one task by different processes overlap),

@@ -186,7 +186,9 @@ type reportView struct {
 	Anomalies  []anomalyJSON
 	Throughput *plot
 	Latency    []plot
-	Legend     []legendEntry
+	// Tasks is the task view of a queue run; nil for a lock run.
+	Tasks  *taskView
+	Legend []legendEntry
 	// Bands are the legend entries of the shaded bands drawn beside the
 	// faults: liveness windows and nodes down.
 	Bands []legendEntry
@@ -253,6 +255,7 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		Anomalies: anomalyWindows(checkers, in.History, tl),
 	}
 	v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
+	v.Tasks = buildTaskView(in.History, tl.facts.Queue, tl.End, tl.Nemesis, v.Anomalies)
 	if v.Title == "" {
 		v.Title = "run"
 	}

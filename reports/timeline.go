@@ -148,6 +148,9 @@ type timeline struct {
 	Nemesis []nemesisInterval
 	// Availability is where the availability records say nodes were down.
 	Availability []availabilityBand
+	// facts are the checker's definitions the timeline draws (and the
+	// task view of a queue run).
+	facts *checker.Facts
 }
 
 // instantFaults act at one moment and have nothing to heal.
@@ -327,7 +330,7 @@ func armed(value []byte) bool { return bytes.Contains(value, []byte(`"armed":tru
 // (until its invoke + ttl), or an op of it, is still drawn.
 func buildTimeline(h history.History) timeline {
 	facts := checker.Analyze(h)
-	var tl timeline
+	tl := timeline{facts: facts}
 	for i := range h {
 		tl.Last = max(tl.Last, h[i].Time)
 	}

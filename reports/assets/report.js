@@ -391,6 +391,9 @@
     document.querySelectorAll("li.anomaly").forEach(function (li) {
       li.classList.toggle("selected", +li.dataset.anomaly === q);
     });
+    document.querySelectorAll(".tasks [data-anomaly]").forEach(function (el) {
+      el.classList.toggle("selected", +el.dataset.anomaly === q);
+    });
     if (a.from >= 0) {
       var w = Math.max(a.to - a.from, 1000), pad = Math.max(w * 0.25, 2000);
       setView(a.from - pad, a.to + pad);
@@ -398,6 +401,10 @@
     render(); pending = false; // draw now, so the DOM reflects the selection
     document.querySelector(".timeline-section").scrollIntoView({ behavior: "auto", block: "start" });
   }
+  // An anomaly's mark in the task view selects it too.
+  document.querySelectorAll(".tasks [data-anomaly]").forEach(function (el) {
+    el.addEventListener("click", function () { selectAnomaly(+el.dataset.anomaly); });
+  });
   document.querySelectorAll("li.anomaly").forEach(function (li) {
     li.addEventListener("click", function () { selectAnomaly(+li.dataset.anomaly); });
     li.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectAnomaly(+li.dataset.anomaly); } });
