@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // DefaultEtcdTimeout bounds each etcd request of etcd-mutex (option
@@ -133,11 +134,15 @@ func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
 	for _, p := range peers {
 		eps = append(eps, p.Addr)
 	}
-	client, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   eps,
 		DialTimeout: timeout,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if !t.TCP.IsZero() {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(t.TCP.grpcDialer())}
+	}
+	client, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)
 	}

@@ -101,6 +101,7 @@ type Target struct {
 	Rand      *rand.Rand        // the worker's own source, derived from the run's seed
 	Drift     time.Duration     // clock drift allowance subtracted from Until
 	Options   map[string]string // algorithm options from the scenario
+	TCP       TCP               // the TCP timeouts of every connection the Locker opens (the scenario's tcp)
 }
 
 // Factory builds one worker's Locker.

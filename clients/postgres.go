@@ -205,8 +205,9 @@ func NewPgAdvisory(ctx context.Context, t Target) (Locker, error) {
 	return newPostgres(ctx, pgAdvisory, t)
 }
 
-// postgresConfig builds the connection config for ep from the options.
-func postgresConfig(name string, ep Endpoint, user, database string) (*pgx.ConnConfig, error) {
+// postgresConfig builds the connection config for ep from the options,
+// dialing with tcp's timeouts.
+func postgresConfig(name string, ep Endpoint, user, database string, tcp TCP) (*pgx.ConnConfig, error) {
 	host, port, err := net.SplitHostPort(ep.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: endpoint %s: %w", name, ep.Addr, err)
@@ -218,6 +219,9 @@ func postgresConfig(name string, ep Endpoint, user, database string) (*pgx.ConnC
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: %w", name, err)
+	}
+	if !tcp.IsZero() {
+		cfg.DialFunc = tcp.dialer(0, goKeepAlive).DialContext
 	}
 	return cfg, nil
 }
@@ -240,7 +244,7 @@ func newPostgresNamed(ctx context.Context, name string, f pgFlavor, t Target) (*
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := postgresConfig(name, ep, user, database)
+	cfg, err := postgresConfig(name, ep, user, database, t.TCP)
 	if err != nil {
 		return nil, err
 	}

@@ -346,7 +346,7 @@ func newRedisZaddQueue(name string, script bool, t Target) (Queue, error) {
 	if t.Clock == nil {
 		return nil, fmt.Errorf("clients: %s: target has no clock", name)
 	}
-	return &RedisZaddQueue{name: name, script: script, client: newRedisClient(ep.Addr, timeout), timeout: timeout, clock: t.Clock}, nil
+	return &RedisZaddQueue{name: name, script: script, client: newRedisClient(ep.Addr, timeout, t.TCP), timeout: timeout, clock: t.Clock}, nil
 }
 
 func zaddQueueSet(queue string) string      { return "tasks:" + queue }

@@ -33,10 +33,12 @@ end`)
 // newRedisClient returns a client for one node. It never retries a command
 // on its own (a retried SET NX could find its own key and report the lock as
 // taken) nor a failed dial (the dial error must reach the caller, as proof the
-// command was not sent), and every command is bounded by timeout.
-func newRedisClient(addr string, timeout time.Duration) *redis.Client {
+// command was not sent), every command is bounded by timeout, and its
+// connections are dialed with tcp's timeouts.
+func newRedisClient(addr string, timeout time.Duration, tcp TCP) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                  addr,
+		Dialer:                tcp.redisDialer(timeout),
 		MaxRetries:            -1,
 		DialerRetries:         1,
 		DialTimeout:           timeout,
@@ -88,7 +90,7 @@ func newRedisSingle(name string, t Target) (*RedisSingle, error) {
 	}
 	return &RedisSingle{
 		name:    name,
-		client:  newRedisClient(ep.Addr, timeout),
+		client:  newRedisClient(ep.Addr, timeout, t.TCP),
 		timeout: timeout,
 		drift:   t.Drift,
 		owners:  owners,

@@ -118,7 +118,7 @@ func newRedisZadd(f zaddFlavor, t Target) (*RedisZadd, error) {
 	}
 	return &RedisZadd{
 		flavor:  f,
-		client:  newRedisClient(ep.Addr, timeout),
+		client:  newRedisClient(ep.Addr, timeout, t.TCP),
 		timeout: timeout,
 		drift:   t.Drift,
 		clock:   t.Clock,

@@ -96,7 +96,7 @@ func NewRedlock(ctx context.Context, t Target) (Locker, error) {
 	}
 	r := &Redlock{nodeTimeout: nodeTimeout, drift: t.Drift, owners: owners}
 	for _, m := range masters {
-		r.clients = append(r.clients, newRedisClient(m.Addr, nodeTimeout))
+		r.clients = append(r.clients, newRedisClient(m.Addr, nodeTimeout, t.TCP))
 	}
 	return r, nil
 }

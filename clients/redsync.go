@@ -76,7 +76,7 @@ func NewRedsync(ctx context.Context, t Target) (Locker, error) {
 	for _, m := range masters {
 		// Redsync bounds each call with its own context; the client's
 		// socket timeouts are only a backstop.
-		c := newRedisClient(m.Addr, time.Second)
+		c := newRedisClient(m.Addr, time.Second, t.TCP)
 		r.clients = append(r.clients, c)
 		pools = append(pools, goredis.NewPool(c))
 	}

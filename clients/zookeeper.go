@@ -132,7 +132,7 @@ func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 }
 
 // zkConnect connects to every endpoint of t that is not a replica or
-// sentinel, asking for sessionTimeout; the client's handshake log line
+// sentinel, asking for sessionTimeout, with t's TCP timeouts; the client's handshake log line
 // stores the negotiated timeout in negotiated, and onEvent follows the
 // session's events.
 func zkConnect(name string, t Target, sessionTimeout time.Duration, negotiated *atomic.Int64, onEvent func(zk.Event)) (*zk.Conn, error) {
@@ -144,7 +144,7 @@ func zkConnect(name string, t Target, sessionTimeout time.Duration, negotiated *
 	for _, p := range peers {
 		servers = append(servers, p.Addr)
 	}
-	conn, _, err := zk.Connect(servers, sessionTimeout,
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithDialer(t.TCP.zkDialer()),
 		zk.WithLogger(zkLogger{negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)

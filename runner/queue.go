@@ -84,7 +84,7 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 		}
 		clock := &workerClock{}
 		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
-		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options}
+		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		q, err := alg.New(qctx, target)
 		cancel()

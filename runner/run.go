@@ -337,7 +337,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}
 		clock := &workerClock{}
 		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
-		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options}
+		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		l, err := factory(lctx, target)
 		cancel()

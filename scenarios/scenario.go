@@ -2,7 +2,8 @@
 // validation with file-and-line errors, and the built-in catalog embedded
 // from scenarios/catalog/*.yaml. A scenario names the system and topology,
 // the lock algorithm, the resource mode, the workers, the duration, the seed,
-// the nemesis schedule and what the run is expected to show.
+// the nemesis schedule, the TCP timeouts of its clients and what the run is
+// expected to show.
 package scenarios
 
 import (
@@ -10,6 +11,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,11 +50,14 @@ type Scenario struct {
 	// Workload is WorkloadLock (the default: acquire, read, write,
 	// release) or WorkloadQueue (capture tasks, process each, set its
 	// status), which Queue shapes.
-	Workload string              `yaml:"workload,omitempty"`
-	Queue    *QueueSpec          `yaml:"queue,omitempty"`
-	Seed     uint64              `yaml:"seed,omitempty"`
-	Nemesis  Nemesis             `yaml:"nemesis,omitempty"`
-	Expect   checker.Expectation `yaml:"expect,omitempty"`
+	Workload string     `yaml:"workload,omitempty"`
+	Queue    *QueueSpec `yaml:"queue,omitempty"`
+	// TCP shortens the TCP timeouts of every connection the run's lock
+	// clients open; absent, they are the client libraries' own.
+	TCP     TCP                 `yaml:"tcp,omitempty"`
+	Seed    uint64              `yaml:"seed,omitempty"`
+	Nemesis Nemesis             `yaml:"nemesis,omitempty"`
+	Expect  checker.Expectation `yaml:"expect,omitempty"`
 
 	// File is where the scenario was read from ("catalog/x.yaml" for the
 	// built-in ones); it is not part of the YAML.
@@ -122,6 +127,61 @@ type QueueSpec struct {
 type ReaperSpec struct {
 	Interval time.Duration `yaml:"interval"`
 	Timeout  time.Duration `yaml:"timeout"`
+}
+
+// TCP is the TCP timeouts every connection of the run's lock clients is
+// opened with (docs/network.md, "When a connection ends during a
+// partition"), so that the OS ends a connection during a partition as soon
+// as the scenario wants, as shortening them on the clients does under
+// Jepsen's iptables drops. A field left out keeps what the client library
+// sets by itself (keepalive) or the OS default (TCP_USER_TIMEOUT); a field
+// given must be positive and within what the kernel accepts: the
+// keepalive times in whole seconds up to MaxKeepAlive, the count up to
+// MaxKeepAliveCount, the user timeout in whole milliseconds up to
+// MaxUserTimeout.
+type TCP struct {
+	// KeepAliveIdle is how long a connection is idle before the first
+	// keepalive probe (TCP_KEEPIDLE).
+	KeepAliveIdle time.Duration `yaml:"keepalive-idle,omitempty"`
+	// KeepAliveInterval is the time between unanswered keepalive probes
+	// (TCP_KEEPINTVL).
+	KeepAliveInterval time.Duration `yaml:"keepalive-interval,omitempty"`
+	// KeepAliveCount is how many unanswered probes end the connection
+	// (TCP_KEEPCNT).
+	KeepAliveCount int `yaml:"keepalive-count,omitempty"`
+	// UserTimeout is how long sent data may stay unacknowledged before
+	// the OS ends the connection (TCP_USER_TIMEOUT).
+	UserTimeout time.Duration `yaml:"user-timeout,omitempty"`
+}
+
+// The kernel's bounds on the TCP settings (linux/tcp.h: MAX_TCP_KEEPIDLE,
+// MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT; TCP_USER_TIMEOUT is an int of
+// milliseconds).
+const (
+	MaxKeepAlive      = 32767 * time.Second
+	MaxKeepAliveCount = 127
+	MaxUserTimeout    = math.MaxInt32 * time.Millisecond
+)
+
+// check returns the hint and the field of the first setting of t that is
+// out of bounds, with given reporting which fields the YAML has; "" when
+// every one is fine.
+func (t TCP) check(given func(field string) bool) (hint, field string) {
+	for _, ka := range []struct {
+		field string
+		d     time.Duration
+	}{{"keepalive-idle", t.KeepAliveIdle}, {"keepalive-interval", t.KeepAliveInterval}} {
+		if (ka.d != 0 || given(ka.field)) && (ka.d < time.Second || ka.d > MaxKeepAlive || ka.d%time.Second != 0) {
+			return fmt.Sprintf("must be a whole number of seconds from 1s to %ds, such as 5s (the kernel counts keepalive in seconds); leave it out to keep the client's own", MaxKeepAlive/time.Second), ka.field
+		}
+	}
+	if (t.KeepAliveCount != 0 || given("keepalive-count")) && (t.KeepAliveCount < 1 || t.KeepAliveCount > MaxKeepAliveCount) {
+		return fmt.Sprintf("must be a number of probes from 1 to %d; leave it out to keep the client's own", MaxKeepAliveCount), "keepalive-count"
+	}
+	if (t.UserTimeout != 0 || given("user-timeout")) && (t.UserTimeout < time.Millisecond || t.UserTimeout > MaxUserTimeout || t.UserTimeout%time.Millisecond != 0) {
+		return fmt.Sprintf("must be a whole number of milliseconds from 1ms to %v, such as 2s; leave it out to keep the OS default (none)", MaxUserTimeout), "user-timeout"
+	}
+	return "", ""
 }
 
 // The queue workload's defaults, applied by Normalize.
@@ -270,10 +330,10 @@ func Parse(data []byte, file string, names Names) (*Scenario, error) {
 
 // CheckRun checks what the scenario asks of the cluster and the lock it
 // will run against, with the values it has now (a run may override the
-// number of workers), before any server starts: the system's topology and
-// node count, every fault target against the cluster's nodes and the
-// workers (nemesis.CheckTargets), and the lock options against the
-// algorithm. Errors name the file and, for a scenario read from a file, the
+// number of workers), before any server starts: the tcp settings against
+// the kernel's bounds, the system's topology and node count, every fault
+// target against the cluster's nodes and the workers
+// (nemesis.CheckTargets), and the lock options against the algorithm. Errors name the file and, for a scenario read from a file, the
 // line; they wrap ErrInvalid. Parse calls it; a runner calls it again after
 // its overrides.
 func (s *Scenario) CheckRun(names Names) error {
@@ -282,6 +342,9 @@ func (s *Scenario) CheckRun(names Names) error {
 		root = &yaml.Node{}
 	}
 	fail := s.failer(root)
+	if hint, field := s.TCP.check(func(f string) bool { return hasKey(root, "tcp", f) }); hint != "" {
+		return fail(hint, "tcp", field)
+	}
 	if names.LockOptions != nil && len(s.Lock.Options) > 0 {
 		if err := names.LockOptions(s.Lock.Algorithm, s.Lock.Options); err != nil {
 			return fail(err.Error(), "lock", "options")
@@ -447,6 +510,30 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		}
 	}
 	return nil
+}
+
+// hasKey reports whether root has the mapping key at path below the
+// document root.
+func hasKey(root *yaml.Node, path ...string) bool {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, p := range path {
+		var next *yaml.Node
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					next = n.Content[i+1]
+				}
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return true
 }
 
 // lineOf returns the line of the node at path (mapping keys, or sequence

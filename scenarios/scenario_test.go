@@ -130,3 +130,67 @@ func TestMarshalRoundTrip(t *testing.T) {
 		t.Errorf("round trip lost values: %+v", again)
 	}
 }
+
+// TestParseTCP decodes the tcp block: what is given is kept, what is left
+// out is zero (the clients' own), and a value the kernel would refuse or
+// round is an error naming the file, the line and the field.
+func TestParseTCP(t *testing.T) {
+	tests := []struct {
+		name string
+		tcp  string // the block, appended to the valid scenario
+		want TCP
+		err  []string // substrings of the error; nil when valid
+	}{
+		{"absent", "", TCP{}, nil},
+		{"empty", "tcp: {}\n", TCP{}, nil},
+		{"every field", "tcp:\n  keepalive-idle: 5s\n  keepalive-interval: 2s\n  keepalive-count: 3\n  user-timeout: 1500ms\n",
+			TCP{KeepAliveIdle: 5 * time.Second, KeepAliveInterval: 2 * time.Second, KeepAliveCount: 3, UserTimeout: 1500 * time.Millisecond}, nil},
+		{"user timeout only", "tcp: {user-timeout: 2s}\n", TCP{UserTimeout: 2 * time.Second}, nil},
+		{"the kernel's largest", "tcp: {keepalive-idle: 32767s, keepalive-interval: 32767s, keepalive-count: 127, user-timeout: 596h31m23.647s}\n",
+			TCP{KeepAliveIdle: MaxKeepAlive, KeepAliveInterval: MaxKeepAlive, KeepAliveCount: MaxKeepAliveCount, UserTimeout: MaxUserTimeout}, nil},
+		{"idle below a second", "tcp:\n  keepalive-idle: 500ms\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-idle", "whole number of seconds"}},
+		{"idle not whole seconds", "tcp:\n  keepalive-idle: 1500ms\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-idle", "whole number of seconds"}},
+		{"idle given as zero", "tcp:\n  keepalive-idle: 0s\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-idle", "leave it out"}},
+		{"idle too long", "tcp:\n  keepalive-idle: 10h\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-idle", "32767s"}},
+		{"negative interval", "tcp:\n  keepalive-interval: -1s\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-interval"}},
+		{"zero count", "tcp:\n  keepalive-count: 0\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-count", "from 1 to 127"}},
+		{"count too large", "tcp:\n  keepalive-count: 128\n", TCP{}, []string{"t.yaml:21", "tcp.keepalive-count", "from 1 to 127"}},
+		{"user timeout below a millisecond", "tcp:\n  user-timeout: 500us\n", TCP{}, []string{"t.yaml:21", "tcp.user-timeout", "whole number of milliseconds"}},
+		{"user timeout too long", "tcp:\n  user-timeout: 600h\n", TCP{}, []string{"t.yaml:21", "tcp.user-timeout"}},
+		{"user timeout not a duration", "tcp:\n  user-timeout: 2\n", TCP{}, []string{"t.yaml", "line 21", "time.Duration"}},
+		{"unknown field", "tcp:\n  keepalive: 5s\n", TCP{}, []string{"t.yaml", "line 21", "keepalive"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse([]byte(valid+tt.tcp), "t.yaml", testNames)
+			if tt.err == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.TCP != tt.want {
+					t.Errorf("tcp %+v, want %+v", s.TCP, tt.want)
+				}
+				data, err := Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				again, err := Parse(data, "again.yaml", testNames)
+				if err != nil || again.TCP != tt.want {
+					t.Errorf("stored and read again: tcp %+v, %v; want %+v\n%s", again.TCP, err, tt.want, data)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			for _, w := range tt.err {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -65,6 +65,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown scenario field", []string{"run", "testdata/unknown-field.yaml"}, 254, []string{"unknown-field.yaml", "line 3", "colour"}},
 		{"unknown algorithm", []string{"run", "testdata/unknown-algorithm.yaml"}, 254, []string{"unknown-algorithm.yaml:7", "redis-single"}},
 		{"negative duration", []string{"run", "testdata/negative-duration.yaml"}, 254, []string{"negative-duration.yaml:10", "duration"}},
+		{"zero tcp user timeout", []string{"run", "testdata/bad-tcp.yaml"}, 254, []string{"bad-tcp.yaml:12", "tcp.user-timeout", "whole number of milliseconds"}},
 		{"no such history", []string{"check", "testdata/absent.jsonl"}, 254, []string{"absent.jsonl"}},
 		{"unknown command", []string{"frobnicate"}, 254, []string{"frobnicate"}},
 		{"unknown flag", []string{"run", "--frobnicate", "redis-single-baseline"}, 254, []string{"frobnicate"}},
