@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -59,7 +58,6 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 	for i := range s.Queue.Queues {
 		queues = append(queues, queueName(i))
 	}
-	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
 	n := s.Processes()
 	var qs []clients.Queue
 	defer func() {
@@ -67,32 +65,18 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 			_ = q.Close()
 		}
 	}()
-	type setup struct {
-		clock  *workerClock
-		rng    *rand.Rand
-		target clients.Target
+	setups, err := workerSetups(s, c, net, n)
+	if err != nil {
+		return false, err
 	}
-	var setups []setup
-	for i := range n {
-		var eps []clients.Endpoint
-		for _, nd := range c.Nodes() {
-			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), nd.Name), nd.Addr)
-			if err != nil {
-				return false, fmt.Errorf("%w: %w", ErrSetup, err)
-			}
-			eps = append(eps, clients.Endpoint{Name: nd.Name, Addr: addr, Role: nd.Role})
-		}
-		clock := &workerClock{}
-		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
-		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
+	for i, su := range setups {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		q, err := alg.New(qctx, target)
+		q, err := alg.New(qctx, su.target)
 		cancel()
 		if err != nil {
 			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
 		qs = append(qs, q)
-		setups = append(setups, setup{clock: clock, rng: wrng, target: target})
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = qs[0].Setup(sctx, tasks)

@@ -305,7 +305,6 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		return executeQueue(ctx, teardown, s, cfg, c, net, startClock, counts, logger, onNemesis)
 	}
 
-	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
 	var ws workerSet
 	defer func() {
 		for _, w := range ws {
@@ -320,32 +319,18 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			_ = l.Close()
 		}
 	}()
-	type setup struct {
-		clock  *workerClock
-		rng    *rand.Rand
-		target clients.Target
+	setups, err := workerSetups(s, c, net, s.Workers)
+	if err != nil {
+		return false, err
 	}
-	var setups []setup
-	for i := 0; i < s.Workers; i++ {
-		var eps []clients.Endpoint
-		for _, n := range c.Nodes() {
-			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), n.Name), n.Addr)
-			if err != nil {
-				return false, fmt.Errorf("%w: %w", ErrSetup, err)
-			}
-			eps = append(eps, clients.Endpoint{Name: n.Name, Addr: addr, Role: n.Role})
-		}
-		clock := &workerClock{}
-		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
-		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
+	for i, su := range setups {
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		l, err := factory(lctx, target)
+		l, err := factory(lctx, su.target)
 		cancel()
 		if err != nil {
 			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
 		lockers = append(lockers, l)
-		setups = append(setups, setup{clock: clock, rng: wrng, target: target})
 	}
 	rec := startClock()
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
@@ -625,4 +610,35 @@ func reportProgress(ctx context.Context, fn func(Progress), start time.Time, tot
 			return
 		}
 	}
+}
+
+// workerSetup is what one worker is given before the run starts: its
+// clock, its random source and the target its client dials.
+type workerSetup struct {
+	clock  *workerClock
+	rng    *rand.Rand
+	target clients.Target
+}
+
+// workerSetups makes the set-up of workers w0..w(n-1): each dials every
+// node through its own link, keeps its own clock, and draws from a random
+// source derived from the run's seed, in worker order.
+func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network, n int) ([]workerSetup, error) {
+	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
+	var setups []workerSetup
+	for i := range n {
+		var eps []clients.Endpoint
+		for _, nd := range c.Nodes() {
+			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), nd.Name), nd.Addr)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+			}
+			eps = append(eps, clients.Endpoint{Name: nd.Name, Addr: addr, Role: nd.Role})
+		}
+		clock := &workerClock{}
+		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
+		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
+		setups = append(setups, workerSetup{clock: clock, rng: wrng, target: target})
+	}
+	return setups, nil
 }
