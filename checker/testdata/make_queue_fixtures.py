@@ -179,3 +179,7 @@ fx("passed-over-unknown-capture-during-status", TB, srt(cap(10, 0, "q0", 1, [("t
    cap(40, 4, "q0", 1, [])), [], [])
 # The only short capture was invoked before the set-status returned: it may have run before the status took effect.
 fx("passed-over-capture-before-status-returned", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(25, 1, "q0", 1, [], dur=10)), [], [])
+# Two racing captures of t1 return its budget out of order (0, then 1, as the SQL seed's race does): the least, 0,
+# is what is left, so t1 done again is not capturable: not lost (but a double capture).
+fx("passed-over-budgets-out-of-order", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(14, 0, "t1"), cap(20, 1, "q0", 1, [("t1", 0)], dur=10),
+   cap(22, 2, "q0", 1, [("t1", 1)], dur=10), st(40, 1, "t1"), st(50, 2, "t1"), cap(60, 0, "q0", 1, [])), ["double-capture"], [])
