@@ -260,9 +260,10 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 // passedOver is §4.7's lost-task of a task passed over: c is the task's
 // latest capture ok; the task has budget left (c's entry gives a budget
 // and every budget a capture ok gives for the task is positive, or c's
-// entry gives none and the task table lists the task without one); no capture of its queue (the task table's, else c's
-// entry's, else c's) is of unknown outcome and pending at the end or
-// completed after c's invoke; a set-status ok of the task to done or
+// entry gives none and the task table lists the task without one); no
+// capture of its queue (the task table's, else c's entry's, else c's) is
+// of unknown outcome and pending at the end or completed after c's
+// invoke; a set-status ok of the task to done or
 // failed was invoked after c's ok; and a capture ok of that queue invoked
 // after that set-status's ok returned fewer tasks than its limit. The
 // finding's window starts at the invoke of the first such capture to
