@@ -17,7 +17,8 @@ const (
 	CrossQueue      = "cross-queue"
 	StaleStatus     = "stale-status"
 	// LostTask is the liveness anomaly of a task left in progress with
-	// nobody to finish or free it, or never captured although asked for.
+	// nobody to finish or free it, or capturable with budget left and
+	// never captured (again) although asked for.
 	LostTask = "lost-task"
 )
 
@@ -237,10 +238,10 @@ func staleStatuses(h history.History, q *QueueFacts, byTask map[string][]int) []
 // history that ends at end: a task whose last hold stayed open to the end,
 // whose process crashed, with no set-status of the task after the hold and
 // no reaper pass invoked after the crash that could have freed it
-// (couldFree); and a task of the task table,
-// with budget left, that no capture returned, although a capture ok of its
-// queue returned fewer tasks than its limit and no capture of that queue
-// was of unknown outcome.
+// (couldFree); a task of the task table, with budget left, that no capture
+// returned, although a capture ok of its queue returned fewer tasks than
+// its limit and no capture of that queue was of unknown outcome; and a task
+// passed over (passedOver).
 func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 	var out []Anomaly
 	if len(h) == 0 {
@@ -259,8 +260,32 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 			lastStatus[s.Task] = s.Invoke
 		}
 	}
+	got := map[int]int{}      // capture ok -> how many tasks it returned
+	least := map[string]int{} // task -> the least budget its capture oks give
+	for i := range q.Holds {
+		ho := &q.Holds[i]
+		got[ho.OK]++
+		if b := capturedEntry(h, ho).Budget; b != nil {
+			if l, ok := least[ho.Task]; !ok || *b < l {
+				least[ho.Task] = *b
+			}
+		}
+	}
+	shorts := map[string][]int{} // queue -> its capture oks that returned fewer tasks than their limits, in order
+	for ok, limit := range q.Limits {
+		if int64(got[ok]) < limit {
+			shorts[h[ok].Key] = append(shorts[h[ok].Key], ok)
+		}
+	}
+	for _, v := range shorts {
+		slices.Sort(v)
+	}
 	for t, i := range last {
 		ho := &q.Holds[i]
+		if a, ok := passedOver(h, q, ho, least, shorts); ok {
+			out = append(out, a)
+			continue
+		}
 		crash, crashed := q.Crash[ho.Process]
 		if ho.End != Open || !crashed || crash < ho.OK {
 			continue
@@ -277,28 +302,12 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 				t, worker(h[ho.OK]), secs(h[ho.OK].Time), secs(h[crash].Time))})
 	}
 	if q.SpecOp >= 0 {
-		// the first capture ok of each queue that returned fewer tasks than its limit
-		short := map[string]int{}
-		got := map[int]int{}
-		for i := range q.Holds {
-			got[q.Holds[i].OK]++
-		}
-		for ok, limit := range q.Limits {
-			if int64(got[ok]) < limit {
-				k := h[ok].Key
-				if cur, seen := short[k]; !seen || ok < cur {
-					short[k] = ok
-				}
-			}
-		}
 		for t, s := range q.Specs {
-			if captured[t] || (s.Budget != nil && *s.Budget == 0) || len(q.UnknownCaptures[s.Queue]) > 0 {
+			if captured[t] || (s.Budget != nil && *s.Budget == 0) || len(q.UnknownCaptures[s.Queue]) > 0 || len(shorts[s.Queue]) == 0 {
 				continue
 			}
-			ok, found := short[s.Queue]
-			if !found {
-				continue
-			}
+			// the first capture ok of its queue that returned fewer tasks than its limit
+			ok := shorts[s.Queue][0]
 			inv := captureInvoke(h, ok)
 			out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{q.SpecOp, inv, ok},
 				Window: &Window{Start: h[inv].Time, End: end},
@@ -308,6 +317,79 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 	}
 	slices.SortFunc(out, func(a, b Anomaly) int { return cmp.Or(cmp.Compare(a.Key, b.Key), slices.Compare(a.Ops, b.Ops)) })
 	return out
+}
+
+// passedOver reports whether the task of c, its last hold (the latest
+// capture ok naming it), was passed over (docs/history.md §4.7,
+// lost-task): a set-status ok S of the task to done or failed was invoked
+// after c's ok, with budget left (the least budget the capture oks of the
+// task give is positive, c's giving one; or none gives one and the task
+// table lists the task without a budget), no capture of its queue of
+// unknown outcome could have taken effect after c's invoke (none pending,
+// none whose info came after c's invoke), and a capture ok of its queue
+// invoked after S's ok returned fewer tasks than its limit. The anomaly
+// names c, the S with the earliest ok and the first such capture (by its
+// ok). least maps a task to the least budget its capture oks give, shorts
+// a queue to its capture oks that returned fewer tasks than their limits.
+func passedOver(h history.History, q *QueueFacts, c *Hold, least map[string]int, shorts map[string][]int) (Anomaly, bool) {
+	e := capturedEntry(h, c)
+	budget := -1 // -1: the task has none
+	if e.Budget != nil {
+		budget = least[c.Task]
+		if budget <= 0 {
+			return Anomaly{}, false
+		}
+	} else if s, listed := q.Specs[c.Task]; !listed || s.Budget != nil {
+		return Anomaly{}, false
+	}
+	queue, _ := q.TaskQueue(c.Task, e)
+	if queue == "" {
+		queue = c.Queue
+	}
+	if u := q.UnknownCaptures[queue]; len(u) > 0 && u[len(u)-1] > c.Invoke {
+		return Anomaly{}, false
+	}
+	var set *StatusSet
+	for k := range q.Statuses {
+		s := &q.Statuses[k]
+		if s.Task == c.Task && s.Type == history.OK && (s.Status == history.StatusDone || s.Status == history.StatusFailed) &&
+			s.Invoke > c.OK && (set == nil || s.Done < set.Done) {
+			set = s
+		}
+	}
+	if set == nil {
+		return Anomaly{}, false
+	}
+	short, inv := -1, -1
+	for _, ok := range shorts[queue] {
+		if ok > set.Done {
+			if i := captureInvoke(h, ok); i > set.Done {
+				short, inv = ok, i
+				break
+			}
+		}
+	}
+	if short < 0 {
+		return Anomaly{}, false
+	}
+	got := 0
+	for i := range q.Holds {
+		if q.Holds[i].OK == short {
+			got++
+		}
+	}
+	left := " (the task table gives it no budget)"
+	if budget >= 0 {
+		left = fmt.Sprintf(" with %d captures of budget left", budget)
+		if budget == 1 {
+			left = " with 1 capture of budget left"
+		}
+	}
+	return Anomaly{Kind: LostTask, Key: c.Task, Ops: []int{c.Invoke, c.OK, set.Invoke, set.Done, inv, short},
+		Window: &Window{Start: h[inv].Time, End: h[len(h)-1].Time},
+		Message: fmt.Sprintf("task %s, last captured by %s at %s%s, was set %s by %s at %s, and %s's capture of %s at %s returned %d of %d tasks; no capture took it to the end",
+			c.Task, worker(h[c.OK]), secs(h[c.OK].Time), left, set.Status, worker(h[set.Invoke]), secs(h[set.Done].Time),
+			worker(h[short]), queue, secs(h[short].Time), got, q.Limits[short])}, true
 }
 
 // couldFree reports whether reaper pass r could have freed hold ho's task

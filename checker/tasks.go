@@ -78,8 +78,8 @@ type QueueFacts struct {
 	Reaps    []Reap      // ok and of unknown outcome, in the order of their invokes
 	// Limits maps a capture ok's index to the limit its invoke asked for.
 	Limits map[int]int64
-	// UnknownCaptures maps a queue to the invokes of its captures of
-	// unknown outcome (info, or pending at the end).
+	// UnknownCaptures maps a queue to the ends of its captures of unknown
+	// outcome: the index of the info, or Open when pending at the end.
 	UnknownCaptures map[string][]int
 	// Crash maps a process to the index of its info completion.
 	Crash map[int]int
@@ -149,7 +149,7 @@ func analyzeQueue(h history.History) *QueueFacts {
 					q.Holds = append(q.Holds, Hold{Task: t.Task, Queue: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i, End: Open})
 				}
 			case history.Info:
-				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], inv)
+				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], i)
 			case history.Fail:
 				q.failedCaptures++
 			}
@@ -182,7 +182,7 @@ func analyzeQueue(h history.History) *QueueFacts {
 		op := &h[inv]
 		switch op.F {
 		case history.FCapture:
-			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], inv)
+			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], Open)
 		case history.FSetStatus:
 			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
 		case history.FReap:

@@ -348,8 +348,9 @@ func queueGenOptions(seed uint64) reference.QueueGenOptions {
 // TestDifferentialQueue is TestDifferential over generated histories of the
 // queue workload (reference.GenerateQueue): captures, set-statuses,
 // budgets, queues and a reaper. QUEUE_HISTORIES=n compares n histories
-// instead. It also logs how many histories had each anomaly kind, so that
-// a generator that stopped producing one shows.
+// instead. It also logs how many histories had each anomaly kind (and
+// lost-task of a task passed over, apart), so that a generator that
+// stopped producing one shows.
 func TestDifferentialQueue(t *testing.T) {
 	n := historiesToCompare(t, "QUEUE_HISTORIES", queueHistories)
 	classes := map[string]int{}
@@ -364,8 +365,12 @@ func TestDifferentialQueue(t *testing.T) {
 		for _, k := range ref.All() {
 			found[k]++
 		}
-		if _, live, _, _ := livenessOf(h, bounds); live.Verdict == checker.Invalid {
+		fastLive, live, _, _ := livenessOf(h, bounds)
+		if live.Verdict == checker.Invalid {
 			found[checker.LostTask]++
+		}
+		if slices.ContainsFunc(fastLive.Anomalies, passedOver) {
+			found[passedOverKind]++
 		}
 		if diff == "" {
 			continue
@@ -377,13 +382,22 @@ func TestDifferentialQueue(t *testing.T) {
 		}
 	}
 	t.Logf("%d queue histories; histories with each kind: %v", n, found)
-	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus, checker.LostTask} {
+	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus, checker.LostTask, passedOverKind} {
 		if n >= 1000 && found[k] == 0 {
 			t.Errorf("no generated queue history has %s", k)
 		}
 	}
 	reportDisagreements(t, "queue histories", classes, n)
 }
+
+// passedOverKind names lost-task of a task passed over in
+// TestDifferentialQueue's counts.
+const passedOverKind = "lost-task(passed-over)"
+
+// passedOver reports whether a is lost-task of a task passed over
+// (docs/history.md §4.7), the one lost-task that names six ops: the last
+// capture, the set-status and the short capture.
+func passedOver(a checker.Anomaly) bool { return a.Kind == checker.LostTask && len(a.Ops) == 6 }
 
 // FuzzDifferential is TestDifferential for any seed; when seed2 is 3
 // modulo 4 it is TestDifferentialQueue's comparison instead.

@@ -13,7 +13,8 @@ import (
 // lets GenerateQueue draw every choice from its random source.
 type QueueGenOptions struct {
 	// Ops is the number of client ops (invocations) to issue, at most; 0
-	// draws it from [6, 16].
+	// draws it from [6, 16] ([12, 22] for a service that picks its
+	// captures' tasks regardless of their budgets).
 	Ops int
 	// Honest, when set, makes the simulated queue keep every promise of
 	// docs/history.md §4.7: a capture takes only capturable tasks of its
@@ -33,8 +34,12 @@ type QueueGenOptions struct {
 // the task table record. It simulates a queue service that may keep its
 // promises or break them (a capture that reads at its invoke and writes at
 // its completion, as the SQL seed's sub-select does, so that two captures
-// return one task; a capture that ignores the budget or the queue).
-// Every choice comes from r.
+// return one task; a capture that ignores the budget or the queue; a
+// capture that picks its limit of tasks regardless of their budgets and
+// then returns only those with budget left, as the SQL seed's outer
+// update does, so that spent tasks first in the table hide capturable
+// ones for ever). Its captures return each task's budget left and queue
+// in some histories. Every choice comes from r.
 func GenerateQueue(r *rand.Rand, opts QueueGenOptions) history.History {
 	g := &qgen{r: r, opts: opts}
 	return g.run()
@@ -72,6 +77,9 @@ type qgen struct {
 	reaper   bool
 	nextProc int
 	racy     bool    // captures read at their invoke and write at their completion
+	blind    bool    // captures pick their tasks regardless of budgets, then drop the spent ones
+	budgets  bool    // capture entries give the budget left
+	queues   bool    // capture entries give the queue
 	misfire  float64 // probability of ignoring the budget or the queue
 	infoRate float64
 	failRate float64
@@ -112,7 +120,10 @@ func (g *qgen) run() history.History {
 		if g.chance(0.3) {
 			g.misfire = 0.15
 		}
+		g.blind = budgets && g.chance(0.6)
 	}
+	g.budgets = budgets && g.chance(0.75)
+	g.queues = g.chance(0.3)
 	g.infoRate = []float64{0, 0.1, 0.25}[g.r.IntN(3)]
 	g.failRate = []float64{0, 0.1}[g.r.IntN(2)]
 	if g.chance(0.85) {
@@ -143,6 +154,10 @@ func (g *qgen) run() history.History {
 	ops := g.opts.Ops
 	if ops == 0 {
 		ops = 6 + g.r.IntN(11)
+		if g.blind {
+			// a blind service passes tasks over only once some budget is spent
+			ops += 6
+		}
 	}
 	for issued := 0; issued < ops || g.anyOut(); {
 		w := g.workers[g.r.IntN(len(g.workers))]
@@ -198,7 +213,8 @@ func (g *qgen) invoke(w *qworker) {
 
 // capturable lists the tasks a capture of queue q may take now: a task of
 // q (or of another queue, when the service misfires) that is not in
-// progress and has budget left (or not, when it misfires).
+// progress and has budget left (or not, when it misfires; a blind
+// service leaves the budget to complete).
 func (g *qgen) capturable(q string, misfire bool) []int {
 	var out []int
 	for i, t := range g.tasks {
@@ -208,7 +224,7 @@ func (g *qgen) capturable(q string, misfire bool) []int {
 		if t.queue != q && !(misfire && g.chance(g.misfire)) {
 			continue
 		}
-		if t.budget == 0 && !(misfire && g.chance(g.misfire)) {
+		if t.budget == 0 && !g.blind && !(misfire && g.chance(g.misfire)) {
 			continue
 		}
 		out = append(out, i)
@@ -236,17 +252,31 @@ func (g *qgen) complete(w *qworker) {
 			if !g.racy {
 				cands = g.capturable(o.key, true)
 			}
+			if g.blind && len(cands) > o.limit {
+				cands = cands[:o.limit]
+			}
 			for _, i := range cands {
 				if len(got) == o.limit {
 					break
 				}
 				t := g.tasks[i]
+				if g.blind && t.budget == 0 {
+					continue
+				}
 				if t.budget > 0 {
 					t.budget--
 				}
 				t.status, t.holder = history.StatusInProgress, w.proc
 				g.token++
-				got = append(got, history.CapturedTask{Task: t.id, Token: g.token})
+				e := history.CapturedTask{Task: t.id, Token: g.token}
+				if g.budgets && t.budget >= 0 {
+					b := t.budget
+					e.Budget = &b
+				}
+				if g.queues {
+					e.Queue = t.queue
+				}
+				got = append(got, e)
 				w.held = append(w.held, t.id)
 			}
 		}

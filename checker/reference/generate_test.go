@@ -234,8 +234,9 @@ func TestGenerateLiveness(t *testing.T) {
 // and no double-capture in those without a reaper (a reaper's reset can
 // meet a worker's late set-status, which then frees the task under its new
 // holder, so that a third capture takes it: a true double capture that an
-// honest service lets happen), while the misbehaving queue's histories
-// have each kind.
+// honest service lets happen), and the checker finds no lost-task of a
+// task passed over (docs/history.md §4.7) in any of them, while the
+// misbehaving queue's histories have each kind.
 func TestGenerateQueueHonest(t *testing.T) {
 	kinds := map[bool]map[string]int{true: {}, false: {}}
 	for seed := range uint64(2000) {
@@ -255,13 +256,19 @@ func TestGenerateQueueHonest(t *testing.T) {
 				t.Errorf("seed %d: honest queue without a reaper, double-capture:\n%s", seed, jsonl(h))
 			}
 		}
+		if slices.ContainsFunc(checker.Liveness(h, checker.LivenessOptions{}).Anomalies, passedOver) {
+			kinds[honest][passedOverKind]++
+			if honest {
+				t.Errorf("seed %d: honest queue, a task passed over:\n%s", seed, jsonl(h))
+			}
+		}
 	}
 	for _, k := range []string{checker.BudgetOverspent, checker.CrossQueue} {
 		if n := kinds[true][k]; n > 0 {
 			t.Errorf("honest queue: %d histories with %s", n, k)
 		}
 	}
-	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus} {
+	for _, k := range []string{checker.DoubleCapture, checker.BudgetOverspent, checker.CrossQueue, checker.StaleStatus, passedOverKind} {
 		if kinds[false][k] == 0 {
 			t.Errorf("misbehaving queue: no history with %s", k)
 		}

@@ -214,11 +214,20 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 			out = append(out, Finding{Kind: checker.LostTask, Key: l.task, Start: x.crash[l.c.proc], End: end})
 		}
 	}
-	// a task never captured although asked for
-	specs, ok := x.specs()
-	if !ok {
+	// a task passed over after it became capturable again
+	specs, tabled := x.specs()
+	for i, l := range hs {
+		if slices.ContainsFunc(hs[i+1:], func(o hold) bool { return o.task == l.task }) {
+			continue
+		}
+		if f, ok := x.passedOver(l, hs, specs, end); ok {
+			out = append(out, f)
+		}
+	}
+	if !tabled {
 		return out, true
 	}
+	// a task never captured although asked for
 	for t, s := range specs {
 		if s.Budget != nil && *s.Budget == 0 || slices.ContainsFunc(hs, func(h hold) bool { return h.task == t }) {
 			continue
@@ -246,4 +255,65 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 		}
 	}
 	return out, true
+}
+
+// passedOver is §4.7's lost-task of a task passed over: c is the task's
+// latest capture ok; the task has budget left (c's entry gives a budget
+// and every budget a capture ok gives for the task is positive, or c's
+// entry gives none and the task table lists the task without one); no
+// capture of its queue (the task table's, else c's entry's, else c's) is
+// of unknown outcome and pending at the end or completed after c's
+// invoke; a set-status ok of the task to done or
+// failed was invoked after c's ok; and a capture ok of that queue invoked
+// after that set-status's ok returned fewer tasks than its limit. The
+// finding's window starts at the invoke of the first such capture to
+// return, after the set-status that returned first.
+func (x *parsed) passedOver(c hold, hs []hold, specs map[string]history.TaskSpec, end int64) (Finding, bool) {
+	t := c.task
+	if c.entry.Budget != nil {
+		for _, o := range hs {
+			if o.task == t && o.entry.Budget != nil && *o.entry.Budget <= 0 {
+				return Finding{}, false
+			}
+		}
+	} else if s, listed := specs[t]; !listed || s.Budget != nil {
+		return Finding{}, false
+	}
+	queue := c.queue
+	if s, listed := specs[t]; listed {
+		queue = s.Queue
+	} else if c.entry.Queue != "" {
+		queue = c.entry.Queue
+	}
+	for _, u := range x.calls {
+		if u.f == history.FCapture && u.key == queue && u.unknown && (u.done < 0 || u.done > c.c.inv) {
+			return Finding{}, false
+		}
+	}
+	var set *opCall
+	for _, s := range x.calls {
+		st := history.StatusOf(s.invOp)
+		if s.f == history.FSetStatus && s.key == t && s.typ == history.OK && (st == history.StatusDone || st == history.StatusFailed) &&
+			s.inv > c.c.done && (set == nil || s.done < set.done) {
+			set = s
+		}
+	}
+	if set == nil {
+		return Finding{}, false
+	}
+	var short *opCall
+	for _, o := range x.calls {
+		if o.f != history.FCapture || o.key != queue || o.typ != history.OK || o.inv <= set.done {
+			continue
+		}
+		limit, _ := o.invOp.Int()
+		got, _ := history.CapturedOf(o.doneOp)
+		if int64(len(got)) < limit && (short == nil || o.done < short.done) {
+			short = o
+		}
+	}
+	if short == nil {
+		return Finding{}, false
+	}
+	return Finding{Kind: checker.LostTask, Key: t, Start: short.call, End: end}, true
 }

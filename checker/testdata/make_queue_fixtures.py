@@ -35,11 +35,17 @@ def fx(name, table, rows, safety, live, claims=()):
     for c in claims: exp += c + "\n"
     open("queue-"+name+".expect", "w").write(exp)
 
+def entry(x):
+    """A capture's entry: a task id, or (id, the budget left after it)."""
+    if isinstance(x, tuple):
+        return {"task": x[0], "token": 1, "budget": x[1]}
+    return {"task": x, "token": 1}
+
 def cap(t, p, q, limit, got, dur=2, typ="ok"):
     """A capture of queue q by p from t to t+dur ms returning the tasks got."""
     rows = [(t, p, "invoke", "capture", {"key": q, "value": limit})]
     if typ == "ok":
-        rows.append((t+dur, p, "ok", "capture", {"key": q, "value": [{"task": x, "token": 1} for x in got]}))
+        rows.append((t+dur, p, "ok", "capture", {"key": q, "value": [entry(x) for x in got]}))
     elif typ is not None:
         rows.append((t+dur, p, typ, "capture", {"key": q, "error": "timeout"}))
     return rows
@@ -86,9 +92,9 @@ fx("budget-overspent", T1, srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", "fai
    ["ops: budget-overspent 1 6 7", "says: budget-overspent task t1 has a budget of 1 captures in the task table, but it was captured 2 times"])
 # Budget 2, captured twice: within it.
 fx("budget-spent-exactly", tasks(("t1", "q0", 2)), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", "failed"), cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1")), [], [])
-# A capture of q0 returns t2 of q1.
+# A capture of q0 returns t2 of q1; once t2 is done again, a capture of q1 passes it over.
 fx("cross-queue", tasks(("t1", "q0"), ("t2", "q1")), srt(cap(10, 0, "q0", 2, ["t1", "t2"]), st(20, 0, "t1"), st(30, 0, "t2"), cap(40, 1, "q1", 1, [])),
-   ["cross-queue"], [],
+   ["cross-queue"], ["lost-task"],
    ["ops: cross-queue 1 2 3", "says: cross-queue worker 0's capture of queue q0 returned task t2 at 0.012s, which is of queue q1, as the task table says"])
 # The reaper sets t1 back after worker 0's capture; worker 1 captures it; worker 0's late done overwrites worker 1's hold.
 fx("stale-status", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, ["t1"]), cap(110, 1, "q0", 1, ["t1"]),
@@ -137,3 +143,43 @@ fx("reap-overlapping-capture-ends-hold", tasks(("t1", "q0")), srt(cap(10, 0, "q0
 # A reaper pass that completed before worker 0's capture was invoked set back an earlier hold, not worker 0's.
 fx("reap-before-capture-ends-nothing", tasks(("t1", "q0")), srt(reap(5, ["t1"], dur=3), cap(10, 0, "q0", 1, ["t1"]),
    cap(30, 1, "q0", 1, ["t1"]), st(40, 1, "t1"), st(50, 0, "t1")), ["double-capture"], [])
+
+# The SQL seed's budget filter on the outer update: t1 is done again with budget left after worker 0's capture,
+# and worker 1's capture of q0, invoked after the set-status returned, gets nothing.
+TB = tasks(("t1", "q0", 3))
+fx("lost-task-passed-over-after-done", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, []),
+   cap(40, 1, "q0", 1, [])), [], ["lost-task"],
+   ["ops: lost-task 2 3 4 5 6 7",
+    "says: lost-task task t1, last captured by worker 0 at 0.012s with 2 captures of budget left, was set done by worker 0 at 0.022s, and worker 1's capture of q0 at 0.032s returned 0 of 1 tasks; no capture took it to the end"])
+# The same after a set-status to failed, by another worker than the capture's.
+fx("lost-task-passed-over-after-failed", TB, srt(cap(10, 0, "q0", 1, [("t1", 1)]), st(20, 2, "t1", "failed"), cap(30, 1, "q0", 2, [])),
+   [], ["lost-task"],
+   ["ops: lost-task 2 3 4 5 6 7",
+    "says: lost-task task t1, last captured by worker 0 at 0.012s with 1 capture of budget left, was set failed by worker 2 at 0.022s, and worker 1's capture of q0 at 0.032s returned 0 of 2 tasks"])
+# A task the task table gives no budget, passed over once done again.
+fx("lost-task-passed-over-without-budget", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [])),
+   [], ["lost-task"],
+   ["ops: lost-task 2 3 4 5 6 7", "says: lost-task task t1, last captured by worker 0 at 0.012s (the task table gives it no budget), was set done"])
+# The last capture left t1 no budget (0): not capturable once done, so not lost.
+fx("passed-over-without-budget-left", TB, srt(cap(10, 0, "q0", 1, [("t1", 0)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [])), [], [])
+# The task table gives t1 a budget but the captures do not say what is left of it: not judged.
+fx("passed-over-budget-unknown", TB, srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [])), [], [])
+# A capture passes t1 over, but a later one takes it, and it is done with no capture after: not lost.
+fx("passed-over-then-captured", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, []),
+   cap(40, 2, "q0", 1, [("t1", 1)]), st(50, 2, "t1")), [], [])
+# A capture of q0 of unknown outcome after the set-status may have taken t1: not lost.
+fx("passed-over-unknown-capture-after-status", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info"),
+   cap(40, 4, "q0", 1, [])), [], [])
+# A capture of q0 pending at the end may have taken t1: not lost.
+fx("passed-over-pending-capture", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, []),
+   cap(40, 2, "q0", 1, [], typ=None)), [], [])
+# A capture of q0 of unknown outcome that returned while the set-status was under way may have taken t1
+# once the status took effect: not lost.
+fx("passed-over-unknown-capture-during-status", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(22, 1, "q0", 1, [], typ="info", dur=4),
+   cap(40, 4, "q0", 1, [])), [], [])
+# The only short capture was invoked before the set-status returned: it may have run before the status took effect.
+fx("passed-over-capture-before-status-returned", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(25, 1, "q0", 1, [], dur=10)), [], [])
+# Two racing captures of t1 return its budget out of order (0, then 1, as the SQL seed's race does): the least, 0,
+# is what is left, so t1 done again is not capturable: not lost (but a double capture).
+fx("passed-over-budgets-out-of-order", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(14, 0, "t1"), cap(20, 1, "q0", 1, [("t1", 0)], dur=10),
+   cap(22, 2, "q0", 1, [("t1", 1)], dur=10), st(40, 1, "t1"), st(50, 2, "t1"), cap(60, 0, "q0", 1, [])), ["double-capture"], [])
