@@ -150,6 +150,20 @@ func (o ownerValues) next() string {
 	return fmt.Sprintf("w%d-%016x%016x", o.worker, o.rand.Uint64(), o.rand.Uint64())
 }
 
+// redisPrimaryTarget reads the one option of a single-node Redis client,
+// "timeout" (per request, DefaultRedisTimeout by default), and returns it
+// with the target's primary endpoint. Options are read first, so that
+// CheckOptions, whose target has no endpoints, sees a bad option.
+func redisPrimaryTarget(name string, t Target) (Endpoint, time.Duration, error) {
+	opts := newOptionReader(name, t.Options)
+	timeout := opts.duration("timeout", DefaultRedisTimeout)
+	if err := opts.done(); err != nil {
+		return Endpoint{}, 0, err
+	}
+	ep, err := primaryEndpoint(name, t.Endpoints)
+	return ep, timeout, err
+}
+
 // primaryEndpoint returns the first endpoint whose role is "primary", or else
 // the first endpoint.
 func primaryEndpoint(algorithm string, eps []Endpoint) (Endpoint, error) {

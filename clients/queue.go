@@ -334,12 +334,7 @@ func NewRedisZaddQueueScript(ctx context.Context, t Target) (Queue, error) {
 }
 
 func newRedisZaddQueue(name string, script bool, t Target) (Queue, error) {
-	opts := newOptionReader(name, t.Options)
-	timeout := opts.duration("timeout", DefaultRedisTimeout)
-	if err := opts.done(); err != nil {
-		return nil, err
-	}
-	ep, err := primaryEndpoint(name, t.Endpoints)
+	ep, timeout, err := redisPrimaryTarget(name, t)
 	if err != nil {
 		return nil, err
 	}

@@ -75,12 +75,7 @@ func NewRedisSingle(ctx context.Context, t Target) (Locker, error) {
 }
 
 func newRedisSingle(name string, t Target) (*RedisSingle, error) {
-	opts := newOptionReader(name, t.Options)
-	timeout := opts.duration("timeout", DefaultRedisTimeout)
-	if err := opts.done(); err != nil {
-		return nil, err
-	}
-	ep, err := primaryEndpoint(name, t.Endpoints)
+	ep, timeout, err := redisPrimaryTarget(name, t)
 	if err != nil {
 		return nil, err
 	}

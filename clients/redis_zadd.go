@@ -101,12 +101,7 @@ func NewRedisZaddState(ctx context.Context, t Target) (Locker, error) {
 
 func newRedisZadd(f zaddFlavor, t Target) (*RedisZadd, error) {
 	name := f.String()
-	opts := newOptionReader(name, t.Options)
-	timeout := opts.duration("timeout", DefaultRedisTimeout)
-	if err := opts.done(); err != nil {
-		return nil, err
-	}
-	ep, err := primaryEndpoint(name, t.Endpoints)
+	ep, timeout, err := redisPrimaryTarget(name, t)
 	if err != nil {
 		return nil, err
 	}
