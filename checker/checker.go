@@ -72,6 +72,19 @@ type Anomaly struct {
 	Followers [][]int `json:"followers,omitempty"`
 }
 
+// followCause appends a to anomalies, or, when an anomaly of the same cause
+// is already there (group maps each cause to its anomaly's index), counts
+// a behind that one as a follower, and returns anomalies.
+func followCause(anomalies []Anomaly, group map[int]int, cause int, a Anomaly) []Anomaly {
+	if g, ok := group[cause]; ok {
+		anomalies[g].Follows++
+		anomalies[g].Followers = append(anomalies[g].Followers, a.Ops)
+		return anomalies
+	}
+	group[cause] = len(anomalies)
+	return append(anomalies, a)
+}
+
 // FollowersOps lists the ops of the first n anomalies that follow from a's
 // cause (Followers), separated by commas, and then more when there are
 // others: "[1 9], [1 12], [1 15], …" for n 3 and more "…".

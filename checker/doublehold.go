@@ -108,14 +108,7 @@ func (c DoubleHoldChecker) checkFacts(ctx context.Context, h history.History, f 
 				if f.Grants[a].Process == f.Grants[b].Process {
 					continue
 				}
-				an := doubleHold(h, f, key, a, b)
-				if g, ok := group[a]; ok {
-					anomalies[g].Follows++
-					anomalies[g].Followers = append(anomalies[g].Followers, an.Ops)
-					continue
-				}
-				group[a] = len(anomalies)
-				anomalies = append(anomalies, an)
+				anomalies = followCause(anomalies, group, a, doubleHold(h, f, key, a, b))
 			}
 			heap.Push(active, b)
 		}

@@ -85,14 +85,7 @@ func (c QueueChecker) checkFacts(ctx context.Context, h history.History, f *Fact
 				if q.Holds[a].Process == hb.Process {
 					continue
 				}
-				an := doubleCapture(h, q, a, b)
-				if g, ok := group[a]; ok {
-					anomalies[g].Follows++
-					anomalies[g].Followers = append(anomalies[g].Followers, an.Ops)
-					continue
-				}
-				group[a] = len(anomalies)
-				anomalies = append(anomalies, an)
+				anomalies = followCause(anomalies, group, a, doubleCapture(h, q, a, b))
 			}
 			active = append(active, b)
 		}

@@ -231,14 +231,7 @@ func staleWrites(h history.History, f *Facts, key string, ws []orderedWrite, d f
 		if nw < 0 {
 			continue
 		}
-		an := staleWrite(h, f, key, old.w, ws[nw].w, d)
-		if g, ok := group[a]; ok {
-			out[g].Follows++
-			out[g].Followers = append(out[g].Followers, an.Ops)
-			continue
-		}
-		group[a] = len(out)
-		out = append(out, an)
+		out = followCause(out, group, a, staleWrite(h, f, key, old.w, ws[nw].w, d))
 	}
 	return out
 }

@@ -87,16 +87,7 @@ func (c TokenChecker) checkFacts(ctx context.Context, h history.History, f *Fact
 		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
 	}
 	var anomalies []Anomaly
-	// follow adds a to anomalies, or behind the anomaly of its cause.
-	follow := func(group map[int]int, cause int, a Anomaly) {
-		if g, ok := group[cause]; ok {
-			anomalies[g].Follows++
-			anomalies[g].Followers = append(anomalies[g].Followers, a.Ops)
-			return
-		}
-		group[cause] = len(anomalies)
-		anomalies = append(anomalies, a)
-	}
+	follow := func(group map[int]int, cause int, a Anomaly) { anomalies = followCause(anomalies, group, cause, a) }
 	for key, as := range tokenGrants(f) {
 		first := map[uint64]tokenGrant{}
 		reuse := map[int]int{} // the first grant's ok -> its anomaly
