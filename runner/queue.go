@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"strconv"
@@ -197,13 +196,7 @@ func (w *queueWorker) process(abort context.Context, t clients.Task) bool {
 	applied, err := w.resource.Write(t.ID, t.Token, v+1)
 	done := op(history.OK, history.FWrite)
 	done.Value, done.Applied = inv.Value, applied
-	switch {
-	case err == nil:
-	case errors.Is(err, clients.ErrStaleToken):
-		done.Type, done.Error = history.Fail, err.Error()
-	default:
-		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
-	}
+	writeOutcome(&done, err)
 	w.rec.Record(done)
 	if done.Type == history.Info {
 		w.q.Crash()

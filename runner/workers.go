@@ -223,12 +223,7 @@ func (w *worker) iterate(stop, abort context.Context) {
 	done := w.op(history.OK, history.FWrite, key, lease.Token)
 	done.Value = inv.Value
 	done.Applied = applied
-	switch {
-	case err == nil:
-	case errors.Is(err, clients.ErrStaleToken):
-		done.Type, done.Error = history.Fail, err.Error()
-	default:
-		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
+	if writeOutcome(&done, err) == history.Info {
 		done.Kept = w.locker.Keeps(err)
 	}
 	w.rec.Record(done)
@@ -356,4 +351,19 @@ func (g guardedRegister) Read(ctx context.Context, l clients.Lease) (int64, erro
 
 func (g guardedRegister) Write(ctx context.Context, l clients.Lease, value int64) (time.Duration, error) {
 	return 0, g.g.WriteGuarded(ctx, l, value)
+}
+
+// writeOutcome records how the write done ended, from the error of its
+// call: ok without one; fail when the resource refused its stale token
+// (nothing was applied); otherwise unknown, with no applied time (the
+// write may or may not have landed). It returns done's type.
+func writeOutcome(done *history.Op, err error) history.Type {
+	switch {
+	case err == nil:
+	case errors.Is(err, clients.ErrStaleToken):
+		done.Type, done.Error = history.Fail, err.Error()
+	default:
+		done.Type, done.Error, done.Applied = history.Info, err.Error(), 0
+	}
+	return done.Type
 }
