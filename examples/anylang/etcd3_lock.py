@@ -23,6 +23,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lockproto  # noqa: E402  (puts Debian's packages on sys.path)
 
+lockproto.read_init()  # first: the clock starts when init is read
+
 import etcd3  # noqa: E402
 
 

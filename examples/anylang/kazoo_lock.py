@@ -23,6 +23,8 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lockproto  # noqa: E402  (puts Debian's packages on sys.path)
 
+lockproto.read_init()  # first: the clock starts when init is read
+
 import kazoo  # noqa: E402
 import kazoo.version  # noqa: E402
 from kazoo.client import KazooClient, KazooState  # noqa: E402
@@ -119,7 +121,7 @@ class KazooLock:
         if not got:
             return self.refused(lock, why)
         path = lock.path + "/" + lock.node
-        stat = self.zk.exists(path)
+        stat = self.zk.retry(self.zk.exists, path)
         if stat is None:
             return lockproto.error("kazoo says acquired, but our node %s is gone (session expired)" % path)
         session = self.zk.client_id[0]
@@ -140,10 +142,10 @@ class KazooLock:
         if lock.node is None:
             return lockproto.error(why + "; the create's outcome is unknown")
         path = lock.path + "/" + lock.node
-        if self.zk.exists(path) is None:
+        if self.zk.retry(self.zk.exists, path) is None:
             return lockproto.refused("not-acquired", why)
         try:
-            self.zk.delete(path)
+            self.zk.retry(self.zk.delete, path)
         except NoNodeError:
             pass
         return lockproto.refused("not-acquired", why + " (our node deleted)")
@@ -153,19 +155,21 @@ class KazooLock:
         with self.mu:
             hold = self.held.pop(path, None)
         # kazoo's release swallows NoNodeError and says True for a node the
-        # server already deleted: look first.
-        if self.zk.exists(path) is None:
+        # server already deleted: look first. Every call goes through
+        # kazoo's retry, as the recipe's own calls do: a dropped connection
+        # is retried until the session reconnects or expires.
+        if self.zk.retry(self.zk.exists, path) is None:
             if hold is not None:
                 hold.lock.release()  # resets the Lock; deletes nothing
             return lockproto.refused("not-held", "our node %s is gone" % path)
         if hold is None:
-            self.zk.delete(path)
+            try:
+                self.zk.retry(self.zk.delete, path)
+            except NoNodeError:
+                return lockproto.refused("not-held", "our node %s is gone" % path)
         else:
             hold.lock.release()
         return lockproto.ok()
-
-    def renew(self, req):
-        return lockproto.error("kazoo's Lock has no renewal")
 
     def close(self):
         with self.mu:

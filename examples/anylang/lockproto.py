@@ -11,7 +11,11 @@ exception that a method lets escape is an ``error`` reply: the outcome is
 unknown. Standard error is the client's log.
 
 Moments a client reports (``until_ms``) are read with :func:`now_ms`: the
-monotonic clock, in ms from the moment the ``init`` line was read.
+monotonic clock, in ms from the moment the ``init`` line was read. The harness
+maps them onto its clock from the moment it wrote ``init``, so a line that
+waits in the pipe while the client starts makes every mapped moment earlier
+by that much: a client calls :func:`read_init` before it imports its library
+(importing grpc alone takes a second).
 """
 
 import json
@@ -151,19 +155,33 @@ def host_port(addr):
     return host, int(port)
 
 
+_init = None
+
+
+def read_init():
+    """Read the init line and start the client's clock; return init, or
+    None at the end of input. Call it before importing the library."""
+    global _zero, _init
+    if _zero is not None:
+        return _init
+    first = sys.stdin.readline()
+    _zero = time.monotonic()
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not first:
+        return None
+    _init = json.loads(first)
+    if _init.get("type") != "init":
+        raise ProtocolError("the first message is not init: %r" % first)
+    return _init
+
+
 def serve(client):
     """Run the protocol on standard input and output with client until the
     end of input, then close the client and exit 0."""
-    global _zero
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    first = sys.stdin.readline()
-    _zero = time.monotonic()
-    if not first:
+    init = read_init()
+    if init is None:
         return
-    init = json.loads(first)
-    if init.get("type") != "init":
-        raise ProtocolError("the first message is not init: %r" % first)
     client.start(init)
     send({"type": "init_ok", "now_ms": now_ms(), "wall_ms": time.time() * 1000.0,
           "client": client.client, "abilities": list(client.abilities)})
