@@ -11,11 +11,12 @@ exception that a method lets escape is an ``error`` reply: the outcome is
 unknown. Standard error is the client's log.
 
 Moments a client reports (``until_ms``) are read with :func:`now_ms`: the
-monotonic clock, in ms from the moment the ``init`` line was read. The harness
-maps them onto its clock from the moment it wrote ``init``, so a line that
-waits in the pipe while the client starts makes every mapped moment earlier
-by that much: a client calls :func:`read_init` before it imports its library
-(importing grpc alone takes a second).
+monotonic clock, in ms from the moment the ``init`` line was read. Every
+reply carries ``received_ms`` (when its request was read) and ``now_ms``
+(when it was written), with which the harness maps the client's clock onto
+its own to within the time a line spends in a pipe. Until the first reply the
+bound is as long as the client's start-up: a client calls :func:`read_init`
+before it imports its library (importing grpc alone takes a second).
 """
 
 import json
@@ -192,6 +193,7 @@ def serve(client):
     try:
         while True:
             req = _read()
+            received = now_ms()
             if req is None:
                 break
             handler = handlers.get(req["type"])
@@ -206,6 +208,11 @@ def serve(client):
                     log.exception("%s %s", req["type"], req.get("key"))
                     reply = error("%s: %s" % (type(e).__name__, e))
             reply["id"] = req.get("id")
+            # When the request was read and the reply written, on the
+            # client's clock: the harness narrows its clock mapping with
+            # them (docs/lock-protocol.md §3).
+            reply["received_ms"] = received
+            reply["now_ms"] = now_ms()
             send(reply)
     except EndOfInput:
         pass
