@@ -154,21 +154,25 @@ func (w *worker) ready(abort context.Context) bool {
 // iterate runs one turn of the workload loop. A waiting acquire is cut
 // short when stop ends (the run is over), and then left pending in the
 // history when its outcome is unknown (clients.ErrRunEnded).
+//
+// The context given to Acquire (and AcquireWait) lives as long as the hold
+// (holdContext): a library may tie its heartbeat to it.
 func (w *worker) iterate(stop, abort context.Context) {
 	key := w.keys[w.rng.IntN(len(w.keys))]
-	ctx, cancel := context.WithTimeout(abort, w.opTime+w.wait)
+	ctx := newHoldContext(abort, w.opTime+w.wait, stop, w.wait > 0)
 	var lease clients.Lease
 	var err error
 	if w.wait > 0 {
-		wctx, cancelWait := context.WithCancelCause(ctx)
-		unhook := context.AfterFunc(stop, func() { cancelWait(clients.ErrRunEnded) })
-		lease, err = w.locker.AcquireWait(wctx, key, w.ttl, w.wait)
-		unhook()
-		cancelWait(nil)
+		lease, err = w.locker.AcquireWait(ctx, key, w.ttl, w.wait)
 	} else {
 		lease, err = w.locker.Acquire(ctx, key, w.ttl)
 	}
-	cancel()
+	ctx.returned()
+	if err != nil {
+		ctx.end() // nothing is held: no hold to outlive the call
+	} else {
+		defer ctx.end() // after the release, or when the process crashed
+	}
 	if !w.hooked {
 		// The algorithm processes its reply inside a library: the pause
 		// point is right after Acquire returns.
@@ -196,8 +200,8 @@ func (w *worker) iterate(stop, abort context.Context) {
 		return
 	}
 	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
-	ctx, cancel = context.WithTimeout(abort, w.opTime)
-	v, err := w.register.Read(ctx, lease)
+	rctx, cancel := context.WithTimeout(abort, w.opTime)
+	v, err := w.register.Read(rctx, lease)
 	cancel()
 	read := w.op(history.OK, history.FRead, key, 0)
 	if err != nil {
@@ -217,8 +221,8 @@ func (w *worker) iterate(stop, abort context.Context) {
 	inv := w.op(history.Invoke, history.FWrite, key, lease.Token)
 	inv.Value = history.IntValue(v + 1)
 	w.rec.Record(inv)
-	ctx, cancel = context.WithTimeout(abort, w.opTime)
-	applied, err := w.register.Write(ctx, lease, v+1)
+	wctx, cancel := context.WithTimeout(abort, w.opTime)
+	applied, err := w.register.Write(wctx, lease, v+1)
 	cancel()
 	done := w.op(history.OK, history.FWrite, key, lease.Token)
 	done.Value = inv.Value
