@@ -148,4 +148,3 @@ func TestAcquireContextLivesForTheHold(t *testing.T) {
 		t.Errorf("verdict %s, want valid: the heartbeat did not keep the lock", res.Results.Verdict)
 	}
 }
-
