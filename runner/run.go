@@ -355,7 +355,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			logger.Printf("closing network: %v", cerr)
 		}
 	}()
-	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir}
+	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir, ClockSkew: skewsNodeClocks(s.Nemesis.Steps)}
 	startCtx, cancelStart := context.WithTimeout(ctx, 60*time.Second)
 	c, err := cfg.start(startCtx, spec, net)
 	cancelStart()
@@ -560,6 +560,17 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 		}
 	}
 	results.JudgeFailedFaults(missing)
+}
+
+// skewsNodeClocks reports whether a step of the schedule skews node clocks
+// and expects that to work: its cluster must then be able to.
+func skewsNodeClocks(steps []nemesis.Step) bool {
+	for _, st := range steps {
+		if (st.Fault == (nemesis.ClockBump{}).Name() || st.Fault == (nemesis.ClockStrobe{}).Name()) && !st.ExpectFailure {
+			return true
+		}
+	}
+	return false
 }
 
 // networkOptions returns the options of the run's network: links go
