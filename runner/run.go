@@ -362,6 +362,14 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}()
 	}
 	starting.Wait()
+	if ctx.Err() != nil {
+		for _, l := range made {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+		return true, fmt.Errorf("%w: %w", ErrSetup, ErrInterrupted)
+	}
 	for i, l := range made {
 		if errs[i] == nil {
 			lockers = append(lockers, l)
