@@ -112,6 +112,18 @@ var (
 // process t.Process and waits for its init_ok. Its standard error goes to
 // t.Log, line by line.
 func NewExec(ctx context.Context, t Target) (Locker, error) {
+	e := &Exec{lost: map[string]chan struct{}{}, log: t.Log, name: fmt.Sprintf("w%d p%d", t.Worker, t.Process)}
+	p, err := startExec(ctx, t, e.markLost)
+	if err != nil {
+		return nil, err
+	}
+	e.proc, e.command = p, t.Options[ExecCommandOption]
+	return e, nil
+}
+
+// startExec starts the exec algorithm's client for t: the command, its
+// environment and its init (docs/lock-protocol.md §1, §2).
+func startExec(ctx context.Context, t Target, lost func(key, owner string)) (*lockproto.Process, error) {
 	command := strings.TrimSpace(t.Options[ExecCommandOption])
 	if command == "" {
 		return nil, fmt.Errorf("clients: %s: option %s: %w: the client's command is required (lock.options.command, or --lock-command)", ExecAlgorithm, ExecCommandOption, ErrBadOption)
@@ -152,12 +164,8 @@ func NewExec(ctx context.Context, t Target) (Locker, error) {
 		}
 		env = append(env, ce...)
 	}
-	e := &Exec{command: command, lost: map[string]chan struct{}{}, log: t.Log, name: fmt.Sprintf("w%d p%d", t.Worker, t.Process)}
 	prefix := fmt.Sprintf("w%d p%d stderr: ", t.Worker, t.Process)
-	cfg := lockproto.Config{
-		Command: command, Env: env, Init: init,
-		Lost: e.markLost,
-	}
+	cfg := lockproto.Config{Command: command, Env: env, Init: init, Lost: lost}
 	if t.Log != nil {
 		var mu sync.Mutex
 		cfg.Stderr = func(line string) {
@@ -170,12 +178,11 @@ func NewExec(ctx context.Context, t Target) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.proc = p
 	if t.Log != nil {
 		_, _ = fmt.Fprintf(t.Log, "w%d p%d: exec client %q (%s), pid %d, abilities [%s], clock mapped within %v\n",
 			t.Worker, t.Process, p.Client(), command, p.PID(), strings.Join(p.Abilities(), " "), p.ClockBound())
 	}
-	return e, nil
+	return p, nil
 }
 
 // Client returns what the client calls itself (init_ok's client).

@@ -58,7 +58,7 @@ var replies = map[string][]string{
 	TypeRenew:     {TypeOK, TypeNotHeld, TypeError},
 	TypeSetup:     {TypeOK, TypeError},
 	TypeCapture:   {TypeOK, TypeNotCaptured, TypeError},
-	TypeSetStatus: {TypeOK, TypeError},
+	TypeSetStatus: {TypeOK, TypeNotHeld, TypeError},
 	TypeReap:      {TypeOK, TypeError},
 }
 

@@ -108,3 +108,21 @@ func TestExecClient(t *testing.T) {
 		})
 	}
 }
+
+// TestExecQueue runs the queue baseline against the plain-socket client's
+// queue: it meets the scenario's expectation (no task captured twice, none
+// lost), and the results name the client.
+func TestExecQueue(t *testing.T) {
+	sc := execScenario(t, "redis-zadd-queue-baseline", "")
+	sc.Lock.Options[clients.ExecCommandOption] += " --queue"
+	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := res.Results.LockClient; lc == nil || !strings.Contains(lc.Name, "resp_lock.py") {
+		t.Errorf("results name the queue client %+v", lc)
+	}
+	if !res.Results.ExpectationMet || res.Results.Stats.OK < 50 {
+		t.Errorf("verdict %s (met %v) with %d ok ops: %+v", res.Results.Verdict, res.Results.ExpectationMet, res.Results.Stats.OK, res.Results.Checkers)
+	}
+}

@@ -105,7 +105,10 @@ func (c *workerClock) close() {
 type worker struct {
 	id     int
 	locker *clients.Recorded
-	rec    *history.Recorder
+	// queue is the worker's queue client in the queue workload (locker is
+	// nil then).
+	queue *clients.RecordedQueue
+	rec   *history.Recorder
 	// register is the resource as the current process sees it; attach
 	// builds it with newRegister for each new Locker (a guarded register
 	// lives in it). The runner checked at setup that the algorithm has one.
@@ -171,7 +174,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	}
 	// A client that is a process of its own is stopped whole, its
 	// background threads with it, as a stop-the-world pause stops them.
-	pp, whole := w.locker.Locker.(clients.ProcessPauser)
+	pp, whole := w.processPauser()
 	if whole {
 		cutErr = errors.Join(cutErr, pp.Stop())
 	}
@@ -197,6 +200,20 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 		resume.Error = cutErr.Error()
 	}
 	w.rec.Record(resume)
+}
+
+// processPauser returns the worker's current client when it is a process
+// of its own that a pause stops whole.
+func (w *worker) processPauser() (clients.ProcessPauser, bool) {
+	var c any
+	switch {
+	case w.locker != nil:
+		c = w.locker.Locker
+	case w.queue != nil:
+		c = w.queue.Queue
+	}
+	pp, ok := c.(clients.ProcessPauser)
+	return pp, ok
 }
 
 // run is the workload loop (DESIGN §4): acquire; check the lease is still
