@@ -5,7 +5,8 @@
 // fixed it. Its test (build tag knownbugs, run by make test-knownbugs) builds
 // both, runs the harness against each over five seeds of a catalog
 // scenario, and requires the harness to find the bug in at least four runs
-// of the buggy version and in none of the fixed one. docs/knownbugs.md
+// of the buggy version and in none of the fixed one (at most one for etcd,
+// whose fix leaves a narrower window open). docs/knownbugs.md
 // describes each bug, the scenario that exposes it and the figures.
 //
 //   - redsync-release: go-redsync/redsync v4.0.3 (fixed in v4.0.4), Unlock

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,8 @@ import (
 )
 
 // seeds are the runs of each version; the buggy version must show its bug
-// in at least minFound of them, the fixed one in none.
+// in at least minFound of them, the fixed one in at most its bug's
+// fixedMax (none, unless the fix is known to be partial).
 var seeds = []uint64{1, 2, 3, 4, 5}
 
 const minFound = 4
@@ -42,6 +44,9 @@ type knownBug struct {
 	buggy, fixed build
 	// scenario is the catalog scenario the harness runs.
 	scenario string
+	// fixedMax is the number of runs in which the fixed version may show
+	// the bug: 0, unless the fix is known to leave a narrower window open.
+	fixedMax int
 	// shows returns a description of each anomaly of the run that is this
 	// bug: of the kinds it causes, and whose ops show its mechanism.
 	shows func(h history.History, res []checker.Result) []string
@@ -62,6 +67,11 @@ var bugs = []knownBug{
 		buggy:    build{dir: "etcd-mutex/buggy"},
 		fixed:    build{dir: "etcd-mutex/fixed"},
 		scenario: "etcd-mutex-wait-partitions",
+		// 3.5.0 reads the waiter's key, not its lease: a lease that
+		// expired but is not revoked yet still has its key, and the
+		// harness finds that window in about one run in ten
+		// (docs/knownbugs.md, "The fix is not complete").
+		fixedMax: 1,
 		shows:    grantedAfterLeaseCut,
 	},
 	{
@@ -86,8 +96,8 @@ func TestKnownBugs(t *testing.T) {
 			if found < minFound {
 				t.Errorf("%s (%s): the buggy version's bug was found in %d of %d runs of %s, want at least %d", b.name, b.ref, found, len(seeds), b.scenario, minFound)
 			}
-			if found := runSeeds(t, b, "fixed", fixed); found != 0 {
-				t.Errorf("%s (%s): the fixed version showed the bug in %d of %d runs of %s, want none", b.name, b.ref, found, len(seeds), b.scenario)
+			if fixedFound := runSeeds(t, b, "fixed", fixed); fixedFound > b.fixedMax || fixedFound >= found {
+				t.Errorf("%s (%s): the fixed version showed the bug in %d of %d runs of %s, want at most %d (and fewer than the buggy version's %d)", b.name, b.ref, fixedFound, len(seeds), b.scenario, b.fixedMax, found)
 			}
 		})
 	}
@@ -110,7 +120,17 @@ func compile(t *testing.T, v build, out string) string {
 // returns in how many runs the bug showed.
 func runSeeds(t *testing.T, b knownBug, version, command string) int {
 	t.Helper()
-	store := t.TempDir()
+	store, err := os.MkdirTemp("", "knownbugs-"+b.name+"-"+version+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept the runs of %s %s for inspection: %s", b.name, version, store)
+			return
+		}
+		_ = os.RemoveAll(store)
+	})
 	found := 0
 	for _, seed := range seeds {
 		sc, err := scenarios.Load(b.scenario, runner.Names())
@@ -251,8 +271,8 @@ func cuts(h history.History, fault string) []cut {
 
 // grantedAfterLeaseCut is etcd issue 11456 as the history shows it: a
 // double-hold one of whose grants is a waiting acquire during which its
-// worker was cut off from every node for longer than its lease (its lease
-// expired while it waited), and which was granted after the heal.
+// worker was cut off from every node for longer than its lease (its
+// keep-alives could not get through), granted after the heal.
 func grantedAfterLeaseCut(h history.History, res []checker.Result) []string {
 	partitions := cuts(h, "partition")
 	var out []string
