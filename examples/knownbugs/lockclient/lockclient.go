@@ -46,7 +46,7 @@ type Init struct {
 	System    string            `json:"system"`
 	Endpoints []Endpoint        `json:"endpoints"`
 	Options   map[string]string `json:"options"`
-	Seed      uint64            `json:"seed"`
+	Seed      uint64            `json:"seed,string"`
 }
 
 // Addrs returns the addresses of the endpoints that are not replicas or
