@@ -47,10 +47,12 @@ type ProcessPauser interface {
 }
 
 // InCallHooker is a Locker that lets the workload run a function while a
-// call is in flight, right after its request was sent: the `in-call`
-// pause point, where a pause stops a client that is waiting for its lock.
+// call is in flight: the `in-call` pause point, where a pause stops a
+// client that is working on a request (waiting for its lock, say). The
+// function runs right after each request is sent, and again whenever armed
+// delivers while a reply is awaited.
 type InCallHooker interface {
-	SetInCall(func())
+	SetInCall(run func(), armed <-chan struct{})
 }
 
 // Abilities is a Locker whose abilities are known only once it runs (an
@@ -90,6 +92,7 @@ func CanWait(l Locker) bool {
 type Exec struct {
 	afterResponse
 	inCall  func()
+	armed   <-chan struct{}
 	proc    *lockproto.Process
 	command string
 	log     io.Writer
@@ -104,6 +107,7 @@ var (
 	_ Renewer       = (*Exec)(nil)
 	_ Waiter        = (*Exec)(nil)
 	_ LeaseWatcher  = (*Exec)(nil)
+	_ InCallHooker  = (*Exec)(nil)
 	_ ProcessPauser = (*Exec)(nil)
 	_ Abilities     = (*Exec)(nil)
 )
@@ -197,7 +201,7 @@ func (e *Exec) WallClock() time.Time {
 }
 
 // SetInCall sets the function run while a call is in flight; nil removes it.
-func (e *Exec) SetInCall(f func()) { e.inCall = f }
+func (e *Exec) SetInCall(run func(), armed <-chan struct{}) { e.inCall, e.armed = run, armed }
 
 // Stop stops the client's process group.
 func (e *Exec) Stop() error { return e.proc.Stop() }
@@ -244,7 +248,7 @@ func (e *Exec) Lost(l Lease) <-chan struct{} {
 }
 
 func (e *Exec) hooks() lockproto.Hooks {
-	return lockproto.Hooks{AfterResponse: e.runAfterResponse, InCall: e.inCall}
+	return lockproto.Hooks{AfterResponse: e.runAfterResponse, InCall: e.inCall, Armed: e.armed}
 }
 
 // call sends req; an error of a call whose reply did not come kills the

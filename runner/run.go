@@ -504,6 +504,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			wait:        s.Lock.Wait,
 			opTime:      max(s.Lock.TTL, time.Second),
 			pauses:      map[string]pause{},
+			inCall:      make(chan struct{}, 1),
 		})
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))

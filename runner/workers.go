@@ -134,6 +134,8 @@ type worker struct {
 
 	mu     sync.Mutex
 	pauses map[string]pause // armed pauses by point
+	// inCall tells a call in flight that a pause was armed at in-call.
+	inCall chan struct{}
 }
 
 // isolateSettle is how long a worker whose isolating pause ended waits for
@@ -152,6 +154,12 @@ func (w *worker) armPause(point string, p pause) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pauses[point] = p
+	if point == nemesis.InCall && w.inCall != nil {
+		select {
+		case w.inCall <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // pauseAt stops the worker if a pause is armed at point. The pause is
@@ -239,7 +247,7 @@ func (w *worker) attach(abort context.Context) {
 		w.hooked = true
 	}
 	if h, ok := w.locker.Locker.(clients.InCallHooker); ok {
-		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) })
+		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) }, w.inCall)
 	}
 	if reg, err := w.newRegister(w.locker.Locker); err == nil {
 		w.register = reg
