@@ -39,9 +39,47 @@ func cpuTime() time.Duration {
 // wake-ups), the cost the harness adds to every op of an external client.
 // "redis": a bare go-redis SET NX PX and DEL against a real redis-server
 // (two round trips per iteration); ns/call is one round trip.
+//
+// "pipe": a line written to cat and read back, the floor of any round trip
+// to a process of its own, with neither JSON nor a lock in it; the
+// harness's own cost per call is protocol's ns/call less pipe's.
 func BenchmarkCall(b *testing.B) {
 	b.Run("protocol", benchmarkProtocol)
+	b.Run("pipe", benchmarkPipe)
 	b.Run("redis", benchmarkRedis)
+}
+
+func benchmarkPipe(b *testing.B) {
+	cmd := exec.Command("cat")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	line := []byte(`{"type":"release","id":8,"key":"k","owner":"1"}` + "\n")
+	buf := make([]byte, 4096)
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		if _, err := in.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		for got := 0; got < len(line); {
+			n, err := out.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += n
+		}
+	}
+	b.ReportMetric(float64(time.Since(start))/float64(b.N), "ns/call")
 }
 
 func benchmarkRedis(b *testing.B) {

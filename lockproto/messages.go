@@ -58,7 +58,7 @@ var replies = map[string][]string{
 	TypeRenew:     {TypeOK, TypeNotHeld, TypeError},
 	TypeSetup:     {TypeOK, TypeError},
 	TypeCapture:   {TypeOK, TypeNotCaptured, TypeError},
-	TypeSetStatus: {TypeOK, TypeError},
+	TypeSetStatus: {TypeOK, TypeNotHeld, TypeError},
 	TypeReap:      {TypeOK, TypeError},
 }
 
@@ -84,7 +84,7 @@ type Init struct {
 	System    string            `json:"system"`
 	Endpoints []Endpoint        `json:"endpoints"`
 	Options   map[string]string `json:"options"`
-	Seed      uint64            `json:"seed"`
+	Seed      uint64            `json:"seed,string"`
 }
 
 // Request is every request but init; fields a type does not use are left
