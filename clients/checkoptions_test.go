@@ -38,6 +38,9 @@ func TestCheckOptions(t *testing.T) {
 		})
 	}
 	for _, q := range QueueAlgorithms() {
+		if q.Name == ExecAlgorithm {
+			continue // TestExecOptions
+		}
 		t.Run(q.Name, func(t *testing.T) {
 			if err := CheckOptions(q.Name, map[string]string{"timeout": "2s"}); err != nil {
 				t.Fatalf("timeout=2s: %v", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -112,7 +113,8 @@ func (q *ExecQueue) SetStatus(ctx context.Context, t Task, status string) error 
 // Reap asks the client to set back the tasks of queues captured longer
 // than timeout ago.
 func (q *ExecQueue) Reap(ctx context.Context, queues []string, timeout time.Duration) ([]string, error) {
-	rep, err := q.call(ctx, lockproto.Request{Type: lockproto.TypeReap, Queues: queues, TimeoutMS: ms(timeout)})
+	t := ms(timeout)
+	rep, err := q.call(ctx, lockproto.Request{Type: lockproto.TypeReap, Queues: queues, TimeoutMS: &t})
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +125,7 @@ func (q *ExecQueue) Reap(ctx context.Context, queues []string, timeout time.Dura
 	if err := json.Unmarshal(rep.Tasks, &ids); err != nil {
 		return nil, err
 	}
+	slices.Sort(ids) // the client's order says nothing
 	return ids, nil
 }
 

@@ -21,7 +21,7 @@ func newQueue(t *testing.T, name string, eps []Endpoint, worker int) Queue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := alg.New(t.Context(), Target{Worker: worker, Endpoints: eps, Clock: wallClock{}, Rand: newTestRand(uint64(worker) + 1)})
+	q, err := alg.New(t.Context(), Target{Worker: worker, Endpoints: eps, Clock: wallClock{}, Rand: newTestRand(uint64(worker) + 1), Options: queueOptions[name]})
 	if err != nil {
 		t.Fatalf("%s: new queue: %v", name, err)
 	}
@@ -44,8 +44,15 @@ func ids(ts []Task) []string {
 	return out
 }
 
-// queueSpecs are the systems the queue implementations run on in the tests.
-var queueSpecs = map[string]cluster.Spec{systemPostgres: postgresOne, systemRedis: redisMasters}
+// queueSpecs are the systems the queue implementations run on in the tests
+// ("any": the exec queue, whose test client speaks Redis).
+var queueSpecs = map[string]cluster.Spec{systemPostgres: postgresOne, systemRedis: redisMasters, "any": redisMasters}
+
+// queueOptions are the options of the queue implementations in the tests:
+// the exec queue runs the plain-socket Redis client of lockproto/testdata.
+var queueOptions = map[string]map[string]string{
+	ExecAlgorithm: {ExecCommandOption: "python3 ../lockproto/testdata/resp_lock.py --queue"},
+}
 
 // TestQueueContract runs every queue implementation against its real
 // server: a capture takes up to its limit of capturable tasks of its own

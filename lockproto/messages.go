@@ -102,7 +102,7 @@ type Request struct {
 	Task      string     `json:"task,omitempty"`
 	Status    string     `json:"status,omitempty"`
 	Queues    []string   `json:"queues,omitempty"`
-	TimeoutMS float64    `json:"timeout_ms,omitempty"`
+	TimeoutMS *float64   `json:"timeout_ms,omitempty"` // reap: present, 0 included
 	Tasks     []TaskSpec `json:"tasks,omitempty"`
 }
 

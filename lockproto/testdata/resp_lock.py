@@ -96,7 +96,7 @@ def main():
 
     send({"type": "init_ok", "now_ms": now(), "wall_ms": time.time() * 1000,
           "client": "resp_lock.py (plain sockets, python %d.%d)" % sys.version_info[:2],
-          "abilities": ["queue"] if "--queue" in sys.argv else []})
+          "abilities": ["wait"] + (["queue"] if "--queue" in sys.argv else [])})
     n = 0
     received = 0
     for line in sys.stdin:
@@ -138,11 +138,16 @@ def main():
                 send({"type": "ok", "id": rid, "tasks": got})
             elif req["type"] == "acquire":
                 owner = uuid.uuid4().hex
-                t0 = now()
-                if r.cmd("SET", key, owner, "NX", "PX", int(req["ttl_ms"])) == "OK":
-                    send({"type": "ok", "id": rid, "owner": owner, "until_ms": t0 + req["ttl_ms"], "lease_ms": req["ttl_ms"]})
-                else:
-                    send({"type": "not-acquired", "id": rid})
+                give_up = now() + req.get("wait_ms", 0)
+                while True:  # a waiting acquire tries every 50 ms
+                    t0 = now()
+                    if r.cmd("SET", key, owner, "NX", "PX", int(req["ttl_ms"])) == "OK":
+                        send({"type": "ok", "id": rid, "owner": owner, "until_ms": t0 + req["ttl_ms"], "lease_ms": req["ttl_ms"]})
+                        break
+                    if now() + 50 > give_up:
+                        send({"type": "not-acquired", "id": rid})
+                        break
+                    time.sleep(0.05)
             elif req["type"] == "release":
                 if r.cmd("EVAL", RELEASE, 1, key, req["owner"]) == 1:
                     send({"type": "ok", "id": rid})
