@@ -11,18 +11,19 @@ GO      ?= go
 export PATH := $(PATH):/usr/local/go/bin
 BIN     := bin/jepsen-lite
 SKEWLIB := build/libclockskew.so
+ANYLANG := build/anylang/CuratorLock.class
 FUZZTIME ?= 10s
 SCENARIO ?=
 
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build test test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
 
-build: $(BIN) $(SKEWLIB)
+build: $(BIN) $(SKEWLIB) $(ANYLANG)
 
 $(BIN): $(shell find . -name '*.go' -not -path './store/*') $(shell find scenarios/catalog -name '*.yaml') go.mod go.sum
 	$(GO) build -o $(BIN) ./cmd/jepsen-lite
@@ -30,6 +31,14 @@ $(BIN): $(shell find . -name '*.go' -not -path './store/*') $(shell find scenari
 $(SKEWLIB): clockskew/clockskew.c
 	@mkdir -p build
 	cc -shared -fPIC -O2 -Wall -o $@ $< -ldl
+
+# The Java lock client of examples/anylang (Apache Curator's
+# InterProcessMutex), against Debian's jars; curator_lock.sh runs it.
+anylang: $(ANYLANG)
+
+$(ANYLANG): examples/anylang/CuratorLock.java examples/anylang/curator_lock.sh
+	@mkdir -p build/anylang
+	javac -Xlint:all,-path -implicit:none -sourcepath "" -cp "$$(examples/anylang/curator_lock.sh --classpath)" -d build/anylang $<
 
 # Packages are tested one at a time: the integration tests start real
 # servers and time their faults, and two cores shared by several suites
