@@ -81,6 +81,10 @@ func Algorithms() []Algorithm {
 			Validity: "session: lease of ttl (>= 1s) kept alive; lost when it expires",
 			Lease:    "granted lease TTL (whole seconds) after the last keep-alive; closing the client frees it (revoke)",
 			Steps:    etcdSteps, New: NewEtcdMutex},
+		{Name: ExecAlgorithm, System: "any", Token: "what the client reports",
+			Validity: "what the client reports (until_ms)",
+			Lease:    "what the client reports (lease_ms, never, session); else the ttl",
+			Steps:    execSteps, New: NewExec},
 	}
 }
 
@@ -112,6 +116,9 @@ var (
 	// the token step reads our key's create revision, the lock taken. A
 	// failed lock or token step revokes the lease, which deletes our key
 	// with it: fail when the revoke succeeded.
+	// exec: one request to a program of the user's; what it sends to
+	// its service is its own.
+	execSteps = []Step{{"acquire", "the protocol's acquire request (docs/lock-protocol.md)", true}}
 	etcdSteps = []Step{
 		{"grant", "grant a lease of the ttl (a lease holds no key)", false},
 		{"lock", "TryLock or Lock: put our key on the lease; the lock when its revision is the lowest", true},
@@ -217,6 +224,9 @@ var algorithmOptions = map[string][]OptionDoc{
 	"etcd-mutex": {
 		{"timeout", DefaultEtcdTimeout.String(), "per-request timeout"},
 		{"release", EtcdReleaseUnlock, "unlock: Mutex.Unlock then Session.Close, as users release; txn: delete the key only if its create revision is the token, then revoke"},
+	},
+	ExecAlgorithm: {
+		{ExecCommandOption, "(required)", "the client's command, run with sh -c (docs/lock-protocol.md); every other option is handed to the client"},
 	},
 }
 

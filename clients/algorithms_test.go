@@ -15,11 +15,11 @@ func TestAlgorithmsListIsComplete(t *testing.T) {
 	want := []string{"redis-single", "redis-fenced", "redlock", "redsync",
 		"redis-zadd-mutex", "redis-zadd-timeout", "redis-zadd-state",
 		"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory",
-		"zk-recipe", "zk-lock", "etcd-mutex"}
+		"zk-recipe", "zk-lock", "etcd-mutex", "exec"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd}
+	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd, "any"}
 	for _, a := range Algorithms() {
 		if !slices.Contains(systems, a.System) || a.Token == "" || a.Validity == "" || len(a.Steps) == 0 || a.New == nil {
 			t.Errorf("%s: incomplete description %+v", a.Name, a)
@@ -43,8 +43,14 @@ func TestLookup(t *testing.T) {
 
 // TestAlgorithmOptionsMatchFactories checks that each factory knows exactly
 // the options AlgorithmOptions documents and accepts their defaults.
+//
+// The exec algorithm is checked by TestExecOptions: it hands every option
+// but its command to the client.
 func TestAlgorithmOptionsMatchFactories(t *testing.T) {
 	for _, a := range Algorithms() {
+		if a.Name == ExecAlgorithm {
+			continue
+		}
 		t.Run(a.Name, func(t *testing.T) {
 			docs, err := AlgorithmOptions(a.Name)
 			if err != nil {
@@ -315,5 +321,20 @@ func TestRedlockReleaseOutcome(t *testing.T) {
 				t.Fatalf("outcome %s (%v), want %s", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestExecOptions checks the exec algorithm's options: the command is
+// required, and every other option goes to the client unchecked.
+func TestExecOptions(t *testing.T) {
+	if err := CheckOptions(ExecAlgorithm, map[string]string{"session-timeout": "1s"}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "command is required") {
+		t.Errorf("no command: %v, want ErrBadOption naming the command", err)
+	}
+	if err := CheckOptions(ExecAlgorithm, map[string]string{ExecCommandOption: "true", "anything": "goes"}); err != nil {
+		t.Errorf("a command and a client option: %v", err)
+	}
+	docs, err := AlgorithmOptions(ExecAlgorithm)
+	if err != nil || len(docs) != 1 || docs[0].Name != ExecCommandOption {
+		t.Errorf("documented options %v, %v: want the command alone", docs, err)
 	}
 }

@@ -153,6 +153,10 @@ type contract struct {
 	noTry bool
 }
 
+// respLockOptions runs the plain-socket Redis client of lockproto/testdata
+// as the exec algorithm's client.
+var respLockOptions = map[string]string{ExecCommandOption: "python3 ../lockproto/testdata/resp_lock.py"}
+
 var (
 	redisMasters        = cluster.Spec{System: cluster.Redis, Nodes: 3}
 	redisPrimaryReplica = cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 2}
@@ -171,6 +175,9 @@ var slowMachine = map[string]map[string]string{
 
 var contracts = []contract{
 	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
+	// exec: the plain-socket Redis client of lockproto/testdata, a program
+	// of its own speaking the lock-client protocol.
+	{name: ExecAlgorithm, spec: redisMasters, options: respLockOptions, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
 	{name: "redis-single", label: "redis-single/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, until: true, ownedRelease: true},
 	{name: "redis-fenced", label: "redis-fenced/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},

@@ -45,6 +45,7 @@ type leaseContract struct {
 
 var leaseContracts = []leaseContract{
 	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
+	{name: ExecAlgorithm, spec: redisMasters, options: respLockOptions, ttl: 5 * time.Second, server: redisPTTL(1)},
 	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
 	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redlock"], server: redisPTTL(3)},
 	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redsync"], server: redisPTTL(3), waitEndsUnknown: true},

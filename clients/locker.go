@@ -7,6 +7,7 @@ package clients
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -96,12 +97,17 @@ type Endpoint struct {
 // Target is everything a Locker factory needs to build one worker's Locker.
 type Target struct {
 	Worker    int
+	Process   int    // the history process the Locker serves (Worker for the first)
+	System    string // the system under test: "redis", "postgres", "zookeeper", "etcd"
 	Endpoints []Endpoint
 	Clock     Clock
 	Rand      *rand.Rand        // the worker's own source, derived from the run's seed
 	Drift     time.Duration     // clock drift allowance subtracted from Until
 	Options   map[string]string // algorithm options from the scenario
 	TCP       TCP               // the TCP timeouts of every connection the Locker opens (the scenario's tcp)
+	// Log receives what a Locker has to say about itself in run.log (an
+	// external client's standard error); nil discards it.
+	Log io.Writer
 }
 
 // Factory builds one worker's Locker.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -23,13 +25,13 @@ func (ClientPause) Name() string { return "client-pause" }
 
 // Describe says what the fault does and what it takes.
 func (ClientPause) Describe() string {
-	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, or after-response) for the duration (default 5s): a stop-the-world GC pause; option isolate: true also cuts the workers' links for the pause, as when the whole process stops (its lock client's heartbeats with it)"
+	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
 }
 
 // Check checks the pause point and rejects options.
 func (ClientPause) Check(step Step) error {
-	if step.Point != "" && step.Point != AfterResponse && step.Point != BeforeWrite {
-		return fmt.Errorf("%w: client-pause point %q (known: %s, %s)", ErrOption, step.Point, AfterResponse, BeforeWrite)
+	if step.Point != "" && !slices.Contains(PausePoints, step.Point) {
+		return fmt.Errorf("%w: client-pause point %q (known: %s)", ErrOption, step.Point, strings.Join(PausePoints, ", "))
 	}
 	if _, err := choiceOption(step, "isolate", "false", "true"); err != nil {
 		return err

@@ -37,7 +37,15 @@ const (
 	// BeforeWrite is after the validity check, before the write:
 	// Kleppmann's stop-the-world pause.
 	BeforeWrite = "before-write"
+	// InCall is while a call to an external client is in flight, right
+	// after its request was sent (a waiting acquire waits there): only a
+	// client that runs as a process of its own (the exec algorithm) has
+	// it.
+	InCall = "in-call"
 )
+
+// PausePoints lists the pause points, in the documented order.
+var PausePoints = []string{BeforeWrite, AfterResponse, InCall}
 
 // Workers is what the runner lets the nemesis do to its simulated clients.
 type Workers interface {

@@ -75,6 +75,16 @@ type Results struct {
 	// judge, its verdict is unknown, and `check` refuses its directory with
 	// this reason.
 	SetupError string `json:"setup_error,omitempty"`
+	// LockClient names the external lock client of a run of the exec
+	// algorithm (docs/lock-protocol.md); absent for the built-in locks.
+	LockClient *LockClient `json:"lock_client,omitempty"`
+}
+
+// LockClient is an external lock client: its command and the name it gave
+// itself in its init_ok (library, version, lock, language).
+type LockClient struct {
+	Command string `json:"command"`
+	Name    string `json:"name"`
 }
 
 // FailedFault is one fault or heal that failed during a run.

@@ -64,7 +64,7 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 			_ = q.Close()
 		}
 	}()
-	setups, err := workerSetups(s, c, net, n)
+	setups, err := workerSetups(s, c, net, n, "", logLines{logger})
 	if err != nil {
 		return false, err
 	}

@@ -40,6 +40,11 @@ var ErrInterrupted = errors.New("runner: run interrupted")
 // lock client could not connect. It wraps the cause.
 var ErrSetup = errors.New("runner: setup failed")
 
+// ErrLockClient reports a run stopped because its lock client broke its
+// protocol (clients.ErrProtocol, wrapped): what was recorded is kept and
+// the verdict is unknown.
+var ErrLockClient = errors.New("runner: the lock client broke its protocol")
+
 // Result is what a run produced.
 type Result struct {
 	Dir     string           // the run's store directory
@@ -68,6 +73,8 @@ type config struct {
 	progress  func(Progress)
 	logOut    io.Writer
 	check     checker.Options
+	// lockClient is filled by the run: the external client it ran, if any.
+	lockClient *reports.LockClient
 }
 
 // Option configures Run.
@@ -235,13 +242,17 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 
 	h := rec.History()
-	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h)}
+	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h), LockClient: cfg.lockClient}
 	expect := s.Expect
 	results.Expected = &expect
-	if interrupted {
+	switch {
+	case errors.Is(runErr, ErrLockClient):
+		results.Verdict = checker.Unknown
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the lock client broke its protocol, so the run stopped: " + runErr.Error()}}
+	case interrupted:
 		results.Verdict = checker.Unknown
 		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the run was interrupted; check the stored history with `jepsen-lite check`"}}
-	} else {
+	default:
 		copts := cfg.check
 		copts.OutDir = dir
 		if copts.Drift == 0 && s.Lock.TTL > 0 {
@@ -319,26 +330,61 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			_ = l.Close()
 		}
 	}()
-	setups, err := workerSetups(s, c, net, s.Workers)
+	clockDir, err := os.MkdirTemp("", "jepsen-lite-clocks-")
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer os.RemoveAll(clockDir)
+	setups, err := workerSetups(s, c, net, s.Workers, clockDir, logLines{logger})
 	if err != nil {
 		return false, err
 	}
+	defer func() {
+		for _, su := range setups {
+			su.clock.close()
+		}
+	}()
+	if err := probeClientClock(ctx, s, factory, setups[0].target, clockDir); err != nil {
+		return false, err
+	}
+	// The workers' lock clients start together: an external client's
+	// process may take a second to start.
+	made := make([]clients.Locker, len(setups))
+	errs := make([]error, len(setups))
+	var starting sync.WaitGroup
 	for i, su := range setups {
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		l, err := factory(lctx, su.target)
-		cancel()
+		starting.Add(1)
+		go func() {
+			defer starting.Done()
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			made[i], errs[i] = factory(lctx, su.target)
+		}()
+	}
+	starting.Wait()
+	for i, l := range made {
+		if errs[i] == nil {
+			lockers = append(lockers, l)
+		}
+	}
+	for i, err := range errs {
 		if err != nil {
 			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
-		lockers = append(lockers, l)
+	}
+	if e, ok := lockers[0].(externalClient); ok {
+		cfg.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
 	}
 	rec := startClock()
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
-	if _, ok := lockers[0].(clients.Renewer); s.Lock.Renew > 0 && !ok {
-		return false, fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, s.Lock.Algorithm)
+	if s.Lock.Renew > 0 && !clients.CanRenew(lockers[0]) {
+		return false, fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, lockName(s, lockers[0]))
 	}
-	if _, ok := lockers[0].(clients.Waiter); s.Lock.Wait > 0 && !ok {
-		return false, fmt.Errorf("%w: lock.acquire: %s cannot wait for a lock", ErrSetup, s.Lock.Algorithm)
+	if s.Lock.Wait > 0 && !clients.CanWait(lockers[0]) {
+		return false, fmt.Errorf("%w: lock.acquire: %s cannot wait for a lock", ErrSetup, lockName(s, lockers[0]))
+	}
+	if _, ok := lockers[0].(clients.InCallHooker); pausesAt(s, nemesis.InCall) && !ok {
+		return false, fmt.Errorf("%w: client-pause point %s: %s is no process of its own to stop while a call is in flight (only the exec algorithm's clients are)", ErrSetup, nemesis.InCall, lockName(s, lockers[0]))
 	}
 	newRegister := func(l clients.Locker) (register, error) {
 		if s.Resource != scenarios.Guarded {
@@ -357,10 +403,15 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		clock, wrng, target := setups[i].clock, setups[i].rng, setups[i].target
 		// A crashed process's Locker is closed; its successor gets a new
 		// one built the same way.
-		open := func(ctx context.Context) (clients.Locker, error) { return factory(ctx, target) }
+		proc := clients.NewProcess(i, s.Workers)
+		open := func(ctx context.Context) (clients.Locker, error) {
+			t := target
+			t.Process = proc.ID()
+			return factory(ctx, t)
+		}
 		ws = append(ws, &worker{
 			id:          i,
-			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: clients.NewProcess(i, s.Workers), Open: open, KeepClient: s.Lock.OnError == scenarios.OnErrorKeepClient},
+			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: proc, Open: open, KeepClient: s.Lock.OnError == scenarios.OnErrorKeepClient},
 			rec:         rec,
 			newRegister: newRegister,
 			rng:         wrng,
@@ -416,7 +467,15 @@ func drive(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c 
 	}
 
 	var wg sync.WaitGroup
-	var panicked atomic.Value
+	var panicked, broken atomic.Value
+	for _, w := range ws {
+		w.fatal = func(err error) {
+			if broken.CompareAndSwap(nil, err) {
+				logger.Printf("stopping the run: %v", err)
+			}
+			stopWorkers()
+		}
+	}
 	for i, w := range ws {
 		wg.Add(1)
 		go func() {
@@ -457,6 +516,9 @@ func drive(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c 
 	<-progressDone
 	if p := panicked.Load(); p != nil {
 		return ctx.Err() != nil, fmt.Errorf("runner: %s", p)
+	}
+	if err, ok := broken.Load().(error); ok {
+		return ctx.Err() != nil, fmt.Errorf("%w: %w", ErrLockClient, err)
 	}
 	logger.Printf("workers stopped after %d ops", rec.Len())
 	return ctx.Err() != nil, nil
@@ -623,7 +685,7 @@ type workerSetup struct {
 // workerSetups makes the set-up of workers w0..w(n-1): each dials every
 // node through its own link, keeps its own clock, and draws from a random
 // source derived from the run's seed, in worker order.
-func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network, n int) ([]workerSetup, error) {
+func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network, n int, clockDir string, log io.Writer) ([]workerSetup, error) {
 	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
 	var setups []workerSetup
 	for i := range n {
@@ -635,9 +697,9 @@ func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network
 			}
 			eps = append(eps, clients.Endpoint{Name: nd.Name, Addr: addr, Role: nd.Role})
 		}
-		clock := &workerClock{}
+		clock := &workerClock{dir: clockDir, needed: skewsClients(s)}
 		wrng := rand.New(rand.NewPCG(root.Uint64(), root.Uint64()))
-		target := clients.Target{Worker: i, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP)}
+		target := clients.Target{Worker: i, Process: i, System: s.System.Name, Endpoints: eps, Clock: clock, Rand: wrng, Drift: s.Lock.Drift, Options: s.Lock.Options, TCP: clients.TCP(s.TCP), Log: log}
 		setups = append(setups, workerSetup{clock: clock, rng: wrng, target: target})
 	}
 	return setups, nil

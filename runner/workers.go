@@ -2,23 +2,104 @@ package runner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 )
 
 // workerClock is a worker's own wall clock: the host's, plus an offset the
-// nemesis may set (client-clock). The host's clock is never touched.
-type workerClock struct{ offset atomic.Int64 }
+// nemesis may set (client-clock). The host's clock is never touched. An
+// external client's process reads it through the clock-skew library and a
+// clock file of the worker's (Env), which set rewrites.
+type workerClock struct {
+	offset atomic.Int64
+	// dir is where the worker's clock file goes (the run's temporary
+	// directory); needed says that the scenario skews client clocks, so
+	// that a process whose clock cannot be reached is an error.
+	dir    string
+	needed bool
+	mu     sync.Mutex
+	file   *os.File
+}
+
+var _ clients.ProcessEnv = (*workerClock)(nil)
 
 // Now returns the host's time plus the worker's offset.
 func (c *workerClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// set sets the worker's offset, in its clock file too.
+func (c *workerClock) set(offset time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset.Store(int64(offset))
+	if c.file == nil {
+		return nil
+	}
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(offset))
+	_, err := c.file.WriteAt(b[:], 0)
+	return err
+}
+
+// Env returns the environment that makes a process read the worker's clock:
+// the clock-skew library and the worker's clock file (made on first use,
+// holding the offset). Without the library it returns nothing, or an error
+// when the scenario skews client clocks.
+func (c *workerClock) Env() ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == "" {
+		if c.needed {
+			return nil, errors.New("client-clock cannot reach the client's process: the run keeps no clock files for it")
+		}
+		return nil, nil
+	}
+	lib, err := local.FindClockSkewLibrary(c.dir)
+	if err != nil {
+		if c.needed {
+			return nil, fmt.Errorf("client-clock cannot reach the client's process: %w", err)
+		}
+		return nil, nil
+	}
+	if c.file == nil {
+		f, err := os.CreateTemp(c.dir, "clock-*")
+		if err != nil {
+			return nil, err
+		}
+		var b [8]byte
+		binary.NativeEndian.PutUint64(b[:], uint64(c.offset.Load()))
+		if _, err := f.WriteAt(b[:], 0); err != nil {
+			f.Close()
+			return nil, err
+		}
+		c.file = f
+	}
+	preload := lib
+	if old := os.Getenv("LD_PRELOAD"); old != "" {
+		preload += " " + old
+	}
+	return []string{"LD_PRELOAD=" + preload, "JEPSEN_LITE_CLOCK_FILE=" + c.file.Name()}, nil
+}
+
+// close closes the clock file (the run removes its directory).
+func (c *workerClock) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file != nil {
+		c.file.Close()
+		c.file = nil
+	}
+}
 
 // worker is one simulated client running the workload loop.
 type worker struct {
@@ -44,6 +125,9 @@ type worker struct {
 	hooked bool
 	// isolate cuts and heals the worker's own links (set by the runner).
 	isolate func(cut bool) error
+	// fatal ends the run with err: the lock client broke its protocol
+	// (set by the runner).
+	fatal func(err error)
 
 	mu     sync.Mutex
 	pauses map[string]pause // armed pauses by point
@@ -85,11 +169,20 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	if p.isolate && w.isolate != nil {
 		cutErr = w.isolate(true)
 	}
+	// A client that is a process of its own is stopped whole, its
+	// background threads with it, as a stop-the-world pause stops them.
+	pp, whole := w.locker.Locker.(clients.ProcessPauser)
+	if whole {
+		cutErr = errors.Join(cutErr, pp.Stop())
+	}
 	t := time.NewTimer(p.d)
 	select {
 	case <-t.C:
 	case <-abort.Done():
 		t.Stop()
+	}
+	if whole {
+		cutErr = errors.Join(cutErr, pp.Continue())
 	}
 	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FClientResume, Value: history.JSONValue(desc)}
 	if p.isolate && w.isolate != nil {
@@ -128,6 +221,9 @@ func (w *worker) attach(abort context.Context) {
 		h.SetAfterResponse(func() { w.pauseAt(abort, nemesis.AfterResponse) })
 		w.hooked = true
 	}
+	if h, ok := w.locker.Locker.(clients.InCallHooker); ok {
+		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) })
+	}
 	if reg, err := w.newRegister(w.locker.Locker); err == nil {
 		w.register = reg
 	}
@@ -141,6 +237,9 @@ func (w *worker) ready(abort context.Context) bool {
 	ctx, cancel := context.WithTimeout(abort, w.opTime)
 	opened, err := w.locker.Ready(ctx)
 	cancel()
+	if w.broke(err) {
+		return false
+	}
 	if err != nil {
 		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.ttl/10)+1)))
 		return false
@@ -169,6 +268,9 @@ func (w *worker) iterate(stop, abort context.Context) {
 		lease, err = w.locker.Acquire(ctx, key, w.ttl)
 	}
 	cancel()
+	if w.broke(err) {
+		return
+	}
 	if !w.hooked {
 		// The algorithm processes its reply inside a library: the pause
 		// point is right after Acquire returns.
@@ -186,7 +288,7 @@ func (w *worker) iterate(stop, abort context.Context) {
 		}
 		ctx, cancel := context.WithTimeout(abort, w.opTime)
 		defer cancel()
-		_ = w.locker.Release(ctx, lease)
+		w.broke(w.locker.Release(ctx, lease))
 	}()
 	// A careful client checks its lease before it touches the resource.
 	if !lease.Until.IsZero() && !time.Now().Before(lease.Until) {
@@ -253,11 +355,23 @@ func (w *worker) holdLock(abort context.Context, lease *clients.Lease) {
 		ctx, cancel := context.WithTimeout(abort, w.opTime)
 		renewed, err := w.locker.Renew(ctx, *lease, w.ttl)
 		cancel()
-		if err != nil {
+		if w.broke(err) || err != nil {
 			return
 		}
 		*lease = renewed
 	}
+}
+
+// broke reports whether err is the lock client's break of its protocol,
+// and then ends the run with it (fatal); the worker does nothing more.
+func (w *worker) broke(err error) bool {
+	if err == nil || !errors.Is(err, clients.ErrProtocol) {
+		return false
+	}
+	if w.fatal != nil {
+		w.fatal(err)
+	}
+	return true
 }
 
 // lost reports whether a session lock already knows lease is gone, and
@@ -311,8 +425,7 @@ func (ws workerSet) SetClockOffset(worker int, offset time.Duration) error {
 	if worker < 0 || worker >= len(ws) {
 		return errors.New("runner: no such worker")
 	}
-	ws[worker].clock.offset.Store(int64(offset))
-	return nil
+	return ws[worker].clock.set(offset)
 }
 
 // register is the protected resource as the workload sees it: the harness's

@@ -497,8 +497,8 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		if st.Duration < 0 {
 			return fail("must not be negative", "nemesis", "steps", idx, "duration")
 		}
-		if st.Point != "" && st.Point != nemesis.AfterResponse && st.Point != nemesis.BeforeWrite {
-			return fail(fmt.Sprintf("unknown pause point %q (known: %s, %s)", st.Point, nemesis.AfterResponse, nemesis.BeforeWrite), "nemesis", "steps", idx, "point")
+		if st.Point != "" && !slices.Contains(nemesis.PausePoints, st.Point) {
+			return fail(fmt.Sprintf("unknown pause point %q (known: %s)", st.Point, strings.Join(nemesis.PausePoints, ", ")), "nemesis", "steps", idx, "point")
 		}
 		if err := nemesis.CheckStep(st); err != nil {
 			return fail(err.Error(), "nemesis", "steps", idx)

@@ -51,6 +51,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	backend := fs.String("backend", "local", "where the servers run: local or docker")
 	fromStore := fs.String("from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store with the current checkers, judged against the scenario's current expectation")
+	lockCommand := fs.String("lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
@@ -99,6 +100,13 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	if len(selected) == 0 {
 		return exitUsage, usagef("no scenario carries the tags %q", *tags)
+	}
+	if isSet(fs, "lock-command") {
+		for i, sc := range selected {
+			if selected[i], err = withLockCommand(sc, *lockCommand); err != nil {
+				return exitUsage, err
+			}
+		}
 	}
 
 	stored := map[string][]string{} // scenario -> run dirs, oldest first

@@ -51,6 +51,7 @@ func commands() []command {
 		{"gate", "run scenarios over seeds as a CI regression gate", gateCmd},
 		{"report", "regenerate a run's report.html offline", reportCmd},
 		{"serve", "browse the stored runs in a web page", serveCmd},
+		{"protocol-test", "check that an external lock client speaks the protocol", protocolTestCmd},
 	}
 }
 
@@ -114,7 +115,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func printTopUsage(w io.Writer, cmds []command) {
 	var list string
 	for _, c := range cmds {
-		list += fmt.Sprintf("  %-8s %s\n", c.name, c.summary)
+		list += fmt.Sprintf("  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, topUsage, list)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
+	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -30,7 +31,8 @@ Examples:
   jepsen-lite run redis-single-gc-pause
   jepsen-lite run redis-single-gc-pause --seed 3 --time-limit 10s
   jepsen-lite run my-lock.yaml --workers 16
-  jepsen-lite run --replay store/latest      # the exact schedule and seed again`
+  jepsen-lite run --replay store/latest      # the exact schedule and seed again
+  jepsen-lite run redis-single-gc-pause --lock-command "python3 examples/anylang/redis_py_lock.py"`
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("run", runUsage, stderr)
@@ -42,6 +44,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers; past it the verdict is unknown")
 	verbose := fs.Bool("v", false, "print run.log's lines as they are written")
 	backend := fs.String("backend", "local", "where the servers run: local (processes on 127.0.0.1) or docker (containers; make images first)")
+	lockCommand := fs.String("lock-command", "", "run the scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -64,6 +67,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	sc, err := scenarios.Load(target, runner.Names())
 	if err != nil {
 		return exitUsage, usageError{err}
+	}
+	if isSet(fs, "lock-command") {
+		if sc, err = withLockCommand(sc, *lockCommand); err != nil {
+			return exitUsage, err
+		}
 	}
 	start, err := backendFor(*backend)
 	if err != nil {
@@ -93,6 +101,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case errors.Is(err, runner.ErrInterrupted):
 		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s\n", res.Dir)
 		return exitUnknown, nil
+	case errors.Is(err, runner.ErrLockClient):
+		// The client's break is bad input: what was recorded is kept.
+		fmt.Fprintf(stderr, "jepsen-lite run: what was recorded is in %s\n", res.Dir)
+		var perr *lockproto.ProtocolError
+		if errors.As(err, &perr) {
+			return exitUsage, usageError{perr}
+		}
+		return exitUsage, usageError{err}
 	case errors.Is(err, runner.ErrSetup), errors.Is(err, clients.ErrUnknownAlgorithm), errors.Is(err, scenarios.ErrInvalid):
 		return exitUsage, usageError{err}
 	case err != nil:

@@ -1,0 +1,528 @@
+package lockproto
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultInitTimeout is how long a client may take to answer init.
+const DefaultInitTimeout = 20 * time.Second
+
+// DefaultExitGrace is how long a process whose input was closed may take to
+// exit before its process group is killed.
+const DefaultExitGrace = 2 * time.Second
+
+// maxLine is the longest line a client may write.
+const maxLine = 1 << 20
+
+// Config is how to start one client process.
+type Config struct {
+	Command string   // run with sh -c
+	Dir     string   // working directory; "" is the harness's
+	Env     []string // added to the harness's environment
+	Init    Init     // the init message (Type and Protocol are filled in)
+	// Stderr receives each line the client writes to its standard error.
+	// Nil discards them.
+	Stderr func(line string)
+	// Lost is called with every lost notice the client sends. Nil ignores
+	// them.
+	Lost func(key, owner string)
+	// InitTimeout bounds the wait for init_ok; zero is DefaultInitTimeout.
+	InitTimeout time.Duration
+}
+
+// ProtocolError is a client's break of the protocol. It wraps ErrProtocol.
+type ProtocolError struct {
+	Command string
+	Worker  int
+	Process int
+	Line    int    // the line of the client's standard output; 0 when none
+	Text    string // that line
+	Reason  string
+}
+
+func (e *ProtocolError) Error() string {
+	s := fmt.Sprintf("exec client w%d p%d (%s): ", e.Worker, e.Process, e.Command)
+	if e.Line > 0 {
+		s += fmt.Sprintf("stdout line %d: %s: %s", e.Line, e.Reason, strconv.Quote(clip(e.Text, 200)))
+	} else {
+		s += e.Reason
+	}
+	return s
+}
+
+func (e *ProtocolError) Unwrap() error { return ErrProtocol }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// item is what the stdout reader hands on: a parsed line or an error.
+type item struct {
+	reply Reply
+	line  int
+	text  string
+	err   error
+}
+
+// Process is one running client. Its calls are made by one goroutine at a
+// time; Stop, Continue and Kill may be called from any goroutine.
+type Process struct {
+	cfg   Config
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	items chan item
+	// exited is closed when the process has exited and its output is read.
+	exited  chan struct{}
+	waitErr error
+	hello   Reply
+	// The client's zero (when it read init) lies in [lo, hi] on the
+	// harness's clock; Time maps from lo.
+	clockMu sync.Mutex
+	lo, hi  time.Time
+	nextID  uint64
+	broken  error // the first protocol error; every later call returns it
+	killed  bool
+	mu      sync.Mutex
+	stopped bool
+	// quit is closed when the harness no longer reads the client's
+	// output (Kill, Close); the reader then drops what is left.
+	quit     chan struct{}
+	quitOnce sync.Once
+}
+
+// Start starts the client, sends init and waits for its init_ok. An error
+// that is the client's (it exited, answered badly, did not answer in time)
+// wraps ErrProtocol; the process is gone when Start returns an error.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if strings.TrimSpace(cfg.Command) == "" {
+		return nil, errors.New("lockproto: no command")
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = DefaultInitTimeout
+	}
+	cfg.Init.Type, cfg.Init.Protocol = TypeInit, Version
+	cmd := exec.Command("sh", "-c", cfg.Command)
+	cmd.Dir = cfg.Dir
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("lockproto: starting %q: %w", cfg.Command, err)
+	}
+	p := &Process{cfg: cfg, cmd: cmd, stdin: stdin, items: make(chan item, 16), exited: make(chan struct{}), quit: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { defer readers.Done(); p.readStdout(stdout) }()
+	go func() { defer readers.Done(); p.readStderr(stderr) }()
+	go func() {
+		readers.Wait()
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.init(ctx); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+// init sends init and reads init_ok, noting the clock mapping (§3).
+func (p *Process) init(ctx context.Context) error {
+	line, err := json.Marshal(p.cfg.Init)
+	if err != nil {
+		return err
+	}
+	p.lo = time.Now()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		return p.exitError("it exited before it read init")
+	}
+	t := time.NewTimer(p.cfg.InitTimeout)
+	defer t.Stop()
+	// A start-up is bounded by InitTimeout, not by the deadline of the op
+	// that needed the process: a process takes the time it takes to start.
+	done := ctx.Done()
+	for {
+		select {
+		case it, ok := <-p.items:
+			received := time.Now()
+			if !ok {
+				return p.exitError("it exited before it answered init")
+			}
+			if it.err != nil {
+				return p.fail(it, it.err.Error())
+			}
+			if err := checkInitOK(it.reply); err != nil {
+				return p.fail(it, err.Error())
+			}
+			p.hello = it.reply
+			p.hi = received.Add(-msDuration(*it.reply.NowMS))
+			if p.hi.Before(p.lo) {
+				p.hi = p.lo
+			}
+			return nil
+		case <-t.C:
+			return p.fail(item{}, fmt.Sprintf("no init_ok within %v", p.cfg.InitTimeout))
+		case <-done:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				done = nil
+				continue
+			}
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// readStdout parses the client's lines: lost notices go to cfg.Lost, the
+// rest to items. It closes items at end of output.
+func (p *Process) readStdout(r io.Reader) {
+	defer close(p.items)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		rep, err := parseLine(sc.Bytes())
+		if err == nil && rep.Type == TypeLost {
+			if !p.hasAbility(AbilityLost) {
+				err = errors.New(`a "lost" notice from a client that did not claim the ability "lost"`)
+			} else if rep.Key == "" {
+				err = errors.New(`a "lost" notice without "key"`)
+			} else {
+				if p.cfg.Lost != nil {
+					owner := ""
+					if rep.Owner != nil {
+						owner = *rep.Owner
+					}
+					p.cfg.Lost(rep.Key, owner)
+				}
+				continue
+			}
+		}
+		select {
+		case p.items <- item{reply: rep, line: n, text: text, err: err}:
+		case <-p.quit:
+			_, _ = io.Copy(io.Discard, r)
+			return
+		}
+	}
+	if err := sc.Err(); err != nil {
+		select {
+		case p.items <- item{line: n + 1, err: fmt.Errorf("unreadable output: %w", err)}:
+		case <-p.quit:
+		}
+		_, _ = io.Copy(io.Discard, r)
+	}
+}
+
+// stopReading tells the reader that nobody reads its items any more.
+func (p *Process) stopReading() { p.quitOnce.Do(func() { close(p.quit) }) }
+
+func (p *Process) readStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	for sc.Scan() {
+		if p.cfg.Stderr != nil {
+			p.cfg.Stderr(sc.Text())
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+func (p *Process) hasAbility(a string) bool { return slices.Contains(p.hello.Abilities, a) }
+
+// Client returns the name the client gave itself in init_ok.
+func (p *Process) Client() string { return p.hello.Client }
+
+// Has reports whether the client claimed ability a.
+func (p *Process) Has(a string) bool { return p.hasAbility(a) }
+
+// Abilities returns the abilities the client claimed.
+func (p *Process) Abilities() []string { return slices.Clone(p.hello.Abilities) }
+
+// WallMS returns the wall clock the client reported in init_ok (Unix ms).
+func (p *Process) WallMS() float64 { return *p.hello.WallMS }
+
+// ClockBound returns the error bound of Time (docs/lock-protocol.md §3).
+func (p *Process) ClockBound() time.Duration {
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	return max(p.hi.Sub(p.lo), 0)
+}
+
+// Time maps a moment the client reported, in its ms since it read init, to
+// the harness's clock: never later than the moment the client meant, and
+// earlier by at most ClockBound.
+func (p *Process) Time(ms float64) time.Time {
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	return p.lo.Add(msDuration(ms))
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// narrow narrows the interval of the client's zero with an exchange whose
+// request was written at sent and whose reply was read at received: the
+// client read the request at recvMS (so its zero is at least sent −
+// recvMS) and wrote the reply at nowMS (so its zero is at most received −
+// nowMS).
+func (p *Process) narrow(sent, received time.Time, recvMS, nowMS *float64) {
+	p.clockMu.Lock()
+	defer p.clockMu.Unlock()
+	if recvMS != nil && *recvMS >= 0 {
+		if lo := sent.Add(-msDuration(*recvMS)); lo.After(p.lo) {
+			p.lo = lo
+		}
+	}
+	if nowMS != nil && *nowMS >= 0 {
+		hi := received.Add(-msDuration(*nowMS))
+		if hi.Before(p.hi) {
+			p.hi = hi
+		}
+	}
+	if p.lo.After(p.hi) {
+		// The client's clock ran fast against the harness's, or its
+		// times are wrong: keep the mapping conservative.
+		p.hi = p.lo
+	}
+}
+
+// PID returns the process's id (its process group's id too).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// fail records and returns the protocol error of item it.
+func (p *Process) fail(it item, reason string) error {
+	err := &ProtocolError{Command: p.cfg.Command, Worker: p.cfg.Init.Worker, Process: p.cfg.Init.Process, Line: it.line, Text: it.text, Reason: reason}
+	if p.broken == nil {
+		p.broken = err
+	}
+	return err
+}
+
+// exitError returns the protocol error of a client that exited (or closed
+// its output) while it was needed, with its exit status when it has one.
+func (p *Process) exitError(when string) error {
+	status := "closed its output"
+	select {
+	case <-p.exited:
+		status = "exited"
+		var ee *exec.ExitError
+		switch {
+		case p.waitErr == nil:
+			status = "exited with status 0"
+		case errors.As(p.waitErr, &ee):
+			status = "exited: " + ee.ProcessState.String()
+		}
+	case <-time.After(time.Second):
+	}
+	return p.fail(item{}, "the client "+status+": "+when)
+}
+
+// Hooks are the harness's functions that a call runs at its pause points;
+// each returns when any pause armed there is over.
+type Hooks struct {
+	// AfterResponse runs at the client's after-response handshake (or,
+	// for a client without it, when its reply has arrived).
+	AfterResponse func()
+	// InCall runs right after the request was written, while the client
+	// works on it.
+	InCall func()
+}
+
+// ErrNoReply reports a reply that did not come within the call's deadline:
+// an unknown outcome, not a protocol error (docs/lock-protocol.md §4).
+var ErrNoReply = errors.New("lockproto: no reply within the op's timeout")
+
+// Call sends req (its ID is assigned here) and returns the client's reply.
+// ctx's deadline is the op's timeout, moved on by the time the call spent
+// in its hooks (a paused client is paused with its caller); a reply that
+// does not come by then returns an error wrapping ErrNoReply and
+// context.DeadlineExceeded. A cancelled ctx returns its error. An error
+// wrapping ErrProtocol ends the process's use: every later call returns it.
+func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, error) {
+	if p.broken != nil {
+		return Reply{}, p.broken
+	}
+	p.nextID++
+	req.ID = p.nextID
+	line, err := json.Marshal(req)
+	if err != nil {
+		return Reply{}, err
+	}
+	deadline, hasDeadline := ctx.Deadline()
+	sent := time.Now()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		return Reply{}, p.exitError(fmt.Sprintf("it could not be sent %s id %d", req.Type, req.ID))
+	}
+	var paused time.Duration
+	pause := func(f func()) {
+		if f == nil {
+			return
+		}
+		t := time.Now()
+		f()
+		paused += time.Since(t)
+	}
+	pause(hooks.InCall)
+	done := ctx.Done()
+	for {
+		var expire <-chan time.Time
+		if hasDeadline {
+			t := time.NewTimer(time.Until(deadline.Add(paused)))
+			expire = t.C
+			defer t.Stop()
+		}
+		select {
+		case it, ok := <-p.items:
+			if !ok {
+				return Reply{}, p.exitError(fmt.Sprintf("it was answering %s id %d", req.Type, req.ID))
+			}
+			if it.err != nil {
+				return Reply{}, p.fail(it, it.err.Error())
+			}
+			if it.reply.Type == TypeAfterResponse {
+				if err := p.handshake(req, it); err != nil {
+					return Reply{}, err
+				}
+				pause(hooks.AfterResponse)
+				if err := p.send(map[string]any{"type": TypeContinue, "id": req.ID}); err != nil {
+					return Reply{}, p.exitError(fmt.Sprintf("it was waiting for continue on %s id %d", req.Type, req.ID))
+				}
+				continue
+			}
+			if err := checkReply(req, it.reply); err != nil {
+				return Reply{}, p.fail(it, err.Error())
+			}
+			p.narrow(sent, time.Now(), it.reply.RecvMS, it.reply.NowMS)
+			if req.Type == TypeAcquire && !p.hasAbility(AbilityAfterResponse) {
+				pause(hooks.AfterResponse)
+			}
+			return it.reply, nil
+		case <-expire:
+			return Reply{}, fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
+		case <-done:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && hasDeadline {
+				done = nil // the call's own timer, moved by its pauses, decides
+				continue
+			}
+			return Reply{}, context.Cause(ctx)
+		}
+	}
+}
+
+// handshake checks an after-response line against the request in flight.
+func (p *Process) handshake(req Request, it item) error {
+	switch {
+	case !p.hasAbility(AbilityAfterResponse):
+		return p.fail(it, `an "after-response" handshake from a client that did not claim the ability "after-response"`)
+	case req.Type != TypeAcquire:
+		return p.fail(it, fmt.Sprintf(`an "after-response" handshake during %s: it belongs to acquire`, req.Type))
+	case it.reply.ID == nil || *it.reply.ID != req.ID:
+		return p.fail(it, fmt.Sprintf("an after-response handshake whose id is not the acquire's (%d)", req.ID))
+	}
+	return nil
+}
+
+func (p *Process) send(m any) error {
+	line, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = p.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// signal sends sig to the process group.
+func (p *Process) signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// Stop stops every process of the client's group (SIGSTOP), as a
+// stop-the-world pause stops every thread.
+func (p *Process) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed {
+		return nil
+	}
+	p.stopped = true
+	return p.signal(syscall.SIGSTOP)
+}
+
+// Continue continues a stopped client (SIGCONT).
+func (p *Process) Continue() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed || !p.stopped {
+		return nil
+	}
+	p.stopped = false
+	return p.signal(syscall.SIGCONT)
+}
+
+// Kill kills the client's process group at once (SIGKILL) and waits until
+// it is gone: a crash.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	if !p.killed {
+		p.killed = true
+		_ = p.signal(syscall.SIGKILL)
+	}
+	p.mu.Unlock()
+	p.stopReading()
+	_ = p.stdin.Close()
+	<-p.exited
+}
+
+// Close ends the client as the end of a run does: its input is closed, and
+// its process group is killed when it has not exited within grace. It
+// returns an error when the client had to be killed or exited with a
+// status other than 0.
+func (p *Process) Close(grace time.Duration) error {
+	p.stopReading()
+	_ = p.stdin.Close()
+	_ = p.Continue()
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		p.Kill()
+		return fmt.Errorf("lockproto: w%d p%d did not exit within %v of the end of its input; killed", p.cfg.Init.Worker, p.cfg.Init.Process, grace)
+	}
+	p.mu.Lock()
+	killed := p.killed
+	p.killed = true
+	p.mu.Unlock()
+	// Whatever it left in its group goes with it.
+	_ = p.signal(syscall.SIGKILL)
+	if p.waitErr != nil && !killed {
+		return fmt.Errorf("lockproto: w%d p%d exited at the end of its input: %w", p.cfg.Init.Worker, p.cfg.Init.Process, p.waitErr)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A lock client of the jepsen-lite lock-client protocol in plain Python:
+Redis SET key owner NX PX ttl, released by a compare-and-delete script, over
+a socket of its own (no library). The tests of the protocol run it against a
+real redis-server, well behaved or, with --break, breaking the protocol at
+its Nth request: malformed (a line that is not JSON), exit (exits with
+status 3), hang (never answers), wrong-id (answers with another id)."""
+import json, os, socket, sys, time, uuid
+
+RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+
+
+class Redis:
+    def __init__(self, addr):
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=5)
+        self.buf = b""
+
+    def cmd(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.sock.sendall(out)
+        return self.reply()
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def reply(self):
+        line = self.line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) < n + 2:
+                self.buf += self.sock.recv(65536)
+            data, self.buf = self.buf[:n], self.buf[n + 2:]
+            return data.decode()
+        raise RuntimeError("unexpected reply %r" % line)
+
+
+def main():
+    breaking, at = None, 0
+    if "--break" in sys.argv:
+        breaking, at = sys.argv[sys.argv.index("--break") + 1].split("@")
+        at = int(at)
+    first = sys.stdin.readline()
+    zero = time.monotonic()
+    init = json.loads(first)
+    ep = next((e for e in init["endpoints"] if e["role"] == "primary"), init["endpoints"][0])
+    r = Redis(ep["addr"])
+    now = lambda: (time.monotonic() - zero) * 1000
+
+    received = 0
+
+    def send(m):
+        if "id" in m:
+            m["received_ms"], m["now_ms"] = received, now()
+        sys.stdout.write(json.dumps(m) + "\n")
+        sys.stdout.flush()
+
+    send({"type": "init_ok", "now_ms": now(), "wall_ms": time.time() * 1000,
+          "client": "resp_lock.py (plain sockets, python %d.%d)" % sys.version_info[:2], "abilities": []})
+    n = 0
+    received = 0
+    for line in sys.stdin:
+        received = now()
+        req = json.loads(line)
+        n += 1
+        if breaking and n == at:
+            if breaking == "malformed":
+                print("acquired " + req.get("key", ""), flush=True)
+                continue
+            if breaking == "exit":
+                sys.exit(3)
+            if breaking == "hang":
+                time.sleep(3600)
+            if breaking == "wrong-id":
+                send({"type": "not-acquired", "id": req["id"] + 100})
+                continue
+        rid, key = req["id"], req["key"]
+        try:
+            if req["type"] == "acquire":
+                owner = uuid.uuid4().hex
+                t0 = now()
+                if r.cmd("SET", key, owner, "NX", "PX", int(req["ttl_ms"])) == "OK":
+                    send({"type": "ok", "id": rid, "owner": owner, "until_ms": t0 + req["ttl_ms"], "lease_ms": req["ttl_ms"]})
+                else:
+                    send({"type": "not-acquired", "id": rid})
+            elif req["type"] == "release":
+                if r.cmd("EVAL", RELEASE, 1, key, req["owner"]) == 1:
+                    send({"type": "ok", "id": rid})
+                else:
+                    send({"type": "not-held", "id": rid})
+            else:
+                send({"type": "error", "id": rid, "message": "unknown request " + req["type"]})
+        except Exception as e:  # the outcome is unknown
+            send({"type": "error", "id": rid, "message": str(e)})
+            return
+
+
+if __name__ == "__main__":
+    main()
