@@ -78,6 +78,8 @@ public final class CuratorLock {
     private final Map<String, Held> held = new LinkedHashMap<>();
     /** How many times the connection entered an error state; guarded by out. */
     private long suspensions;
+    /** When the request being answered was read, in ms since init was read (§3 of the protocol). */
+    private double receivedMs;
 
     CuratorLock(PrintStream out, long zeroNanos) {
         this.out = out;
@@ -101,6 +103,7 @@ public final class CuratorLock {
             if (line.isBlank()) {
                 continue;
             }
+            c.receivedMs = c.nowMs();
             c.handle(JsonParser.parseString(line).getAsJsonObject());
         }
         // End of input: the run is over. Closing the client ends the
@@ -295,7 +298,16 @@ public final class CuratorLock {
         return o;
     }
 
+    /**
+     * send writes one message. A reply (a message with an id) also says when
+     * its request was read and when the reply is written, which lets the
+     * harness map this process's clock onto its own.
+     */
     private void send(JsonObject o) {
+        if (o.has("id")) {
+            o.addProperty("received_ms", receivedMs);
+            o.addProperty("now_ms", nowMs());
+        }
         synchronized (out) {
             out.print(o.toString());
             out.print('\n');
