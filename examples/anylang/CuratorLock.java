@@ -14,7 +14,7 @@
 // Curator's error policy (SUSPENDED or LOST by default), as Curator's
 // documentation of its locks recommends.
 //
-// Build: javac -cp "$(examples/anylang/curator_lock.sh --classpath)" -d build/anylang examples/anylang/CuratorLock.java
+// Build: make anylang (build/anylang/curator-lock.jar)
 // Run:   examples/anylang/curator_lock.sh
 import com.google.gson.JsonArray;
 import com.google.gson.JsonElement;
@@ -152,6 +152,9 @@ public final class CuratorLock {
         client.start();
         boolean connected = client.blockUntilConnected(sessionTimeout, TimeUnit.MILLISECONDS);
         System.err.printf("curator: connect %s, session timeout %d ms asked, connected: %b%n", connect, sessionTimeout, connected);
+        if (connected) {
+            warmUp();
+        }
 
         JsonObject ok = new JsonObject();
         ok.addProperty("type", "init_ok");
@@ -164,6 +167,34 @@ public final class CuratorLock {
         abilities.add("lost");
         ok.add("abilities", abilities);
         send(ok);
+    }
+
+    /**
+     * warmUp takes and releases a lock on a path of its own, outside /locks,
+     * once before init_ok: a JVM loads and compiles the lock's code on its
+     * first use, which on a loaded machine can take longer than an op's
+     * timeout, while init may take up to 20 s. It gives up after 5 s (a
+     * thread of its own, so that a server out of reach cannot hold init up)
+     * and never waits for the lock.
+     */
+    private void warmUp() {
+        Thread t = new Thread(() -> {
+            try {
+                InterProcessMutex m = new InterProcessMutex(client, "/jepsen-lite-warmup");
+                if (m.acquire(0, TimeUnit.MILLISECONDS)) {
+                    m.release();
+                }
+            } catch (Exception e) {
+                System.err.println("curator: warm-up: " + e);
+            }
+        }, "warm-up");
+        t.setDaemon(true);
+        t.start();
+        try {
+            t.join(5000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private void handle(JsonObject m) {
