@@ -150,9 +150,12 @@ public final class CuratorLock {
                 .build();
         client.getConnectionStateListenable().addListener(this::stateChanged);
         client.start();
-        boolean connected = client.blockUntilConnected(sessionTimeout, TimeUnit.MILLISECONDS);
+        // Init may take 20 s, start-up included: wait for the connection,
+        // then warm up, until 12 s after the JVM's main began.
+        boolean connected = client.blockUntilConnected(
+                (int) Math.max(sessionTimeout, budgetLeftMs()), TimeUnit.MILLISECONDS);
         System.err.printf("curator: connect %s, session timeout %d ms asked, connected: %b%n", connect, sessionTimeout, connected);
-        if (connected) {
+        if (connected && budgetLeftMs() > 0) {
             warmUp();
         }
 
@@ -173,9 +176,9 @@ public final class CuratorLock {
      * warmUp takes and releases a lock on a path of its own, outside /locks,
      * once before init_ok: a JVM loads and compiles the lock's code on its
      * first use, which on a loaded machine can take longer than an op's
-     * timeout, while init may take up to 20 s. It gives up after 5 s (a
-     * thread of its own, so that a server out of reach cannot hold init up)
-     * and never waits for the lock.
+     * timeout, while init may take up to 20 s. It gives up when the start-up
+     * budget is spent (a thread of its own, so that a server out of reach
+     * cannot hold init up) and never waits for the lock.
      */
     private void warmUp() {
         Thread t = new Thread(() -> {
@@ -191,7 +194,7 @@ public final class CuratorLock {
         t.setDaemon(true);
         t.start();
         try {
-            t.join(5000);
+            t.join(Math.max(1, budgetLeftMs()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -344,6 +347,15 @@ public final class CuratorLock {
             out.print('\n');
             out.flush();
         }
+    }
+
+    /** When main began, for the start-up budget. */
+    private static final long MAIN_NANOS = System.nanoTime();
+    /** How long start-up (connection and warm-up) may take, from main's beginning. */
+    static final long START_BUDGET_MS = 12_000;
+
+    private static long budgetLeftMs() {
+        return START_BUDGET_MS - (System.nanoTime() - MAIN_NANOS) / 1_000_000;
     }
 
     private double nowMs() {
