@@ -36,7 +36,7 @@ $(SKEWLIB): clockskew/clockskew.c
 # InterProcessMutex), against Debian's jars; curator_lock.sh runs it. The
 # class-data archive is written by one run of the client against an address
 # where no server listens (its acquire fails after Curator's retries): a JVM
-# that maps it starts with about 40% less CPU, which eight clients starting
+# that maps it starts with a third or more less CPU, which eight clients starting
 # at once on a busy machine need.
 anylang: $(ANYLANG)
 
