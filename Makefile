@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -53,6 +53,14 @@ $(ANYLANG): examples/anylang/CuratorLock.java examples/anylang/curator_lock.sh
 test: deps build
 	$(GO) test -race -count=1 -p 1 ./...
 
+# The known-bug corpus (examples/knownbugs, docs/knownbugs.md): each bug's
+# buggy and fixed programs, built in their own modules, against the harness
+# over five seeds each. BUG=<name> runs one bug (redsync-release,
+# etcd-mutex, redsync-extend).
+BUG ?=
+test-knownbugs: deps build
+	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 30m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs
+
 # BACKEND=docker runs the servers in containers; the node image is built
 # first (make images: debootstrap + docker import, no registry needed).
 test-scenario: deps build $(if $(filter docker,$(BACKEND)),images)
@@ -86,6 +94,7 @@ clean-docker:
 
 lint:
 	$(GO) vet ./...
+	$(GO) vet -tags knownbugs ./examples/knownbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 fuzz: build

@@ -47,10 +47,12 @@ type ProcessPauser interface {
 }
 
 // InCallHooker is a Locker that lets the workload run a function while a
-// call is in flight, right after its request was sent: the `in-call`
-// pause point, where a pause stops a client that is waiting for its lock.
+// call is in flight: the `in-call` pause point, where a pause stops a
+// client that is working on a request (waiting for its lock, say). The
+// function runs right after each request is sent, and again whenever armed
+// delivers while a reply is awaited.
 type InCallHooker interface {
-	SetInCall(func())
+	SetInCall(run func(), armed <-chan struct{})
 }
 
 // Abilities is a Locker whose abilities are known only once it runs (an
@@ -90,6 +92,7 @@ func CanWait(l Locker) bool {
 type Exec struct {
 	afterResponse
 	inCall  func()
+	armed   <-chan struct{}
 	proc    *lockproto.Process
 	command string
 	log     io.Writer
@@ -104,6 +107,7 @@ var (
 	_ Renewer       = (*Exec)(nil)
 	_ Waiter        = (*Exec)(nil)
 	_ LeaseWatcher  = (*Exec)(nil)
+	_ InCallHooker  = (*Exec)(nil)
 	_ ProcessPauser = (*Exec)(nil)
 	_ Abilities     = (*Exec)(nil)
 )
@@ -112,6 +116,18 @@ var (
 // process t.Process and waits for its init_ok. Its standard error goes to
 // t.Log, line by line.
 func NewExec(ctx context.Context, t Target) (Locker, error) {
+	e := &Exec{lost: map[string]chan struct{}{}, log: t.Log, name: fmt.Sprintf("w%d p%d", t.Worker, t.Process)}
+	p, err := startExec(ctx, t, e.markLost)
+	if err != nil {
+		return nil, err
+	}
+	e.proc, e.command = p, t.Options[ExecCommandOption]
+	return e, nil
+}
+
+// startExec starts the exec algorithm's client for t: the command, its
+// environment and its init (docs/lock-protocol.md §1, §2).
+func startExec(ctx context.Context, t Target, lost func(key, owner string)) (*lockproto.Process, error) {
 	command := strings.TrimSpace(t.Options[ExecCommandOption])
 	if command == "" {
 		return nil, fmt.Errorf("clients: %s: option %s: %w: the client's command is required (lock.options.command, or --lock-command)", ExecAlgorithm, ExecCommandOption, ErrBadOption)
@@ -152,12 +168,8 @@ func NewExec(ctx context.Context, t Target) (Locker, error) {
 		}
 		env = append(env, ce...)
 	}
-	e := &Exec{command: command, lost: map[string]chan struct{}{}, log: t.Log, name: fmt.Sprintf("w%d p%d", t.Worker, t.Process)}
 	prefix := fmt.Sprintf("w%d p%d stderr: ", t.Worker, t.Process)
-	cfg := lockproto.Config{
-		Command: command, Env: env, Init: init,
-		Lost: e.markLost,
-	}
+	cfg := lockproto.Config{Command: command, Env: env, Init: init, Lost: lost}
 	if t.Log != nil {
 		var mu sync.Mutex
 		cfg.Stderr = func(line string) {
@@ -170,12 +182,11 @@ func NewExec(ctx context.Context, t Target) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.proc = p
 	if t.Log != nil {
 		_, _ = fmt.Fprintf(t.Log, "w%d p%d: exec client %q (%s), pid %d, abilities [%s], clock mapped within %v\n",
 			t.Worker, t.Process, p.Client(), command, p.PID(), strings.Join(p.Abilities(), " "), p.ClockBound())
 	}
-	return e, nil
+	return p, nil
 }
 
 // Client returns what the client calls itself (init_ok's client).
@@ -190,7 +201,7 @@ func (e *Exec) WallClock() time.Time {
 }
 
 // SetInCall sets the function run while a call is in flight; nil removes it.
-func (e *Exec) SetInCall(f func()) { e.inCall = f }
+func (e *Exec) SetInCall(run func(), armed <-chan struct{}) { e.inCall, e.armed = run, armed }
 
 // Stop stops the client's process group.
 func (e *Exec) Stop() error { return e.proc.Stop() }
@@ -237,7 +248,7 @@ func (e *Exec) Lost(l Lease) <-chan struct{} {
 }
 
 func (e *Exec) hooks() lockproto.Hooks {
-	return lockproto.Hooks{AfterResponse: e.runAfterResponse, InCall: e.inCall}
+	return lockproto.Hooks{AfterResponse: e.runAfterResponse, InCall: e.inCall, Armed: e.armed}
 }
 
 // call sends req; an error of a call whose reply did not come kills the

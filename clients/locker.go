@@ -37,11 +37,25 @@ var ErrReleaseNoOp = errors.New("clients: release does nothing on the server: th
 // (Recorded.KeepClient).
 var ErrClientClosed = errors.New("clients: the call closed its client to return")
 
+// ErrHoldEnded is the cause (context.Cause) with which the runner ends the
+// context it gave a successful Acquire, once the hold is over.
+var ErrHoldEnded = errors.New("clients: the hold ended")
+
 // Locker is one client's handle on a lock algorithm. A Locker is used by one
 // worker at a time; the runner makes one per worker.
 type Locker interface {
 	// Acquire tries once to take the lock on key for ttl. It returns
 	// ErrNotAcquired (wrapped or not) when the lock definitely was not taken.
+	//
+	// The runner's ctx lives as long as the hold, so a library may tie a
+	// heartbeat or a keepalive to it. While Acquire runs, ctx has the
+	// call's deadline and ends with context.DeadlineExceeded when the call
+	// runs past it (the call is then recorded as info, whatever it
+	// returns). Once Acquire returned, ctx has no deadline: when the
+	// acquire failed, it ends at once; when it succeeded, it ends with the
+	// cause ErrHoldEnded after the hold, once Release has returned (or
+	// when the process crashed, or the run was aborted). A waiting acquire
+	// (Waiter) gets the same context.
 	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
 	// Release gives the lease back. It returns ErrNotHeld when the lease was
 	// definitely no longer held.

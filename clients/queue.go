@@ -69,6 +69,7 @@ func QueueAlgorithms() []QueueAlgorithm {
 		{Name: "pg-queue-skip-locked", System: systemPostgres, Budget: true, Capture: oneLine(pgQueueCaptureSkipLocked), New: NewPgQueueSkipLocked},
 		{Name: "redis-zadd-queue", System: systemRedis, Capture: "ZRANGEBYSCORE tasks:<queue> 0 0 and 2 2 (done, failed), then ZADD tasks:<queue> XX CH 1 <id> for each (1 = captured) up to the limit, then ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueue},
 		{Name: "redis-zadd-queue-script", System: systemRedis, Capture: "one script: for each member of ZRANGE tasks:<queue> 0 2 BYSCORE up to the limit, ZADD tasks:<queue> XX CH 1 <id> (1 = captured) and ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueueScript},
+		{Name: ExecAlgorithm, System: "any", Capture: "the protocol's capture request to a program of the user's (docs/lock-protocol.md §6)", New: NewExecQueue},
 	}
 }
 

@@ -29,6 +29,11 @@ type Spec struct {
 	Nodes       int    // number of server nodes (masters, ensemble members); replicas and sentinels are counted by the topology
 	Persistence bool   // redis: appendonly yes, appendfsync always
 	LogDir      string // where node logs are written (the run's store directory); a temp dir when empty
+	// ClockSkew says that the run skews node clocks (a clock fault that
+	// is expected to work): a backend that cannot skew them must fail
+	// Start saying why, rather than start a cluster whose clock faults
+	// will all fail.
+	ClockSkew bool
 }
 
 // Node is one server of the cluster.

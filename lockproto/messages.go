@@ -58,7 +58,7 @@ var replies = map[string][]string{
 	TypeRenew:     {TypeOK, TypeNotHeld, TypeError},
 	TypeSetup:     {TypeOK, TypeError},
 	TypeCapture:   {TypeOK, TypeNotCaptured, TypeError},
-	TypeSetStatus: {TypeOK, TypeError},
+	TypeSetStatus: {TypeOK, TypeNotHeld, TypeError},
 	TypeReap:      {TypeOK, TypeError},
 }
 
@@ -84,7 +84,7 @@ type Init struct {
 	System    string            `json:"system"`
 	Endpoints []Endpoint        `json:"endpoints"`
 	Options   map[string]string `json:"options"`
-	Seed      uint64            `json:"seed"`
+	Seed      uint64            `json:"seed,string"`
 }
 
 // Request is every request but init; fields a type does not use are left
@@ -193,10 +193,11 @@ func checkReply(req Request, r Reply) error {
 		if r.Token != nil && *r.Token == 0 {
 			return errors.New(`"token" 0: a token is a positive integer; leave it out when the lock has none`)
 		}
-		for name, v := range map[string]*float64{"until_ms": r.UntilMS, "lease_ms": r.LeaseMS} {
-			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
-				return fmt.Errorf("%q is %v: want a non-negative number of ms", name, *v)
-			}
+		if err := checkMS("until_ms", r.UntilMS); err != nil {
+			return err
+		}
+		if err := checkMS("lease_ms", r.LeaseMS); err != nil {
+			return err
 		}
 		if r.Never && r.LeaseMS != nil {
 			return errors.New(`both "never" and "lease_ms": a lease either ends or never does`)
@@ -231,6 +232,14 @@ func checkInitOK(r Reply) error {
 		if !slices.Contains(Abilities, a) {
 			return fmt.Errorf("init_ok names unknown ability %q (known: %v)", a, Abilities)
 		}
+	}
+	return nil
+}
+
+// checkMS checks an optional number of milliseconds.
+func checkMS(name string, v *float64) error {
+	if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
+		return fmt.Errorf("%q is %v: want a non-negative number of ms", name, *v)
 	}
 	return nil
 }

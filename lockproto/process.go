@@ -351,9 +351,11 @@ type Hooks struct {
 	// AfterResponse runs at the client's after-response handshake (or,
 	// for a client without it, when its reply has arrived).
 	AfterResponse func()
-	// InCall runs right after the request was written, while the client
-	// works on it.
+	// InCall runs while the client works on the request: right after the
+	// request was written, and again whenever Armed delivers while the
+	// reply is awaited (a pause armed in the middle of a call).
 	InCall func()
+	Armed  <-chan struct{}
 }
 
 // ErrNoReply reports a reply that did not come within the call's deadline:
@@ -392,6 +394,10 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 	}
 	pause(hooks.InCall)
 	done := ctx.Done()
+	armed := hooks.Armed
+	if hooks.InCall == nil {
+		armed = nil
+	}
 	for {
 		var expire <-chan time.Time
 		if hasDeadline {
@@ -425,6 +431,9 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 				pause(hooks.AfterResponse)
 			}
 			return it.reply, nil
+		case <-armed:
+			pause(hooks.InCall)
+			continue
 		case <-expire:
 			return Reply{}, fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
 		case <-done:

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"strings"
 	"testing"
 	"time"
@@ -217,3 +218,36 @@ func TestConformCatchesBrokenClients(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestInCallPause checks the in-call hook: it runs right after the request
+// is written and again when a pause is armed while the reply is awaited,
+// and the time it takes moves the call's deadline on (a paused client is
+// paused with its caller): a reply that comes 2 s into a call with a 1.2 s
+// deadline and a 2.5 s pause armed at 0.8 s is on time.
+func TestInCallPause(t *testing.T) {
+	client := `read l; echo '{"type":"init_ok","now_ms":0,"wall_ms":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `,"client":"sh"}'; read r; sleep 2; echo '{"type":"ok","id":1,"owner":"o"}'; read eof`
+	p, err := lockproto.Start(context.Background(), lockproto.Config{Command: client, Init: lockproto.Init{System: "none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Kill)
+	armed := make(chan struct{}, 1)
+	var wasArmed atomic.Bool
+	var seen []bool // whether the pause had been armed, at each run of the hook
+	hooks := lockproto.Hooks{Armed: armed, InCall: func() {
+		seen = append(seen, wasArmed.Load())
+		if len(seen) == 2 {
+			time.Sleep(2500 * time.Millisecond)
+		}
+	}}
+	time.AfterFunc(800*time.Millisecond, func() { wasArmed.Store(true); armed <- struct{}{} })
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	rep, err := p.Call(ctx, lockproto.Request{Type: lockproto.TypeAcquire, Key: "k", TTLMS: 1000}, hooks)
+	if err != nil || rep.Type != lockproto.TypeOK {
+		t.Fatalf("reply %+v, %v: want ok, the deadline moved on by the pause", rep, err)
+	}
+	if len(seen) != 2 || seen[0] || !seen[1] {
+		t.Errorf("in-call hook ran %d times (armed before each: %v): want right after the write and once more when armed", len(seen), seen)
+	}
+}

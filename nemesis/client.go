@@ -25,7 +25,7 @@ func (ClientPause) Name() string { return "client-pause" }
 
 // Describe says what the fault does and what it takes.
 func (ClientPause) Describe() string {
-	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
+	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight, at once when the step fires during a request, else right after the next one is sent) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
 }
 
 // Check checks the pause point and rejects options.

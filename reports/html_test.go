@@ -332,3 +332,34 @@ func TestTimelineAvailability(t *testing.T) {
 		t.Errorf("embedded availability %+v, want a minority down then a majority down", got)
 	}
 }
+
+// TestRenderHTMLNamesTheLockClient checks that the report of an external
+// client's run names the client and its command, and that the report of a
+// built-in lock has no such line.
+func TestRenderHTMLNamesTheLockClient(t *testing.T) {
+	h := invalidHistory()
+	for _, tc := range []struct {
+		name   string
+		client *LockClient
+	}{
+		{"external", &LockClient{Command: "python3 examples/anylang/redis_py_lock.py", Name: "redis-py 4.3.4 redis.lock.Lock (python 3.11)"}},
+		{"built-in", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := invalidResults(h)
+			res.LockClient = tc.client
+			var b bytes.Buffer
+			if err := RenderHTML(&b, ReportInput{Results: res, History: h}); err != nil {
+				t.Fatal(err)
+			}
+			text := html.UnescapeString(b.String())
+			has := strings.Contains(text, `id="lock-client"`)
+			if has != (tc.client != nil) {
+				t.Fatalf("lock client line present %v, want %v", has, tc.client != nil)
+			}
+			if tc.client != nil && (!strings.Contains(text, tc.client.Name) || !strings.Contains(text, tc.client.Command)) {
+				t.Error("the report does not name the client and its command")
+			}
+		})
+	}
+}

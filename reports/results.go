@@ -48,7 +48,13 @@ func CountStats(h history.History) Stats {
 // `jepsen-lite check --json` (DESIGN §8).
 type Results struct {
 	Scenario string `json:"scenario"`
-	Seed     uint64 `json:"seed"`
+	// Lock names the lock under test: the scenario's algorithm, or the
+	// name of a Go Locker of the caller's own (OwnLock).
+	Lock string `json:"lock,omitempty"`
+	// OwnLock is set when Lock is a Go Locker of the caller's own
+	// (runner.WithLockerNamed), which only Go code can run again.
+	OwnLock bool   `json:"own_lock,omitempty"`
+	Seed    uint64 `json:"seed"`
 	// HistoryVersion is the format version of the history checked
 	// (history.Version): 1 for histories without a header op.
 	HistoryVersion int                  `json:"history_version"`

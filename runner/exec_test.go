@@ -108,3 +108,51 @@ func TestExecClient(t *testing.T) {
 		})
 	}
 }
+
+// TestExecQueue runs the queue baseline against the plain-socket client's
+// queue: it meets the scenario's expectation (no task captured twice, none
+// lost), and the results name the client.
+func TestExecQueue(t *testing.T) {
+	sc := execScenario(t, "redis-zadd-queue-baseline", "")
+	sc.Lock.Options[clients.ExecCommandOption] += " --queue"
+	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := res.Results.LockClient; lc == nil || !strings.Contains(lc.Name, "resp_lock.py") {
+		t.Errorf("results name the queue client %+v", lc)
+	}
+	if !res.Results.ExpectationMet || res.Results.Stats.OK < 50 {
+		t.Errorf("verdict %s (met %v) with %d ok ops: %+v", res.Results.Verdict, res.Results.ExpectationMet, res.Results.Stats.OK, res.Results.Checkers)
+	}
+}
+
+// TestExecClientClock checks that client-clock reaches an external
+// client's process or stops the run at setup: the Python client's wall
+// clock follows its worker's (the probe passes and the run goes on), a Go
+// program's does not (its runtime reads the clock without libc), and the
+// run says so before any worker starts.
+func TestExecClientClock(t *testing.T) {
+	memlock := filepath.Join(t.TempDir(), "memlock")
+	if out, err := exec.Command("go", "build", "-o", memlock, "../lockproto/testdata/memlock").CombinedOutput(); err != nil {
+		t.Fatalf("building memlock: %v\n%s", err, out)
+	}
+	t.Run("python follows", func(t *testing.T) {
+		sc := execScenario(t, "redis-zadd-timeout-client-clock", "")
+		res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Results.Stats.OK == 0 || res.Results.FaultsFailed() {
+			t.Errorf("the run did not go on with its clock faults: %+v", res.Results)
+		}
+	})
+	t.Run("go does not", func(t *testing.T) {
+		sc := execScenario(t, "redis-zadd-timeout-client-clock", "")
+		sc.Lock.Options[clients.ExecCommandOption] = memlock
+		_, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(3*time.Second))
+		if !errors.Is(err, runner.ErrSetup) || !strings.Contains(err.Error(), "client-clock cannot skew") || !strings.Contains(err.Error(), "memlock") {
+			t.Errorf("error %v: want a setup error saying client-clock cannot skew memlock", err)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
@@ -77,6 +78,9 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 		}
 		qs = append(qs, q)
 	}
+	if e, ok := qs[0].(interface{ Client() string }); ok {
+		cfg.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
+	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = qs[0].Setup(sctx, tasks)
 	cancel()
@@ -92,10 +96,11 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 		target := setups[i].target
 		open := func(ctx context.Context) (clients.Queue, error) { return alg.New(ctx, target) }
 		w := &worker{id: i, rec: rec, rng: setups[i].rng, clock: setups[i].clock, think: s.Think, hold: s.Hold, ttl: s.Lock.TTL, opTime: max(s.Lock.TTL, time.Second), pauses: map[string]pause{}}
+		w.queue = &clients.RecordedQueue{Queue: q, Rec: rec, Proc: clients.NewProcess(i, n), Open: open}
 		ws = append(ws, w)
 		qws = append(qws, &queueWorker{
 			worker:   w,
-			q:        &clients.RecordedQueue{Queue: q, Rec: rec, Proc: clients.NewProcess(i, n), Open: open},
+			q:        w.queue,
 			queue:    queueName(i % s.Queue.Queues),
 			queues:   queues,
 			spec:     s.Queue,
@@ -128,6 +133,9 @@ func (w *queueWorker) ready(abort context.Context) bool {
 	ctx, cancel := context.WithTimeout(abort, w.opTime)
 	err := w.q.Ready(ctx)
 	cancel()
+	if w.broke(err) {
+		return false
+	}
 	if err != nil {
 		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.opTime/10)+1)))
 		return false
@@ -154,6 +162,9 @@ func (w *queueWorker) iterate(abort context.Context) {
 	ctx, cancel := context.WithTimeout(abort, w.opTime)
 	tasks, err := w.q.Capture(ctx, w.queue, w.spec.Limit)
 	cancel()
+	if w.broke(err) {
+		return
+	}
 	w.pauseAt(abort, nemesis.AfterResponse)
 	if err != nil || len(tasks) == 0 {
 		w.sleep(abort, time.Duration(w.rng.Int64N(int64(w.opTime/10)+1)))
@@ -173,8 +184,11 @@ func (w *queueWorker) iterate(abort context.Context) {
 			status = history.StatusFailed
 		}
 		ctx, cancel := context.WithTimeout(abort, w.opTime)
-		_ = w.q.SetStatus(ctx, t, status)
+		err := w.q.SetStatus(ctx, t, status)
 		cancel()
+		if w.broke(err) {
+			return
+		}
 	}
 }
 
@@ -214,7 +228,8 @@ func (w *queueWorker) reap(stop, abort context.Context) {
 		}
 		w.pauseAt(abort, nemesis.AfterResponse)
 		ctx, cancel := context.WithTimeout(abort, w.opTime)
-		_, _ = w.q.Reap(ctx, w.queues, w.spec.Reaper.Timeout)
+		_, err := w.q.Reap(ctx, w.queues, w.spec.Reaper.Timeout)
 		cancel()
+		w.broke(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,6 +70,7 @@ type config struct {
 	workers   int
 	store     string
 	factory   clients.Factory
+	lockName  string // the name of the caller's own Locker; "" for the default
 	start     StartFunc
 	progress  func(Progress)
 	logOut    io.Writer
@@ -95,10 +97,42 @@ func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
 // WithStore sets the store directory; the default is "store".
 func WithStore(dir string) Option { return func(c *config) { c.store = dir } }
 
+// DefaultLockerName is the name under which a run stores a Locker of the
+// caller's own given without one (WithLocker) to a scenario that does not
+// name it (lock.own).
+const DefaultLockerName = "own-locker"
+
 // WithLocker runs the scenario against a Locker of the caller's own instead
-// of the scenario's algorithm. The factory receives each worker's Target:
-// the proxied addresses of the scenario's nodes.
+// of the scenario's algorithm; the scenario then need not name one. The
+// factory receives each worker's Target: the worker's own links to the
+// scenario's nodes, its clock, its random source and the scenario's lock
+// options. The run names the lock as the scenario does when it sets
+// lock.own (a stored run of such a lock), and DefaultLockerName otherwise;
+// WithLockerNamed names it.
 func WithLocker(f clients.Factory) Option { return func(c *config) { c.factory = f } }
+
+// WithLockerNamed is WithLocker with the lock's name, which the run's
+// stored scenario.yaml (lock.algorithm, with lock.own set), its
+// results.json (lock) and its report show. The name must not be a
+// built-in algorithm's: a replay must never run a built-in algorithm in
+// place of the caller's lock.
+func WithLockerNamed(name string, f clients.Factory) Option {
+	return func(c *config) { c.factory, c.lockName = f, name }
+}
+
+// ErrOwnLock reports a scenario whose lock is a Go Locker of the caller's
+// own (lock.own; a stored run of one) run without its factory, as from the
+// command line: nothing starts. Its errors are also ErrSetup.
+var ErrOwnLock = errors.New("runner: the scenario's lock is a Go Locker of its own; give its factory (WithLockerNamed)")
+
+// ownLockError is the ErrOwnLock of a lock name.
+type ownLockError struct{ name string }
+
+func (e *ownLockError) Error() string {
+	return fmt.Sprintf("the lock %q is a Go Locker of its own: only Go code that has its factory can run it (runner.WithLockerNamed(%q, factory)), not the command line", e.name, e.name)
+}
+
+func (e *ownLockError) Is(target error) bool { return target == ErrOwnLock || target == ErrSetup }
 
 // WithBackend sets how the cluster is started; the default is local.Start
 // (server processes on 127.0.0.1).
@@ -158,6 +192,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	if cfg.workers > 0 {
 		s.Workers = cfg.workers
 	}
+	if err := nameLock(&s, &cfg); err != nil {
+		return nil, err
+	}
 	// Nothing starts for a scenario that asks for what its cluster, its
 	// workers or its lock do not have, with the run's overrides.
 	names := Names()
@@ -192,6 +229,9 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 	logger := log.New(logw, "", log.Ltime|log.Lmicroseconds)
 	logger.Printf("scenario %s, seed %d, %d workers, %v + %v quiet, store %s", s.Name, s.Seed, s.Workers, s.Duration, s.Quiet, dir)
+	if s.Lock.Own {
+		logger.Printf("lock %s: a Go Locker of the caller's own", s.Lock.Algorithm)
+	}
 	// The stored scenario holds the exact schedule, so a replay repeats it.
 	s.Nemesis = scenarios.Nemesis{Steps: schedule(&s)}
 	if err := writeSchedule(dir, s.Nemesis.Steps); err != nil {
@@ -234,7 +274,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		// The run directory says why there is nothing to judge, so that
 		// `check` and `gate --from-store` never take it for a valid run.
 		expect := s.Expect
-		failed := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.FormatVersion, Verdict: checker.Unknown, Expected: &expect, SetupError: runErr.Error()}
+		failed := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.FormatVersion, Verdict: checker.Unknown, Expected: &expect, SetupError: runErr.Error()}
 		if err := reports.WriteResults(dir, failed); err != nil {
 			logger.Printf("writing results: %v", err)
 		}
@@ -242,7 +282,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	}
 
 	h := rec.History()
-	results := &reports.Results{Scenario: s.Name, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h), LockClient: cfg.lockClient}
+	results := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h), LockClient: cfg.lockClient}
 	expect := s.Expect
 	results.Expected = &expect
 	switch {
@@ -281,6 +321,38 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 	return res, runErr
 }
 
+// nameLock names the lock of a run of the lock workload: with a Locker of
+// the caller's own, s's lock becomes its name, marked lock.own (so the
+// stored scenario, results and report name it, and a replay from the
+// command line refuses it); without one, s must name a built-in algorithm.
+func nameLock(s *scenarios.Scenario, cfg *config) error {
+	if s.Workload == scenarios.WorkloadQueue {
+		return nil
+	}
+	if cfg.factory == nil {
+		switch {
+		case s.Lock.Own:
+			return &ownLockError{name: s.Lock.Algorithm}
+		case s.Lock.Algorithm == "":
+			return fmt.Errorf("%w: %s: lock.algorithm: missing: name an algorithm (jepsen-lite list --algorithms), or run the scenario with a Locker of your own (runner.WithLocker)", scenarios.ErrInvalid, s.File)
+		}
+		return nil
+	}
+	name := cfg.lockName
+	switch {
+	case name != "":
+	case s.Lock.Own:
+		name = s.Lock.Algorithm
+	default:
+		name = DefaultLockerName
+	}
+	if slices.Contains(clients.Names(), name) || slices.Contains(clients.QueueNames(), name) {
+		return fmt.Errorf("runner: WithLockerNamed: %q is a built-in algorithm's name; give your own lock a name of its own", name)
+	}
+	s.Lock.Algorithm, s.Lock.Own = name, true
+	return nil
+}
+
 // execute runs the cluster, workers and nemesis, and tears all of it down
 // before it returns, on every path. It reports whether ctx was cancelled.
 func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger, onNemesis func(*nemesis.Runner)) (interrupted bool, err error) {
@@ -294,7 +366,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			logger.Printf("closing network: %v", cerr)
 		}
 	}()
-	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir}
+	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir, ClockSkew: skewsNodeClocks(s.Nemesis.Steps)}
 	startCtx, cancelStart := context.WithTimeout(ctx, 60*time.Second)
 	c, err := cfg.start(startCtx, spec, net)
 	cancelStart()
@@ -362,6 +434,14 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}()
 	}
 	starting.Wait()
+	if ctx.Err() != nil {
+		for _, l := range made {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+		return true, fmt.Errorf("%w: %w", ErrSetup, ErrInterrupted)
+	}
 	for i, l := range made {
 		if errs[i] == nil {
 			lockers = append(lockers, l)
@@ -424,6 +504,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 			wait:        s.Lock.Wait,
 			opTime:      max(s.Lock.TTL, time.Second),
 			pauses:      map[string]pause{},
+			inCall:      make(chan struct{}, 1),
 		})
 	}
 	logger.Printf("cluster and %d workers ready", len(ws))
@@ -550,6 +631,17 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 		}
 	}
 	results.JudgeFailedFaults(missing)
+}
+
+// skewsNodeClocks reports whether a step of the schedule skews node clocks
+// and expects that to work: its cluster must then be able to.
+func skewsNodeClocks(steps []nemesis.Step) bool {
+	for _, st := range steps {
+		if (st.Fault == (nemesis.ClockBump{}).Name() || st.Fault == (nemesis.ClockStrobe{}).Name()) && !st.ExpectFailure {
+			return true
+		}
+	}
+	return false
 }
 
 // networkOptions returns the options of the run's network: links go

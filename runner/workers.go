@@ -105,7 +105,10 @@ func (c *workerClock) close() {
 type worker struct {
 	id     int
 	locker *clients.Recorded
-	rec    *history.Recorder
+	// queue is the worker's queue client in the queue workload (locker is
+	// nil then).
+	queue *clients.RecordedQueue
+	rec   *history.Recorder
 	// register is the resource as the current process sees it; attach
 	// builds it with newRegister for each new Locker (a guarded register
 	// lives in it). The runner checked at setup that the algorithm has one.
@@ -131,6 +134,8 @@ type worker struct {
 
 	mu     sync.Mutex
 	pauses map[string]pause // armed pauses by point
+	// inCall tells a call in flight that a pause was armed at in-call.
+	inCall chan struct{}
 }
 
 // isolateSettle is how long a worker whose isolating pause ended waits for
@@ -149,6 +154,12 @@ func (w *worker) armPause(point string, p pause) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pauses[point] = p
+	if point == nemesis.InCall && w.inCall != nil {
+		select {
+		case w.inCall <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // pauseAt stops the worker if a pause is armed at point. The pause is
@@ -171,7 +182,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	}
 	// A client that is a process of its own is stopped whole, its
 	// background threads with it, as a stop-the-world pause stops them.
-	pp, whole := w.locker.Locker.(clients.ProcessPauser)
+	pp, whole := w.processPauser()
 	if whole {
 		cutErr = errors.Join(cutErr, pp.Stop())
 	}
@@ -199,6 +210,20 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	w.rec.Record(resume)
 }
 
+// processPauser returns the worker's current client when it is a process
+// of its own that a pause stops whole.
+func (w *worker) processPauser() (clients.ProcessPauser, bool) {
+	var c any
+	switch {
+	case w.locker != nil:
+		c = w.locker.Locker
+	case w.queue != nil:
+		c = w.queue.Queue
+	}
+	pp, ok := c.(clients.ProcessPauser)
+	return pp, ok
+}
+
 // run is the workload loop (DESIGN §4): acquire; check the lease is still
 // valid; read the resource; write read+1 with the lease's token; hold the
 // lock for the scenario's hold time (the holder's other work); release.
@@ -222,7 +247,7 @@ func (w *worker) attach(abort context.Context) {
 		w.hooked = true
 	}
 	if h, ok := w.locker.Locker.(clients.InCallHooker); ok {
-		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) })
+		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) }, w.inCall)
 	}
 	if reg, err := w.newRegister(w.locker.Locker); err == nil {
 		w.register = reg
@@ -253,21 +278,25 @@ func (w *worker) ready(abort context.Context) bool {
 // iterate runs one turn of the workload loop. A waiting acquire is cut
 // short when stop ends (the run is over), and then left pending in the
 // history when its outcome is unknown (clients.ErrRunEnded).
+//
+// The context given to Acquire (and AcquireWait) lives as long as the hold
+// (holdContext): a library may tie its heartbeat to it.
 func (w *worker) iterate(stop, abort context.Context) {
 	key := w.keys[w.rng.IntN(len(w.keys))]
-	ctx, cancel := context.WithTimeout(abort, w.opTime+w.wait)
+	ctx := newHoldContext(abort, w.opTime+w.wait, stop, w.wait > 0)
 	var lease clients.Lease
 	var err error
 	if w.wait > 0 {
-		wctx, cancelWait := context.WithCancelCause(ctx)
-		unhook := context.AfterFunc(stop, func() { cancelWait(clients.ErrRunEnded) })
-		lease, err = w.locker.AcquireWait(wctx, key, w.ttl, w.wait)
-		unhook()
-		cancelWait(nil)
+		lease, err = w.locker.AcquireWait(ctx, key, w.ttl, w.wait)
 	} else {
 		lease, err = w.locker.Acquire(ctx, key, w.ttl)
 	}
-	cancel()
+	ctx.returned()
+	if err != nil {
+		ctx.end() // nothing is held: no hold to outlive the call
+	} else {
+		defer ctx.end() // after the release, or when the process crashed
+	}
 	if w.broke(err) {
 		return
 	}
@@ -298,8 +327,8 @@ func (w *worker) iterate(stop, abort context.Context) {
 		return
 	}
 	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
-	ctx, cancel = context.WithTimeout(abort, w.opTime)
-	v, err := w.register.Read(ctx, lease)
+	rctx, cancel := context.WithTimeout(abort, w.opTime)
+	v, err := w.register.Read(rctx, lease)
 	cancel()
 	read := w.op(history.OK, history.FRead, key, 0)
 	if err != nil {
@@ -319,8 +348,8 @@ func (w *worker) iterate(stop, abort context.Context) {
 	inv := w.op(history.Invoke, history.FWrite, key, lease.Token)
 	inv.Value = history.IntValue(v + 1)
 	w.rec.Record(inv)
-	ctx, cancel = context.WithTimeout(abort, w.opTime)
-	applied, err := w.register.Write(ctx, lease, v+1)
+	wctx, cancel := context.WithTimeout(abort, w.opTime)
+	applied, err := w.register.Write(wctx, lease, v+1)
 	cancel()
 	done := w.op(history.OK, history.FWrite, key, lease.Token)
 	done.Value = inv.Value

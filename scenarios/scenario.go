@@ -77,11 +77,22 @@ type System struct {
 
 // Lock is the algorithm under test and how the workload uses it.
 type Lock struct {
-	Algorithm string            `yaml:"algorithm"`
-	TTL       time.Duration     `yaml:"ttl"`
-	Drift     time.Duration     `yaml:"drift,omitempty"`
-	Keys      []string          `yaml:"keys,omitempty"`
-	Options   map[string]string `yaml:"options,omitempty"`
+	// Algorithm names the lock under test: one of the algorithms
+	// (clients.Algorithms), or, with Own, the name of a Go Locker of the
+	// caller's own. It may be left out of a scenario that is only ever run
+	// with a Locker of the caller's own (runner.WithLocker).
+	Algorithm string `yaml:"algorithm,omitempty"`
+	// Own marks the lock as a Go Locker of the caller's own, given to the
+	// runner with its factory (runner.WithLockerNamed): Algorithm is then
+	// its name, which must not be a built-in algorithm's. The runner sets
+	// it in the scenario.yaml it stores for such a run, so that the store,
+	// the report and a replay name the caller's lock; only Go code that
+	// gives the factory again can run such a scenario.
+	Own     bool              `yaml:"own,omitempty"`
+	TTL     time.Duration     `yaml:"ttl"`
+	Drift   time.Duration     `yaml:"drift,omitempty"`
+	Keys    []string          `yaml:"keys,omitempty"`
+	Options map[string]string `yaml:"options,omitempty"`
 	// Renew is the watchdog's period: while it holds the lock, a holder
 	// renews its lease for the ttl every Renew, as Redisson's watchdog
 	// does every ttl/3. Zero never renews. Only algorithms that can renew
@@ -424,8 +435,14 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("is only for workload: queue", "queue")
 	case s.Workload == WorkloadQueue && !slices.Contains(names.QueueAlgorithms, s.Lock.Algorithm):
 		return fail(fmt.Sprintf("unknown queue implementation %q (known: %s)", s.Lock.Algorithm, strings.Join(names.QueueAlgorithms, ", ")), "lock", "algorithm")
-	case s.Workload != WorkloadQueue && !slices.Contains(names.Algorithms, s.Lock.Algorithm):
-		return fail(fmt.Sprintf("unknown algorithm %q (known: %s)", s.Lock.Algorithm, strings.Join(names.Algorithms, ", ")), "lock", "algorithm")
+	case s.Lock.Own && s.Workload == WorkloadQueue:
+		return fail("is only for the lock workload", "lock", "own")
+	case s.Lock.Own && s.Lock.Algorithm == "":
+		return fail("missing: give the name of your own lock", "lock", "algorithm")
+	case s.Lock.Own && slices.Contains(names.Algorithms, s.Lock.Algorithm):
+		return fail(fmt.Sprintf("%q is a built-in algorithm's name; give your own lock a name of its own", s.Lock.Algorithm), "lock", "algorithm")
+	case s.Workload != WorkloadQueue && !s.Lock.Own && s.Lock.Algorithm != "" && !slices.Contains(names.Algorithms, s.Lock.Algorithm):
+		return fail(fmt.Sprintf("unknown algorithm %q (known: %s; a Go Locker of your own: leave it out, or set lock.own)", s.Lock.Algorithm, strings.Join(names.Algorithms, ", ")), "lock", "algorithm")
 	case s.Lock.TTL <= 0:
 		return fail("must be a positive duration such as 2s", "lock", "ttl")
 	case s.Lock.Drift < 0 || s.Lock.Drift >= s.Lock.TTL:

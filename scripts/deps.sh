@@ -28,6 +28,13 @@ have chromium || need+=(chromium)
 # a reset destroys the far end of a connection with ss -K.
 have nft || need+=(nftables)
 have ss || need+=(iproute2)
+# The Python lock clients of examples/anylang/ use Debian's packages of the
+# libraries (under /usr/lib/python3/dist-packages, found by /usr/bin/python3
+# and, through examples/anylang/lockproto.py, by any other python3 3.11).
+pydist=/usr/lib/python3/dist-packages
+[ -d "$pydist/redis" ] || need+=(python3-redis)
+[ -d "$pydist/kazoo" ] || need+=(python3-kazoo)
+[ -d "$pydist/etcd3" ] || need+=(python3-etcd3)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -69,4 +70,20 @@ func TestFindClockSkewLibraryFromEnv(t *testing.T) {
 			t.Errorf("FindClockSkewLibrary = %q, %v, want %q", got, err, p)
 		}
 	})
+}
+
+// TestHarnessRoot finds the harness's own source tree, where the library's
+// source lies, from the compiled package (not from the working directory).
+func TestHarnessRoot(t *testing.T) {
+	t.Chdir(t.TempDir())
+	root := harnessRoot()
+	if root == "" {
+		t.Fatal("the harness's source tree was not found")
+	}
+	if _, err := os.Stat(filepath.Join(root, "clockskew", "clockskew.c")); err != nil {
+		t.Errorf("harnessRoot %s holds no clockskew/clockskew.c: %v", root, err)
+	}
+	if slices.Contains(sourceRoots(), "") || !slices.Contains(sourceRoots(), root) {
+		t.Errorf("sourceRoots %q, want %s among them", sourceRoots(), root)
+	}
 }

@@ -120,6 +120,10 @@ func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ..
 	} else {
 		c.skewLib, c.skewErr = FindClockSkewLibrary(root)
 	}
+	if spec.ClockSkew && c.skewLib == "" && spec.System != cluster.Etcd {
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("local: the scenario skews node clocks, which needs the clock-skew library: %w", c.skewErr)
+	}
 
 	var setup error
 	switch spec.System {

@@ -55,7 +55,10 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 		fmt.Fprintln(tw, "QUEUE (workload: queue)\tSYSTEM\tRETRY BUDGET\tCAPTURE")
 		for _, a := range clients.QueueAlgorithms() {
 			budget := "none"
-			if a.Budget {
+			switch {
+			case a.Name == clients.ExecAlgorithm:
+				budget = "the client's (retries_left)"
+			case a.Budget:
 				budget = "retries_left"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, a.System, budget, a.Capture)

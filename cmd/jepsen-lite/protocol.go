@@ -16,15 +16,12 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// withLockCommand returns a copy of sc whose lock is the external client
-// command (the exec algorithm). The scenario's other lock options are kept
+// withLockCommand returns a copy of sc whose lock (or queue) is the
+// external client command (the exec algorithm). The scenario's other lock options are kept
 // and handed to the client.
 func withLockCommand(sc *scenarios.Scenario, command string) (*scenarios.Scenario, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, usagef("--lock-command: empty command")
-	}
-	if sc.Workload == scenarios.WorkloadQueue {
-		return nil, usagef("--lock-command: %s is a queue scenario; an external client stands for a lock only", sc.Name)
 	}
 	c := *sc
 	c.Lock.Algorithm = clients.ExecAlgorithm

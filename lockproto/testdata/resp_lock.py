@@ -1,13 +1,32 @@
 #!/usr/bin/env python3
 """A lock client of the jepsen-lite lock-client protocol in plain Python:
 Redis SET key owner NX PX ttl, released by a compare-and-delete script, over
-a socket of its own (no library). The tests of the protocol run it against a
+a socket of its own (no library); with --queue also the NoSQL seed's
+state-transition queue (ZADD tasks:<queue> XX CH 1 <id> in one script), as
+the built-in redis-zadd-queue-script writes it. The tests of the protocol run it against a
 real redis-server, well behaved or, with --break, breaking the protocol at
 its Nth request: malformed (a line that is not JSON), exit (exits with
 status 3), hang (never answers), wrong-id (answers with another id)."""
 import json, os, socket, sys, time, uuid
 
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+CAPTURE = """local got = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, 2, 'BYSCORE')) do
+  if #got >= tonumber(ARGV[1]) then break end
+  if redis.call('ZADD', KEYS[1], 'XX', 'CH', 1, id) == 1 then
+    redis.call('ZADD', KEYS[2], ARGV[2], id)
+    got[#got + 1] = id
+  end
+end
+return got"""
+REAP = """local got = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], '-inf', ARGV[1], 'BYSCORE')) do
+  if redis.call('ZSCORE', KEYS[1], id) == '1' then
+    redis.call('ZADD', KEYS[1], 'XX', 2, id)
+    got[#got + 1] = id
+  end
+end
+return got"""
 
 
 class Redis:
@@ -42,6 +61,8 @@ class Redis:
             raise RuntimeError(rest.decode())
         if kind == b":":
             return int(rest)
+        if kind == b"*":
+            return [self.reply() for _ in range(int(rest))]
         if kind == b"$":
             n = int(rest)
             if n < 0:
@@ -74,7 +95,8 @@ def main():
         sys.stdout.flush()
 
     send({"type": "init_ok", "now_ms": now(), "wall_ms": time.time() * 1000,
-          "client": "resp_lock.py (plain sockets, python %d.%d)" % sys.version_info[:2], "abilities": []})
+          "client": "resp_lock.py (plain sockets, python %d.%d)" % sys.version_info[:2],
+          "abilities": ["queue"] if "--queue" in sys.argv else []})
     n = 0
     received = 0
     for line in sys.stdin:
@@ -92,9 +114,29 @@ def main():
             if breaking == "wrong-id":
                 send({"type": "not-acquired", "id": req["id"] + 100})
                 continue
-        rid, key = req["id"], req["key"]
+        rid, key = req["id"], req.get("key")
         try:
-            if req["type"] == "acquire":
+            if req["type"] == "setup":
+                for q in {t["queue"] for t in req["tasks"]}:
+                    r.cmd("DEL", "tasks:" + q, "tasks:" + q + ":captured")
+                for t in req["tasks"]:
+                    r.cmd("ZADD", "tasks:" + t["queue"], "NX", 0, t["task"])
+                send({"type": "ok", "id": rid})
+            elif req["type"] == "capture":
+                q = req["queue"]
+                ids = r.cmd("EVAL", CAPTURE, 2, "tasks:" + q, "tasks:" + q + ":captured", req["limit"], int(time.time() * 1000))
+                send({"type": "ok", "id": rid, "tasks": [{"task": i, "queue": q} for i in ids]})
+            elif req["type"] == "set-status":
+                score = 0 if req["status"] == "done" else 2
+                r.cmd("ZADD", "tasks:" + req["queue"], "XX", score, req["task"])
+                send({"type": "ok", "id": rid})
+            elif req["type"] == "reap":
+                cutoff = int(time.time() * 1000 - req["timeout_ms"])
+                got = []
+                for q in req["queues"]:
+                    got += r.cmd("EVAL", REAP, 2, "tasks:" + q, "tasks:" + q + ":captured", cutoff)
+                send({"type": "ok", "id": rid, "tasks": got})
+            elif req["type"] == "acquire":
                 owner = uuid.uuid4().hex
                 t0 = now()
                 if r.cmd("SET", key, owner, "NX", "PX", int(req["ttl_ms"])) == "OK":

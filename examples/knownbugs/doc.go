@@ -1,0 +1,23 @@
+// Package knownbugs is a corpus of real bugs in released lock libraries,
+// each a small program in a Go module of its own that pins the library
+// version with the bug and speaks jepsen-lite's lock-client protocol
+// (docs/lock-protocol.md), next to the same program on the version that
+// fixed it. Its test (build tag knownbugs, run by make test-knownbugs) builds
+// both, runs the harness against each over five seeds of a catalog
+// scenario, and requires the harness to find the bug in at least four runs
+// of the buggy version and in none of the fixed one (at most one for etcd,
+// whose fix leaves a narrower window open). docs/knownbugs.md
+// describes each bug, the scenario that exposes it and the figures.
+//
+//   - redsync-release: go-redsync/redsync v4.0.3 (fixed in v4.0.4), Unlock
+//     and Extend report success on a key that is no longer ours;
+//   - etcd-mutex: etcd's concurrency.Mutex from the 3.4.3 client (fixed in
+//     client/v3 v3.5.0), a waiter whose session lease expired while it
+//     waited is told it holds the lock (etcd issue 11456);
+//   - redsync-extend: go-redsync/redsync v4.12.0 (fixed in v4.12.1), an
+//     Extend that fails on one master unlocks the key on every master and
+//     may still report success (go-redsync/redsync pull request 150).
+//
+// The programs share lockclient, a module without dependencies that serves
+// the protocol; none of them imports the harness.
+package knownbugs

@@ -1,0 +1,346 @@
+//go:build knownbugs
+
+package knownbugs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// seeds are the runs of each version; the buggy version must show its bug
+// in at least minFound of them, the fixed one in at most its bug's
+// fixedMax (none, unless the fix is known to be partial).
+var seeds = []uint64{1, 2, 3, 4, 5}
+
+const minFound = 4
+
+// build is one version of a bug's program: its module directory (relative
+// to this package) and the extra arguments of go build (a -modfile naming
+// the fixed version's module file, where the source is shared).
+type build struct {
+	dir  string
+	args []string
+}
+
+// knownBug is one bug of the corpus.
+type knownBug struct {
+	name string
+	// ref names the bug's issue or fixing commit.
+	ref          string
+	buggy, fixed build
+	// scenario is the catalog scenario the harness runs.
+	scenario string
+	// fixedMax is the number of runs in which the fixed version may show
+	// the bug: 0, unless the fix is known to leave a narrower window open.
+	fixedMax int
+	// shows returns a description of each anomaly of the run that is this
+	// bug: of the kinds it causes, and whose ops show its mechanism.
+	shows func(h history.History, res []checker.Result) []string
+}
+
+var bugs = []knownBug{
+	{
+		name:     "redsync-release",
+		ref:      "go-redsync/redsync pull request 61, released in v4.0.4",
+		buggy:    build{dir: "redsync-release"},
+		fixed:    build{dir: "redsync-release", args: []string{"-modfile=fixed.mod"}},
+		scenario: "redis-single-random-pauses",
+		shows:    releasedAfterHandOver,
+	},
+	{
+		name:     "etcd-mutex",
+		ref:      "etcd issue 11456, fixed in go.etcd.io/etcd/client/v3 v3.5.0",
+		buggy:    build{dir: "etcd-mutex/buggy"},
+		fixed:    build{dir: "etcd-mutex/fixed"},
+		scenario: "etcd-mutex-wait-partitions",
+		// 3.5.0 reads the waiter's key, not its lease: a lease that
+		// expired but is not revoked yet still has its key, and the
+		// harness finds that window in about one run in ten
+		// (docs/knownbugs.md, "The fix is not complete").
+		fixedMax: 1,
+		shows:    grantedAfterLeaseCut,
+	},
+	{
+		name:     "redsync-extend",
+		ref:      "go-redsync/redsync pull request 150, released in v4.12.1",
+		buggy:    build{dir: "redsync-extend"},
+		fixed:    build{dir: "redsync-extend", args: []string{"-modfile=fixed.mod"}},
+		scenario: "redsync-renew-resets",
+		shows:    overranRenewalDuringReset,
+	},
+}
+
+// TestKnownBugs runs the harness against each bug's buggy and fixed
+// program over the seeds. Run one bug with -run 'TestKnownBugs/<name>'.
+func TestKnownBugs(t *testing.T) {
+	for _, b := range bugs {
+		t.Run(b.name, func(t *testing.T) {
+			bin := t.TempDir()
+			buggy := compile(t, b.buggy, filepath.Join(bin, "buggy"))
+			fixed := compile(t, b.fixed, filepath.Join(bin, "fixed"))
+			found := runSeeds(t, b, "buggy", buggy)
+			if found < minFound {
+				t.Errorf("%s (%s): the buggy version's bug was found in %d of %d runs of %s, want at least %d", b.name, b.ref, found, len(seeds), b.scenario, minFound)
+			}
+			if fixedFound := runSeeds(t, b, "fixed", fixed); fixedFound > b.fixedMax || fixedFound >= found {
+				t.Errorf("%s (%s): the fixed version showed the bug in %d of %d runs of %s, want at most %d (and fewer than the buggy version's %d)", b.name, b.ref, fixedFound, len(seeds), b.scenario, b.fixedMax, found)
+			}
+		})
+	}
+}
+
+// compile builds the program of v into out and returns the command that
+// runs it.
+func compile(t *testing.T, v build, out string) string {
+	t.Helper()
+	args := append([]string{"build", "-o", out}, v.args...)
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = v.dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s in %s: %v\n%s", strings.Join(cmd.Args[1:], " "), v.dir, err, b)
+	}
+	return out
+}
+
+// runSeeds runs b's scenario against the program command once per seed and
+// returns in how many runs the bug showed.
+func runSeeds(t *testing.T, b knownBug, version, command string) int {
+	t.Helper()
+	store, err := os.MkdirTemp("", "knownbugs-"+b.name+"-"+version+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept the runs of %s %s for inspection: %s", b.name, version, store)
+			return
+		}
+		_ = os.RemoveAll(store)
+	})
+	found := 0
+	for _, seed := range seeds {
+		sc, err := scenarios.Load(b.scenario, runner.Names())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Lock.Algorithm = clients.ExecAlgorithm
+		sc.Lock.Options = map[string]string{clients.ExecCommandOption: command}
+		res, err := runner.Run(context.Background(), sc, runner.WithSeed(seed), runner.WithStore(store))
+		if err != nil {
+			t.Fatalf("%s %s seed %d: %v", b.name, version, seed, err)
+		}
+		h, _, err := history.ReadFile(filepath.Join(res.Dir, "history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := b.shows(h, res.Results.Checkers)
+		if len(shown) > 0 {
+			found++
+		}
+		t.Logf("%s %s seed %d: verdict %s, %d anomalies that are the bug; %s", b.name, version, seed, res.Results.Verdict, len(shown), res.Dir)
+		for _, s := range shown[:min(len(shown), 2)] {
+			t.Logf("  %s", s)
+		}
+	}
+	t.Logf("%s %s: the bug showed in %d of %d runs of %s", b.name, version, found, len(seeds), b.scenario)
+	return found
+}
+
+// anomalies returns the anomalies of the given kinds.
+func anomalies(res []checker.Result, kinds ...string) []checker.Anomaly {
+	var out []checker.Anomaly
+	for _, r := range res {
+		for _, a := range r.Anomalies {
+			if slices.Contains(kinds, a.Kind) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// opAt returns the op with index i.
+func opAt(h history.History, i int) (history.Op, bool) {
+	if i < 0 || i >= len(h) || h[i].Index != i {
+		return history.Op{}, false
+	}
+	return h[i], true
+}
+
+// grantBefore returns the latest acquire ok of process p before index i.
+func grantBefore(h history.History, p, i int) (history.Op, bool) {
+	for j := i - 1; j >= 0; j-- {
+		if o := h[j]; o.Process == p && o.F == "acquire" && o.Type == history.OK {
+			return o, true
+		}
+	}
+	return history.Op{}, false
+}
+
+// invokeOf returns the invoke that the completion c completes.
+func invokeOf(h history.History, c history.Op) (history.Op, bool) {
+	for j := c.Index - 1; j >= 0; j-- {
+		if o := h[j]; o.Process == c.Process && o.Type == history.Invoke {
+			return o, o.F == c.F
+		}
+	}
+	return history.Op{}, false
+}
+
+// releasedAfterHandOver is redsync v4.0.3's bug as the history shows it: a
+// foreign-release whose release succeeded although another process had
+// been granted the key after the releasing process's own grant and before
+// the release was asked (Unlock said ok on a key that was no longer ours).
+func releasedAfterHandOver(h history.History, res []checker.Result) []string {
+	var out []string
+	for _, a := range anomalies(res, checker.ForeignRelease) {
+		rel, ok := opAt(h, a.Ops[0])
+		if !ok || rel.F != "release" || rel.Type != history.OK {
+			continue
+		}
+		inv, ok := invokeOf(h, rel)
+		own, okg := grantBefore(h, rel.Process, rel.Index)
+		if !ok || !okg {
+			continue
+		}
+		for _, o := range h[own.Index+1 : inv.Index] {
+			if o.F == "acquire" && o.Type == history.OK && o.Key == rel.Key && o.Process != rel.Process {
+				out = append(out, fmt.Sprintf("process %d's release of %s (op %d) succeeded after process %d was granted it (op %d): %s", rel.Process, rel.Key, rel.Index, o.Process, o.Index, a.Message))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// cut is a partition or reset as the nemesis recorded it, with its heal.
+type cut struct {
+	from, to time.Duration
+	workers  []int
+	nodes    []string
+}
+
+// cuts returns the faults of kind fault and when each was healed (the end
+// of the history when never).
+func cuts(h history.History, fault string) []cut {
+	type desc struct {
+		Workers []int    `json:"workers"`
+		Nodes   []string `json:"nodes"`
+	}
+	var out []cut
+	open := map[string]int{}
+	for _, o := range h {
+		if !o.IsNemesis() || o.Type != history.Info {
+			continue
+		}
+		var d desc
+		_ = json.Unmarshal(o.Value, &d)
+		id := fmt.Sprint(d.Workers, d.Nodes)
+		switch o.F {
+		case fault:
+			open[id] = len(out)
+			out = append(out, cut{from: o.Time, to: -1, workers: d.Workers, nodes: d.Nodes})
+		case "heal":
+			if i, ok := open[id]; ok {
+				out[i].to = o.Time
+				delete(open, id)
+			}
+		}
+	}
+	for i := range out {
+		if out[i].to < 0 {
+			out[i].to = h[len(h)-1].Time
+		}
+	}
+	return out
+}
+
+// grantedAfterLeaseCut is etcd issue 11456 as the history shows it: a
+// double-hold one of whose grants is a waiting acquire during which its
+// worker was cut off from every node for longer than its lease (its
+// keep-alives could not get through), granted after the heal.
+func grantedAfterLeaseCut(h history.History, res []checker.Result) []string {
+	partitions := cuts(h, "partition")
+	var out []string
+	for _, a := range anomalies(res, checker.DoubleHold) {
+		for _, i := range a.Ops {
+			g, ok := opAt(h, i)
+			if !ok || g.F != "acquire" || g.Type != history.OK || g.Lease <= 0 {
+				continue
+			}
+			inv, ok := invokeOf(h, g)
+			if !ok {
+				continue
+			}
+			for _, c := range partitions {
+				if slices.Contains(c.workers, g.Client) && c.from > inv.Time && c.to < g.Time && c.to-c.from > g.Lease {
+					out = append(out, fmt.Sprintf("worker %d waited from %v, was cut off %v-%v (lease %v), and was granted %s at %v (op %d): %s", g.Client, inv.Time, c.from, c.to, g.Lease, g.Key, g.Time, g.Index, a.Message))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// overranRenewalDuringReset is redsync v4.12.0's bug as the history shows
+// it: a double-hold or early-grant over a holder whose renewal succeeded
+// while a reset cut a master off (the failed extension on that master
+// unlocked the key on every master, and the others' extensions made Extend
+// report success).
+func overranRenewalDuringReset(h history.History, res []checker.Result) []string {
+	resets := cuts(h, "reset")
+	var out []string
+	for _, a := range anomalies(res, checker.DoubleHold, checker.EarlyGrant) {
+		for _, i := range a.Ops {
+			g, ok := opAt(h, i)
+			if !ok || g.F != "acquire" || g.Type != history.OK {
+				continue
+			}
+			if r, ok := renewalDuringReset(h, g, resets); ok {
+				out = append(out, fmt.Sprintf("process %d's renewal of %s (op %d) succeeded while a master was reset: %s", r.Process, r.Key, r.Index, a.Message))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// renewalDuringReset returns a renewal of grant g by its process, before
+// the process's next grant or release, whose call overlapped a reset.
+func renewalDuringReset(h history.History, g history.Op, resets []cut) (history.Op, bool) {
+	for _, o := range h[g.Index+1:] {
+		if o.Process != g.Process {
+			continue
+		}
+		if o.Type == history.Invoke && (o.F == "release" || o.F == "acquire") {
+			break
+		}
+		if o.F != "renew" || o.Type != history.OK {
+			continue
+		}
+		inv, ok := invokeOf(h, o)
+		if !ok {
+			continue
+		}
+		for _, c := range resets {
+			if c.from <= o.Time && c.to >= inv.Time {
+				return o, true
+			}
+		}
+	}
+	return history.Op{}, false
+}
