@@ -11,18 +11,19 @@ GO      ?= go
 export PATH := $(PATH):/usr/local/go/bin
 BIN     := bin/jepsen-lite
 SKEWLIB := build/libclockskew.so
+ANYLANG := build/anylang/curator-lock.jar
 FUZZTIME ?= 10s
 SCENARIO ?=
 
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build test test-knownbugs test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
 
-build: $(BIN) $(SKEWLIB)
+build: $(BIN) $(SKEWLIB) $(ANYLANG)
 
 $(BIN): $(shell find . -name '*.go' -not -path './store/*') $(shell find scenarios/catalog -name '*.yaml') go.mod go.sum
 	$(GO) build -o $(BIN) ./cmd/jepsen-lite
@@ -30,6 +31,21 @@ $(BIN): $(shell find . -name '*.go' -not -path './store/*') $(shell find scenari
 $(SKEWLIB): clockskew/clockskew.c
 	@mkdir -p build
 	cc -shared -fPIC -O2 -Wall -o $@ $< -ldl
+
+# The Java lock client of examples/anylang (Apache Curator's
+# InterProcessMutex), against Debian's jars; curator_lock.sh runs it. The
+# class-data archive is written by one run of the client against an address
+# where no server listens (its acquire fails after Curator's retries): a JVM
+# that maps it starts with a third or more less CPU, which eight clients starting
+# at once on a busy machine need.
+anylang: $(ANYLANG)
+
+$(ANYLANG): examples/anylang/CuratorLock.java examples/anylang/curator_lock.sh
+	@rm -rf build/anylang && mkdir -p build/anylang/classes
+	javac -Xlint:all,-path -implicit:none -sourcepath "" -cp "$$(examples/anylang/curator_lock.sh --classpath)" -d build/anylang/classes $<
+	jar cf $@ -C build/anylang/classes .
+	printf '%s\n' '{"type":"init","protocol":1,"endpoints":[{"name":"n1","role":"","addr":"127.0.0.1:9"}],"options":{"session-timeout":"1s"}}' \
+	  '{"type":"acquire","id":1,"key":"k","ttl_ms":1000}' | examples/anylang/curator_lock.sh --dump-archive >/dev/null 2>&1
 
 # Packages are tested one at a time: the integration tests start real
 # servers and time their faults, and two cores shared by several suites

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # deps.sh installs what jepsen-lite's runs and tests need, and nothing that is
 # already there: the servers under test from Debian's packages, a C compiler
-# for the clock-skew library, Chromium for the report tests, and nftables
-# and iproute2 for the run's network. It is
+# for the clock-skew library, Chromium for the report tests, nftables
+# and iproute2 for the run's network, and a JDK with Apache Curator and Gson
+# for the Java lock client of examples/anylang. It is
 # idempotent: a second run installs nothing and takes well under a second.
 set -euo pipefail
 
@@ -14,6 +15,12 @@ have etcd || need+=(etcd-server)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 have java || need+=(default-jre-headless)
+# examples/anylang/CuratorLock.java: javac, Curator (which brings the
+# ZooKeeper client, Guava and SLF4J), SLF4J's simple logger and Gson.
+have javac || need+=(default-jdk-headless)
+[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+[ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
+[ -f /usr/share/java/gson.jar ] || need+=(libgoogle-gson-java)
 have cc || need+=(gcc)
 have make || need+=(make)
 have chromium || need+=(chromium)
