@@ -252,11 +252,14 @@ func (e *Exec) hooks() lockproto.Hooks {
 }
 
 // call sends req; an error of a call whose reply did not come kills the
-// process at once (a crash: it is not asked to clean up).
+// process at once (a crash: it is not asked to clean up), and says so
+// (ErrClientClosed): not even a scenario that keeps clients after errors
+// can keep it.
 func (e *Exec) call(ctx context.Context, req lockproto.Request) (lockproto.Reply, error) {
 	rep, err := e.proc.Call(ctx, req, e.hooks())
 	if err != nil && !errors.Is(err, lockproto.ErrProtocol) {
 		e.proc.Kill()
+		err = fmt.Errorf("%w: %w", ErrClientClosed, err)
 	}
 	return rep, err
 }

@@ -54,6 +54,7 @@ func (q *ExecQueue) call(ctx context.Context, req lockproto.Request) (lockproto.
 	rep, err := q.proc.Call(ctx, req, lockproto.Hooks{})
 	if err != nil && !errors.Is(err, lockproto.ErrProtocol) {
 		q.proc.Kill()
+		err = fmt.Errorf("%w: %w", ErrClientClosed, err)
 	}
 	return rep, err
 }

@@ -50,16 +50,24 @@ func TestExecClient(t *testing.T) {
 	cases := []struct {
 		name, scenario, brk string
 		broken              string // the protocol error, "" when none
+		keep                bool   // lock.on-error: keep-client
 	}{
-		{"gc pause", "redis-single-gc-pause", "", ""},
-		{"malformed", "redis-single-baseline", "malformed@40", "stdout line 41: not a JSON object"},
-		{"exits", "redis-single-baseline", "exit@40", "exited: exit status 3"},
-		{"hangs", "redis-single-baseline", "hang@40", ""},
+		{"gc pause", "redis-single-gc-pause", "", "", false},
+		{"malformed", "redis-single-baseline", "malformed@40", "stdout line 41: not a JSON object", false},
+		{"exits", "redis-single-baseline", "exit@40", "exited: exit status 3", false},
+		{"hangs", "redis-single-baseline", "hang@40", "", false},
+		// A client killed for a late reply is gone even where the
+		// scenario keeps clients after errors.
+		{"hangs, clients kept", "redis-single-baseline", "hang@40", "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			store := t.TempDir()
-			res, err := runner.Run(context.Background(), execScenario(t, tc.scenario, tc.brk), runner.WithStore(store), runner.WithSeed(1), runner.WithTimeLimit(4*time.Second))
+			sc := execScenario(t, tc.scenario, tc.brk)
+			if tc.keep {
+				sc.Lock.OnError = scenarios.OnErrorKeepClient
+			}
+			res, err := runner.Run(context.Background(), sc, runner.WithStore(store), runner.WithSeed(1), runner.WithTimeLimit(4*time.Second))
 			if tc.broken != "" {
 				if !errors.Is(err, runner.ErrLockClient) || !errors.Is(err, lockproto.ErrProtocol) || !strings.Contains(err.Error(), tc.broken) {
 					t.Fatalf("run error %v: want the lock client's protocol error saying %q", err, tc.broken)
