@@ -2,11 +2,9 @@ package clients
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -136,10 +134,8 @@ func startExec(ctx context.Context, t Target, lost func(key, owner string)) (*lo
 		return nil, fmt.Errorf("clients: %s: no endpoints", ExecAlgorithm)
 	}
 	init := lockproto.Init{Worker: t.Worker, Process: t.Process, System: t.System, Options: map[string]string{}}
-	var eps []string
 	for _, e := range t.Endpoints {
 		init.Endpoints = append(init.Endpoints, lockproto.Endpoint{Name: e.Name, Role: e.Role, Addr: e.Addr})
-		eps = append(eps, e.Name+"="+e.Role+"@"+e.Addr)
 	}
 	for k, v := range t.Options {
 		if k != ExecCommandOption {
@@ -149,18 +145,7 @@ func startExec(ctx context.Context, t Target, lost func(key, owner string)) (*lo
 	if t.Rand != nil {
 		init.Seed = t.Rand.Uint64()
 	}
-	opts, err := json.Marshal(init.Options)
-	if err != nil {
-		return nil, err
-	}
-	env := []string{
-		"JEPSEN_LITE_PROTOCOL=" + strconv.Itoa(lockproto.Version),
-		"JEPSEN_LITE_SYSTEM=" + t.System,
-		"JEPSEN_LITE_WORKER=" + strconv.Itoa(t.Worker),
-		"JEPSEN_LITE_PROCESS=" + strconv.Itoa(t.Process),
-		"JEPSEN_LITE_ENDPOINTS=" + strings.Join(eps, ","),
-		"JEPSEN_LITE_OPTIONS=" + string(opts),
-	}
+	var env []string
 	if pe, ok := t.Clock.(ProcessEnv); ok {
 		ce, err := pe.Env()
 		if err != nil {
@@ -251,14 +236,19 @@ func (e *Exec) hooks() lockproto.Hooks {
 	return lockproto.Hooks{AfterResponse: e.runAfterResponse, InCall: e.inCall, Armed: e.armed}
 }
 
-// call sends req; an error of a call whose reply did not come kills the
-// process at once (a crash: it is not asked to clean up), and says so
-// (ErrClientClosed): not even a scenario that keeps clients after errors
-// can keep it.
+// call sends req.
 func (e *Exec) call(ctx context.Context, req lockproto.Request) (lockproto.Reply, error) {
-	rep, err := e.proc.Call(ctx, req, e.hooks())
+	return callProcess(ctx, e.proc, req, e.hooks())
+}
+
+// callProcess sends req to p; an error of a call whose reply did not come
+// kills the process at once (a crash: it is not asked to clean up), and
+// says so (ErrClientClosed): not even a scenario that keeps clients after
+// errors can keep it.
+func callProcess(ctx context.Context, p *lockproto.Process, req lockproto.Request, hooks lockproto.Hooks) (lockproto.Reply, error) {
+	rep, err := p.Call(ctx, req, hooks)
 	if err != nil && !errors.Is(err, lockproto.ErrProtocol) {
-		e.proc.Kill()
+		p.Kill()
 		err = fmt.Errorf("%w: %w", ErrClientClosed, err)
 	}
 	return rep, err

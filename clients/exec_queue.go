@@ -51,12 +51,7 @@ func (q *ExecQueue) Stop() error { return q.proc.Stop() }
 func (q *ExecQueue) Continue() error { return q.proc.Continue() }
 
 func (q *ExecQueue) call(ctx context.Context, req lockproto.Request) (lockproto.Reply, error) {
-	rep, err := q.proc.Call(ctx, req, lockproto.Hooks{})
-	if err != nil && !errors.Is(err, lockproto.ErrProtocol) {
-		q.proc.Kill()
-		err = fmt.Errorf("%w: %w", ErrClientClosed, err)
-	}
-	return rep, err
+	return callProcess(ctx, q.proc, req, lockproto.Hooks{})
 }
 
 // Setup asks the client to create the task table.

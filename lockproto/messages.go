@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Version is the protocol version this package speaks.
@@ -85,6 +87,24 @@ type Init struct {
 	Endpoints []Endpoint        `json:"endpoints"`
 	Options   map[string]string `json:"options"`
 	Seed      uint64            `json:"seed,string"`
+}
+
+// Env returns the environment that says what init says
+// (docs/lock-protocol.md §1, "Environment").
+func (i Init) Env() []string {
+	var eps []string
+	for _, e := range i.Endpoints {
+		eps = append(eps, e.Name+"="+e.Role+"@"+e.Addr)
+	}
+	opts, _ := json.Marshal(i.Options) // a map of strings always encodes
+	return []string{
+		"JEPSEN_LITE_PROTOCOL=" + strconv.Itoa(Version),
+		"JEPSEN_LITE_SYSTEM=" + i.System,
+		"JEPSEN_LITE_WORKER=" + strconv.Itoa(i.Worker),
+		"JEPSEN_LITE_PROCESS=" + strconv.Itoa(i.Process),
+		"JEPSEN_LITE_ENDPOINTS=" + strings.Join(eps, ","),
+		"JEPSEN_LITE_OPTIONS=" + string(opts),
+	}
 }
 
 // Request is every request but init; fields a type does not use are left

@@ -31,7 +31,7 @@ const maxLine = 1 << 20
 type Config struct {
 	Command string   // run with sh -c
 	Dir     string   // working directory; "" is the harness's
-	Env     []string // added to the harness's environment
+	Env     []string // added to the harness's environment and Init's (Init.Env)
 	Init    Init     // the init message (Type and Protocol are filled in)
 	// Stderr receives each line the client writes to its standard error.
 	// Nil discards them.
@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cfg.Init.Type, cfg.Init.Protocol = TypeInit, Version
 	cmd := exec.Command("sh", "-c", cfg.Command)
 	cmd.Dir = cfg.Dir
-	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.Env = append(append(os.Environ(), cfg.Init.Env()...), cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitUsage, usagef("--ttl and --nodes must be positive")
 	}
 	names := runner.Names()
-	if !contains(names.Systems, *system) {
+	if !slices.Contains(names.Systems, *system) {
 		return exitUsage, usagef("--system %q: want one of %s", *system, strings.Join(names.Systems, ", "))
 	}
 	net, err := cluster.NewNetwork()
@@ -88,19 +89,15 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, n := range c.Nodes() {
 		init.Endpoints = append(init.Endpoints, lockproto.Endpoint{Name: n.Name, Role: n.Role, Addr: n.Addr})
 	}
-	var eps []string
-	for _, e := range init.Endpoints {
-		eps = append(eps, e.Name+"="+e.Role+"@"+e.Addr)
-	}
 	cfg := lockproto.Config{
 		Command: *command, Init: init,
-		Env: []string{
-			"JEPSEN_LITE_PROTOCOL=1", "JEPSEN_LITE_SYSTEM=" + *system,
-			"JEPSEN_LITE_ENDPOINTS=" + strings.Join(eps, ","), "JEPSEN_LITE_OPTIONS={}",
-		},
 		Stderr: func(line string) { fmt.Fprintf(stderr, "client stderr: %s\n", line) },
 	}
-	fmt.Fprintf(stdout, "protocol-test: %s against %s (%s)\n", *command, *system, strings.Join(eps, ","))
+	var eps []string
+	for _, e := range init.Endpoints {
+		eps = append(eps, e.Name+"@"+e.Addr)
+	}
+	fmt.Fprintf(stdout, "protocol-test: %s against %s (%s)\n", *command, *system, strings.Join(eps, ", "))
 	failed := 0
 	for _, ch := range lockproto.Conform(ctx, lockproto.ConformConfig{Config: cfg, TTL: *ttl}) {
 		mark := "ok  "
@@ -123,13 +120,4 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintln(stdout, "protocol-test: every check held")
 	return exitHeld, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
