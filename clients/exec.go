@@ -219,8 +219,12 @@ func (e *Exec) markLost(key, owner string) {
 	}
 }
 
-// Lost returns a channel closed when the client said l is lost.
+// Lost returns a channel closed when the client said l is lost. It first
+// reads the notices the client wrote since its last reply.
 func (e *Exec) Lost(l Lease) <-chan struct{} {
+	if e.proc != nil {
+		e.proc.Poll()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := lostKey(l.Key, l.Owner)

@@ -165,6 +165,20 @@ type Reply struct {
 // parseLine decodes one line of the client's output. It checks what every
 // line must have: one JSON object with a known type.
 func parseLine(line []byte) (Reply, error) {
+	r, fast := parseReplyFast(line)
+	if !fast {
+		var err error
+		r, err = decodeReply(line)
+		if err != nil {
+			return r, err
+		}
+	}
+	return checkType(r)
+}
+
+// decodeReply decodes line with encoding/json, giving errors a client's
+// author can act on.
+func decodeReply(line []byte) (Reply, error) {
 	var r Reply
 	if err := json.Unmarshal(line, &r); err != nil {
 		var syn *json.SyntaxError
@@ -178,6 +192,11 @@ func parseLine(line []byte) (Reply, error) {
 			return r, err
 		}
 	}
+	return r, nil
+}
+
+// checkType checks that r has a type, and one the protocol knows.
+func checkType(r Reply) (Reply, error) {
 	switch r.Type {
 	case "":
 		return r, errors.New(`no "type"`)

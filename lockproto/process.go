@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -72,38 +73,46 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// item is what the stdout reader hands on: a parsed line or an error.
-type item struct {
-	reply Reply
-	line  int
-	text  string
-	err   error
-}
-
 // Process is one running client. Its calls are made by one goroutine at a
 // time; Stop, Continue and Kill may be called from any goroutine.
 type Process struct {
-	cfg   Config
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	items chan item
-	// exited is closed when the process has exited and its output is read.
+	cfg    Config
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File
+	raw    syscall.RawConn
+	// The client's output read so far: rbuf[r:w] is not yet parsed; eof
+	// says that the output ended. Read only by the calling goroutine.
+	rbuf []byte
+	r, w int
+	// deadline is the output's read deadline, when deadlineSet.
+	deadline    time.Time
+	deadlineSet bool
+	eof         bool
+	lineNo      int
+	pending     []item // lines Poll read, for the next call
+	// woken cuts short the read in flight (wake); armedFlag says that a
+	// pause was armed in the middle of a call.
+	woken, armedFlag atomic.Bool
+	// exited is closed when the process has exited and its standard error
+	// is read.
 	exited  chan struct{}
 	waitErr error
-	hello   Reply
+	// done is closed when the process is ended (Kill, Close).
+	done     chan struct{}
+	doneOnce sync.Once
+	watching bool // a goroutine passes Hooks.Armed on to wake
+	hello    Reply
 	// The client's zero (when it read init) lies in [lo, hi] on the
 	// harness's clock; Time maps from lo.
 	clockMu sync.Mutex
 	lo, hi  time.Time
 	nextID  uint64
-	broken  error // the first protocol error; every later call returns it
+	wbuf    []byte // the last request line, its buffer kept for the next
+	broken  error  // the first protocol error; every later call returns it
 	killed  bool
 	mu      sync.Mutex
 	stopped bool
-	// quit is closed when the harness no longer reads the client's
-	// output (Kill, Close); the reader then drops what is left.
-	quit     chan struct{}
-	quitOnce sync.Once
 }
 
 // Start starts the client, sends init and waits for its init_ok. An error
@@ -136,14 +145,25 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("lockproto: starting %q: %w", cfg.Command, err)
 	}
-	p := &Process{cfg: cfg, cmd: cmd, stdin: stdin, items: make(chan item, 16), exited: make(chan struct{}), quit: make(chan struct{})}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() { defer readers.Done(); p.readStdout(stdout) }()
-	go func() { defer readers.Done(); p.readStderr(stderr) }()
+	out, ok := stdout.(*os.File)
+	if !ok {
+		return nil, fmt.Errorf("lockproto: the client's output is a %T, not a pipe", stdout)
+	}
+	p := &Process{cfg: cfg, cmd: cmd, stdin: stdin, stdout: out, rbuf: make([]byte, 4096), exited: make(chan struct{}), done: make(chan struct{})}
+	p.raw, _ = out.SyscallConn()
+	stderrRead := make(chan struct{})
+	go func() { defer close(stderrRead); p.readStderr(stderr) }()
 	go func() {
-		readers.Wait()
-		p.waitErr = cmd.Wait()
+		// The pipes are closed by Kill and Close, not by exec.Cmd.Wait:
+		// the calls read the output until then.
+		st, err := cmd.Process.Wait()
+		<-stderrRead
+		switch {
+		case err != nil:
+			p.waitErr = err
+		case !st.Success():
+			p.waitErr = &exec.ExitError{ProcessState: st}
+		}
 		close(p.exited)
 	}()
 	if err := p.init(ctx); err != nil {
@@ -163,89 +183,51 @@ func (p *Process) init(ctx context.Context) error {
 	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
 		return p.exitError("it exited before it read init")
 	}
-	t := time.NewTimer(p.cfg.InitTimeout)
-	defer t.Stop()
 	// A start-up is bounded by InitTimeout, not by the deadline of the op
 	// that needed the process: a process takes the time it takes to start.
-	done := ctx.Done()
+	deadline := time.Now().Add(p.cfg.InitTimeout)
+	stop := p.wakeOnCancel(ctx)
+	defer stop()
 	for {
-		select {
-		case it, ok := <-p.items:
-			received := time.Now()
-			if !ok {
-				return p.exitError("it exited before it answered init")
+		it, err := p.next(deadline)
+		received := time.Now()
+		switch {
+		case err == io.EOF:
+			return p.exitError("it exited before it answered init")
+		case errors.Is(err, errWoken):
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+				return context.Cause(ctx)
 			}
-			if it.err != nil {
-				return p.fail(it, it.err.Error())
-			}
-			if err := checkInitOK(it.reply); err != nil {
-				return p.fail(it, err.Error())
-			}
-			p.hello = it.reply
-			p.hi = received.Add(-msDuration(*it.reply.NowMS))
-			if p.hi.Before(p.lo) {
-				p.hi = p.lo
-			}
-			return nil
-		case <-t.C:
+			continue
+		case err != nil:
 			return p.fail(item{}, fmt.Sprintf("no init_ok within %v", p.cfg.InitTimeout))
-		case <-done:
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				done = nil
-				continue
-			}
-			return context.Cause(ctx)
+		case it.err != nil:
+			return p.fail(it, it.err.Error())
 		}
+		if err := checkInitOK(it.reply); err != nil {
+			return p.fail(it, err.Error())
+		}
+		p.hello = it.reply
+		p.hi = received.Add(-msDuration(*it.reply.NowMS))
+		if p.hi.Before(p.lo) {
+			p.hi = p.lo
+		}
+		return nil
 	}
 }
 
-// readStdout parses the client's lines: lost notices go to cfg.Lost, the
-// rest to items. It closes items at end of output.
-func (p *Process) readStdout(r io.Reader) {
-	defer close(p.items)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), maxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		text := sc.Text()
-		rep, err := parseLine(sc.Bytes())
-		if err == nil && rep.Type == TypeLost {
-			if !p.hasAbility(AbilityLost) {
-				err = errors.New(`a "lost" notice from a client that did not claim the ability "lost"`)
-			} else if rep.Key == "" {
-				err = errors.New(`a "lost" notice without "key"`)
-			} else {
-				if p.cfg.Lost != nil {
-					owner := ""
-					if rep.Owner != nil {
-						owner = *rep.Owner
-					}
-					p.cfg.Lost(rep.Key, owner)
-				}
-				continue
-			}
-		}
-		select {
-		case p.items <- item{reply: rep, line: n, text: text, err: err}:
-		case <-p.quit:
-			_, _ = io.Copy(io.Discard, r)
-			return
-		}
+// wakeOnCancel wakes the read in flight when ctx is cancelled; the caller
+// tells a cancellation from its deadline. The function it returns stops
+// it.
+func (p *Process) wakeOnCancel(ctx context.Context) func() bool {
+	if ctx.Done() == nil {
+		return func() bool { return true }
 	}
-	if err := sc.Err(); err != nil {
-		select {
-		case p.items <- item{line: n + 1, err: fmt.Errorf("unreadable output: %w", err)}:
-		case <-p.quit:
-		}
-		_, _ = io.Copy(io.Discard, r)
-	}
+	return context.AfterFunc(ctx, func() { p.wake(false) })
 }
 
-// stopReading tells the reader that nobody reads its items any more.
-func (p *Process) stopReading() { p.quitOnce.Do(func() { close(p.quit) }) }
-
-func (p *Process) readStderr(r io.Reader) {
+func (p *Process) readStderr(r io.ReadCloser) {
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	for sc.Scan() {
@@ -319,7 +301,7 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // fail records and returns the protocol error of item it.
 func (p *Process) fail(it item, reason string) error {
-	err := &ProtocolError{Command: p.cfg.Command, Worker: p.cfg.Init.Worker, Process: p.cfg.Init.Process, Line: it.line, Text: it.text, Reason: reason}
+	err := &ProtocolError{Command: p.cfg.Command, Worker: p.cfg.Init.Worker, Process: p.cfg.Init.Process, Line: it.line, Text: it.Text(), Reason: reason}
 	if p.broken == nil {
 		p.broken = err
 	}
@@ -374,13 +356,14 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 	}
 	p.nextID++
 	req.ID = p.nextID
-	line, err := json.Marshal(req)
+	line, err := encodeRequest(p.wbuf[:0], req)
 	if err != nil {
 		return Reply{}, err
 	}
+	p.wbuf = line
 	deadline, hasDeadline := ctx.Deadline()
 	sent := time.Now()
-	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+	if _, err := p.stdin.Write(line); err != nil {
 		return Reply{}, p.exitError(fmt.Sprintf("it could not be sent %s id %d", req.Type, req.ID))
 	}
 	var paused time.Duration
@@ -393,57 +376,72 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 		paused += time.Since(t)
 	}
 	pause(hooks.InCall)
-	done := ctx.Done()
-	armed := hooks.Armed
-	if hooks.InCall == nil {
-		armed = nil
+	if hooks.InCall != nil && hooks.Armed != nil {
+		p.watch(hooks.Armed)
 	}
+	stop := p.wakeOnCancel(ctx)
+	defer stop()
 	for {
-		var expire <-chan time.Time
-		if hasDeadline {
-			t := time.NewTimer(time.Until(deadline.Add(paused)))
-			expire = t.C
-			defer t.Stop()
-		}
-		select {
-		case it, ok := <-p.items:
-			if !ok {
-				return Reply{}, p.exitError(fmt.Sprintf("it was answering %s id %d", req.Type, req.ID))
-			}
-			if it.err != nil {
-				return Reply{}, p.fail(it, it.err.Error())
-			}
-			if it.reply.Type == TypeAfterResponse {
-				if err := p.handshake(req, it); err != nil {
-					return Reply{}, err
-				}
-				pause(hooks.AfterResponse)
-				if err := p.send(map[string]any{"type": TypeContinue, "id": req.ID}); err != nil {
-					return Reply{}, p.exitError(fmt.Sprintf("it was waiting for continue on %s id %d", req.Type, req.ID))
-				}
-				continue
-			}
-			if err := checkReply(req, it.reply); err != nil {
-				return Reply{}, p.fail(it, err.Error())
-			}
-			p.narrow(sent, time.Now(), it.reply.RecvMS, it.reply.NowMS)
-			if req.Type == TypeAcquire && !p.hasAbility(AbilityAfterResponse) {
-				pause(hooks.AfterResponse)
-			}
-			return it.reply, nil
-		case <-armed:
+		if hooks.InCall != nil && p.armedFlag.Swap(false) {
 			pause(hooks.InCall)
-			continue
-		case <-expire:
-			return Reply{}, fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
-		case <-done:
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && hasDeadline {
-				done = nil // the call's own timer, moved by its pauses, decides
-				continue
-			}
-			return Reply{}, context.Cause(ctx)
 		}
+		var until time.Time // none
+		if hasDeadline {
+			until = deadline.Add(paused)
+		}
+		it, err := p.next(until)
+		switch {
+		case err == io.EOF:
+			return Reply{}, p.exitError(fmt.Sprintf("it was answering %s id %d", req.Type, req.ID))
+		case errors.Is(err, errWoken):
+			// A pause armed mid-call (the loop runs it), or ctx ended:
+			// its deadline is the call's own, moved by its pauses.
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(cerr, context.DeadlineExceeded) {
+				return Reply{}, context.Cause(ctx)
+			}
+			continue
+		case err != nil:
+			return Reply{}, fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
+		case it.err != nil:
+			return Reply{}, p.fail(it, it.err.Error())
+		}
+		if it.reply.Type == TypeAfterResponse {
+			if err := p.handshake(req, it); err != nil {
+				return Reply{}, err
+			}
+			pause(hooks.AfterResponse)
+			if err := p.send(map[string]any{"type": TypeContinue, "id": req.ID}); err != nil {
+				return Reply{}, p.exitError(fmt.Sprintf("it was waiting for continue on %s id %d", req.Type, req.ID))
+			}
+			continue
+		}
+		if err := checkReply(req, it.reply); err != nil {
+			return Reply{}, p.fail(it, err.Error())
+		}
+		p.narrow(sent, time.Now(), it.reply.RecvMS, it.reply.NowMS)
+		if req.Type == TypeAcquire && !p.hasAbility(AbilityAfterResponse) {
+			pause(hooks.AfterResponse)
+		}
+		return it.reply, nil
 	}
+}
+
+// watch passes every signal of armed on to wake, until the process ends.
+func (p *Process) watch(armed <-chan struct{}) {
+	if p.watching {
+		return
+	}
+	p.watching = true
+	go func() {
+		for {
+			select {
+			case <-armed:
+				p.wake(true)
+			case <-p.done:
+				return
+			}
+		}
+	}()
 }
 
 // handshake checks an after-response line against the request in flight.
@@ -505,9 +503,17 @@ func (p *Process) Kill() {
 		_ = p.signal(syscall.SIGKILL)
 	}
 	p.mu.Unlock()
-	p.stopReading()
 	_ = p.stdin.Close()
 	<-p.exited
+	p.end()
+}
+
+// end stops the process's goroutines and closes its output.
+func (p *Process) end() {
+	p.doneOnce.Do(func() {
+		close(p.done)
+		_ = p.stdout.Close()
+	})
 }
 
 // Close ends the client as the end of a run does: its input is closed, and
@@ -515,9 +521,12 @@ func (p *Process) Kill() {
 // returns an error when the client had to be killed or exited with a
 // status other than 0.
 func (p *Process) Close(grace time.Duration) error {
-	p.stopReading()
 	_ = p.stdin.Close()
 	_ = p.Continue()
+	// What the client writes as it exits is read and dropped, so that a
+	// full pipe does not keep it from exiting.
+	_ = p.stdout.SetReadDeadline(time.Time{})
+	go func() { _, _ = io.Copy(io.Discard, p.stdout) }()
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
@@ -530,6 +539,7 @@ func (p *Process) Close(grace time.Duration) error {
 	p.mu.Unlock()
 	// Whatever it left in its group goes with it.
 	_ = p.signal(syscall.SIGKILL)
+	p.end()
 	if p.waitErr != nil && !killed {
 		return fmt.Errorf("lockproto: w%d p%d exited at the end of its input: %w", p.cfg.Init.Worker, p.cfg.Init.Process, p.waitErr)
 	}
