@@ -102,6 +102,7 @@ fuzz: build
 	$(GO) test ./checker -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./checker -run '^$$' -fuzz '^FuzzSynthetic$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./checker/reference -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./lockproto -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME)
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
