@@ -89,7 +89,7 @@ func TestVisualizationHasNemesisAnnotations(t *testing.T) {
 
 func TestDeterministicAnomalies(t *testing.T) {
 	h := synth.Generate(rand.New(rand.NewPCG(3, 3)), synth.Options{Workers: 6, Keys: 3, Ops: 3000, InfoRate: 0.02, Tokens: true})
-	bad, err := synth.Inject(rand.New(rand.NewPCG(3, 4)), h, synth.DoubleHold)
+	bad, err := synth.Inject(rand.New(rand.NewPCG(3, 4)), h, DoubleHold)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -42,16 +43,17 @@ func Worse(a, b Verdict) Verdict {
 	return a
 }
 
-// The anomaly kinds of DESIGN §5.
+// The safety anomaly kinds, under the names package anomaly declares
+// (docs/history.md §4).
 const (
-	DoubleHold      = "double-hold"
-	EarlyGrant      = "early-grant"
-	ForeignRelease  = "foreign-release"
-	StaleWrite      = "stale-write"
-	LostUpdate      = "lost-update"
-	TokenReuse      = "token-reuse"
-	TokenRegression = "token-regression"
-	Malformed       = "malformed-history"
+	DoubleHold      = anomaly.DoubleHold
+	EarlyGrant      = anomaly.EarlyGrant
+	ForeignRelease  = anomaly.ForeignRelease
+	StaleWrite      = anomaly.StaleWrite
+	LostUpdate      = anomaly.LostUpdate
+	TokenReuse      = anomaly.TokenReuse
+	TokenRegression = anomaly.TokenRegression
+	Malformed       = anomaly.Malformed
 )
 
 // Anomaly is one proof that a property was broken: its kind, the key, the

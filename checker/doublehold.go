@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -21,14 +22,14 @@ type WellFormed struct{}
 var _ Checker = WellFormed{}
 
 // Name returns "well-formed".
-func (WellFormed) Name() string { return "well-formed" }
+func (WellFormed) Name() string { return anomaly.CheckerWellFormed }
 
 // Check validates h.
 func (WellFormed) Check(ctx context.Context, h history.History) Result {
 	start := time.Now()
 	err := history.Validate(h)
 	if err == nil {
-		return Result{Name: "well-formed", Verdict: Valid, Elapsed: time.Since(start), Anomalies: []Anomaly{}}
+		return Result{Name: anomaly.CheckerWellFormed, Verdict: Valid, Elapsed: time.Since(start), Anomalies: []Anomaly{}}
 	}
 	a := Anomaly{Kind: Malformed, Ops: []int{}, Message: err.Error()}
 	var oe *history.OpError
@@ -38,7 +39,7 @@ func (WellFormed) Check(ctx context.Context, h history.History) Result {
 			a.Key = h[oe.Index].Key
 		}
 	}
-	return Result{Name: "well-formed", Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{a},
+	return Result{Name: anomaly.CheckerWellFormed, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{a},
 		Note: "the history is malformed, so nothing can be said about the lock"}
 }
 
@@ -59,7 +60,7 @@ type DoubleHoldChecker struct{}
 var _ Checker = DoubleHoldChecker{}
 
 // Name returns "double-hold".
-func (DoubleHoldChecker) Name() string { return "double-hold" }
+func (DoubleHoldChecker) Name() string { return anomaly.CheckerDoubleHold }
 
 // Check finds overlapping beliefs in h.
 func (c DoubleHoldChecker) Check(ctx context.Context, h history.History) Result {

@@ -1,5 +1,7 @@
 package checker
 
+import "github.com/jepsen-lite/jepsen-lite/checker/anomaly"
+
 // Expectation is what a scenario expects of its run: a verdict, the anomaly
 // kinds that must all be found and the kinds that must not be found (for
 // instance: two workers believed they held the lock, but fencing kept the
@@ -84,7 +86,8 @@ func Overall(results []Result) Verdict {
 	return v
 }
 
-// Kinds returns every anomaly kind a checker can report.
+// Kinds returns every anomaly kind a checker of the verdict can report:
+// anomaly.Kinds but the liveness kinds, and Malformed.
 func Kinds() []string {
-	return []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression, DoubleCapture, BudgetOverspent, CrossQueue, StaleStatus, Malformed}
+	return append(anomaly.Names(func(k anomaly.Kind) bool { return !k.Liveness() }), Malformed)
 }

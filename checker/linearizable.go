@@ -15,6 +15,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -74,7 +75,7 @@ var _ Checker = (*LinearizabilityChecker)(nil)
 const VisualizationFile = "linearizability.html"
 
 // Name returns "linearizability".
-func (c *LinearizabilityChecker) Name() string { return "linearizability" }
+func (c *LinearizabilityChecker) Name() string { return anomaly.CheckerLinearizability }
 
 // Check checks h against the lease mutex model.
 func (c *LinearizabilityChecker) Check(ctx context.Context, h history.History) Result {

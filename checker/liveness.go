@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -15,15 +16,15 @@ const (
 	// Stuck is the anomaly of a lock that nobody can take any more,
 	// although nothing stands in the way (the Redis seed's property A,
 	// deadlock-freedom).
-	Stuck = "stuck"
+	Stuck = anomaly.Stuck
 	// Unavailable is the anomaly of a lock that nobody could take for a
 	// while, although a majority of the server nodes was up and nothing
 	// stood in the way (the Redis seed's property B, fault tolerance).
-	Unavailable = "unavailable"
+	Unavailable = anomaly.Unavailable
 )
 
 // LivenessKinds returns the liveness anomaly kinds.
-func LivenessKinds() []string { return []string{Stuck, Unavailable, LostTask} }
+func LivenessKinds() []string { return anomaly.Names(anomaly.Kind.Liveness) }
 
 // DefaultStuckWindow and DefaultStuckAttempts are how long, and how often at
 // the least, workers must have asked for a lock in vain before Liveness calls

@@ -7,25 +7,28 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// The queue workload's anomaly kinds (docs/history.md §4.7).
+// The queue workload's anomaly kinds (docs/history.md §4.7), under the
+// names package anomaly declares.
 const (
-	DoubleCapture   = "double-capture"
-	BudgetOverspent = "budget-overspent"
-	CrossQueue      = "cross-queue"
-	StaleStatus     = "stale-status"
+	DoubleCapture   = anomaly.DoubleCapture
+	BudgetOverspent = anomaly.BudgetOverspent
+	CrossQueue      = anomaly.CrossQueue
+	StaleStatus     = anomaly.StaleStatus
 	// LostTask is the liveness anomaly of a task left in progress with
 	// nobody to finish or free it, or capturable with budget left and
 	// never captured (again) although asked for.
-	LostTask = "lost-task"
+	LostTask = anomaly.LostTask
 )
 
-// TaskKinds returns the anomaly kinds whose Key is a task: the queue
-// checker's and lost-task, in the order of docs/history.md §4.7.
+// TaskKinds returns the anomaly kinds whose Key is a task (anomaly.Kind's
+// Task): the queue checker's and lost-task, in the order of
+// docs/history.md §4.7.
 func TaskKinds() []string {
-	return []string{DoubleCapture, BudgetOverspent, CrossQueue, StaleStatus, LostTask}
+	return anomaly.Names(func(k anomaly.Kind) bool { return k.Task })
 }
 
 // QueueChecker is the checker "queue": it judges the queue workload's
@@ -41,7 +44,7 @@ type QueueChecker struct{}
 var _ Checker = QueueChecker{}
 
 // Name returns "queue".
-func (QueueChecker) Name() string { return "queue" }
+func (QueueChecker) Name() string { return anomaly.CheckerQueue }
 
 // Check judges the queue ops of h.
 func (c QueueChecker) Check(ctx context.Context, h history.History) Result {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -53,7 +54,7 @@ type ResourceChecker struct {
 var _ Checker = ResourceChecker{}
 
 // Name returns "resource".
-func (ResourceChecker) Name() string { return "resource" }
+func (ResourceChecker) Name() string { return anomaly.CheckerResource }
 
 // Check finds stale writes and lost updates in h.
 func (c ResourceChecker) Check(ctx context.Context, h history.History) Result {

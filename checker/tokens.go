@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -31,7 +32,7 @@ type TokenChecker struct{}
 var _ Checker = TokenChecker{}
 
 // Name returns "fencing-tokens".
-func (TokenChecker) Name() string { return "fencing-tokens" }
+func (TokenChecker) Name() string { return anomaly.CheckerFencingTokens }
 
 // Check finds reused and regressing fencing tokens in h.
 func (c TokenChecker) Check(ctx context.Context, h history.History) Result {

@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jepsen-lite/jepsen-lite/lockproto"
 )
 
 // ErrUnknownAlgorithm reports a lock algorithm name that Lookup does not know.
 var ErrUnknownAlgorithm = errors.New("clients: unknown algorithm")
+
+// ErrMissingCapability reports a scenario that asks of its lock algorithm
+// what the algorithm cannot do (CheckCapabilities).
+var ErrMissingCapability = errors.New("clients: missing capability")
 
 // The systems the algorithms run on (the same names as the cluster package's).
 const (
@@ -16,75 +22,357 @@ const (
 	systemPostgres  = "postgres"
 	systemZooKeeper = "zookeeper"
 	systemEtcd      = "etcd"
+	// systemAny is the system of an algorithm that runs on whichever the
+	// scenario starts (an external client's).
+	systemAny = "any"
+)
+
+// Algorithm is the one declaration of a lock algorithm under test: what
+// `jepsen-lite list --algorithms` prints, what validation checks a scenario
+// against before anything starts, what the contract tests hold it to, and
+// its factory. Adding an algorithm is its own file (the Locker and its
+// factory) and its declaration in Algorithms.
+type Algorithm struct {
+	Name     string // what users type: "redis-single", "redlock", ...
+	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd", or "any"
+	Validity string // how it knows its lease is still valid (Lease.Until), in words
+	// Lease is how the service keeps and frees the lock; nil when the
+	// client reports it with each lease (the exec algorithm's lease_ms,
+	// never and session, docs/lock-protocol.md).
+	Lease *LeaseSemantics
+	// Capabilities says what it can do beyond Locker; a capability not in
+	// the map it does not have.
+	Capabilities Capabilities
+	// Options are the options its factory reads from Target.Options.
+	Options []Option
+	// OtherOptions, when set, says to whom the options that are not
+	// declared go (the exec algorithm hands them to its client); when
+	// empty such an option is an error.
+	OtherOptions string
+	Steps        []Step // the requests of one acquire, in the order it sends them
+	New          Factory
+}
+
+// Support says whether an algorithm has a capability.
+type Support uint8
+
+const (
+	// Without: the algorithm never has it.
+	Without Support = iota
+	// With: the algorithm always has it.
+	With
+	// ByClient: the external client decides at run time, by the abilities
+	// of its init_ok (docs/lock-protocol.md §2).
+	ByClient
+)
+
+// Capability is something a Locker can do beyond Locker, found by type
+// assertion (and, for an external client, by the abilities it claims).
+type Capability string
+
+// The capabilities. Those an external client claims share the protocol's
+// ability names.
+const (
+	// CapRenew is Renewer: a scenario's lock.renew.
+	CapRenew Capability = lockproto.AbilityRenew
+	// CapWait is Waiter: a scenario's lock.acquire: wait.
+	CapWait Capability = lockproto.AbilityWait
+	// CapAfterResponse is ResponseHooker: the client-pause point
+	// after-response stops the worker between the reply and its check.
+	CapAfterResponse Capability = lockproto.AbilityAfterResponse
+	// CapLost is LeaseWatcher: the algorithm learns that a lease was lost
+	// behind the holder's back.
+	CapLost Capability = lockproto.AbilityLost
+	// CapGuarded is GuardedResource: a scenario's resource: guarded.
+	CapGuarded Capability = "guarded"
+	// CapInCall is InCallHooker: the client-pause point in-call stops the
+	// client's own process while a call is in flight.
+	CapInCall Capability = "in-call"
+)
+
+// capabilities lists every capability with what an algorithm that has it
+// can do, in the order `jepsen-lite list --algorithms` prints them.
+var capabilities = []struct {
+	c   Capability
+	can string
+}{
+	{CapRenew, "renew a lease"},
+	{CapWait, "wait for a lock"},
+	{CapAfterResponse, "be paused between an acquire's replies and their check"},
+	{CapLost, "tell that a lease was lost behind the holder's back"},
+	{CapGuarded, "keep the register in its own system, guarded by the lease"},
+	{CapInCall, "be paused, as a process of its own, while a call is in flight"},
+}
+
+// AllCapabilities returns every capability, in a fixed order.
+func AllCapabilities() []Capability {
+	var out []Capability
+	for _, c := range capabilities {
+		out = append(out, c.c)
+	}
+	return out
+}
+
+// Can returns what an algorithm with c can do, in words.
+func (c Capability) Can() string {
+	for _, d := range capabilities {
+		if d.c == c {
+			return d.can
+		}
+	}
+	return string(c)
+}
+
+// Capabilities maps a capability to whether an algorithm has it; one that is
+// not in the map it does not have (Without).
+type Capabilities map[Capability]Support
+
+// Text lists the capabilities an algorithm has, in AllCapabilities' order,
+// those the client decides marked "(client)"; "none" when it has none.
+func (cs Capabilities) Text() string {
+	var out []string
+	for _, c := range AllCapabilities() {
+		switch cs[c] {
+		case With:
+			out = append(out, string(c))
+		case ByClient:
+			out = append(out, string(c)+" (client)")
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// Expiry is how the service frees a lock that nobody releases.
+type Expiry uint8
+
+const (
+	// ExpiresAfterTTL: the service frees it on its own a ttl after the grant
+	// (a key's PX, a stored timeout, the end of a time slot).
+	ExpiresAfterTTL Expiry = iota
+	// ExpiresWithSession: the service frees it when the holder's session
+	// ends, a session timeout after the last heartbeat.
+	ExpiresWithSession
+	// ExpiresNever: the service keeps it until it is released (Lease.Never).
+	ExpiresNever
+)
+
+// Release is what a release does with a lease that is no longer the
+// holder's.
+type Release uint8
+
+const (
+	// ReleaseChecksOwner: a release of a lease no longer held does nothing
+	// and is refused (ErrNotHeld).
+	ReleaseChecksOwner Release = iota
+	// ReleaseFreesAnyHolder: the release does not check the owner, as the
+	// seed writes it: a stale release frees whoever holds the lock now, and
+	// the release of a free lock succeeds.
+	ReleaseFreesAnyHolder
+	// ReleaseFreesAnyHolderRefusesFree is ReleaseFreesAnyHolder, but the
+	// release of a free lock is refused (ErrNotHeld): the mutex locks see
+	// their flag unchanged.
+	ReleaseFreesAnyHolderRefusesFree
+	// ReleaseDoesNothing: the release sends nothing (ErrReleaseNoOp); the
+	// lock frees itself at the end of its validity.
+	ReleaseDoesNothing
+)
+
+// GiveUp is how an acquire of a lock that someone else holds ends.
+type GiveUp uint8
+
+const (
+	// GiveUpRefused: an acquire is refused at once and a waiting acquire
+	// whose wait ends is refused (ErrNotAcquired).
+	GiveUpRefused GiveUp = iota
+	// GiveUpUnknown: an acquire is refused at once, but a waiting acquire
+	// whose wait ends has an unknown outcome (the library drops its tries'
+	// answers: redsync).
+	GiveUpUnknown
+	// GiveUpClosesClient: the library only waits and cannot be abandoned
+	// (zk.Lock): an acquire that ends before it took the lock ends by
+	// closing its client (ErrClientClosed), and the worker goes on with a
+	// new one.
+	GiveUpClosesClient
+)
+
+// LeaseSemantics is what an algorithm's leases are: whether they carry a
+// fencing token and a client-side validity end, how the service frees the
+// lock without a release, whether closing the client frees it, and what
+// releases and contended acquires do. The contract tests hold every
+// algorithm to its LeaseSemantics against real servers.
+type LeaseSemantics struct {
+	// Token is where the fencing token comes from; empty when leases carry
+	// none (Lease.Token 0).
+	Token string
+	// Until is set when leases carry a client-side validity end
+	// (Lease.Until).
+	Until   bool
+	Expiry  Expiry
+	Session bool // closing the client frees the lock (Lease.Session)
+	Release Release
+	GiveUp  GiveUp
+	// Detail says how long the service keeps the lock without a release,
+	// in words.
+	Detail string
+}
+
+// Text is what `jepsen-lite list --algorithms` prints of the lease: Detail,
+// and whether closing the client frees the lock.
+func (l *LeaseSemantics) Text() string {
+	if l == nil {
+		return "what the client reports (lease_ms, never, session); else the ttl"
+	}
+	if l.Session {
+		return l.Detail + "; closing the client frees it"
+	}
+	return l.Detail + "; closing the client does not free it"
+}
+
+// TokenText is what `jepsen-lite list --algorithms` prints of the fencing
+// token: its source, or "none".
+func (l *LeaseSemantics) TokenText() string {
+	switch {
+	case l == nil:
+		return "what the client reports"
+	case l.Token == "":
+		return "none"
+	}
+	return l.Token
+}
+
+// The options of the algorithms (Algorithm.Options), each declared once
+// with its default and what it does; the factories read them here.
+var (
+	optRedisTimeout         = durationOpt("timeout", DefaultRedisTimeout, "per-command timeout")
+	optRedlockNodeTimeout   = durationOpt("node-timeout", DefaultRedlockNodeTimeout, "timeout of each master's SET (small against the ttl)")
+	optRedsyncDriftFactor   = fractionOpt("drift-factor", DefaultRedsyncDriftFactor, "clock drift as a fraction of the ttl")
+	optRedsyncTimeoutFactor = fractionOpt("timeout-factor", DefaultRedsyncTimeoutFactor, "per-master timeout as a fraction of the ttl")
+	optPgUser               = textOpt("user", DefaultPostgresUser, "user to connect as")
+	optPgDatabase           = textOpt("database", DefaultPostgresDatabase, "database to connect to")
+	optPgTimeout            = durationOpt("timeout", DefaultPostgresTimeout, "per-statement and connect timeout")
+	optZKSessionTimeout     = durationOpt("session-timeout", DefaultZKSessionTimeout, "session timeout asked of the server")
+	optZKWait               = durationOpt("wait", DefaultZKWait, "longest wait for the predecessor in one acquire (0: none)")
+	optEtcdTimeout          = durationOpt("timeout", DefaultEtcdTimeout, "per-request timeout")
+	optEtcdRelease          = textOpt("release", EtcdReleaseUnlock,
+		EtcdReleaseUnlock+": Mutex.Unlock then Session.Close, as users release; "+EtcdReleaseTxn+": delete the key only if its create revision is the token, then revoke",
+		EtcdReleaseUnlock, EtcdReleaseTxn)
+	optExecCommand = textOpt(ExecCommandOption, "", "the client's command, run with sh -c (lock.options.command, or --lock-command; docs/lock-protocol.md)")
+
+	redisNodeOptions = []Option{optRedisTimeout}
+	redlockOptions   = []Option{optRedlockNodeTimeout}
+	redsyncOptions   = []Option{optRedsyncDriftFactor, optRedsyncTimeoutFactor}
+	pgOptions        = []Option{optPgUser, optPgDatabase, optPgTimeout}
+	zkRecipeOptions  = []Option{optZKSessionTimeout, optZKWait}
+	zkLockOptions    = []Option{optZKSessionTimeout}
+	etcdOptions      = []Option{optEtcdTimeout, optEtcdRelease}
+	execOptions      = []Option{optExecCommand}
+)
+
+// The capabilities of the algorithms, by family.
+var (
+	redisCaps     = Capabilities{CapRenew: With, CapWait: With, CapAfterResponse: With}
+	redsyncCaps   = Capabilities{CapRenew: With, CapWait: With}
+	zaddCaps      = Capabilities{CapWait: With, CapAfterResponse: With}
+	pgCaps        = Capabilities{CapWait: With, CapAfterResponse: With, CapGuarded: With}
+	pgTimeoutCaps = Capabilities{CapRenew: With, CapWait: With, CapAfterResponse: With, CapGuarded: With}
+	zkRecipeCaps  = Capabilities{CapRenew: With, CapWait: With, CapLost: With}
+	zkLockCaps    = Capabilities{CapWait: With, CapLost: With}
+	etcdCaps      = Capabilities{CapRenew: With, CapWait: With, CapLost: With, CapGuarded: With}
+	execCaps      = Capabilities{CapRenew: ByClient, CapWait: ByClient, CapAfterResponse: ByClient, CapLost: ByClient, CapInCall: With}
+)
+
+// The lease details shared by several algorithms.
+const (
+	pxDetail      = "ttl after the SET (PX)"
+	pxEachDetail  = "ttl after the SETs (PX) on each master"
+	zkLeaseDetail = "negotiated session timeout after the last heartbeat"
 )
 
 // Algorithms returns every lock algorithm under test, in a fixed order.
 func Algorithms() []Algorithm {
 	return []Algorithm{
-		{Name: "redis-single", System: systemRedis, Token: "none",
-			Validity: "SET NX PX ttl; until acquire start + ttl - drift",
-			Lease:    "ttl after the SET (PX); closing the client does not free it",
-			Steps:    redisSingleSteps, New: NewRedisSingle},
-		{Name: "redis-fenced", System: systemRedis, Token: "INCR <key>:fence in the acquire script",
-			Validity: "SET NX PX ttl; until acquire start + ttl - drift",
-			Lease:    "ttl after the SET (PX); closing the client does not free it",
-			Steps:    redisFencedSteps, New: NewRedisFenced},
-		{Name: "redlock", System: systemRedis, Token: "none",
-			Validity: "quorum of N masters; until t0 + ttl - (drift + 2ms + 1% ttl)",
-			Lease:    "ttl after the SETs (PX) on each master; closing the client does not free it",
-			Steps:    redlockSteps, New: NewRedlock},
-		{Name: "redsync", System: systemRedis, Token: "none",
-			Validity: "go-redsync quorum; Mutex.Until (t0 + ttl - 1% ttl) - drift",
-			Lease:    "ttl after the SETs (PX) on each master; closing the client does not free it",
-			Steps:    redsyncSteps, New: NewRedsync},
-		{Name: "redis-zadd-mutex", System: systemRedis, Token: "none",
-			Validity: "none: held until released, no expiry",
-			Lease:    "never: held until released; closing the client does not free it",
-			Steps:    zaddSteps(zaddMutexSet, "released"), New: NewRedisZaddMutex},
-		{Name: "redis-zadd-timeout", System: systemRedis, Token: "slot score floor(worker clock / ttl)",
-			Validity: "until the slot ends, by the worker's clock, - drift",
-			Lease:    "at the end of the holder's time slot (release does nothing); closing the client does not free it",
-			Steps:    zaddTimeoutSteps, New: NewRedisZaddTimeout},
-		{Name: "redis-zadd-state", System: systemRedis, Token: "none",
-			Validity: "none: in_progress until set done, no expiry",
-			Lease:    "never: held until set done; closing the client does not free it",
-			Steps:    zaddSteps(zaddStateSet, "done"), New: NewRedisZaddState},
-		{Name: "pg-mutex", System: systemPostgres, Token: "none",
-			Validity: "none: held until released, no expiry",
-			Lease:    "never: held until released; closing the client does not free it",
-			Steps:    pgSteps(pgMutex), New: NewPgMutex},
-		{Name: "pg-timeout", System: systemPostgres, Token: "ts from the worker's clock (ms)",
-			Validity: "until acquire start + stored timeout - drift (ts + timeout by the worker's clock)",
-			Lease:    "stored timeout after the holder's ts (release does nothing); closing the client does not free it",
-			Steps:    pgSteps(pgTimeout), New: NewPgTimeout},
-		{Name: "pg-state", System: systemPostgres, Token: "none",
-			Validity: "none: in_progress until set done, no expiry",
-			Lease:    "never: held until set done; closing the client does not free it",
-			Steps:    pgSteps(pgState), New: NewPgState},
-		{Name: "pg-unique-row", System: systemPostgres, Token: "row's bigserial (drawn at insert, not at grant: can regress)",
-			Validity: "none: held until the row is deleted, no expiry",
-			Lease:    "never: held until the row is deleted; closing the client does not free it",
-			Steps:    pgSteps(pgUniqueRow), New: NewPgUniqueRow},
-		{Name: "pg-advisory", System: systemPostgres, Token: "none",
-			Validity: "session: held while the connection lives",
-			Lease:    "never while the connection lives; closing the client frees it",
-			Steps:    pgSteps(pgAdvisory), New: NewPgAdvisory},
-		{Name: "zk-recipe", System: systemZooKeeper, Token: "lock node's czxid",
-			Validity: "session: lost on expiry, on disconnect, or when a new session replaced it",
-			Lease:    "negotiated session timeout after the last heartbeat; closing the client frees it",
-			Steps:    zkRecipeSteps, New: NewZKRecipe},
-		{Name: "zk-lock", System: systemZooKeeper, Token: "none (zk.Lock keeps its node unexported)",
-			Validity: "session: lost on expiry, on disconnect, or when a new session replaced it",
-			Lease:    "negotiated session timeout after the last heartbeat; closing the client frees it",
-			Steps:    zkLockSteps, New: NewZKLock},
-		{Name: "etcd-mutex", System: systemEtcd, Token: "lock key's create revision",
-			Validity: "session: lease of ttl (>= 1s) kept alive; lost when it expires",
-			Lease:    "granted lease TTL (whole seconds) after the last keep-alive; closing the client frees it (revoke)",
-			Steps:    etcdSteps, New: NewEtcdMutex},
-		{Name: ExecAlgorithm, System: "any", Token: "what the client reports",
-			Validity: "what the client reports (until_ms)",
-			Lease:    "what the client reports (lease_ms, never, session); else the ttl",
-			Steps:    execSteps, New: NewExec},
+		{Name: "redis-single", System: systemRedis,
+			Validity:     "SET NX PX ttl; until acquire start + ttl - drift",
+			Lease:        &LeaseSemantics{Until: true, Detail: pxDetail},
+			Capabilities: redisCaps, Options: redisNodeOptions,
+			Steps: redisSingleSteps, New: NewRedisSingle},
+		{Name: "redis-fenced", System: systemRedis,
+			Validity:     "SET NX PX ttl; until acquire start + ttl - drift",
+			Lease:        &LeaseSemantics{Token: "INCR <key>:fence in the acquire script", Until: true, Detail: pxDetail},
+			Capabilities: redisCaps, Options: redisNodeOptions,
+			Steps: redisFencedSteps, New: NewRedisFenced},
+		{Name: "redlock", System: systemRedis,
+			Validity:     "quorum of N masters; until t0 + ttl - (drift + 2ms + 1% ttl)",
+			Lease:        &LeaseSemantics{Until: true, Detail: pxEachDetail},
+			Capabilities: redisCaps, Options: redlockOptions,
+			Steps: redlockSteps, New: NewRedlock},
+		{Name: "redsync", System: systemRedis,
+			Validity:     "go-redsync quorum; Mutex.Until (t0 + ttl - 1% ttl) - drift",
+			Lease:        &LeaseSemantics{Until: true, GiveUp: GiveUpUnknown, Detail: pxEachDetail},
+			Capabilities: redsyncCaps, Options: redsyncOptions,
+			Steps: redsyncSteps, New: NewRedsync},
+		{Name: "redis-zadd-mutex", System: systemRedis,
+			Validity:     "none: held until released, no expiry",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolderRefusesFree, Detail: "never: held until released"},
+			Capabilities: zaddCaps, Options: redisNodeOptions,
+			Steps: zaddSteps(zaddMutexSet, "released"), New: NewRedisZaddMutex},
+		{Name: "redis-zadd-timeout", System: systemRedis,
+			Validity:     "until the slot ends, by the worker's clock, - drift",
+			Lease:        &LeaseSemantics{Token: "slot score floor(worker clock / ttl)", Until: true, Release: ReleaseDoesNothing, Detail: "at the end of the holder's time slot (release does nothing)"},
+			Capabilities: zaddCaps, Options: redisNodeOptions,
+			Steps: zaddTimeoutSteps, New: NewRedisZaddTimeout},
+		{Name: "redis-zadd-state", System: systemRedis,
+			Validity:     "none: in_progress until set done, no expiry",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolder, Detail: "never: held until set done"},
+			Capabilities: zaddCaps, Options: redisNodeOptions,
+			Steps: zaddSteps(zaddStateSet, "done"), New: NewRedisZaddState},
+		{Name: "pg-mutex", System: systemPostgres,
+			Validity:     "none: held until released, no expiry",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolderRefusesFree, Detail: "never: held until released"},
+			Capabilities: pgCaps, Options: pgOptions,
+			Steps: pgSteps(pgMutex), New: NewPgMutex},
+		{Name: "pg-timeout", System: systemPostgres,
+			Validity:     "until acquire start + stored timeout - drift (ts + timeout by the worker's clock)",
+			Lease:        &LeaseSemantics{Token: "ts from the worker's clock (ms)", Until: true, Release: ReleaseDoesNothing, Detail: "stored timeout after the holder's ts (release does nothing)"},
+			Capabilities: pgTimeoutCaps, Options: pgOptions,
+			Steps: pgSteps(pgTimeout), New: NewPgTimeout},
+		{Name: "pg-state", System: systemPostgres,
+			Validity:     "none: in_progress until set done, no expiry",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolder, Detail: "never: held until set done"},
+			Capabilities: pgCaps, Options: pgOptions,
+			Steps: pgSteps(pgState), New: NewPgState},
+		{Name: "pg-unique-row", System: systemPostgres,
+			Validity:     "none: held until the row is deleted, no expiry",
+			Lease:        &LeaseSemantics{Token: "row's bigserial (drawn at insert, not at grant: can regress)", Expiry: ExpiresNever, Detail: "never: held until the row is deleted"},
+			Capabilities: pgCaps, Options: pgOptions,
+			Steps: pgSteps(pgUniqueRow), New: NewPgUniqueRow},
+		{Name: "pg-advisory", System: systemPostgres,
+			Validity:     "session: held while the connection lives",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Session: true, Detail: "never while the connection lives"},
+			Capabilities: pgCaps, Options: pgOptions,
+			Steps: pgSteps(pgAdvisory), New: NewPgAdvisory},
+		{Name: "zk-recipe", System: systemZooKeeper,
+			Validity:     "session: lost on expiry, on disconnect, or when a new session replaced it",
+			Lease:        &LeaseSemantics{Token: "lock node's czxid", Expiry: ExpiresWithSession, Session: true, Detail: zkLeaseDetail},
+			Capabilities: zkRecipeCaps, Options: zkRecipeOptions,
+			Steps: zkRecipeSteps, New: NewZKRecipe},
+		{Name: "zk-lock", System: systemZooKeeper,
+			Validity:     "session: lost on expiry, on disconnect, or when a new session replaced it",
+			Lease:        &LeaseSemantics{Expiry: ExpiresWithSession, Session: true, GiveUp: GiveUpClosesClient, Detail: zkLeaseDetail},
+			Capabilities: zkLockCaps, Options: zkLockOptions,
+			Steps: zkLockSteps, New: NewZKLock},
+		{Name: "etcd-mutex", System: systemEtcd,
+			Validity:     "session: lease of ttl (>= 1s) kept alive; lost when it expires",
+			Lease:        &LeaseSemantics{Token: "lock key's create revision", Expiry: ExpiresWithSession, Session: true, Detail: "granted lease TTL (whole seconds) after the last keep-alive"},
+			Capabilities: etcdCaps, Options: etcdOptions,
+			Steps: etcdSteps, New: NewEtcdMutex},
+		{Name: ExecAlgorithm, System: systemAny,
+			Validity:     "what the client reports (until_ms)",
+			Capabilities: execCaps, Options: execOptions, OtherOptions: "the client, in init's options",
+			Steps: execSteps, New: NewExec},
 	}
 }
 
@@ -96,7 +384,7 @@ var (
 	redisFencedSteps = []Step{{"acquire", "one script: SET NX PX, and INCR <key>:fence if set", true}}
 	// A master whose connection could not even be opened sent nothing: a
 	// definite no among the votes.
-	redlockSteps     = []Step{{"set", "SET NX PX on each master, one after the other", true}}
+	redlockSteps     = []Step{{"set", "SET NX PX on each master, one after the other (a master that could not be connected to is a definite no)", true}}
 	redsyncSteps     = []Step{{"lock", "redsync's SET NX PX on every master at once", true}}
 	zaddTimeoutSteps = []Step{{"acquire", "ZADD task:timeout GT CH slot key", true}}
 	// zk-recipe: the children are read and the predecessor watched after
@@ -106,11 +394,11 @@ var (
 	zkRecipeSteps = []Step{
 		{"parent", "create /locks and /locks/<key>, once per key and client (persistent, no lock)", false},
 		{"create", "create the protected ephemeral sequential node: the lock when it is the lowest", true},
-		{"wait", "read the children, watch the predecessor, read our node: the lock once the lower nodes are gone", true},
+		{"wait", "read the children, watch the predecessor, read our node: the lock once the lower nodes are gone (a failure at create or wait deletes the node: fail when that delete succeeded)", true},
 	}
 	// zk.Lock creates the parents, its node and waits in one call that
 	// says nothing of which request failed.
-	zkLockSteps = []Step{{"lock", "zk.Lock: the parents, the ephemeral sequential node, the wait", true}}
+	zkLockSteps = []Step{{"lock", "zk.Lock: the parents, the ephemeral sequential node, the wait, in one call that does not say which request failed", true}}
 	// etcd-mutex: the session after the grant only starts the lease's
 	// keep-alive in the client and sends nothing. After a waiting lock,
 	// the token step reads our key's create revision, the lock taken. A
@@ -120,8 +408,8 @@ var (
 	// its service is its own.
 	execSteps = []Step{{"acquire", "the protocol's acquire request (docs/lock-protocol.md)", true}}
 	etcdSteps = []Step{
-		{"grant", "grant a lease of the ttl (a lease holds no key)", false},
-		{"lock", "TryLock or Lock: put our key on the lease; the lock when its revision is the lowest", true},
+		{"grant", "grant a lease of the ttl (a lease holds no key: one granted behind a lost reply expires holding nothing)", false},
+		{"lock", "TryLock or Lock: put our key on the lease; the lock when its revision is the lowest (a failure revokes the lease: fail when the revoke succeeded)", true},
 	}
 )
 
@@ -129,7 +417,7 @@ var (
 // set with score 0, named state.
 func zaddSteps(set, state string) []Step {
 	return []Step{
-		{"create", "ZADD " + set + " NX 0 key: the member, " + state + ", if absent", false},
+		{"create", "ZADD " + set + " NX 0 key: the member, " + state + ", if absent (never changes one that exists)", false},
 		{"acquire", "ZADD " + set + " XX CH 1 key", true},
 	}
 }
@@ -155,7 +443,7 @@ func pgSteps(f pgFlavor) []Step {
 	case pgUniqueRow:
 		return []Step{connect, {"acquire", "insert the lock row", true}}
 	default: // pgAdvisory
-		return []Step{connect, {"acquire", "pg_try_advisory_lock on the session", true}}
+		return []Step{connect, {"acquire", "pg_try_advisory_lock on the session (an unknown outcome closes the session)", true}}
 	}
 }
 
@@ -179,62 +467,65 @@ func Lookup(name string) (Algorithm, error) {
 	return Algorithm{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
 }
 
-// OptionDoc describes one option an algorithm reads from Target.Options.
-type OptionDoc struct {
-	Name    string
-	Default string
-	Doc     string
+// Need is a capability a scenario asks of its lock, and the field of the
+// scenario that asks for it ("lock.renew").
+type Need struct {
+	Capability Capability
+	Field      string
 }
 
-var (
-	redisTimeoutOption = OptionDoc{"timeout", DefaultRedisTimeout.String(), "per-command timeout"}
-	pgOptions          = []OptionDoc{
-		{"user", DefaultPostgresUser, "user to connect as"},
-		{"database", DefaultPostgresDatabase, "database to connect to"},
-		{"timeout", DefaultPostgresTimeout.String(), "per-statement and connect timeout"},
+// CheckCapabilities checks, before anything starts, that the algorithm
+// called algorithm can do what needs ask: a capability it does not have
+// (Without) is an error wrapping ErrMissingCapability that names the field,
+// the capability and the algorithms that have it. A capability the client
+// decides (ByClient) passes here; Has checks it once the client is up.
+func CheckCapabilities(algorithm string, needs []Need) error {
+	a, err := Lookup(algorithm)
+	if err != nil {
+		return err
 	}
-)
-
-// algorithmOptions lists, per algorithm, the options its factory reads; any
-// other option is an error wrapping ErrBadOption.
-var algorithmOptions = map[string][]OptionDoc{
-	"redis-single": {redisTimeoutOption},
-	"redis-fenced": {redisTimeoutOption},
-	"redlock": {{"node-timeout", DefaultRedlockNodeTimeout.String(),
-		"timeout of each master's SET (small against the ttl)"}},
-	"redsync": {
-		{"drift-factor", fmt.Sprint(DefaultRedsyncDriftFactor), "clock drift as a fraction of the ttl"},
-		{"timeout-factor", fmt.Sprint(DefaultRedsyncTimeoutFactor), "per-master timeout as a fraction of the ttl"},
-	},
-	"redis-zadd-mutex":   {redisTimeoutOption},
-	"redis-zadd-timeout": {redisTimeoutOption},
-	"redis-zadd-state":   {redisTimeoutOption},
-	"pg-mutex":           pgOptions,
-	"pg-timeout":         pgOptions,
-	"pg-state":           pgOptions,
-	"pg-unique-row":      pgOptions,
-	"pg-advisory":        pgOptions,
-	"zk-recipe": {
-		{"session-timeout", DefaultZKSessionTimeout.String(), "session timeout asked of the server"},
-		{"wait", DefaultZKWait.String(), "longest wait for the predecessor in one acquire (0: none)"},
-	},
-	"zk-lock": {
-		{"session-timeout", DefaultZKSessionTimeout.String(), "session timeout asked of the server"},
-	},
-	"etcd-mutex": {
-		{"timeout", DefaultEtcdTimeout.String(), "per-request timeout"},
-		{"release", EtcdReleaseUnlock, "unlock: Mutex.Unlock then Session.Close, as users release; txn: delete the key only if its create revision is the token, then revoke"},
-	},
-	ExecAlgorithm: {
-		{ExecCommandOption, "(required)", "the client's command, run with sh -c (docs/lock-protocol.md); every other option is handed to the client"},
-	},
-}
-
-// AlgorithmOptions returns the options the algorithm called name reads, with
-// their defaults, or an error wrapping ErrUnknownAlgorithm.
-func AlgorithmOptions(name string) ([]OptionDoc, error) {
-	if _, err := Lookup(name); err != nil {
-		return nil, err
+	for _, n := range needs {
+		if a.Capabilities[n.Capability] != Without {
+			continue
+		}
+		var can []string
+		for _, b := range Algorithms() {
+			if b.Capabilities[n.Capability] != Without {
+				can = append(can, b.Name)
+			}
+		}
+		return fmt.Errorf("%s: %w: %s cannot %s (algorithms that can: %s)", n.Field, ErrMissingCapability, a.Name, n.Capability.Can(), strings.Join(can, ", "))
 	}
-	return slices.Clone(algorithmOptions[name]), nil
+	return nil
 }
+
+// Has reports whether l has capability c: l implements its interface and,
+// when l is an external client (Abilities), the client claimed it.
+func Has(l Locker, c Capability) bool {
+	var ok bool
+	switch c {
+	case CapRenew:
+		_, ok = l.(Renewer)
+	case CapWait:
+		_, ok = l.(Waiter)
+	case CapAfterResponse:
+		_, ok = l.(ResponseHooker)
+	case CapLost:
+		_, ok = l.(LeaseWatcher)
+	case CapGuarded:
+		_, ok = l.(GuardedResource)
+	case CapInCall:
+		_, ok = l.(InCallHooker)
+	}
+	if !ok {
+		return false
+	}
+	a, claims := l.(Abilities)
+	return !claims || !slices.Contains(lockproto.Abilities, string(c)) || a.Can(string(c))
+}
+
+// CanRenew reports whether l can renew a lease (Has CapRenew).
+func CanRenew(l Locker) bool { return Has(l, CapRenew) }
+
+// CanWait reports whether l can wait for a lock (Has CapWait).
+func CanWait(l Locker) bool { return Has(l, CapWait) }

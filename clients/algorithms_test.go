@@ -2,6 +2,7 @@ package clients
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -11,19 +12,63 @@ import (
 	"github.com/go-redsync/redsync/v4"
 )
 
-func TestAlgorithmsListIsComplete(t *testing.T) {
-	want := []string{"redis-single", "redis-fenced", "redlock", "redsync",
-		"redis-zadd-mutex", "redis-zadd-timeout", "redis-zadd-state",
-		"pg-mutex", "pg-timeout", "pg-state", "pg-unique-row", "pg-advisory",
-		"zk-recipe", "zk-lock", "etcd-mutex", "exec"}
-	if got := Names(); !slices.Equal(got, want) {
-		t.Fatalf("Names() = %v, want %v", got, want)
-	}
-	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd, "any"}
-	for _, a := range Algorithms() {
-		if !slices.Contains(systems, a.System) || a.Token == "" || a.Validity == "" || len(a.Steps) == 0 || a.New == nil {
-			t.Errorf("%s: incomplete description %+v", a.Name, a)
+// TestAlgorithmNamesAreDistinct keeps every name to one declaration: no
+// two algorithms share a name, and no queue implementation takes a lock
+// algorithm's but the exec algorithm's, which serves both (CheckOptions
+// finds either by its name).
+func TestAlgorithmNamesAreDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range Names() {
+		if name == "" || seen[name] {
+			t.Errorf("algorithm name %q declared twice or empty", name)
 		}
+		seen[name] = true
+	}
+	for _, name := range QueueNames() {
+		if seen[name] && name != ExecAlgorithm {
+			t.Errorf("queue %q has a lock algorithm's name", name)
+		}
+	}
+	if len(seen) < 16 {
+		t.Errorf("%d algorithms, want the 16 of the catalog at least", len(seen))
+	}
+}
+
+// TestEveryAlgorithmDeclaresItsFacts fails when a declaration lacks a fact:
+// a known system, its validity, its lease semantics (only an algorithm that
+// runs on any system, an external client, leaves them to the client), its
+// steps with one that can take the lock, its factory, documented options,
+// and capabilities among AllCapabilities.
+func TestEveryAlgorithmDeclaresItsFacts(t *testing.T) {
+	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd, systemAny}
+	for _, a := range Algorithms() {
+		t.Run(a.Name, func(t *testing.T) {
+			if !slices.Contains(systems, a.System) || a.Validity == "" || a.New == nil {
+				t.Errorf("incomplete declaration %+v", a)
+			}
+			if (a.Lease == nil) != (a.System == systemAny) {
+				t.Errorf("lease semantics %v on system %s: only an external client's are its own", a.Lease, a.System)
+			}
+			if a.Lease != nil && a.Lease.Detail == "" {
+				t.Error("lease semantics without their detail")
+			}
+			if !slices.ContainsFunc(a.Steps, func(s Step) bool { return s.Grants }) {
+				t.Error("no step can take the lock")
+			}
+			for _, o := range a.Options {
+				if o.Name == "" || o.Doc == "" || o.check == nil {
+					t.Errorf("option %+v is not fully declared", o)
+				}
+			}
+			for c, s := range a.Capabilities {
+				if !slices.Contains(AllCapabilities(), c) || s > ByClient {
+					t.Errorf("capability %q: %d", c, s)
+				}
+				if s == ByClient && a.System != systemAny {
+					t.Errorf("capability %q decided by the client of an algorithm of its own system", c)
+				}
+			}
+		})
 	}
 }
 
@@ -42,30 +87,30 @@ func TestLookup(t *testing.T) {
 }
 
 // TestAlgorithmOptionsMatchFactories checks that each factory knows exactly
-// the options AlgorithmOptions documents and accepts their defaults.
+// the options its declaration lists, accepts their defaults and names
+// itself by its declared name.
 //
 // The exec algorithm is checked by TestExecOptions: it hands every option
 // but its command to the client.
 func TestAlgorithmOptionsMatchFactories(t *testing.T) {
 	for _, a := range Algorithms() {
-		if a.Name == ExecAlgorithm {
+		if a.OtherOptions != "" {
 			continue
 		}
 		t.Run(a.Name, func(t *testing.T) {
-			docs, err := AlgorithmOptions(a.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var names []string
 			defaults := map[string]string{}
-			for _, d := range docs {
+			for _, d := range a.Options {
 				names = append(names, d.Name)
 				defaults[d.Name] = d.Default
 			}
 			slices.Sort(names)
-			_, err = a.New(t.Context(), Target{Endpoints: []Endpoint{{Addr: "127.0.0.1:1"}}, Options: map[string]string{"bogus": "1"}})
+			_, err := a.New(t.Context(), Target{Endpoints: []Endpoint{{Addr: "127.0.0.1:1"}}, Options: map[string]string{"bogus": "1"}})
 			if want := "(known: " + strings.Join(names, ", ") + ")"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("unknown-option error %v does not list %s", err, want)
+			}
+			if want := "clients: " + a.Name + ": "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("unknown-option error %q does not begin with %q", err, want)
 			}
 			l, err := a.New(t.Context(), Target{Endpoints: []Endpoint{{Addr: "127.0.0.1:1"}}, Options: defaults,
 				Clock: wallClock{}, Rand: newTestRand(1)})
@@ -77,37 +122,51 @@ func TestAlgorithmOptionsMatchFactories(t *testing.T) {
 			}
 		})
 	}
-	if _, err := AlgorithmOptions("nope"); !errors.Is(err, ErrUnknownAlgorithm) {
-		t.Errorf("AlgorithmOptions(nope) error = %v", err)
-	}
 }
 
-func TestOptionReader(t *testing.T) {
+func TestReadOptions(t *testing.T) {
+	declared := []Option{optRedlockNodeTimeout, optRedsyncDriftFactor, optEtcdRelease, optExecCommand}
+	required := map[string]string{ExecCommandOption: "true"}
+	with := func(k, v string) map[string]string {
+		m := maps.Clone(required)
+		m[k] = v
+		return m
+	}
 	tests := []struct {
 		name    string
 		options map[string]string
+		others  bool
 		want    time.Duration
 		wantErr string
 	}{
-		{name: "default", options: nil, want: 50 * time.Millisecond},
-		{name: "set", options: map[string]string{"node-timeout": "20ms"}, want: 20 * time.Millisecond},
-		{name: "unparsable", options: map[string]string{"node-timeout": "soon"}, wantErr: `option node-timeout="soon"`},
-		{name: "negative", options: map[string]string{"node-timeout": "-1s"}, wantErr: "must not be negative"},
-		{name: "unknown", options: map[string]string{"node-timeuot": "1s"}, wantErr: "unknown node-timeuot (known: node-timeout)"},
+		{name: "default", options: required, want: 50 * time.Millisecond},
+		{name: "set", options: with("node-timeout", "20ms"), want: 20 * time.Millisecond},
+		{name: "unparsable", options: with("node-timeout", "soon"), wantErr: `option node-timeout="soon"`},
+		{name: "negative", options: with("node-timeout", "-1s"), wantErr: "must not be negative"},
+		{name: "fraction out of range", options: with("drift-factor", "1"), wantErr: "must be in [0, 1)"},
+		{name: "not a choice", options: with("release", "drop"), wantErr: `must be "unlock" or "txn"`},
+		{name: "blank text", options: map[string]string{ExecCommandOption: " "}, wantErr: "must not be empty"},
+		{name: "required missing", options: nil, wantErr: "command is required"},
+		{name: "unknown", options: with("node-timeuot", "1s"), wantErr: "unknown node-timeuot (known: command, drift-factor, node-timeout, release)"},
+		{name: "unknown handed on", options: with("node-timeuot", "1s"), others: true, want: 50 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newOptionReader("redlock", tt.options)
-			got := r.duration("node-timeout", 50*time.Millisecond)
-			err := r.done()
+			o, err := readOptions("redlock", tt.options, declared, tt.others)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want ErrBadOption containing %q", err, tt.wantErr)
 				}
 				return
 			}
-			if err != nil || got != tt.want {
-				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.duration(optRedlockNodeTimeout); got != tt.want {
+				t.Fatalf("node-timeout = %v, want %v", got, tt.want)
+			}
+			if got := o.fraction(optRedsyncDriftFactor); got != DefaultRedsyncDriftFactor {
+				t.Fatalf("drift-factor = %v, want the default %v", got, DefaultRedsyncDriftFactor)
 			}
 		})
 	}
@@ -126,6 +185,44 @@ func TestFactoriesRejectUnknownOptions(t *testing.T) {
 				t.Fatalf("error = %v, want ErrBadOption", err)
 			}
 		})
+	}
+}
+
+// TestCheckCapabilities checks a scenario's needs against the declarations
+// before anything starts: a capability the algorithm lacks is an error that
+// names the field and the algorithms that have it; one the client decides
+// passes.
+func TestCheckCapabilities(t *testing.T) {
+	tests := []struct {
+		name      string
+		algorithm string
+		needs     []Need
+		wantErr   string
+	}{
+		{"declared", "redis-single", []Need{{CapRenew, "lock.renew"}, {CapWait, "lock.acquire"}}, ""},
+		{"missing", "redis-zadd-mutex", []Need{{CapWait, "lock.acquire"}, {CapRenew, "lock.renew"}},
+			"lock.renew: clients: missing capability: redis-zadd-mutex cannot renew a lease (algorithms that can: redis-single, redis-fenced, redlock, redsync, pg-timeout, zk-recipe, etcd-mutex, exec)"},
+		{"guarded", "redlock", []Need{{CapGuarded, "resource"}}, "redlock cannot keep the register in its own system"},
+		{"decided by the client", ExecAlgorithm, []Need{{CapRenew, "lock.renew"}, {CapInCall, "client-pause"}}, ""},
+		{"in-call", "etcd-mutex", []Need{{CapInCall, "client-pause"}}, "(algorithms that can: exec)"},
+		{"none", "pg-state", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckCapabilities(tt.algorithm, tt.needs)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrMissingCapability) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want ErrMissingCapability containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	if err := CheckCapabilities("no-such-lock", nil); !errors.Is(err, ErrUnknownAlgorithm) {
+		t.Errorf("an unknown algorithm: %v", err)
 	}
 }
 
@@ -333,8 +430,8 @@ func TestExecOptions(t *testing.T) {
 	if err := CheckOptions(ExecAlgorithm, map[string]string{ExecCommandOption: "true", "anything": "goes"}); err != nil {
 		t.Errorf("a command and a client option: %v", err)
 	}
-	docs, err := AlgorithmOptions(ExecAlgorithm)
-	if err != nil || len(docs) != 1 || docs[0].Name != ExecCommandOption {
-		t.Errorf("documented options %v, %v: want the command alone", docs, err)
+	a, err := Lookup(ExecAlgorithm)
+	if err != nil || len(a.Options) != 1 || a.Options[0].Name != ExecCommandOption || !a.Options[0].Required() || a.OtherOptions == "" {
+		t.Errorf("declared options %+v, %v: want the command alone, required, and the others handed on", a.Options, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,30 +129,10 @@ func newLocker(t *testing.T, name string, eps []Endpoint, worker int, options ma
 	return l
 }
 
-// contract is what one algorithm promises.
-type contract struct {
-	name    string
-	label   string // subtest name when it differs from name
-	spec    cluster.Spec
-	options map[string]string
-	ttl     time.Duration
-	token   bool // leases carry a token that increases across acquisitions
-	until   bool // leases carry a client-side validity end
-	// expires: the lock frees itself at the end of its validity rather than
-	// by Release (the timeout locks).
-	expires bool
-	// ownedRelease: releasing a lease no longer held is ErrNotHeld; otherwise
-	// Release does not check the owner, as the seed writes it: a stale
-	// release frees whoever holds the lock now.
-	ownedRelease bool
-	// freeReleaseNotHeld: without an owner check, releasing a lock that is
-	// free is still ErrNotHeld (the mutex locks report the unchanged flag).
-	freeReleaseNotHeld bool
-	// noTry: the library only waits and cannot be abandoned (zk.Lock): a
-	// contended acquire ends at its deadline by closing its client
-	// (ErrClientClosed), and the worker goes on with a new one.
-	noTry bool
-}
+// wallClock is a worker clock without skew.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
 
 // respLockOptions runs the plain-socket Redis client of lockproto/testdata
 // as the exec algorithm's client.
@@ -165,132 +146,228 @@ var (
 	etcdOne             = cluster.Spec{System: cluster.Etcd, Nodes: 1}
 )
 
-// slowMachine gives the quorum algorithms per-master timeouts that a live
-// master meets even on a loaded test machine (their defaults, 50 ms and 5% of
-// the ttl, are for production-like latency).
-var slowMachine = map[string]map[string]string{
-	"redlock": {"node-timeout": "500ms"},
-	"redsync": {"timeout-factor": "0.1"},
+// systemSpecs is the cluster the algorithms of each system are tested on.
+var systemSpecs = map[string]cluster.Spec{
+	cluster.Redis:     redisMasters,
+	cluster.Postgres:  postgresOne,
+	cluster.ZooKeeper: zkOne,
+	cluster.Etcd:      etcdOne,
 }
 
-var contracts = []contract{
-	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, until: true, ownedRelease: true},
-	// exec: the plain-socket Redis client of lockproto/testdata, a program
-	// of its own speaking the lock-client protocol.
-	{name: ExecAlgorithm, spec: redisMasters, options: respLockOptions, ttl: 5 * time.Second, until: true, ownedRelease: true},
-	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
-	{name: "redis-single", label: "redis-single/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, until: true, ownedRelease: true},
-	{name: "redis-fenced", label: "redis-fenced/primary-replica", spec: redisPrimaryReplica, ttl: 5 * time.Second, token: true, until: true, ownedRelease: true},
-	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redlock"], until: true, ownedRelease: true},
-	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redsync"], until: true, ownedRelease: true},
-	{name: "redis-zadd-mutex", spec: redisMasters, ttl: 5 * time.Second, freeReleaseNotHeld: true},
-	{name: "redis-zadd-timeout", spec: redisMasters, ttl: 300 * time.Millisecond, token: true, until: true, expires: true},
-	{name: "redis-zadd-state", spec: redisMasters, ttl: 5 * time.Second},
-	{name: "pg-mutex", spec: postgresOne, ttl: 5 * time.Second, freeReleaseNotHeld: true},
-	{name: "pg-timeout", spec: postgresOne, ttl: 300 * time.Millisecond, token: true, until: true, expires: true},
-	{name: "pg-state", spec: postgresOne, ttl: 5 * time.Second},
-	{name: "pg-unique-row", spec: postgresOne, ttl: 5 * time.Second, token: true, ownedRelease: true},
-	{name: "pg-advisory", spec: postgresOne, ttl: 5 * time.Second, ownedRelease: true},
-	{name: "zk-recipe", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"wait": "100ms"}, token: true, ownedRelease: true},
-	{name: "zk-lock", spec: zkOne, ttl: 5 * time.Second, ownedRelease: true, noTry: true},
-	{name: "etcd-mutex", spec: etcdOne, ttl: 5 * time.Second, token: true, ownedRelease: true},
+// moreSpecs are the clusters, beyond their system's, that an algorithm's
+// contract is also tested on.
+var moreSpecs = map[string][]cluster.Spec{
+	"redis-single": {redisPrimaryReplica},
+	"redis-fenced": {redisPrimaryReplica},
 }
 
-func TestContractCoversEveryAlgorithm(t *testing.T) {
-	covered := map[string]bool{}
-	for _, c := range contracts {
-		covered[c.name] = true
-	}
-	for _, name := range Names() {
-		if !covered[name] {
-			t.Errorf("%s has no contract", name)
+// testOptions are the options an algorithm is tested with where its
+// defaults do not suit a loaded test machine: the quorum algorithms'
+// per-master timeouts (their defaults, 50 ms and 5% of the ttl, are for
+// production-like latency), and zk-recipe's wait for its predecessor.
+var testOptions = map[string]map[string]string{
+	"redlock":   {"node-timeout": "500ms"},
+	"redsync":   {"timeout-factor": "0.1"},
+	"zk-recipe": {"wait": "100ms"},
+}
+
+// clientFixture is the external client the tests run for an algorithm
+// that leaves its facts to its client (Algorithm.Lease nil, capabilities
+// ByClient): the system it speaks to, its options, and the lease
+// semantics and capabilities it has.
+type clientFixture struct {
+	spec    cluster.Spec
+	options map[string]string
+	lease   LeaseSemantics
+	caps    Capabilities
+}
+
+// clientFixtures are the clients of the algorithms that leave their facts
+// to the client: for exec, lockproto/testdata/resp_lock.py, a plain-socket
+// Redis client (SET NX PX, a checked release) that claims the ability wait.
+var clientFixtures = map[string]clientFixture{
+	ExecAlgorithm: {spec: redisMasters, options: respLockOptions,
+		lease: LeaseSemantics{Until: true, Detail: pxDetail},
+		caps:  Capabilities{CapWait: With, CapInCall: With}},
+}
+
+// algorithmCase is one declared algorithm as the tests run it: its
+// declaration, the cluster and options it runs with, and the lease
+// semantics and capabilities it must show (its declaration's, or its
+// client fixture's).
+type algorithmCase struct {
+	Algorithm
+	label   string // subtest name
+	spec    cluster.Spec
+	options map[string]string
+	lease   LeaseSemantics
+	caps    Capabilities
+	// ttl is the ttl of the lease tests, and server reads the lease from
+	// the server (leaseServers), nil when the tests do not know how.
+	ttl    time.Duration
+	server serverLease
+}
+
+// algorithmCases returns one case per declared algorithm on its system's
+// cluster and, with more, one per cluster of moreSpecs besides.
+func algorithmCases(t *testing.T, more bool) []algorithmCase {
+	t.Helper()
+	var cases []algorithmCase
+	for _, a := range Algorithms() {
+		c := caseOf(t, a.Name)
+		cases = append(cases, c)
+		if !more {
+			continue
 		}
+		for _, spec := range moreSpecs[a.Name] {
+			m := c
+			m.spec, m.label = spec, a.Name+"/"+spec.Topology
+			cases = append(cases, m)
+		}
+	}
+	return cases
+}
+
+// caseOf returns the case of the algorithm called name on its system's
+// cluster.
+func caseOf(t *testing.T, name string) algorithmCase {
+	t.Helper()
+	a, err := Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := algorithmCase{Algorithm: a, label: a.Name, spec: systemSpecs[a.System], options: map[string]string{}, caps: a.Capabilities, ttl: 5 * time.Second}
+	if a.Lease != nil {
+		c.lease = *a.Lease
+	}
+	if f, ok := clientFixtures[a.Name]; ok {
+		c.spec, c.lease, c.caps = f.spec, f.lease, f.caps
+		maps.Copy(c.options, f.options)
+	}
+	if a.Lease == nil && clientFixtures[a.Name].caps == nil {
+		t.Fatalf("%s leaves its facts to its client and has no client fixture", a.Name)
+	}
+	if c.spec.System == "" {
+		t.Fatalf("%s: no test cluster for system %q", a.Name, a.System)
+	}
+	maps.Copy(c.options, testOptions[a.Name])
+	if s, ok := leaseServers[a.Name]; ok {
+		c.ttl, c.server = s.ttl, s.read
+		maps.Copy(c.options, s.options)
+	}
+	return c
+}
+
+// expires reports whether the lock frees itself at the end of its validity
+// rather than by Release (the timeout locks).
+func (c algorithmCase) expires() bool { return c.lease.Release == ReleaseDoesNothing }
+
+// TestCapabilitiesAreTheDeclared builds each algorithm's Locker and checks
+// that it has exactly the capabilities its declaration gives it (or, for
+// an algorithm whose client decides, that its client fixture has), by the
+// interfaces it implements and the abilities its client claims.
+func TestCapabilitiesAreTheDeclared(t *testing.T) {
+	cs := newClusters(t)
+	for _, c := range algorithmCases(t, false) {
+		t.Run(c.label, func(t *testing.T) {
+			l := newLocker(t, c.Name, cs.endpoints(t, c.spec), 0, c.options)
+			for _, cp := range AllCapabilities() {
+				if got, want := Has(l, cp), c.caps[cp] == With; got != want {
+					t.Errorf("capability %s: has %v, declared %v", cp, got, want)
+				}
+			}
+		})
 	}
 }
 
 // TestContract runs every algorithm against a real server: acquire,
-// contention, release, token order, validity.
+// contention, release, token order, validity, each as its declared lease
+// semantics say.
 func TestContract(t *testing.T) {
 	cs := newClusters(t)
-	for _, c := range contracts {
-		label := c.label
-		if label == "" {
-			label = c.name
-		}
-		t.Run(label, func(t *testing.T) {
+	for _, c := range algorithmCases(t, true) {
+		t.Run(c.label, func(t *testing.T) {
 			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			a := newLocker(t, c.name, eps, 0, c.options)
-			b := newLocker(t, c.name, eps, 1, c.options)
-			key := "contract-" + c.name
+			a := newLocker(t, c.Name, eps, 0, c.options)
+			b := newLocker(t, c.Name, eps, 1, c.options)
+			key := "contract-" + c.Name
+			// A lock that frees itself is taken again once it did.
+			ttl := 5 * time.Second
+			if c.expires() {
+				ttl = 300 * time.Millisecond
+			}
+			noTry := c.lease.GiveUp == GiveUpClosesClient
+			ownedRelease := c.lease.Release == ReleaseChecksOwner
+			hasToken := c.lease.Token != ""
 
 			start := time.Now()
-			la, err := a.Acquire(ctx, key, c.ttl)
+			la, err := a.Acquire(ctx, key, ttl)
 			if err != nil {
 				t.Fatalf("first acquire: %v", err)
 			}
-			checkLease(t, c, la, key, start, time.Now())
+			checkLease(t, c, ttl, la, key, start, time.Now())
 
 			// refused checks that l's acquire of the held key is refused,
 			// and returns the Locker to go on with.
 			refused := func(l Locker, worker int, what string) Locker {
 				t.Helper()
-				if !c.noTry {
-					if _, err := l.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
+				if !noTry {
+					if _, err := l.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
 						t.Fatalf("%s: err = %v, want ErrNotAcquired", what, err)
 					}
 					return l
 				}
 				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				defer cancel()
-				if _, err := l.Acquire(wctx, key, c.ttl); !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
+				if _, err := l.Acquire(wctx, key, ttl); !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
 					t.Fatalf("%s: err = %v, want ErrClientClosed", what, err)
 				}
-				return newLocker(t, c.name, eps, worker, c.options)
+				return newLocker(t, c.Name, eps, worker, c.options)
 			}
 			b = refused(b, 1, "contended acquire")
 			err = a.Release(ctx, la)
 			switch {
-			case c.expires && !errors.Is(err, ErrReleaseNoOp):
+			case c.expires() && !errors.Is(err, ErrReleaseNoOp):
 				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
-			case !c.expires && err != nil:
+			case !c.expires() && err != nil:
 				t.Fatalf("release: %v", err)
 			}
-			if c.expires {
+			if c.expires() {
 				// Released or not, the lock is held until its validity ends.
 				if time.Now().Before(la.Until) {
-					if _, err := b.Acquire(ctx, key, c.ttl); !errors.Is(err, ErrNotAcquired) {
+					if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
 						t.Fatalf("acquire within the validity after release: err = %v, want ErrNotAcquired", err)
 					}
 				}
 				time.Sleep(time.Until(la.Until) + 20*time.Millisecond)
 			}
 			start = time.Now()
-			lb, err := b.Acquire(ctx, key, c.ttl)
+			lb, err := b.Acquire(ctx, key, ttl)
 			if err != nil {
 				t.Fatalf("acquire after release: %v", err)
 			}
-			checkLease(t, c, lb, key, start, time.Now())
-			if c.token && lb.Token <= la.Token {
+			checkLease(t, c, ttl, lb, key, start, time.Now())
+			if hasToken && lb.Token <= la.Token {
 				t.Fatalf("token %d after token %d: not increasing", lb.Token, la.Token)
 			}
 
 			err = a.Release(ctx, la)
 			switch {
-			case c.ownedRelease && !errors.Is(err, ErrNotHeld):
+			case ownedRelease && !errors.Is(err, ErrNotHeld):
 				t.Fatalf("second release of the first lease: err = %v, want ErrNotHeld", err)
-			case c.expires && !errors.Is(err, ErrReleaseNoOp):
+			case c.expires() && !errors.Is(err, ErrReleaseNoOp):
 				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
-			case !c.ownedRelease && !c.expires && err != nil:
+			case !ownedRelease && !c.expires() && err != nil:
 				t.Fatalf("release without owner check: err = %v, want nil", err)
 			}
-			if c.expires {
+			if c.expires() {
 				return
 			}
-			if !c.ownedRelease {
+			if !ownedRelease {
 				// The stale release freed b's lock: a takes it at once.
-				lc, err := a.Acquire(ctx, key, c.ttl)
+				lc, err := a.Acquire(ctx, key, ttl)
 				if err != nil {
 					t.Fatalf("acquire after a stale release: %v", err)
 				}
@@ -298,10 +375,10 @@ func TestContract(t *testing.T) {
 					t.Fatalf("release: %v", err)
 				}
 				err = a.Release(ctx, lc)
-				if c.freeReleaseNotHeld && !errors.Is(err, ErrNotHeld) {
+				if c.lease.Release == ReleaseFreesAnyHolderRefusesFree && !errors.Is(err, ErrNotHeld) {
 					t.Fatalf("release of a free lock: err = %v, want ErrNotHeld", err)
 				}
-				if !c.freeReleaseNotHeld && err != nil {
+				if c.lease.Release != ReleaseFreesAnyHolderRefusesFree && err != nil {
 					t.Fatalf("unconditional release of a free lock: err = %v, want nil", err)
 				}
 				return
@@ -310,11 +387,11 @@ func TestContract(t *testing.T) {
 			if err := b.Release(ctx, lb); err != nil {
 				t.Fatalf("release of the second lease: %v", err)
 			}
-			lc, err := a2.Acquire(ctx, key, c.ttl)
+			lc, err := a2.Acquire(ctx, key, ttl)
 			if err != nil {
 				t.Fatalf("third acquire: %v", err)
 			}
-			if c.token && lc.Token <= lb.Token {
+			if hasToken && lc.Token <= lb.Token {
 				t.Fatalf("token %d after token %d: not increasing", lc.Token, lb.Token)
 			}
 			if err := a2.Release(ctx, lc); err != nil {
@@ -324,26 +401,26 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// checkLease checks a fresh lease, taken between start and end, against the
-// contract.
-func checkLease(t *testing.T, c contract, l Lease, key string, start, end time.Time) {
+// checkLease checks a fresh lease of ttl, taken between start and end,
+// against the case's lease semantics.
+func checkLease(t *testing.T, c algorithmCase, ttl time.Duration, l Lease, key string, start, end time.Time) {
 	t.Helper()
 	if l.Key != key {
 		t.Errorf("lease key %q, want %q", l.Key, key)
 	}
-	if c.token != (l.Token != 0) {
-		t.Errorf("lease token %d; algorithm has tokens: %v", l.Token, c.token)
+	if hasToken := c.lease.Token != ""; hasToken != (l.Token != 0) {
+		t.Errorf("lease token %d; algorithm has tokens: %v", l.Token, hasToken)
 	}
-	if !c.until {
+	if !c.lease.Until {
 		if !l.Until.IsZero() {
 			t.Errorf("lease Until %v, want none", l.Until)
 		}
 		return
 	}
-	if !l.Until.After(start) || l.Until.After(end.Add(c.ttl)) {
-		t.Errorf("lease Until is %v after the acquire started, want in (0, %v]", l.Until.Sub(start), end.Sub(start)+c.ttl)
+	if !l.Until.After(start) || l.Until.After(end.Add(ttl)) {
+		t.Errorf("lease Until is %v after the acquire started, want in (0, %v]", l.Until.Sub(start), end.Sub(start)+ttl)
 	}
-	if c.expires {
+	if c.expires() {
 		return // a slot may be nearly over when it is taken
 	}
 	if l.Until.Before(end) {

@@ -9,36 +9,29 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// TestCrashEndsTheSession crashes a holder of each session-bound lock and
-// checks that another worker then takes the lock at once, long before the
-// lease could run out, because the crash closed the holder's client (DESIGN
-// §5: closing the client frees the lock); and that the crashed worker goes
-// on as a new process with a new client of its own.
+// TestCrashEndsTheSession crashes a holder of each declared session lock
+// (LeaseSemantics.Session: closing the client frees the lock) and checks
+// that another worker then takes the lock at once, long before the lease
+// could run out, because the crash closed the holder's client; and that
+// the crashed worker goes on as a new process with a new client of its
+// own. A lock whose contended acquire waits and closes its
+// client (GiveUpClosesClient) is left out: the contender cannot be refused.
 func TestCrashEndsTheSession(t *testing.T) {
 	cs := newClusters(t)
-	tests := []struct {
-		name    string
-		options map[string]string
-		ttl     time.Duration
-	}{
-		{name: "pg-advisory", ttl: 30 * time.Second},
-		// A 30 s session: only closing it frees the node within the test.
-		{name: "zk-recipe", options: map[string]string{"wait": "100ms", "session-timeout": "30s"}, ttl: 30 * time.Second},
-		{name: "etcd-mutex", ttl: 30 * time.Second},
-	}
-	specs := map[string]leaseContract{}
-	for _, c := range leaseContracts {
-		specs[c.name] = c
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			eps := cs.endpoints(t, specs[tc.name].spec)
+	tested := 0
+	for _, tc := range algorithmCases(t, false) {
+		if !tc.lease.Session || tc.lease.GiveUp == GiveUpClosesClient {
+			continue
+		}
+		tested++
+		// A 30 s lease, and the sessions the tests ask for (at least
+		// that): only closing the client frees the lock within the test.
+		tc.ttl = 30 * time.Second
+		t.Run(tc.label, func(t *testing.T) {
+			eps := cs.endpoints(t, tc.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			alg, err := Lookup(tc.name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			alg := tc.Algorithm
 			open := func(ctx context.Context) (Locker, error) {
 				return alg.New(ctx, Target{Worker: 0, Endpoints: eps, Clock: wallClock{}, Rand: newTestRand(1), Options: tc.options})
 			}
@@ -49,8 +42,8 @@ func TestCrashEndsTheSession(t *testing.T) {
 			rec := history.NewRecorder()
 			a := &Recorded{Locker: first, Rec: rec, Proc: NewProcess(0, 2), Open: open}
 			t.Cleanup(func() { _ = a.Close() })
-			b := newLocker(t, tc.name, eps, 1, tc.options)
-			key := "crash-" + tc.name
+			b := newLocker(t, tc.Name, eps, 1, tc.options)
+			key := "crash-" + tc.Name
 
 			if _, err := a.Acquire(ctx, key, tc.ttl); err != nil {
 				t.Fatalf("acquire: %v", err)
@@ -106,5 +99,8 @@ func TestCrashEndsTheSession(t *testing.T) {
 				}
 			}
 		})
+	}
+	if tested < 3 {
+		t.Fatalf("%d session locks tested, want pg-advisory, zk-recipe and etcd-mutex at least", tested)
 	}
 }

@@ -117,15 +117,11 @@ var (
 // that is not a replica or sentinel and never looks for other members.
 func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
 	const name = "etcd-mutex"
-	opts := newOptionReader(name, t.Options)
-	timeout := opts.duration("timeout", DefaultEtcdTimeout)
-	release := opts.str("release", EtcdReleaseUnlock)
-	if release != EtcdReleaseUnlock && release != EtcdReleaseTxn {
-		opts.fail("release", release, fmt.Errorf("must be %q or %q", EtcdReleaseUnlock, EtcdReleaseTxn))
-	}
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, etcdOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	timeout, release := opts.duration(optEtcdTimeout), opts.text(optEtcdRelease)
 	peers, err := peerEndpoints(name, t.Endpoints)
 	if err != nil {
 		return nil, err

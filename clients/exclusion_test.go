@@ -21,24 +21,24 @@ var unsafeWithoutFaults = map[string]string{
 // at once and that each worker's errors are only ErrNotAcquired.
 func TestMutualExclusionWithoutFaults(t *testing.T) {
 	cs := newClusters(t)
-	for _, c := range contracts {
-		if c.label != "" || unsafeWithoutFaults[c.name] != "" {
+	for _, c := range algorithmCases(t, false) {
+		if unsafeWithoutFaults[c.Name] != "" {
 			continue
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.Name, func(t *testing.T) {
 			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
-			ttl := c.ttl
-			if c.expires {
+			ttl := 5 * time.Second
+			if c.expires() {
 				ttl = 30 * time.Millisecond
 			}
 			const workers, attempts = 3, 8
 			lockers := make([]Locker, workers)
 			for w := range lockers {
-				lockers[w] = newLocker(t, c.name, eps, w, c.options)
+				lockers[w] = newLocker(t, c.Name, eps, w, c.options)
 			}
-			key := "exclusion-" + c.name
+			key := "exclusion-" + c.Name
 			var holders, taken atomic.Int32
 			var wg sync.WaitGroup
 			errs := make(chan error, workers*attempts)

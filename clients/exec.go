@@ -55,34 +55,11 @@ type InCallHooker interface {
 
 // Abilities is a Locker whose abilities are known only once it runs (an
 // external client says which parts of the protocol it speaks). Can reports
-// whether it has one: AbilityRenew, AbilityWait. A Locker that is not an
+// whether it has one (a Capability the protocol names: CapRenew, CapWait,
+// CapAfterResponse, CapLost). A Locker that is not an
 // Abilities has the abilities its type has (Renewer, Waiter).
 type Abilities interface {
 	Can(ability string) bool
-}
-
-// The abilities of Abilities.Can.
-const (
-	AbilityRenew = lockproto.AbilityRenew
-	AbilityWait  = lockproto.AbilityWait
-)
-
-// CanRenew reports whether l can renew a lease.
-func CanRenew(l Locker) bool {
-	if _, ok := l.(Renewer); !ok {
-		return false
-	}
-	a, ok := l.(Abilities)
-	return !ok || a.Can(AbilityRenew)
-}
-
-// CanWait reports whether l can wait for a lock.
-func CanWait(l Locker) bool {
-	if _, ok := l.(Waiter); !ok {
-		return false
-	}
-	a, ok := l.(Abilities)
-	return !ok || a.Can(AbilityWait)
 }
 
 // Exec is a lock client running as a program of its own, one process per
@@ -126,10 +103,11 @@ func NewExec(ctx context.Context, t Target) (Locker, error) {
 // startExec starts the exec algorithm's client for t: the command, its
 // environment and its init (docs/lock-protocol.md §1, §2).
 func startExec(ctx context.Context, t Target, lost func(key, owner string)) (*lockproto.Process, error) {
-	command := strings.TrimSpace(t.Options[ExecCommandOption])
-	if command == "" {
-		return nil, fmt.Errorf("clients: %s: option %s: %w: the client's command is required (lock.options.command, or --lock-command)", ExecAlgorithm, ExecCommandOption, ErrBadOption)
+	opts, err := readOptions(ExecAlgorithm, t.Options, execOptions, true)
+	if err != nil {
+		return nil, err
 	}
+	command := strings.TrimSpace(opts.text(optExecCommand))
 	if len(t.Endpoints) == 0 {
 		return nil, fmt.Errorf("clients: %s: no endpoints", ExecAlgorithm)
 	}
@@ -308,7 +286,7 @@ func (e *Exec) Acquire(ctx context.Context, key string, ttl time.Duration) (Leas
 
 // AcquireWait asks the client to wait for the lock up to wait.
 func (e *Exec) AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error) {
-	if !e.Can(AbilityWait) {
+	if !e.Can(string(CapWait)) {
 		return Lease{}, ErrNoWait
 	}
 	return e.acquire(ctx, key, ttl, wait)
@@ -340,7 +318,7 @@ func (e *Exec) Release(ctx context.Context, l Lease) error {
 
 // Renew asks the client to extend l by ttl.
 func (e *Exec) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	if !e.Can(AbilityRenew) {
+	if !e.Can(string(CapRenew)) {
 		return Lease{}, ErrNoRenewal
 	}
 	called := time.Now()

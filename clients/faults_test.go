@@ -98,8 +98,8 @@ func TestAfterResponseHook(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("redlock pause longer than the ttl", func(t *testing.T) {
-		a := newLocker(t, "redlock", eps, 0, slowMachine["redlock"])
-		b := newLocker(t, "redlock", eps, 1, slowMachine["redlock"])
+		a := newLocker(t, "redlock", eps, 0, testOptions["redlock"])
+		b := newLocker(t, "redlock", eps, 1, testOptions["redlock"])
 		const ttl = 100 * time.Millisecond
 		a.(ResponseHooker).SetAfterResponse(func() { time.Sleep(ttl) })
 		_, err := a.Acquire(ctx, "hook-redlock", ttl)
@@ -147,7 +147,7 @@ func TestRedlockQuorum(t *testing.T) {
 	if err := cl.Kill(ctx, eps[2].Name); err != nil {
 		t.Fatal(err)
 	}
-	opts := slowMachine
+	opts := testOptions
 	for _, name := range []string{"redlock", "redsync"} {
 		l := newLocker(t, name, eps, 0, opts[name])
 		lease, err := l.Acquire(ctx, "quorum-"+name, 5*time.Second)

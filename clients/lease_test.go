@@ -15,8 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
 // serverLease reads, from the server itself, the window in which the service
@@ -25,69 +23,45 @@ import (
 // from start to end.
 type serverLease func(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, start, end time.Time) (lo, hi time.Time)
 
-// leaseContract is what one algorithm's Lease says about the service, and how
-// the server shows it.
-type leaseContract struct {
-	name    string
-	spec    cluster.Spec
-	options map[string]string
+// leaseServer is how the tests read one algorithm's lease from its server:
+// with what ttl and options, and by what reading.
+type leaseServer struct {
 	ttl     time.Duration
-	session bool // closing the client frees the lock
-	never   bool // the service keeps the lock until a release
-	server  serverLease
-	// closesToGiveUp: a wait that ends before the lock is taken ends by
-	// closing the client (ErrClientClosed): zk.Lock cannot be abandoned.
-	closesToGiveUp bool
-	// waitEndsUnknown: a wait that ends before the lock is taken ends in
-	// an unknown outcome (redsync drops its tries' answers).
-	waitEndsUnknown bool
+	options map[string]string
+	read    serverLease
 }
 
-var leaseContracts = []leaseContract{
-	{name: "redis-single", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
-	{name: ExecAlgorithm, spec: redisMasters, options: respLockOptions, ttl: 5 * time.Second, server: redisPTTL(1)},
-	{name: "redis-fenced", spec: redisMasters, ttl: 5 * time.Second, server: redisPTTL(1)},
-	{name: "redlock", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redlock"], server: redisPTTL(3)},
-	{name: "redsync", spec: redisMasters, ttl: 5 * time.Second, options: slowMachine["redsync"], server: redisPTTL(3), waitEndsUnknown: true},
-	{name: "redis-zadd-mutex", spec: redisMasters, ttl: 5 * time.Second, never: true},
-	{name: "redis-zadd-timeout", spec: redisMasters, ttl: 2 * time.Second, server: zaddSlotEnd},
-	{name: "redis-zadd-state", spec: redisMasters, ttl: 5 * time.Second, never: true},
-	{name: "pg-mutex", spec: postgresOne, ttl: 5 * time.Second, never: true},
-	{name: "pg-timeout", spec: postgresOne, ttl: 2 * time.Second, server: pgTimeoutRow},
-	{name: "pg-state", spec: postgresOne, ttl: 5 * time.Second, never: true},
-	{name: "pg-unique-row", spec: postgresOne, ttl: 5 * time.Second, never: true},
-	{name: "pg-advisory", spec: postgresOne, ttl: 5 * time.Second, session: true, never: true},
+// leaseServers are the algorithms whose leases the tests read from the
+// server as well (TestLeaseMatchesServer, TestRenew).
+var leaseServers = map[string]leaseServer{
+	"redis-single":       {ttl: 5 * time.Second, read: redisPTTL(1)},
+	ExecAlgorithm:        {ttl: 5 * time.Second, read: redisPTTL(1)},
+	"redis-fenced":       {ttl: 5 * time.Second, read: redisPTTL(1)},
+	"redlock":            {ttl: 5 * time.Second, read: redisPTTL(3)},
+	"redsync":            {ttl: 5 * time.Second, read: redisPTTL(3)},
+	"redis-zadd-timeout": {ttl: 2 * time.Second, read: zaddSlotEnd},
+	"pg-timeout":         {ttl: 2 * time.Second, read: pgTimeoutRow},
 	// The server clamps the session timeout asked for (90 s) to its
 	// maximum (60 s): the lease is what it granted, not what was asked.
-	{name: "zk-recipe", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"wait": "100ms", "session-timeout": "90s"}, session: true, server: zkSessionTimeout},
-	{name: "zk-lock", spec: zkOne, ttl: 5 * time.Second, options: map[string]string{"session-timeout": "90s"}, session: true, server: zkSessionTimeout, closesToGiveUp: true},
+	"zk-recipe": {ttl: 5 * time.Second, options: map[string]string{"session-timeout": "90s"}, read: zkSessionTimeout},
+	"zk-lock":   {ttl: 5 * time.Second, options: map[string]string{"session-timeout": "90s"}, read: zkSessionTimeout},
 	// A ttl of 1.5 s is a lease of 2 s: etcd leases are whole seconds.
-	{name: "etcd-mutex", spec: etcdOne, ttl: 1500 * time.Millisecond, session: true, server: etcdGrantedTTL},
-}
-
-func TestLeaseContractCoversEveryAlgorithm(t *testing.T) {
-	covered := map[string]bool{}
-	for _, c := range leaseContracts {
-		covered[c.name] = true
-	}
-	for _, name := range Names() {
-		if !covered[name] {
-			t.Errorf("%s has no lease contract", name)
-		}
-	}
+	"etcd-mutex": {ttl: 1500 * time.Millisecond, read: etcdGrantedTTL},
 }
 
 // TestLeaseMatchesServer takes each algorithm's lock once and checks the
-// Lease it returns (Expires, Never, Session) against the server's own view
-// of the lock: the key's PTTL, the stored slot or timestamp, the negotiated
-// session timeout, the lease's granted TTL. Expires must not be after the
-// earliest moment the server may free the lock (a later one would make the
-// checker call a legitimate grant early), and not earlier than that moment
-// less the acquire's own duration (and a millisecond of rounding).
+// Lease it returns (Expires, Never, Session) against its declared lease
+// semantics and, where the tests know how to read it (leaseServers),
+// against the server's own view of the lock: the key's PTTL, the stored
+// slot or timestamp, the negotiated session timeout, the lease's granted
+// TTL. Expires must not be after the earliest moment the server may free
+// the lock (a later one would make the checker call a legitimate grant
+// early), and not earlier than that moment less the acquire's own duration
+// (and a millisecond of rounding).
 func TestLeaseMatchesServer(t *testing.T) {
-	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint) {
-		a := newLocker(t, c.name, eps, 0, c.options)
-		key := "lease-" + c.name
+	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c algorithmCase, eps []Endpoint) {
+		a := newLocker(t, c.Name, eps, 0, c.options)
+		key := "lease-" + c.Name
 		start := time.Now()
 		l, err := a.Acquire(ctx, key, c.ttl)
 		end := time.Now()
@@ -95,19 +69,22 @@ func TestLeaseMatchesServer(t *testing.T) {
 			t.Fatalf("acquire: %v", err)
 		}
 		t.Cleanup(func() { _ = a.Release(context.Background(), l) })
-		if l.Session != c.session {
-			t.Errorf("Session = %v, want %v", l.Session, c.session)
+		if l.Session != c.lease.Session {
+			t.Errorf("Session = %v, declared %v", l.Session, c.lease.Session)
 		}
-		if c.never {
+		if c.lease.Expiry == ExpiresNever {
 			if !l.Never || !l.Expires.IsZero() {
 				t.Fatalf("the server keeps the lock until a release; lease says Never %v, Expires %v", l.Never, l.Expires)
 			}
 			return
 		}
-		lo, hi := c.server(t, ctx, eps, l, start, end)
 		if l.Never || l.Expires.IsZero() {
 			t.Fatalf("the server frees the lock on its own; lease says Never %v, Expires %v", l.Never, l.Expires)
 		}
+		if c.server == nil {
+			return
+		}
+		lo, hi := c.server(t, ctx, eps, l, start, end)
 		if l.Expires.After(hi) {
 			t.Errorf("Expires is %v after the acquire started, but the server may free the lock %v after it", l.Expires.Sub(start), hi.Sub(start))
 		}
@@ -119,12 +96,27 @@ func TestLeaseMatchesServer(t *testing.T) {
 	})
 }
 
-// eachAlgorithm runs f as one subtest per lease contract (every algorithm),
-// on the contract's cluster, with a context bounded for the subtest.
-func eachAlgorithm(t *testing.T, f func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint)) {
+// TestLeaseServersAreDeclared keeps leaseServers to declared algorithms
+// whose service frees the lock on its own.
+func TestLeaseServersAreDeclared(t *testing.T) {
+	for name := range leaseServers {
+		a, err := Lookup(name)
+		if err != nil {
+			t.Errorf("lease server of %s: %v", name, err)
+			continue
+		}
+		if a.Lease != nil && a.Lease.Expiry == ExpiresNever {
+			t.Errorf("lease server of %s, whose service never frees the lock", name)
+		}
+	}
+}
+
+// eachAlgorithm runs f as one subtest per declared algorithm, on its
+// system's cluster, with a context bounded for the subtest.
+func eachAlgorithm(t *testing.T, f func(t *testing.T, ctx context.Context, c algorithmCase, eps []Endpoint)) {
 	cs := newClusters(t)
-	for _, c := range leaseContracts {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range algorithmCases(t, false) {
+		t.Run(c.label, func(t *testing.T) {
 			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
@@ -276,28 +268,4 @@ func etcdGrantedTTL(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, 
 	// The lease counts from the grant, made within the acquire, or from a
 	// later keep-alive.
 	return start.Add(granted), end.Add(granted)
-}
-
-// TestAlgorithmLeaseTextMatchesContract keeps `jepsen-lite list
-// --algorithms` true: an algorithm's Lease text says "never" exactly when
-// its service keeps the lock until a release, and "closing the client frees
-// it" exactly when its leases are session leases.
-func TestAlgorithmLeaseTextMatchesContract(t *testing.T) {
-	contracts := map[string]leaseContract{}
-	for _, c := range leaseContracts {
-		contracts[c.name] = c
-	}
-	for _, a := range Algorithms() {
-		c, ok := contracts[a.Name]
-		if !ok {
-			t.Errorf("%s has no lease contract", a.Name)
-			continue
-		}
-		if got := strings.HasPrefix(a.Lease, "never"); got != c.never {
-			t.Errorf("%s: lease text %q; the service never frees it on its own: %v", a.Name, a.Lease, c.never)
-		}
-		if got := strings.Contains(a.Lease, "closing the client frees it"); got != c.session {
-			t.Errorf("%s: lease text %q; closing the client frees it: %v", a.Name, a.Lease, c.session)
-		}
-	}
 }

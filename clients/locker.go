@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"strings"
 	"time"
 )
 
@@ -127,17 +126,6 @@ type Target struct {
 // Factory builds one worker's Locker.
 type Factory func(ctx context.Context, t Target) (Locker, error)
 
-// Algorithm describes one lock algorithm under test.
-type Algorithm struct {
-	Name     string // what users type: "redis-single", "redlock", ...
-	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd"
-	Token    string // where its fencing token comes from, or "none"
-	Validity string // how it knows its lease is still valid
-	Lease    string // how long the service keeps the lock without a release, and whether closing the client frees it (DESIGN §5)
-	Steps    []Step // the requests of one acquire, in the order it sends them
-	New      Factory
-}
-
 // Step is one request of an acquire, up to and including the ones that can
 // take the lock (a read of what was taken, after them, is no step of its
 // own). Grants says whether the request can take the lock. An acquire that fails at a step before any step that can
@@ -150,25 +138,6 @@ type Step struct {
 	Name   string // the step's name in the acquire's errors: "create", "acquire", ...
 	Sends  string // what it sends
 	Grants bool   // it can take the lock
-}
-
-// GrantsText returns the one line `jepsen-lite list --algorithms` prints
-// about the steps: those that can take the lock, and those before them that
-// cannot.
-func (a Algorithm) GrantsText() string {
-	var grants, before []string
-	for _, s := range a.Steps {
-		if s.Grants {
-			grants = append(grants, s.Name+" ("+s.Sends+")")
-		} else if len(grants) == 0 {
-			before = append(before, s.Name)
-		}
-	}
-	text := strings.Join(grants, ", then ")
-	if len(before) > 0 {
-		text += "; before it, cannot: " + strings.Join(before, ", ")
-	}
-	return text
 }
 
 // beforeGrantError is the error of an acquire whose step failed before any

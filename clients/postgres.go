@@ -233,13 +233,11 @@ func newPostgres(ctx context.Context, f pgFlavor, t Target) (*Postgres, error) {
 // newPostgresNamed is newPostgres for a client that calls itself name in
 // its errors (a queue implementation built on a flavor's connection).
 func newPostgresNamed(ctx context.Context, name string, f pgFlavor, t Target) (*Postgres, error) {
-	opts := newOptionReader(name, t.Options)
-	user := opts.str("user", DefaultPostgresUser)
-	database := opts.str("database", DefaultPostgresDatabase)
-	timeout := opts.duration("timeout", DefaultPostgresTimeout)
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, pgOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	user, database, timeout := opts.text(optPgUser), opts.text(optPgDatabase), opts.duration(optPgTimeout)
 	ep, err := primaryEndpoint(name, t.Endpoints)
 	if err != nil {
 		return nil, err

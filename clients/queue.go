@@ -55,21 +55,25 @@ type QueueFactory func(ctx context.Context, t Target) (Queue, error)
 
 // QueueAlgorithm describes one queue implementation under test.
 type QueueAlgorithm struct {
-	Name    string // what users type: "pg-queue", ...
-	System  string // the system it runs on
-	Budget  bool   // it keeps a retry budget per task
-	Capture string // its capture, as it sends it
-	New     QueueFactory
+	Name    string  // what users type: "pg-queue", ...
+	System  string  // the system it runs on
+	Budget  Support // it keeps a retry budget per task (ByClient: the client says, with retries_left)
+	Capture string  // its capture, as it sends it
+	// Options are the options its factory reads from Target.Options, and
+	// OtherOptions, when set, says to whom the others go (Algorithm's).
+	Options      []Option
+	OtherOptions string
+	New          QueueFactory
 }
 
 // QueueAlgorithms returns every queue implementation, in a fixed order.
 func QueueAlgorithms() []QueueAlgorithm {
 	return []QueueAlgorithm{
-		{Name: "pg-queue", System: systemPostgres, Budget: true, Capture: oneLine(pgQueueCapture), New: NewPgQueue},
-		{Name: "pg-queue-skip-locked", System: systemPostgres, Budget: true, Capture: oneLine(pgQueueCaptureSkipLocked), New: NewPgQueueSkipLocked},
-		{Name: "redis-zadd-queue", System: systemRedis, Capture: "ZRANGEBYSCORE tasks:<queue> 0 0 and 2 2 (done, failed), then ZADD tasks:<queue> XX CH 1 <id> for each (1 = captured) up to the limit, then ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueue},
-		{Name: "redis-zadd-queue-script", System: systemRedis, Capture: "one script: for each member of ZRANGE tasks:<queue> 0 2 BYSCORE up to the limit, ZADD tasks:<queue> XX CH 1 <id> (1 = captured) and ZADD tasks:<queue>:captured <ms> <id>", New: NewRedisZaddQueueScript},
-		{Name: ExecAlgorithm, System: "any", Capture: "the protocol's capture request to a program of the user's (docs/lock-protocol.md §6)", New: NewExecQueue},
+		{Name: "pg-queue", System: systemPostgres, Budget: With, Capture: oneLine(pgQueueCapture), Options: pgOptions, New: NewPgQueue},
+		{Name: "pg-queue-skip-locked", System: systemPostgres, Budget: With, Capture: oneLine(pgQueueCaptureSkipLocked), Options: pgOptions, New: NewPgQueueSkipLocked},
+		{Name: "redis-zadd-queue", System: systemRedis, Capture: "ZRANGEBYSCORE tasks:<queue> 0 0 and 2 2 (done, failed), then ZADD tasks:<queue> XX CH 1 <id> for each (1 = captured) up to the limit, then ZADD tasks:<queue>:captured <ms> <id>", Options: redisNodeOptions, New: NewRedisZaddQueue},
+		{Name: "redis-zadd-queue-script", System: systemRedis, Capture: "one script: for each member of ZRANGE tasks:<queue> 0 2 BYSCORE up to the limit, ZADD tasks:<queue> XX CH 1 <id> (1 = captured) and ZADD tasks:<queue>:captured <ms> <id>", Options: redisNodeOptions, New: NewRedisZaddQueueScript},
+		{Name: ExecAlgorithm, System: systemAny, Budget: ByClient, Capture: "the protocol's capture request to a program of the user's (docs/lock-protocol.md §6)", Options: execOptions, OtherOptions: "the client, in init's options", New: NewExecQueue},
 	}
 }
 

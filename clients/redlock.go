@@ -81,11 +81,11 @@ var (
 // replica or sentinel as one master.
 func NewRedlock(ctx context.Context, t Target) (Locker, error) {
 	const name = "redlock"
-	opts := newOptionReader(name, t.Options)
-	nodeTimeout := opts.duration("node-timeout", DefaultRedlockNodeTimeout)
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, redlockOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	nodeTimeout := opts.duration(optRedlockNodeTimeout)
 	masters, err := peerEndpoints(name, t.Endpoints)
 	if err != nil {
 		return nil, err

@@ -57,12 +57,11 @@ var (
 // replica or sentinel as one master.
 func NewRedsync(ctx context.Context, t Target) (Locker, error) {
 	const name = "redsync"
-	opts := newOptionReader(name, t.Options)
-	driftFactor := opts.fraction("drift-factor", DefaultRedsyncDriftFactor)
-	timeoutFactor := opts.fraction("timeout-factor", DefaultRedsyncTimeoutFactor)
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, redsyncOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	driftFactor, timeoutFactor := opts.fraction(optRedsyncDriftFactor), opts.fraction(optRedsyncTimeoutFactor)
 	masters, err := peerEndpoints(name, t.Endpoints)
 	if err != nil {
 		return nil, err

@@ -21,11 +21,9 @@ import (
 // stepFault is one acquire whose step is cut by a real network fault, and
 // the outcome the history must record for it.
 type stepFault struct {
-	algorithm string
-	spec      cluster.Spec
-	options   map[string]string
-	step      string       // the step (Step.Name) the worker's links reset at
-	want      history.Type // fail before any step that can take the lock, info at one
+	algorithmCase
+	step string       // the step (Step.Name) the worker's links reset at
+	want history.Type // fail before any step that can take the lock, info at one
 	// warm: the Locker takes and releases the lock once before the
 	// faulted acquire, so that a step done once per key and client
 	// (zk-recipe's parent) is not sent again.
@@ -35,69 +33,60 @@ type stepFault struct {
 	disconnect bool
 }
 
-var stepFaults = []stepFault{
-	{algorithm: "redis-zadd-mutex", spec: redisMasters, step: "create", want: history.Fail},
-	{algorithm: "redis-zadd-mutex", spec: redisMasters, step: "acquire", want: history.Info},
-	{algorithm: "redis-zadd-state", spec: redisMasters, step: "create", want: history.Fail},
-	{algorithm: "redis-zadd-state", spec: redisMasters, step: "acquire", want: history.Info},
-	{algorithm: "pg-mutex", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
-	{algorithm: "pg-mutex", spec: postgresOne, step: "create", want: history.Fail},
-	{algorithm: "pg-mutex", spec: postgresOne, step: "acquire", want: history.Info},
-	{algorithm: "pg-timeout", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
-	{algorithm: "pg-timeout", spec: postgresOne, step: "create", want: history.Fail},
-	{algorithm: "pg-timeout", spec: postgresOne, step: "acquire", want: history.Info},
-	{algorithm: "pg-state", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
-	{algorithm: "pg-state", spec: postgresOne, step: "create", want: history.Fail},
-	{algorithm: "pg-state", spec: postgresOne, step: "acquire", want: history.Info},
-	{algorithm: "pg-unique-row", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
-	{algorithm: "pg-unique-row", spec: postgresOne, step: "acquire", want: history.Info},
-	{algorithm: "pg-advisory", spec: postgresOne, step: "connect", want: history.Fail, disconnect: true},
-	{algorithm: "pg-advisory", spec: postgresOne, step: "acquire", want: history.Info},
-	{algorithm: "zk-recipe", spec: zkOne, options: map[string]string{"wait": "100ms"}, step: "parent", want: history.Fail},
-	{algorithm: "zk-recipe", spec: zkOne, options: map[string]string{"wait": "100ms"}, step: "create", want: history.Info, warm: true},
-	{algorithm: "etcd-mutex", spec: etcdOne, step: "grant", want: history.Fail},
-	{algorithm: "etcd-mutex", spec: etcdOne, step: "lock", want: history.Info},
+// warmSteps are the steps reached only once the Locker has taken the lock
+// once (the steps before them are sent once per key and client).
+var warmSteps = []string{"zk-recipe/create"}
+
+// stepFaults returns the fault cases of the declared steps: for every
+// algorithm with a step that cannot take the lock, one case for each such
+// step and one for its first step that can, each expecting what the
+// step's declaration says (fail before any step that can take the lock,
+// info at one).
+func stepFaults(t *testing.T) []stepFault {
+	t.Helper()
+	var cases []stepFault
+	for _, c := range algorithmCases(t, false) {
+		if len(c.Steps) == 0 || c.Steps[0].Grants {
+			continue
+		}
+		for _, s := range c.Steps {
+			f := stepFault{algorithmCase: c, step: s.Name, want: history.Fail,
+				warm: slices.Contains(warmSteps, c.Name+"/"+s.Name),
+				// A PostgreSQL Locker opens its connection at the first
+				// acquire after it has none.
+				disconnect: c.System == systemPostgres && s.Name == "connect"}
+			if s.Grants {
+				f.want = history.Info
+			}
+			cases = append(cases, f)
+			if s.Grants {
+				break
+			}
+		}
+	}
+	return cases
 }
 
-// TestStepFaultsCoverEverySteppedAlgorithm keeps the declared steps and the
-// fault tests together: every algorithm with a step that cannot take the
-// lock has a fault case for each such step and one for its first step that
-// can, and each case expects what the step's declaration says (fail
-// before any step that can take the lock, info at one).
+// TestStepFaultsCoverEverySteppedAlgorithm keeps the step fault cases
+// true to the declarations: a step that can take the lock in every
+// algorithm, and the warm steps named by declared steps.
 func TestStepFaultsCoverEverySteppedAlgorithm(t *testing.T) {
-	cases := map[string]stepFault{}
-	for _, c := range stepFaults {
-		cases[c.algorithm+"/"+c.step] = c
-	}
 	for _, a := range Algorithms() {
 		if !slices.ContainsFunc(a.Steps, func(s Step) bool { return s.Grants }) {
 			t.Errorf("%s: no step can take the lock", a.Name)
 		}
-		for i, s := range a.Steps {
-			c, ok := cases[a.Name+"/"+s.Name]
-			if ok {
-				want := history.Fail
-				if s.Grants {
-					want = history.Info
-				}
-				if c.want != want {
-					t.Errorf("%s: step %s (grants %v) expects %s", a.Name, s.Name, s.Grants, c.want)
-				}
-				delete(cases, a.Name+"/"+s.Name)
-			}
-			if s.Grants {
-				if i > 0 && !ok {
-					t.Errorf("%s: no fault case for %s, its first step that can take the lock", a.Name, s.Name)
-				}
-				break
-			}
-			if !ok {
-				t.Errorf("%s: no fault case for %s, a step that cannot take the lock", a.Name, s.Name)
-			}
+	}
+	covered := map[string]bool{}
+	for _, c := range stepFaults(t) {
+		covered[c.Name+"/"+c.step] = true
+	}
+	for _, w := range warmSteps {
+		if !covered[w] {
+			t.Errorf("warm step %s names no declared step before or at the first that can take the lock", w)
 		}
 	}
-	for name := range cases {
-		t.Errorf("fault case %s names no declared step before or at the first that can take the lock", name)
+	if len(covered) < 10 {
+		t.Errorf("%d step fault cases, want the zadd, pg, zk-recipe and etcd-mutex steps", len(covered))
 	}
 }
 
@@ -110,16 +99,16 @@ func TestStepFaultsCoverEverySteppedAlgorithm(t *testing.T) {
 // placed by the step hook, so no timing decides which step it cuts.
 func TestStepFaults(t *testing.T) {
 	cs := newClusters(t)
-	for _, tc := range stepFaults {
-		t.Run(tc.algorithm+"/"+tc.step, func(t *testing.T) {
+	for _, tc := range stepFaults(t) {
+		t.Run(tc.Name+"/"+tc.step, func(t *testing.T) {
 			eps := cs.endpoints(t, tc.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			via, nw, links := throughLinks(t, "w0", eps)
 			const ttl = 5 * time.Second
 			// A key of this run's own: the servers outlive a test run.
-			key := fmt.Sprintf("steps-%s-%s-%d", tc.algorithm, tc.step, time.Now().UnixNano())
-			l := newLocker(t, tc.algorithm, via, 0, tc.options)
+			key := fmt.Sprintf("steps-%s-%s-%d", tc.Name, tc.step, time.Now().UnixNano())
+			l := newLocker(t, tc.Name, via, 0, tc.options)
 			rec := history.NewRecorder()
 			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
 			if tc.warm {
@@ -183,7 +172,7 @@ func TestStepFaults(t *testing.T) {
 				t.Fatalf("a definite failure crashed the process (now %d)", a.Proc.ID())
 			}
 			// It took nothing: another worker takes the lock at once.
-			b := newLocker(t, tc.algorithm, eps, 1, tc.options)
+			b := newLocker(t, tc.Name, eps, 1, tc.options)
 			lb, err := b.Acquire(ctx, key, ttl)
 			if err != nil {
 				t.Fatalf("another worker after the failed acquire: %v", err)

@@ -15,14 +15,20 @@ import (
 // client (ErrClientClosed), and redsync, which drops the answers of its
 // tries, ends in an unknown outcome.
 func TestAcquireWait(t *testing.T) {
-	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c leaseContract, eps []Endpoint) {
-		a := newLocker(t, c.name, eps, 0, c.options)
-		b := newLocker(t, c.name, eps, 1, c.options)
+	eachAlgorithm(t, func(t *testing.T, ctx context.Context, c algorithmCase, eps []Endpoint) {
+		a := newLocker(t, c.Name, eps, 0, c.options)
+		b := newLocker(t, c.Name, eps, 1, c.options)
+		if c.caps[CapWait] != With {
+			if Has(b, CapWait) {
+				t.Fatalf("%s can wait, but is not declared to", c.Name)
+			}
+			return
+		}
 		w, ok := b.(Waiter)
 		if !ok {
-			t.Fatalf("%s is not a Waiter", c.name)
+			t.Fatalf("%s is not a Waiter", c.Name)
 		}
-		key := "wait-" + c.name
+		key := "wait-" + c.Name
 		ttl := c.ttl
 		if ttl > 2*time.Second {
 			ttl = 2 * time.Second
@@ -42,13 +48,13 @@ func TestAcquireWait(t *testing.T) {
 		start := time.Now()
 		_, err = w.AcquireWait(ctx, key, ttl, short)
 		switch {
-		case c.closesToGiveUp:
+		case c.lease.GiveUp == GiveUpClosesClient:
 			if !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
 				t.Fatalf("wait while held: err = %v, want ErrClientClosed", err)
 			}
-			b = newLocker(t, c.name, eps, 1, c.options)
+			b = newLocker(t, c.Name, eps, 1, c.options)
 			w = b.(Waiter)
-		case c.waitEndsUnknown:
+		case c.lease.GiveUp == GiveUpUnknown:
 			if !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotAcquired) {
 				t.Fatalf("wait while held: err = %v, want an unknown outcome", err)
 			}

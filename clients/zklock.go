@@ -66,11 +66,11 @@ var (
 // that is not a replica or sentinel.
 func NewZKLock(ctx context.Context, t Target) (Locker, error) {
 	const name = "zk-lock"
-	opts := newOptionReader(name, t.Options)
-	sessionTimeout := opts.duration("session-timeout", DefaultZKSessionTimeout)
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, zkLockOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	sessionTimeout := opts.duration(optZKSessionTimeout)
 	z := &ZKLock{locks: map[string]*zk.Lock{}, held: map[string]zkHeld{}}
 	// Events wait on z.mu until z.conn is set.
 	z.mu.Lock()

@@ -108,12 +108,11 @@ func (l zkLogger) Printf(format string, args ...any) {
 // endpoint that is not a replica or sentinel.
 func NewZKRecipe(ctx context.Context, t Target) (Locker, error) {
 	const name = "zk-recipe"
-	opts := newOptionReader(name, t.Options)
-	sessionTimeout := opts.duration("session-timeout", DefaultZKSessionTimeout)
-	wait := opts.duration("wait", DefaultZKWait)
-	if err := opts.done(); err != nil {
+	opts, err := readOptions(name, t.Options, zkRecipeOptions, false)
+	if err != nil {
 		return nil, err
 	}
+	sessionTimeout, wait := opts.duration(optZKSessionTimeout), opts.duration(optZKWait)
 	z := &ZKRecipe{
 		wait:    wait,
 		parents: map[string]bool{},

@@ -20,7 +20,7 @@ import (
 func BenchmarkWriteHTML1M(b *testing.B) {
 	dir := b.TempDir()
 	h := synth.Generate(rand.New(rand.NewPCG(1, 2)), synth.Options{Workers: 16, Keys: 4, Ops: 1_000_000, TTL: time.Second, InfoRate: 0.01, Tokens: true, NemesisEvery: 1000})
-	if bad, err := synth.Inject(rand.New(rand.NewPCG(3, 4)), h, synth.DoubleHold); err == nil {
+	if bad, err := synth.Inject(rand.New(rand.NewPCG(3, 4)), h, checker.DoubleHold); err == nil {
 		h = bad
 	}
 	if err := synth.Write(filepath.Join(dir, HistoryFile), h); err != nil {

@@ -8,6 +8,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -164,6 +165,26 @@ func Names() scenarios.Names {
 	}
 }
 
+// lockNeeds returns the capabilities s asks of its lock, each with the
+// scenario field that asks for it: clients.CheckCapabilities checks them
+// against the algorithm's declaration before anything starts.
+func lockNeeds(s *scenarios.Scenario) []clients.Need {
+	var needs []clients.Need
+	if s.Lock.Renew > 0 {
+		needs = append(needs, clients.Need{Capability: clients.CapRenew, Field: "lock.renew"})
+	}
+	if s.Lock.Wait > 0 {
+		needs = append(needs, clients.Need{Capability: clients.CapWait, Field: "lock.acquire"})
+	}
+	if s.Resource == scenarios.Guarded {
+		needs = append(needs, clients.Need{Capability: clients.CapGuarded, Field: "resource"})
+	}
+	if pausesAt(s, nemesis.InCall) {
+		needs = append(needs, clients.Need{Capability: clients.CapInCall, Field: "client-pause point " + nemesis.InCall})
+	}
+	return needs
+}
+
 // LocalBackend starts clusters as local processes.
 func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
 	c, err := local.Start(ctx, spec, net)
@@ -209,6 +230,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Resu
 		alg, err := clients.Lookup(s.Lock.Algorithm)
 		if err != nil {
 			return nil, err
+		}
+		if err := clients.CheckCapabilities(alg.Name, lockNeeds(&s)); err != nil {
+			where := cmp.Or(s.File, s.Name)
+			return nil, fmt.Errorf("%w: %s: %w", ErrSetup, where, err)
 		}
 		factory = alg.New
 	}
@@ -472,7 +497,7 @@ func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory cl
 		}
 		g, ok := l.(clients.GuardedResource)
 		if !ok {
-			return nil, fmt.Errorf("%w: resource %q: %s keeps no register in its system (algorithms that do: the pg locks, etcd-mutex)", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
+			return nil, fmt.Errorf("%w: resource %q: %s keeps no register in its system", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
 		}
 		return guardedRegister{g: g}, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/checker/reference"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -48,7 +49,7 @@ func TestBlameIsShownByItsOps(t *testing.T) {
 				if err != nil {
 					t.Fatalf("seed %d: the cut history is refused: %v", seed, err)
 				}
-				if ref.VerdictOf(reference.Linearizability) != checker.Invalid {
+				if ref.VerdictOf(anomaly.CheckerLinearizability) != checker.Invalid {
 					t.Fatalf("seed %d: %s %v: %s\nbut the ops it rests on are valid for the reference:\n%s", seed, a.Kind, a.Ops, a.Message, jsonl(cut))
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/checker/reference"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -133,7 +134,7 @@ func TestGenerateHonest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if k := res.Kinds[reference.Linearizability]; len(k) > 0 {
+			if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
 				t.Fatalf("seed %d, drift %v: honest service, reference finds %v:\n%s", seed, d, k, jsonl(h))
 			}
 		}
@@ -206,7 +207,7 @@ func TestGenerateLiveness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if k := res.Kinds[reference.Linearizability]; len(k) > 0 {
+			if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
 				t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
 			}
 		}
@@ -250,7 +251,7 @@ func TestGenerateQueueHonest(t *testing.T) {
 			t.Fatal(err)
 		}
 		reaper := slices.ContainsFunc(h, func(op history.Op) bool { return op.F == history.FReap })
-		for _, k := range res.Kinds[reference.Queue] {
+		for _, k := range res.Kinds[anomaly.CheckerQueue] {
 			kinds[honest][k]++
 			if honest && !reaper && k == checker.DoubleCapture {
 				t.Errorf("seed %d: honest queue without a reaper, double-capture:\n%s", seed, jsonl(h))

@@ -48,21 +48,13 @@ import (
 	"slices"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// The names of the checkers whose anomalies the reference computes, as
-// checker.Check names them.
-const (
-	DoubleHold      = "double-hold"
-	Linearizability = "linearizability"
-	Resource        = "resource"
-	FencingTokens   = "fencing-tokens"
-	Queue           = "queue"
-)
-
-// Names lists the checkers of Result.Kinds, in checker.Check's order.
-var Names = []string{DoubleHold, Linearizability, Resource, FencingTokens, Queue}
+// Names lists the checkers (package anomaly's names) whose anomalies the
+// reference computes, the keys of Result.Kinds, in checker.Check's order.
+var Names = []string{anomaly.CheckerDoubleHold, anomaly.CheckerLinearizability, anomaly.CheckerResource, anomaly.CheckerFencingTokens, anomaly.CheckerQueue}
 
 // never is a time (or a history index) that never comes: an expiry that
 // never happens, the return of an op whose outcome is unknown, the crash of
@@ -121,11 +113,11 @@ func Check(h history.History, d float64) (Result, error) {
 			res.Verdict = checker.Invalid
 		}
 	}
-	add(DoubleHold, doubleHolds(x))
-	add(Linearizability, leaseModel(x, d))
-	add(Resource, resourceAnomalies(x, d))
-	add(FencingTokens, tokenAnomalies(x))
-	add(Queue, queueAnomalies(x))
+	add(anomaly.CheckerDoubleHold, doubleHolds(x))
+	add(anomaly.CheckerLinearizability, leaseModel(x, d))
+	add(anomaly.CheckerResource, resourceAnomalies(x, d))
+	add(anomaly.CheckerFencingTokens, tokenAnomalies(x))
+	add(anomaly.CheckerQueue, queueAnomalies(x))
 	return res, nil
 }
 

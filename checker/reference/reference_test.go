@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/checker/reference"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -492,7 +493,7 @@ func TestResumeAtQuiescentPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(res.Kinds[reference.Linearizability], " "); got != checker.EarlyGrant {
+	if got := strings.Join(res.Kinds[anomaly.CheckerLinearizability], " "); got != checker.EarlyGrant {
 		t.Fatalf("got %s", got)
 	}
 	if n := reference.Culprits(h, 0); n != 2 {

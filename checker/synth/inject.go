@@ -6,24 +6,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// The anomaly kinds Inject can plant; they are the checker package's names
-// (the checker imports this package in its benchmarks, so it cannot be
-// imported here).
-const (
-	DoubleHold      = "double-hold"
-	EarlyGrant      = "early-grant"
-	ForeignRelease  = "foreign-release"
-	StaleWrite      = "stale-write"
-	LostUpdate      = "lost-update"
-	TokenReuse      = "token-reuse"
-	TokenRegression = "token-regression"
-)
-
-// Kinds lists the anomaly kinds Inject can plant.
-var Kinds = []string{DoubleHold, EarlyGrant, ForeignRelease, StaleWrite, LostUpdate, TokenReuse, TokenRegression}
+// Kinds lists the anomaly kinds (package anomaly) Inject can plant.
+var Kinds = []string{anomaly.DoubleHold, anomaly.EarlyGrant, anomaly.ForeignRelease, anomaly.StaleWrite, anomaly.LostUpdate, anomaly.TokenReuse, anomaly.TokenRegression}
 
 // Inject returns a copy of h (a history from Generate) with one violation of
 // the given anomaly kind planted at a place chosen with rng; h itself is not
@@ -49,16 +37,16 @@ func Inject(rng *rand.Rand, h history.History, kind string) (history.History, er
 	out := slices.Clone(h)
 	var err error
 	switch kind {
-	case DoubleHold, EarlyGrant:
+	case anomaly.DoubleHold, anomaly.EarlyGrant:
 		err = injectOverlap(rng, out)
-	case ForeignRelease:
+	case anomaly.ForeignRelease:
 		err = injectForeignRelease(rng, out)
-	case StaleWrite:
+	case anomaly.StaleWrite:
 		out, err = injectStaleWrite(rng, out)
-	case LostUpdate:
+	case anomaly.LostUpdate:
 		err = injectLostUpdate(rng, out)
-	case TokenReuse, TokenRegression:
-		err = injectToken(rng, out, kind == TokenReuse)
+	case anomaly.TokenReuse, anomaly.TokenRegression:
+		err = injectToken(rng, out, kind == anomaly.TokenReuse)
 	default:
 		return nil, fmt.Errorf("synth: cannot inject %q", kind)
 	}

@@ -76,9 +76,10 @@ nemesis:
 }
 
 // TestRunRefusesTargetsTheClusterDoesNotHave runs scenario files whose fault
-// targets a node or a worker that does not exist, or whose lock option the
-// algorithm does not know: `run` exits 254 with the file and line before
-// anything starts (no store directory is made).
+// targets a node or a worker that does not exist, whose lock option the
+// algorithm does not know, or that asks of its lock a capability its
+// declaration lacks: `run` exits 254 with one line before anything starts
+// (no store directory is made).
 func TestRunRefusesTargetsTheClusterDoesNotHave(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
@@ -91,6 +92,10 @@ func TestRunRefusesTargetsTheClusterDoesNotHave(t *testing.T) {
 			"t.yaml:6: lock.options: clients: redis-single: clients: bad option: unknown colour (known: timeout)"},
 		{"an unknown queue option", "name: t\nworkload: queue\nsystem: {name: postgres, nodes: 1}\nlock:\n  algorithm: pg-queue\n  ttl: 1s\n  options: {colour: red}\nworkers: 2\nduration: 2s\n",
 			"t.yaml:7: lock.options: clients: pg-queue: clients: bad option: unknown colour (known: database, timeout, user)"},
+		{"a renewal the lock cannot make", "name: t\nsystem: {name: redis, nodes: 1}\nlock:\n  algorithm: redis-zadd-mutex\n  ttl: 1s\n  renew: 300ms\nworkers: 2\nduration: 2s\n",
+			"t.yaml: lock.renew: clients: missing capability: redis-zadd-mutex cannot renew a lease (algorithms that can: "},
+		{"a guarded register the lock cannot keep", "name: t\nsystem: {name: redis, nodes: 1}\nlock: {algorithm: redlock, ttl: 1s}\nresource: guarded\nworkers: 2\nduration: 2s\n",
+			"t.yaml: resource: clients: missing capability: redlock cannot keep the register in its own system, guarded by the lease (algorithms that can: pg-mutex, "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -394,7 +395,7 @@ func withLiveness(r *reports.Results) []checker.Result {
 	if r.Liveness == nil || len(r.Liveness.Anomalies) == 0 {
 		return r.Checkers
 	}
-	return append(slices.Clip(r.Checkers), checker.Result{Name: "liveness", Verdict: r.Liveness.Verdict, Anomalies: r.Liveness.Anomalies})
+	return append(slices.Clip(r.Checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: r.Liveness.Verdict, Anomalies: r.Liveness.Anomalies})
 }
 
 func anomalyKinds(rs []checker.Result) []string {
