@@ -17,10 +17,11 @@ import (
 )
 
 // The tests of this file check the network's semantics against real
-// servers: a cut holds connections and delivers what waited at its heal, a
-// connection ends during a cut only as the OS ends it, a reset closes, and
-// faults hit exactly the links they name. Waits are on conditions, with
-// generous bounds; the only fixed waits are the cuts' own durations.
+// servers beyond what the backends' conformance suite (cluster/conformance)
+// checks of cuts of each shape: a cut keeps an idle PostgreSQL session and
+// its advisory lock, a connection ends during a cut only as the OS ends it,
+// and a reset closes. Waits are on conditions, with generous bounds; the
+// only fixed waits are the cuts' own durations.
 
 // generous bounds every wait of these tests.
 const generous = 30 * time.Second
@@ -54,42 +55,6 @@ func (c *respConn) reply(d time.Duration) (string, error) {
 	_ = c.SetReadDeadline(time.Now().Add(d))
 	line, err := c.r.ReadString('\n')
 	return strings.TrimSpace(line), err
-}
-
-func TestCutDeliversRedisCommandAfterHeal(t *testing.T) {
-	requireBinaries(t, "redis-server")
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 1})
-	direct := c.Nodes()[0].Addr
-	via, err := nw.Link("w0->n1", direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := dialResp(t, via)
-	conn.send(t, "CLIENT ID")
-	id, err := conn.reply(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nw.Cut("w0->n1"); err != nil {
-		t.Fatal(err)
-	}
-	conn.send(t, "INCR sent-during-cut")
-	// A command on a new direct connection is answered while the cut
-	// one has not arrived.
-	time.Sleep(time.Second)
-	if got := mustDo(t, direct, "GET", "sent-during-cut"); got != nil {
-		t.Fatalf("the command crossed the cut: key is %v", got)
-	}
-	if err := nw.Heal("w0->n1"); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := conn.reply(generous); err != nil || r != ":1" {
-		t.Fatalf("reply after the heal: %q, %v; want :1 on the same connection", r, err)
-	}
-	conn.send(t, "CLIENT ID")
-	if again, err := conn.reply(5 * time.Second); err != nil || again != id {
-		t.Fatalf("client id after the heal %q (%v), before %q: the connection was replaced", again, err, id)
-	}
 }
 
 // startLinkedPostgres starts one PostgreSQL node and returns the network,
@@ -242,120 +207,4 @@ func TestResetClosesConnections(t *testing.T) {
 		t.Fatalf("connect after the heal: %v", err)
 	}
 	again.Close(ctx)
-}
-
-func TestNodeCutKeepsReplicationConnection(t *testing.T) {
-	requireBinaries(t, "redis-server")
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 2})
-	n1, n2 := c.Nodes()[0].Addr, c.Nodes()[1].Addr
-	mustDo(t, n1, "SET", "a", "1")
-	waitFor(t, generous, "replica receives a", func() bool { return mustDo(t, n2, "GET", "a") == "1" })
-	replicaID := func() string {
-		r, ok := mustDo(t, n1, "CLIENT", "LIST", "TYPE", "replica").(string)
-		if !ok {
-			t.Fatalf("CLIENT LIST: %v", r)
-		}
-		id, _, _ := strings.Cut(r, " ")
-		return id
-	}
-	before := replicaID()
-	if err := nw.Cut("n2->n1"); err != nil {
-		t.Fatal(err)
-	}
-	mustDo(t, n1, "SET", "b", "1")
-	time.Sleep(time.Second) // the partition
-	if got := mustDo(t, n2, "GET", "b"); got != nil {
-		t.Fatalf("a write crossed the cut replication link: %v", got)
-	}
-	if err := nw.Heal("n2->n1"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, generous, "the replica receives what waited", func() bool { return mustDo(t, n2, "GET", "b") == "1" })
-	if after := replicaID(); after != before {
-		t.Errorf("the replica's connection was replaced: %s before the cut, %s after the heal", before, after)
-	}
-}
-
-func TestCutsHitExactlyTheLinksTheyName(t *testing.T) {
-	requireBinaries(t, "redis-server")
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Nodes: 3})
-	nodes := c.Nodes()
-	conns := map[string]*respConn{}
-	for _, w := range []string{"w1", "w2"} {
-		for _, n := range nodes {
-			name := cluster.LinkName(w, n.Name)
-			via, err := nw.Link(name, n.Addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conns[name] = dialResp(t, via)
-		}
-	}
-	direct := map[string]string{}
-	for _, n := range nodes {
-		direct[n.Name] = n.Addr
-	}
-	// Kleppmann's shape (w1 reaches n1 and n2, w2 reaches n2 and n3),
-	// with one-way cuts for w2: its requests reach n1 but the replies do
-	// not come back; its requests to n2 are dropped.
-	steps := []struct {
-		link string
-		f    cluster.Fault
-	}{
-		{"w1->n3", cluster.Fault{Kind: cluster.FaultCut}},
-		{"w2->n1", cluster.Fault{Kind: cluster.FaultCut, Direction: cluster.DirectionBack}},
-		{"w2->n2", cluster.Fault{Kind: cluster.FaultCut, Direction: cluster.DirectionForward}},
-	}
-	for _, s := range steps {
-		if err := nw.Apply(s.f, s.link); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for name, conn := range conns {
-		conn.send(t, "SET "+strings.ReplaceAll(name, "->", "-")+" 1")
-	}
-	type want struct{ arrives, answered bool }
-	wants := map[string]want{
-		"w1->n1": {true, true}, "w1->n2": {true, true}, "w1->n3": {false, false},
-		"w2->n1": {true, false}, "w2->n2": {false, false}, "w2->n3": {true, true},
-	}
-	for name, w := range wants {
-		_, node, _ := cluster.SplitLinkName(name)
-		key := strings.ReplaceAll(name, "->", "-")
-		if w.arrives {
-			waitFor(t, generous, name+"'s command reaches "+node, func() bool { return mustDo(t, direct[node], "GET", key) == "1" })
-		}
-		if w.answered {
-			if r, err := conns[name].reply(generous); err != nil || r != "+OK" {
-				t.Errorf("%s: reply %q, %v", name, r, err)
-			}
-		}
-	}
-	// Every command through an open direction has arrived and been
-	// answered; those through a cut one have not arrived, or not come back.
-	for name, w := range wants {
-		_, node, _ := cluster.SplitLinkName(name)
-		key := strings.ReplaceAll(name, "->", "-")
-		if !w.arrives {
-			if got := mustDo(t, direct[node], "GET", key); got != nil {
-				t.Errorf("%s: the command crossed a cut (key is %v)", name, got)
-			}
-		}
-		if !w.answered {
-			if r, err := conns[name].reply(100 * time.Millisecond); err == nil {
-				t.Errorf("%s: a reply %q crossed a cut", name, r)
-			}
-		}
-	}
-	if err := nw.HealAll(); err != nil {
-		t.Fatal(err)
-	}
-	for name, w := range wants {
-		if w.answered {
-			continue
-		}
-		if r, err := conns[name].reply(generous); err != nil || r != "+OK" {
-			t.Errorf("%s: reply after the heal %q, %v; want +OK on the same connection", name, r, err)
-		}
-	}
 }

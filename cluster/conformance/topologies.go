@@ -1,0 +1,130 @@
+package conformance
+
+import (
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// Roles of nodes as cluster.Layout names them.
+const (
+	rolePrimary  = "primary"
+	roleReplica  = "replica"
+	roleSentinel = "sentinel"
+)
+
+// systems lists every system the suite knows with the topologies it starts
+// and, for each, the cases that run on its one cluster, in order.
+var systems = []system{
+	{
+		name:  cluster.Redis,
+		probe: redisProbe,
+		topologies: []topology{
+			{
+				name: "masters",
+				spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 3},
+				cases: []testCase{
+					startCase,
+					unknownNodeCase,
+					clientPartitionsCase,
+					pauseCase(named("n2")),
+					killCase(named("n1"), "", lost),
+					killPausedCase(named("n3")),
+					clockSkewCase(named("n1")),
+					noFailoverCase,
+				},
+			},
+			{
+				name: "masters-persistent",
+				spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 1, Persistence: true},
+				cases: []testCase{
+					startCase,
+					killCase(named("n1"), "", survives),
+				},
+			},
+			{
+				name: "primary-replica",
+				spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 3},
+				cases: []testCase{
+					startCase,
+					replicationPartitionsCase,
+					killCase(named("n3"), "n1", catchesUp),
+					failoverCase,
+					rejoinCase,
+					rolesCurrentCase,
+				},
+			},
+			{
+				name: "sentinel",
+				spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 2},
+				cases: []testCase{
+					startCase,
+					sentinelPromoteCase("n2"),
+					sentinelFailoverCase,
+					rolesCurrentCase,
+				},
+			},
+			{
+				name:     "sentinel-3",
+				spec:     cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3},
+				requires: []Ability{Failover, SentinelChoice},
+				cases: []testCase{
+					startCase,
+					sentinelPromoteCase("n3"),
+					rolesCurrentCase,
+				},
+			},
+		},
+	},
+	{
+		name:  cluster.Postgres,
+		probe: postgresProbe,
+		topologies: []topology{
+			{
+				// Persistent, as without persistence PostgreSQL commits
+				// asynchronously (synchronous_commit off) and a kill may
+				// or may not lose the latest commits.
+				name: "single-persistent",
+				spec: cluster.Spec{System: cluster.Postgres, Nodes: 1, Persistence: true},
+				cases: []testCase{
+					startCase,
+					pauseCase(named("n1")),
+					killCase(named("n1"), "", survives),
+					clockSkewCase(named("n1")),
+				},
+			},
+		},
+	},
+	{
+		name:  cluster.ZooKeeper,
+		probe: zookeeperProbe,
+		topologies: []topology{
+			{
+				name: "ensemble-3",
+				spec: cluster.Spec{System: cluster.ZooKeeper, Nodes: 3},
+				cases: []testCase{
+					startCase,
+					isolateCase(zkIsolated),
+					pauseCase(zkFollower),
+					killCase(zkFollower, "", catchesUp),
+					clockSkewCase(zkLeader),
+				},
+			},
+		},
+	},
+	{
+		name:  cluster.Etcd,
+		probe: etcdProbe,
+		topologies: []topology{
+			{
+				name: "cluster-3",
+				spec: cluster.Spec{System: cluster.Etcd, Nodes: 3},
+				cases: []testCase{
+					startCase,
+					isolateCase(named("n1")),
+					pauseCase(named("n2")),
+					killCase(named("n2"), "", catchesUp),
+					clockSkewCase(named("n1")),
+				},
+			},
+		},
+	},
+}
