@@ -167,23 +167,17 @@ type draws struct {
 	offset  bool // a clock offset (clock faults)
 }
 
-// drawsFor returns what a random step of fault is drawn against: client
-// faults draw workers, failovers nothing, every other fault node targets;
-// clock faults also draw an offset.
+// drawsFor returns what a random step of fault is drawn against, by its
+// facts: faults that target workers draw workers, faults that target nodes
+// or links draw node targets, the others (failovers) nothing; faults that
+// take an offset also draw one.
 func drawsFor(fault string) draws {
-	var d draws
-	switch fault {
-	case ClientPause{}.Name(), ClientClock{}.Name():
-		d.workers = true
-	case Failover{}.Name(), SentinelFailover{}.Name():
-	default:
-		d.targets = true
+	f, _ := FactsOf(fault)
+	return draws{
+		workers: f.Targets == TargetsWorkers,
+		targets: f.Targets == TargetsNodes || f.Targets == TargetsLinks,
+		offset:  f.Offset,
 	}
-	switch fault {
-	case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
-		d.offset = true
-	}
-	return d
 }
 
 func (s *RandomSpec) durations() (lo, hi time.Duration) {
@@ -329,12 +323,9 @@ func ReadSchedule(r io.Reader) (Schedule, error) {
 	return out, nil
 }
 
-// networkFault reports whether fault is one of the link faults, whose
-// targets may also be TargetHalves.
+// networkFault reports whether fault targets links, whose targets may also
+// be TargetHalves.
 func networkFault(fault string) bool {
-	switch fault {
-	case Partition{}.Name(), Reset{}.Name(), Latency{}.Name():
-		return true
-	}
-	return false
+	f, _ := FactsOf(fault)
+	return f.Targets == TargetsLinks
 }
