@@ -14,8 +14,8 @@ import (
 var ErrOption = errors.New("nemesis: bad option")
 
 // CheckStep checks a step against its fault: the fault must exist and
-// accept the step (Fault.Check). The pseudo-faults heal and heal-all are
-// accepted.
+// accept the step (Fault.Check), and a moment (Facts.Moment), which has no
+// heal, takes no duration. The pseudo-faults heal and heal-all are accepted.
 func CheckStep(step Step) error {
 	if step.Fault == "heal" || step.Fault == "heal-all" {
 		return nil
@@ -23,6 +23,9 @@ func CheckStep(step Step) error {
 	f, err := Lookup(step.Fault)
 	if err != nil {
 		return err
+	}
+	if f.Facts().Moment && step.Duration > 0 {
+		return fmt.Errorf("%w: %s is a moment, which nothing heals: it takes no duration", ErrOption, step.Fault)
 	}
 	return f.Check(step)
 }

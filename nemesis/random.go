@@ -191,8 +191,8 @@ func (s *RandomSpec) durations() (lo, hi time.Duration) {
 	return lo, hi
 }
 
-// step builds the step of fault at at lasting d, drawing targets and
-// offsets from rng (the first choice when rng is nil).
+// step builds the step of fault at at lasting d (a moment lasts no time),
+// drawing targets and offsets from rng (the first choice when rng is nil).
 func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Step {
 	pick := func(n int) int {
 		if rng == nil || n <= 1 {
@@ -201,6 +201,9 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 		return rng.IntN(n)
 	}
 	st := Step{At: at, Fault: fault, Duration: d}
+	if f, _ := FactsOf(fault); f.Moment {
+		st.Duration = 0 // a moment has no heal; d still spaces the schedule
+	}
 	draw := drawsFor(fault)
 	switch {
 	case draw.workers:

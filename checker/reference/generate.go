@@ -387,13 +387,13 @@ func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op
 }
 
 // nemesis emits one fault of any kind (nemesis.Faults), sometimes with its
-// invoke, and sometimes its heal. From version 6 on, a client pause is
+// invoke, and sometimes its heal (a Jepsen stop after a moment). From version 6 on, a client pause is
 // sometimes recorded only armed, a moment (as the nemesis records it before
 // the worker pauses), which nothing heals.
 func (g *gen) nemesis() {
 	kinds := nemesis.Faults()
 	f := kinds[g.pick(len(kinds))].Facts()
-	moment := g.version >= 6 && f.Name == history.FClientPause && g.chance(0.5)
+	moment := f.Moment || g.version >= 6 && f.Name == history.FClientPause && g.chance(0.5)
 	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
 	op := g.faultOp(history.Info, f, moment)
 	op.Value = v
@@ -409,7 +409,7 @@ func (g *gen) nemesis() {
 	if g.chance(0.5) {
 		g.tick()
 		heal := f.Heal
-		if g.chance(0.2) {
+		if heal == "" || g.chance(0.2) {
 			heal = checker.JepsenStop // as an imported Jepsen history heals
 		}
 		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: heal, Value: v})
@@ -475,6 +475,12 @@ func (g *gen) fault() {
 	}
 	op.Value = history.JSONValue(map[string]any{"targets": targets})
 	if failed {
+		g.emit(op)
+		return
+	}
+	if f.Moment {
+		// In force at its time only: nothing to heal, no node left down.
+		g.tick()
 		g.emit(op)
 		return
 	}
