@@ -71,10 +71,12 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 			if f.Moment {
 				heal = "(a moment)"
 			}
+			desc := f.Description
 			if f.Unavailable != "" {
 				down = "yes"
+				desc += "; nodes down: " + f.Unavailable
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, heal, f.Class, f.Targets, down, everyOr(f.Systems), everyOr(f.Backends), f.Description)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, heal, f.Class, f.Targets, down, everyOr(f.Systems), everyOr(f.Backends), desc)
 		}
 	default:
 		cat, err := scenarios.Catalog(runner.Names())
