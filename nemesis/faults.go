@@ -20,6 +20,7 @@ func Faults() []Fault {
 		ClockStrobe{},
 		ClientClock{},
 		Kill{},
+		Restart{},
 		Pause{},
 		Failover{},
 		SentinelFailover{},
