@@ -58,6 +58,9 @@ type Facts struct {
 	// Offset says that the fault takes a clock offset (Step.Offset), which
 	// a random schedule draws.
 	Offset bool
+	// Proxies says that the fault needs the run's links to go through
+	// proxies (cluster.WithProxies), which a run sets up only then.
+	Proxies bool
 	// Unavailable says which server nodes the fault makes unavailable in
 	// the availability record, and until when; empty when it makes none
 	// unavailable. A fault without it cannot take nodes down
@@ -136,4 +139,32 @@ func (f Facts) op(typ history.Type, value []byte, heals bool) history.Op {
 		op.Heal = f.Heal
 	}
 	return op
+}
+
+// SkewsNodeClocks reports whether a step of steps skews node clocks (a fault
+// of class clock that targets nodes) and expects that to work: the run's
+// cluster must then be able to.
+func SkewsNodeClocks(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(st Step) bool {
+		f, _ := FactsOf(st.Fault)
+		return f.Class == history.ClassClock && f.Targets == TargetsNodes && !st.ExpectFailure
+	})
+}
+
+// SkewsWorkerClocks reports whether a step of steps skews a worker's clock (a
+// fault of class clock that targets workers).
+func SkewsWorkerClocks(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(st Step) bool {
+		f, _ := FactsOf(st.Fault)
+		return f.Class == history.ClassClock && f.Targets == TargetsWorkers
+	})
+}
+
+// NeedsProxies reports whether a step of steps needs the run's links to go
+// through proxies (Facts.Proxies).
+func NeedsProxies(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(st Step) bool {
+		f, _ := FactsOf(st.Fault)
+		return f.Proxies
+	})
 }

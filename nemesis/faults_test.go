@@ -152,3 +152,34 @@ func TestRecordedFaultCarriesItsFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleNeeds checks what a run sets up for its schedule, read from
+// the faults' facts: clusters that can skew node clocks, workers whose clocks
+// can be skewed, and links through proxies.
+func TestScheduleNeeds(t *testing.T) {
+	tests := []struct {
+		name                   string
+		steps                  []Step
+		nodeClocks, workerClks bool
+		proxies                bool
+	}{
+		{"none", []Step{{Fault: "partition"}, {Fault: "kill"}}, false, false, false},
+		{"clock-bump", []Step{{Fault: "partition"}, {Fault: "clock-bump"}}, true, false, false},
+		{"clock-strobe expecting its failure", []Step{{Fault: "clock-strobe", ExpectFailure: true}}, false, false, false},
+		{"client-clock", []Step{{Fault: "client-clock"}}, false, true, false},
+		{"latency", []Step{{Fault: "latency"}, {Fault: "heal-all"}}, false, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SkewsNodeClocks(tc.steps); got != tc.nodeClocks {
+				t.Errorf("SkewsNodeClocks = %v, want %v", got, tc.nodeClocks)
+			}
+			if got := SkewsWorkerClocks(tc.steps); got != tc.workerClks {
+				t.Errorf("SkewsWorkerClocks = %v, want %v", got, tc.workerClks)
+			}
+			if got := NeedsProxies(tc.steps); got != tc.proxies {
+				t.Errorf("NeedsProxies = %v, want %v", got, tc.proxies)
+			}
+		})
+	}
+}

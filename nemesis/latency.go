@@ -14,7 +14,7 @@ const DefaultLatency = 100 * time.Millisecond
 // Latency delays the replies on links by the delay option (default
 // DefaultLatency) plus or minus the jitter option (default 0). It needs the
 // run's links to go through proxies (the runner does so when a step of the
-// schedule is a latency step). A slow node is still up and reachable:
+// schedule is a latency step: Facts.Proxies). A slow node is still up and reachable:
 // latency makes no node unavailable.
 type Latency struct{}
 
@@ -26,6 +26,7 @@ func (Latency) Facts() Facts {
 		Heal:        "heal",
 		Class:       history.ClassNetwork,
 		Targets:     TargetsLinks,
+		Proxies:     true,
 		Tag:         "latency", Column: "latency",
 	}
 }
