@@ -13,26 +13,33 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
 // faultColumn is a column of the design × fault table: the scenarios that
 // carry its tag.
 type faultColumn struct{ tag, title string }
 
-// faultColumns returns the columns of the design × fault table for rows: no
-// fault (the baseline tag), then each fault kind's column (nemesis.Facts Tag
-// and Column) in the order of nemesis.Faults, once, and only when some
-// scenario carries its tag.
-func faultColumns(rows []*gateRow) []faultColumn {
+// faultColumns returns the columns of the design × fault table: no fault
+// (the baseline tag), then each fault kind's column (nemesis.Facts Tag and
+// Column) in the order of nemesis.Faults, once, and only when some scenario
+// of the catalog carries its tag, so that every selection of the catalog
+// gets the same columns.
+func faultColumns() ([]faultColumn, error) {
+	cat, err := scenarios.Catalog(runner.Names())
+	if err != nil {
+		return nil, err
+	}
 	cols := []faultColumn{{"baseline", "no fault"}}
 	for _, k := range nemesis.Faults() {
 		f := k.Facts()
 		c := faultColumn{f.Tag, f.Column}
-		if !slices.Contains(cols, c) && slices.ContainsFunc(rows, func(r *gateRow) bool { return r.sc.HasTag(c.tag) }) {
+		if !slices.Contains(cols, c) && slices.ContainsFunc(cat, func(s *scenarios.Scenario) bool { return s.HasTag(c.tag) }) {
 			cols = append(cols, c)
 		}
 	}
-	return cols
+	return cols, nil
 }
 
 // writeScenariosMarkdown writes docs/scenarios.md: the lock design × fault
@@ -58,7 +65,10 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 
 	fmt.Fprintf(&b, "## Lock design × fault\n\n")
 	fmt.Fprintf(&b, "Each cell is what the checker observed, over %d seeds per scenario: **safe** (every run valid), **unsafe** (anomalies found, named), **lock unsafe … data intact** (the lock let two holders overlap, but a fenced or guarded resource refused every late write) or **mixed**.\n\n", seeds)
-	columns := faultColumns(rows)
+	columns, err := faultColumns()
+	if err != nil {
+		return err
+	}
 	algs := map[string]map[string][]*gateRow{}
 	var algNames []string
 	for _, r := range rows {
