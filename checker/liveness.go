@@ -169,14 +169,16 @@ const JepsenStop = "stop"
 
 // faultsOf follows the faults and heals of h that took effect, in order: a
 // fault (a nemesis op that is not a record, not a heal, not an invoke and
-// did not fail) is in force from its time until a heal of it (HealOf),
-// heal-all or JepsenStop that did not fail, or to the end of the history.
+// did not fail) is in force from its time until a heal of it (the heal its
+// op names, history.Op.Heals), heal-all or JepsenStop that did not fail, or
+// to the end of the history. A fault of class clock (history.Op.FaultOf)
+// skews a clock.
 func faultsOf(h history.History, nemesis []int, version int, end time.Duration) faultState {
 	var fs faultState
 	var skewSince time.Duration
 	skewing := func() bool {
 		for _, i := range fs.inForce {
-			if history.SkewsClocks(h[i].F) {
+			if _, class := h[i].FaultOf(version); class.SkewsClocks() {
 				return true
 			}
 		}
@@ -189,13 +191,14 @@ func faultsOf(h history.History, nemesis []int, version int, end time.Duration) 
 		}
 		fs.any, fs.last = true, op.Time
 		before := skewing()
-		if history.IsHeal(op.F) || op.F == JepsenStop {
+		if op.IsHealOp(version) || op.F == JepsenStop {
 			fs.inForce = slices.DeleteFunc(fs.inForce, func(j int) bool {
-				return op.F == history.FHealAll || op.F == JepsenStop || history.HealOf(h[j].F) == op.F
+				return op.F == JepsenStop || op.Heals(h[j], version)
 			})
-		} else {
+		} else if heal, _ := op.FaultOf(version); heal != "" {
 			fs.inForce = append(fs.inForce, i)
-		}
+		} // a moment is in force at its time only
+
 		switch after := skewing(); {
 		case !before && after:
 			skewSince = op.Time

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 )
 
 // livenessHistory builds a history from ops given as times in milliseconds.
@@ -59,15 +60,24 @@ func (b *livenessHistory) avail(ms, nodes int, down ...string) *livenessHistory 
 	return b.add(ms, history.AvailabilityOp(history.Availability{Nodes: nodes, Down: down}))
 }
 
-// fault adds a nemesis op f.
+// fault adds a nemesis op f; a fault kind's op carries its class and heal
+// (nemesis.Facts), as the nemesis records it from format version 6 on.
 func (b *livenessHistory) fault(ms int, f string) *livenessHistory {
-	return b.add(ms, history.Op{Process: history.NemesisProcess, Type: history.Info, F: f})
+	op := history.Op{Process: history.NemesisProcess, Type: history.Info, F: f}
+	if k, ok := nemesis.FactsOf(f); ok {
+		op.Class, op.Heal = k.Class, k.Heal
+	}
+	return b.add(ms, op)
 }
 
 // failed adds a nemesis op f that did not take effect: a fail op with its
 // error (format version 4).
 func (b *livenessHistory) failed(ms int, f string) *livenessHistory {
-	return b.add(ms, history.Op{Process: history.NemesisProcess, Type: history.Fail, F: f, Error: "could not"})
+	op := history.Op{Process: history.NemesisProcess, Type: history.Fail, F: f, Error: "could not"}
+	if k, ok := nemesis.FactsOf(f); ok {
+		op.Class = k.Class
+	}
+	return b.add(ms, op)
 }
 
 func TestLiveness(t *testing.T) {

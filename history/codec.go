@@ -11,10 +11,10 @@ import (
 
 // AppendJSON appends the JSON encoding of op (one object, no newline) to b
 // and returns the extended slice. Fields are written in the order of the
-// example in DESIGN §2 (index, time, process, client, type, f, key, ttl,
-// token, until, lease, session, kept, value, applied, node, error); zero TTL,
-// Until, Lease, Token, Applied, a false Session or Kept and empty Key, Value, Node,
-// Error are left out; Client is written for every worker op (even 0) and left out for
+// example in docs/history.md (index, time, process, client, type, f, heal,
+// class, key, ttl, token, until, lease, session, kept, value, applied, node,
+// error); zero TTL, Until, Lease, Token, Applied, a false Session or Kept and
+// empty Heal, Class, Key, Value, Node, Error are left out; Client is written for every worker op (even 0) and left out for
 // nemesis ops. A Value that is not valid JSON is written as a JSON string of
 // its bytes, so the output is always valid JSON.
 func AppendJSON(b []byte, op Op) []byte {
@@ -32,6 +32,14 @@ func AppendJSON(b []byte, op Op) []byte {
 	b = appendString(b, string(op.Type))
 	b = append(b, `,"f":`...)
 	b = appendString(b, op.F)
+	if op.Heal != "" {
+		b = append(b, `,"heal":`...)
+		b = appendString(b, op.Heal)
+	}
+	if op.Class != "" {
+		b = append(b, `,"class":`...)
+		b = appendString(b, string(op.Class))
+	}
 	if op.Key != "" {
 		b = append(b, `,"key":`...)
 		b = appendString(b, op.Key)
@@ -143,6 +151,8 @@ type wireOp struct {
 	Client  int64           `json:"client"`
 	Type    string          `json:"type"`
 	F       string          `json:"f"`
+	Heal    string          `json:"heal"`
+	Class   string          `json:"class"`
 	Key     string          `json:"key"`
 	TTL     int64           `json:"ttl"`
 	Until   int64           `json:"until"`
@@ -216,7 +226,8 @@ func (d *decoder) slow(line []byte) (Op, error) {
 	}
 	op := Op{
 		Index: int(w.Index), Time: time.Duration(w.Time), Process: int(w.Process), Client: int(w.Client),
-		Type: Type(d.intern([]byte(w.Type))), F: d.intern([]byte(w.F)), Key: d.intern([]byte(w.Key)),
+		Type: Type(d.intern([]byte(w.Type))), F: d.intern([]byte(w.F)),
+		Heal: d.intern([]byte(w.Heal)), Class: FaultClass(d.intern([]byte(w.Class))), Key: d.intern([]byte(w.Key)),
 		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Lease: time.Duration(w.Lease), Session: w.Session, Kept: w.Kept, Token: w.Token,
 		Applied: time.Duration(w.Applied), Node: d.intern([]byte(w.Node)), Error: w.Error,
 	}
@@ -309,7 +320,7 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 				return op, false
 			}
 			op.Token = u
-		case "type", "f", "key", "node", "error":
+		case "type", "f", "heal", "class", "key", "node", "error":
 			if b[i] != '"' {
 				return op, false
 			}
@@ -335,6 +346,10 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 				}
 			case "f":
 				op.F = d.intern(s)
+			case "heal":
+				op.Heal = d.intern(s)
+			case "class":
+				op.Class = FaultClass(d.intern(s))
 			case "key":
 				op.Key = d.intern(s)
 			case "node":

@@ -13,9 +13,12 @@ import (
 // Version 4 records a fault or heal that did not take effect as a nemesis
 // `fail` op with its `error` (Op.NemesisFailed). Version 5 added the queue
 // workload's ops: capture, set-status, reap and the task table record.
+// Version 6 records on every fault op its heal and class (Op.FaultOf), so
+// that a reader pairs faults with heals and tells clock faults without
+// knowing the fault kinds by name.
 // Every version is read by Read and ReadFile; docs/history.md is the
 // specification.
-const FormatVersion = 5
+const FormatVersion = 6
 
 // FHistory is the f of the header op: the first op of a history written by
 // a run, a nemesis-process info op whose value names the format and its

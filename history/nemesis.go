@@ -1,6 +1,10 @@
 package history
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 // The nemesis ops' f values that readers of a history look for. A fault op is
 // recorded when a fault begins and its heal op when it ends; both carry a
@@ -85,34 +89,131 @@ func EndOp() Op { return Op{Process: NemesisProcess, Type: Info, F: FEnd} }
 // IsEnd reports whether op is the end record.
 func (o Op) IsEnd() bool { return o.Process == NemesisProcess && o.F == FEnd }
 
-// HealOf returns the f recorded when the fault named fault is healed:
-// pause → resume, kill → start, clock-bump and clock-strobe → clock-reset,
-// client-clock → client-clock-reset, client-pause → client-resume, and heal
-// for every other fault (partitions, resets, latency, failovers).
-func HealOf(fault string) string {
-	switch fault {
-	case "pause":
-		return "resume"
-	case "kill":
-		return "start"
-	case "clock-bump", "clock-strobe":
-		return "clock-reset"
-	case "client-clock":
-		return "client-clock-reset"
-	case FClientPause:
-		return FClientResume
-	default:
-		return "heal"
-	}
+// FaultClass is the class of a fault: what kind of harm it does, which the
+// report colours it by and the liveness checker reads (a clock fault skews a
+// clock). Every fault kind declares its class (nemesis.Facts), and from
+// format version 6 on every fault op records it.
+type FaultClass string
+
+// The fault classes, in the order of the report's legend.
+const (
+	// ClassNetwork cuts, resets or slows links.
+	ClassNetwork FaultClass = "network"
+	// ClassPause stops server nodes.
+	ClassPause FaultClass = "pause"
+	// ClassKill kills server nodes.
+	ClassKill FaultClass = "kill"
+	// ClassClock skews a clock, a node's or a worker's: while such a fault
+	// is in force, and for a lease after its heal, a lease may last longer
+	// than the history can say, as it is measured on the skewed clock.
+	ClassClock FaultClass = "clock"
+	// ClassClientPause stops workers.
+	ClassClientPause FaultClass = "client-pause"
+	// ClassFailover replaces a primary.
+	ClassFailover FaultClass = "failover"
+	// ClassOther is any other fault (an imported history's).
+	ClassOther FaultClass = "other"
+)
+
+// FaultClasses returns every fault class, in the order of the report's
+// legend.
+func FaultClasses() []FaultClass {
+	return []FaultClass{ClassNetwork, ClassPause, ClassKill, ClassClock, ClassClientPause, ClassFailover, ClassOther}
 }
 
-// SkewsClocks reports whether the fault named f skews a clock (a node's or a
-// worker's): while it is in force, and for a lease after its heal, a lease
-// may last longer than the history can say, as it is measured on the
-// skewed clock. HealOf(f) names its heal.
-func SkewsClocks(f string) bool {
+// SkewsClocks reports whether a fault of class c skews a clock (ClassClock).
+func (c FaultClass) SkewsClocks() bool { return c == ClassClock }
+
+// FaultOf returns what the nemesis fault op o says about its fault: the f of
+// its heal ("" for a moment, a fault that has no heal) and its class. From
+// format version 6 on, the op carries both (Heal, Class; a class not in
+// FaultClasses reads as ClassOther). In a history of an
+// earlier version they are the facts that version gave the fault's name
+// (LegacyFault). version is the history's format version (Version).
+func (o Op) FaultOf(version int) (heal string, class FaultClass) {
+	if version >= 6 {
+		if !slices.Contains(FaultClasses(), o.Class) {
+			return o.Heal, ClassOther // a class this reader does not know
+		}
+		return o.Heal, o.Class
+	}
+	return LegacyFault(o.F)
+}
+
+// IsHealOp reports whether the nemesis op o ends faults rather than begins
+// one: from format version 6 on, a nemesis op that is no record and carries
+// no class (every fault op carries its own); in a history of an earlier
+// version, one whose f is a heal's of that version (heal, heal-all, resume,
+// start, clock-reset, client-clock-reset, client-resume). version is the
+// history's format version (Version).
+func (o Op) IsHealOp(version int) bool {
+	if o.Process != NemesisProcess || o.IsRecord() {
+		return false
+	}
+	if o.F == FHealAll {
+		return true
+	}
+	if version >= 6 {
+		return o.Class == ""
+	}
+	return legacyHeal(o.F)
+}
+
+// Heals reports whether the heal op o ends the fault op fault: o is heal-all,
+// or its f is the fault's heal (FaultOf). version is the history's format
+// version.
+func (o Op) Heals(fault Op, version int) bool {
+	if o.F == FHealAll {
+		return true
+	}
+	heal, _ := fault.FaultOf(version)
+	return heal != "" && o.F == heal
+}
+
+// LegacyFault returns the heal and class that a history of format version 1
+// to 5, whose fault ops carry neither, gives the fault named f: the fault
+// kinds of those versions by name (pause → resume, kill → start, clock-bump
+// and clock-strobe → clock-reset, client-clock → client-clock-reset,
+// client-pause → client-resume, and heal for partition, reset, latency,
+// failover and sentinel-failover), and for an imported history's other
+// names a class by their words and the heal heal (promote and restart are
+// moments). The table is frozen: a fault kind added later records its own
+// heal and class, and is never looked up here.
+func LegacyFault(f string) (heal string, class FaultClass) {
 	switch f {
-	case "clock-bump", "clock-strobe", "client-clock":
+	case "pause":
+		return "resume", ClassPause
+	case "kill":
+		return "start", ClassKill
+	case "clock-bump", "clock-strobe":
+		return "clock-reset", ClassClock
+	case "client-clock":
+		return "client-clock-reset", ClassClock
+	case FClientPause:
+		return FClientResume, ClassClientPause
+	case "partition", "reset", "latency":
+		return "heal", ClassNetwork
+	case "failover", "sentinel-failover":
+		return "heal", ClassFailover
+	case "promote", "restart":
+		return "", ClassFailover
+	}
+	switch {
+	case strings.HasPrefix(f, "clock"):
+		return "heal", ClassClock
+	case f == "crash":
+		return "heal", ClassKill
+	case f == "isolate" || f == "slow" || f == "drop" || strings.HasPrefix(f, "partition"):
+		return "heal", ClassNetwork
+	}
+	return "heal", ClassOther
+}
+
+// legacyHeal reports whether f names a heal in a history of format version 1
+// to 5.
+func legacyHeal(f string) bool {
+	switch f {
+	case "heal", FHealAll, "resume", "start", "clock-reset", "client-clock-reset", FClientResume:
 		return true
 	}
 	return false
@@ -136,14 +237,4 @@ func (o Op) NemesisFailed(version int) bool {
 		return o.Type == Fail
 	}
 	return o.Error != ""
-}
-
-// IsHeal reports whether f names the end of a fault rather than a fault. A
-// record (FHistory, FAvailability) is neither: see Op.IsRecord.
-func IsHeal(f string) bool {
-	switch f {
-	case "heal", FHealAll, "resume", "start", "clock-reset", "client-clock-reset", FClientResume:
-		return true
-	}
-	return false
 }

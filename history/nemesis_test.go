@@ -43,8 +43,76 @@ func TestRecordsAreNoFaults(t *testing.T) {
 		if got := tt.op.IsRecord(); got != tt.record {
 			t.Errorf("%s: IsRecord = %v, want %v", tt.op.F, got, tt.record)
 		}
-		if tt.record && IsHeal(tt.op.F) {
+		if tt.record && (tt.op.IsHealOp(5) || tt.op.IsHealOp(FormatVersion)) {
 			t.Errorf("%s: a record is no heal", tt.op.F)
+		}
+	}
+}
+
+// TestFaultOf reads a fault op's heal and class: from version 6 on from the
+// op itself, so a fault kind no earlier version knew is read as it says, and
+// before that by its name, the facts of those versions.
+func TestFaultOf(t *testing.T) {
+	tests := []struct {
+		name      string
+		op        Op
+		version   int
+		heal      string
+		class     FaultClass
+		isHeal    bool
+		healsWith string // a heal f that ends it
+	}{
+		{"version 6 fault", Op{Process: NemesisProcess, Type: Info, F: "disk-stall", Heal: "disk-resume", Class: ClassPause}, 6, "disk-resume", ClassPause, false, "disk-resume"},
+		{"version 6 moment", Op{Process: NemesisProcess, Type: Info, F: "bitflip", Class: ClassOther}, 6, "", ClassOther, false, ""},
+		{"version 6 heal", Op{Process: NemesisProcess, Type: Info, F: "disk-resume"}, 6, "", ClassOther, true, ""},
+		{"version 5 reset by its name", Op{Process: NemesisProcess, Type: Info, F: "reset"}, 5, "heal", ClassNetwork, false, "heal"},
+		{"version 5 kill by its name", Op{Process: NemesisProcess, Type: Info, F: "kill"}, 5, "start", ClassKill, false, "start"},
+		{"version 5 clock-strobe by its name", Op{Process: NemesisProcess, Type: Info, F: "clock-strobe"}, 5, "clock-reset", ClassClock, false, "clock-reset"},
+		{"version 5 sentinel-failover by its name", Op{Process: NemesisProcess, Type: Info, F: "sentinel-failover"}, 5, "heal", ClassFailover, false, "heal"},
+		{"version 5 heal by its name", Op{Process: NemesisProcess, Type: Info, F: "clock-reset"}, 5, "heal", ClassOther, true, ""},
+		{"version 1 Jepsen crash", Op{Process: NemesisProcess, Type: Info, F: "crash"}, 1, "heal", ClassKill, false, "heal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.op.IsHealOp(tt.version); got != tt.isHeal {
+				t.Fatalf("IsHealOp = %v, want %v", got, tt.isHeal)
+			}
+			if tt.isHeal {
+				return
+			}
+			heal, class := tt.op.FaultOf(tt.version)
+			if heal != tt.heal || class != tt.class {
+				t.Fatalf("FaultOf = %q, %q, want %q, %q", heal, class, tt.heal, tt.class)
+			}
+			all := Op{Process: NemesisProcess, Type: Info, F: FHealAll}
+			if !all.Heals(tt.op, tt.version) {
+				t.Error("heal-all does not end it")
+			}
+			if tt.healsWith != "" && !(Op{Process: NemesisProcess, Type: Info, F: tt.healsWith}).Heals(tt.op, tt.version) {
+				t.Errorf("%s does not end it", tt.healsWith)
+			}
+			if (Op{Process: NemesisProcess, Type: Info, F: "resume-other"}).Heals(tt.op, tt.version) {
+				t.Error("another fault's heal ends it")
+			}
+		})
+	}
+}
+
+// TestFaultFieldsRoundTrip writes a fault op's heal and class and reads them
+// back, by the fast decoder and by encoding/json.
+func TestFaultFieldsRoundTrip(t *testing.T) {
+	op := Op{Index: 3, Time: 7, Process: NemesisProcess, Type: Info, F: "kill", Heal: "start", Class: ClassKill, Value: []byte(`{"nodes":["n1"]}`)}
+	b := AppendJSON(nil, op)
+	if want := `{"index":3,"time":7,"process":-1,"type":"info","f":"kill","heal":"start","class":"kill","value":{"nodes":["n1"]}}`; string(b) != want {
+		t.Fatalf("encoded %s, want %s", b, want)
+	}
+	for name, line := range map[string][]byte{"fast": b, "slow": append([]byte(" "), []byte(`{"class":"kill","heal":"st\u0061rt","index":3,"time":7,"process":-1,"type":"info","f":"kill","value":{"nodes":["n1"]}}`)...)} {
+		var got Op
+		if err := got.UnmarshalJSON(line); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got.Heal != "start" || got.Class != ClassKill || got.F != "kill" {
+			t.Errorf("%s: decoded %+v", name, got)
 		}
 	}
 }

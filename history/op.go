@@ -45,14 +45,20 @@ const (
 
 // Op is one line of a history. Times are durations since the run started, on
 // the harness's monotonic clock; a zero TTL, Until, Lease, Token or Applied, a
-// false Session or Kept, and an empty Key, Value, Node or Error, are absent from the
-// JSON encoding. Client is written for every op of a worker and omitted for
+// false Session or Kept, and an empty Heal, Class, Key, Value, Node or Error,
+// are absent from the JSON encoding. Client is written for every op of a worker and omitted for
 // nemesis ops.
 //
 // Lease is the server-side lease of an acquire ok or renew ok, counted from
 // that op's invoke: the shortest time after which the service may free the
 // lock on its own (NoLease when it never does). Session is true on an acquire
 // ok when closing the client frees the lock.
+//
+// Heal and Class are written on a fault op of the nemesis (format version 6
+// on): Heal is the f of the heal op that ends the fault, empty for a moment
+// (a fault that acts at once and has no heal); Class is the fault's class
+// (FaultClass). Readers take both through FaultOf, which in a history of an
+// earlier version, whose ops have neither, reads them from the fault's name.
 //
 // Kept is true on an info when the worker kept its lock client after it (the
 // scenario's lock.on-error: keep-client, an application that logs the error
@@ -66,6 +72,8 @@ type Op struct {
 	Client  int             `json:"client"`
 	Type    Type            `json:"type"`
 	F       string          `json:"f"`
+	Heal    string          `json:"heal,omitempty"`
+	Class   FaultClass      `json:"class,omitempty"`
 	Key     string          `json:"key,omitempty"`
 	TTL     time.Duration   `json:"ttl,omitempty"`
 	Until   time.Duration   `json:"until,omitempty"`

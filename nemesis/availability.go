@@ -9,8 +9,8 @@ import (
 
 // outages is the nemesis's ledger of which server nodes are unavailable: down
 // (killed, paused) or cut off from the workers. Each fault that makes nodes
-// unavailable says so itself, in its own code, with Env.takeDown or
-// Env.takeDownWhile, and its heal gives them back with outage.bringUp; a node stays unavailable while any
+// unavailable declares it (Facts.Unavailable) and says so in its own code,
+// with Env.takeDown or Env.takeDownWhile, and its heal gives them back with outage.bringUp; a node stays unavailable while any
 // outage still holds it, so healing one of two overlapping faults (a node
 // killed and partitioned) leaves it down. Whenever the set of unavailable
 // server nodes changes, the ledger records an availability op
@@ -35,10 +35,14 @@ type outage struct {
 }
 
 // takeDown declares nodes unavailable from now until the returned outage
-// gives them back, and records the change. network says that they are cut off
+// gives them back, and records the change; a fault whose facts f declare no
+// Unavailable takes nothing down. network says that they are cut off
 // by link faults rather than down, so that sweeping the network ends the
 // outage. A fault calls it before it acts on the nodes.
-func (env *Env) takeDown(nodes []string, network bool) *outage {
+func (env *Env) takeDown(f Facts, nodes []string, network bool) *outage {
+	if f.Unavailable == "" {
+		nodes = nil
+	}
 	o := &outage{env: env, nodes: slices.Clone(nodes), network: network}
 	l := &env.outages
 	l.mu.Lock()
@@ -56,8 +60,12 @@ func (env *Env) takeDown(nodes []string, network bool) *outage {
 // so the availability record, if the set changed, bears the time from before
 // act and is written only once act has said what it did: a node whose fault
 // failed is never recorded down. A fault whose act is quick (a kill, a
-// pause) calls it instead of takeDown; act must not record.
-func (env *Env) takeDownWhile(nodes []string, network bool, act func() (failed []string)) *outage {
+// pause) calls it instead of takeDown; act must not record. As with
+// takeDown, a fault whose facts declare no Unavailable takes nothing down.
+func (env *Env) takeDownWhile(f Facts, nodes []string, network bool, act func() (failed []string)) *outage {
+	if f.Unavailable == "" {
+		nodes = nil
+	}
 	o := &outage{env: env, nodes: slices.Clone(nodes), network: network}
 	l := &env.outages
 	l.mu.Lock()

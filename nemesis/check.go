@@ -15,16 +15,17 @@ import (
 // and network faults must not mix workers with nodes. It returns an error
 // wrapping ErrTarget. What only the running cluster can tell (which links a
 // topology has, whether a node can take a fault) is left to the run, which
-// records a fault that could not take effect as failed. heal, heal-all and
-// sentinel-failover take no targets to check.
+// records a fault that could not take effect as failed. Which targets a
+// fault takes is its Facts.Targets; heal, heal-all and faults that take none
+// (sentinel-failover) have no targets to check.
 func CheckTargets(step Step, nodes []cluster.Node, workers int) error {
 	rng := rand.New(rand.NewPCG(1, 2)) // any source: only whether specs resolve matters
 	f, err := Lookup(step.Fault)
 	if err != nil {
 		return nil // heal, heal-all, or a name the fault check reports
 	}
-	switch f.(type) {
-	case Partition, Reset, Latency:
+	switch f.Facts().Targets {
+	case TargetsLinks:
 		// The client links every run has; node-to-node links depend on the
 		// topology, so a selection of none is left to the run.
 		var links []string
@@ -36,13 +37,13 @@ func CheckTargets(step Step, nodes []cluster.Node, workers int) error {
 		if _, err := SelectLinks(step, nodes, links, workers, rng); errors.Is(err, ErrTarget) {
 			return err
 		}
-	case Pause, Kill, ClockBump, ClockStrobe:
+	case TargetsNodes:
 		_, err = ResolveNodes(step.Targets, nodes, rng)
-	case Failover:
+	case TargetsReplica:
 		if len(step.Targets) > 0 {
 			_, err = ResolveNodes(step.Targets, nodes, rng)
 		}
-	case ClientPause, ClientClock:
+	case TargetsWorkers:
 		_, err = ResolveWorkers(step.Targets, workers, rng)
 	}
 	return err

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
 // Follower is a cluster that makes a node a replica of another node itself.
@@ -171,15 +172,23 @@ func redisPrimaryAvailable(env *Env) error {
 // the lock service.
 type Failover struct{}
 
-// Name returns "failover".
-func (Failover) Name() string { return "failover" }
-
-// Describe says what the fault does and what it takes.
-func (Failover) Describe() string {
-	return "cut replication into the redis primary, wait lag (option, default 0), promote a replica (target, default the first replica), " +
-		"switch the workers' primary links to it; heal (option): rejoin (old primary follows the new one, default) or keep; " +
-		"needs the primary-replica topology"
+// Facts declares the failover.
+func (Failover) Facts() Facts {
+	return Facts{
+		Name: "failover",
+		Description: "cut replication into the redis primary, wait lag (option, default 0), promote a replica (target, default the first replica), " +
+			"switch the workers' primary links to it; heal (option): rejoin (old primary follows the new one, default) or keep; " +
+			"needs the primary-replica topology",
+		Heal:    "heal",
+		Class:   history.ClassFailover,
+		Targets: TargetsReplica,
+		Systems: []string{cluster.Redis},
+		Tag:     "failover", Column: "async failover",
+	}
 }
+
+// Name returns the fault's name.
+func (f Failover) Name() string { return f.Facts().Name }
 
 // Available reports whether the cluster is Redis with a replica.
 func (Failover) Available(env *Env) error {
@@ -353,14 +362,23 @@ const DefaultSentinelTimeout = 30 * time.Second
 // paused or killed until the heal has resumed or started it.
 type SentinelFailover struct{}
 
-// Name returns "sentinel-failover".
-func (SentinelFailover) Name() string { return "sentinel-failover" }
-
-// Describe says what the fault does and what it takes.
-func (SentinelFailover) Describe() string {
-	return "pause (option how: pause|kill) the redis primary until the sentinels promote a replica (options master, default mymaster; timeout, default 30s), " +
-		"then switch the workers' primary links to it; the heal brings the old primary back as a replica; needs the sentinel topology"
+// Facts declares the sentinel failover.
+func (SentinelFailover) Facts() Facts {
+	return Facts{
+		Name: "sentinel-failover",
+		Description: "pause (option how: pause|kill) the redis primary until the sentinels promote a replica (options master, default mymaster; timeout, default 30s), " +
+			"then switch the workers' primary links to it; the heal brings the old primary back as a replica; needs the sentinel topology",
+		Heal:        "heal",
+		Class:       history.ClassFailover,
+		Targets:     TargetsNone,
+		Unavailable: "the old primary it pauses or kills, until the heal brings it back",
+		Systems:     []string{cluster.Redis},
+		Tag:         "failover", Column: "async failover",
+	}
 }
+
+// Name returns the fault's name.
+func (f SentinelFailover) Name() string { return f.Facts().Name }
 
 // Available reports whether the cluster is Redis with sentinels.
 func (SentinelFailover) Available(env *Env) error {
@@ -417,7 +435,7 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 		down, up = p.Pause, p.Resume
 	}
 	var downErr error
-	out := env.takeDownWhile([]string{old.Name}, false, func() []string {
+	out := env.takeDownWhile(SentinelFailover{}.Facts(), []string{old.Name}, false, func() []string {
 		if downErr = down(ctx, old.Name); downErr != nil {
 			return []string{old.Name} // never down
 		}

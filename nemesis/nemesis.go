@@ -1,7 +1,15 @@
 // Package nemesis owns the faults jepsen-lite injects, the targets they hit
-// and the schedules that time them. Each fault kind is a small type with a
-// name, an availability test against the running cluster, and an Inject that
-// returns the fault's heal. Every injection and every heal is recorded in the
+// and the schedules that time them. Each fault kind is a small type in a file
+// of its own (partition.go, kill.go, ...; the two failovers share
+// failover.go) with its Facts, which declare it once (name, description,
+// heal, moment or interval, class, targets, offset, the nodes it makes
+// unavailable, the systems and backends that can take it, its docs column),
+// a Check of a step's settings, an availability test against the running
+// cluster, and an Inject that returns the fault's heal. Faults (faults.go) is
+// the one list of them: adding a fault kind is its file plus one line there;
+// everything else (list --faults, scenario validation, random schedules, the
+// history's fault ops, the report, the docs table, the reference checker's
+// generator) reads its Facts. Every injection and every heal is recorded in the
 // history as a nemesis op (process -1), and Run heals whatever is still
 // active before it returns, on every path. Whenever the faults change which
 // server nodes are unavailable (down, or cut off from the workers), one more
@@ -136,10 +144,14 @@ func (s Step) String() string {
 // fault's own end (a heal that finds nothing to do returns nil).
 type Heal func(ctx context.Context) error
 
-// Fault is one kind of fault.
+// Fault is one kind of fault (Faults lists them all).
 type Fault interface {
-	// Name is what scenarios call the fault.
-	Name() string
+	// Facts declares the fault kind: its name, heal, class, targets and
+	// the rest of what everything but its injection reads.
+	Facts() Facts
+	// Check checks a step's static settings (options, offset) before the
+	// run, without a cluster.
+	Check(step Step) error
 	// Available returns nil when the fault can act on env, or an error
 	// wrapping cluster.ErrUnavailable that says why not.
 	Available(env *Env) error
@@ -160,7 +172,7 @@ var ErrPartly = errors.New("nemesis: the fault took effect in part")
 // Lookup returns the fault called name.
 func Lookup(name string) (Fault, error) {
 	for _, f := range Faults() {
-		if f.Name() == name {
+		if f.Facts().Name == name {
 			return f, nil
 		}
 	}
@@ -171,7 +183,7 @@ func Lookup(name string) (Fault, error) {
 func Names() []string {
 	var names []string
 	for _, f := range Faults() {
-		names = append(names, f.Name())
+		names = append(names, f.Facts().Name)
 	}
 	return names
 }
@@ -188,9 +200,10 @@ func (s Schedule) Sorted() Schedule {
 
 // active is an injected fault not yet healed.
 type active struct {
-	step Step
-	heal Heal
-	desc any
+	step  Step
+	heal  Heal
+	desc  any
+	facts Facts
 }
 
 // Runner executes a schedule against an Env, recording every fault and heal,
@@ -278,15 +291,19 @@ func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
 func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	f, err := Lookup(step.Fault)
 	if err != nil {
-		r.record(history.Op{Type: history.Fail, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
+		r.record(history.Op{Type: history.Fail, F: step.Fault, Class: history.ClassOther, Value: history.JSONValue(step.String()), Error: err.Error()})
 		return nil, &FailedError{Step: step, Err: err}
 	}
+	facts := f.Facts()
 	if err := f.Available(r.env); err != nil {
-		r.record(history.Op{Type: history.Fail, F: step.Fault, Value: history.JSONValue(step.String()), Error: err.Error()})
+		op := facts.op(history.Fail, history.JSONValue(step.String()), false)
+		op.Error = err.Error()
+		r.record(op)
 		return nil, &FailedError{Step: step, Err: err}
 	}
 	heal, desc, err := f.Inject(ctx, r.env, step)
-	op := history.Op{Type: history.Info, F: step.Fault, Value: history.JSONValue(desc)}
+	// The op names the heal only when a heal op will follow.
+	op := facts.op(history.Info, history.JSONValue(desc), heal != nil)
 	if desc == nil {
 		op.Value = history.JSONValue(step.String())
 	}
@@ -303,7 +320,7 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	if heal != nil {
 		// A fault that failed half-way still returns the heal of what it
 		// did; it is kept so that HealAll undoes it.
-		a = &active{step: step, heal: heal, desc: desc}
+		a = &active{step: step, heal: heal, desc: desc, facts: facts}
 		r.mu.Lock()
 		r.active = append(r.active, a)
 		r.mu.Unlock()
@@ -349,7 +366,7 @@ func (r *Runner) heal(ctx context.Context, a *active) error {
 		return nil
 	}
 	err := a.heal(ctx)
-	op := history.Op{Type: history.Info, F: history.HealOf(a.step.Fault), Value: history.JSONValue(a.desc)}
+	op := history.Op{Type: history.Info, F: a.facts.Heal, Value: history.JSONValue(a.desc)}
 	if err != nil {
 		// The fault stays in force (docs/history.md §1): a node whose
 		// restart failed stays down, in the availability record too.

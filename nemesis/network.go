@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
@@ -28,125 +27,14 @@ const (
 	LinksNodes = "nodes"
 )
 
-// DefaultLatency is the delay of a latency step without a delay option.
-const DefaultLatency = 100 * time.Millisecond
-
 // linkShapes documents the target shapes shared by the network faults.
 const linkShapes = "targets: nodes (names, one, minority, majority, all, primaries, replicas: cut off from the workers and the other nodes), " +
 	"halves (a random split of nodes and workers), or workers (w0, one, all: they lose the nodes of option nodes, default all); " +
 	"option links: all (default), clients, nodes"
 
-// The values of the direction option of the partition fault.
-const (
-	// DirectionBoth drops the packets of both sides (the default).
-	DirectionBoth = "both"
-	// DirectionInbound drops only what is sent to the isolated side (the
-	// targeted nodes, the targeted workers, the minority of halves).
-	DirectionInbound = "inbound"
-	// DirectionOutbound drops only what the isolated side sends.
-	DirectionOutbound = "outbound"
-)
-
-// Partition cuts links like a cut cable, in the kernel: the packets of the
-// links' connections are dropped (in both directions, or in one with option
-// direction), connections stay open and the senders' TCP retransmits what
-// it sent; new connections hang in their handshake. Its heal lets the next
-// retransmission through: what waited is delivered, and no connection is
-// closed by the heal. A connection ends during a cut only as the OS ends
-// it (retransmission timeout, keepalive, TCP_USER_TIMEOUT; see
-// docs/network.md). The nodes it cuts off are unavailable until the heal
-// (LinkSelection.CutOff): a node counts as up only while every worker and
-// its peers reach it.
-type Partition struct{}
-
-// Name returns "partition".
-func (Partition) Name() string { return "partition" }
-
-// Describe says what the fault does and what it takes.
-func (Partition) Describe() string {
-	return "cut links, holding connections open and dropping packets until the heal delivers what waited; " +
-		"option direction: both (default), inbound (nothing reaches the isolated side), outbound (nothing leaves it); " + linkShapes
-}
-
-// Available reports whether the run has a network.
-func (Partition) Available(env *Env) error { return networkAvailable(env) }
-
-// Check checks the step's options.
-func (Partition) Check(step Step) error {
-	if err := checkOptions(step, []string{"links", "nodes", "direction"}); err != nil {
-		return err
-	}
-	if _, err := choiceOption(step, "links", LinksAll, LinksClients, LinksNodes); err != nil {
-		return err
-	}
-	_, err := choiceOption(step, "direction", DirectionBoth, DirectionInbound, DirectionOutbound)
-	return err
-}
-
-// Inject cuts the links the step's targets select.
-func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultCut}, true)
-}
-
-// Reset closes the links' connections at once (a TCP RST to both ends) and
-// answers every packet of the links, new connections included, with a RST
-// until healed. It is the one network fault that closes connections.
-// Nothing gets through such a link, so, like a partition, it makes the
-// nodes it cuts off unavailable until the heal.
-type Reset struct{}
-
-// Name returns "reset".
-func (Reset) Name() string { return "reset" }
-
-// Describe says what the fault does and what it takes.
-func (Reset) Describe() string {
-	return "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes
-}
-
-// Available reports whether the run has a network.
-func (Reset) Available(env *Env) error { return networkAvailable(env) }
-
-// Check checks the step's options.
-func (Reset) Check(step Step) error { return checkLinkStep(step) }
-
-// Inject resets the links the step's targets select.
-func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultReset}, true)
-}
-
-// Latency delays the replies on links by the delay option (default
-// DefaultLatency) plus or minus the jitter option (default 0). It needs the
-// run's links to go through proxies (the runner does so when a step of the
-// schedule is a latency step). A slow node is still up and reachable:
-// latency makes no node unavailable.
-type Latency struct{}
-
-// Name returns "latency".
-func (Latency) Name() string { return "latency" }
-
-// Describe says what the fault does and what it takes.
-func (Latency) Describe() string {
-	return "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes
-}
-
-// Available reports whether the run has a network.
-func (Latency) Available(env *Env) error { return networkAvailable(env) }
-
-// Check checks the step's options.
-func (Latency) Check(step Step) error { return checkLinkStep(step, "delay", "jitter") }
-
-// Inject delays the links the step's targets select.
-func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	delay, err := durationOption(step, "delay", DefaultLatency)
-	if err != nil {
-		return nil, nil, err
-	}
-	jitter, err := durationOption(step, "jitter", 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return injectLinks(env, step, cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter}, false)
-}
+// linksUnavailable is what the faults that cut links make unavailable.
+const linksUnavailable = "every node they isolate (from the other nodes or from the workers) and every node that some worker no longer reaches through a cut link, until the heal: " +
+	"a node counts as up only while every worker and its peers reach it (so halves with workers on both sides leaves no node up)"
 
 func networkAvailable(env *Env) error {
 	if env.Network == nil || env.Cluster == nil {
@@ -163,11 +51,12 @@ func checkLinkStep(step Step, extra ...string) error {
 	return err
 }
 
-// injectLinks applies f to the links the step selects; its heal removes the
-// faults of those links. With cuts, f lets nothing through: the nodes the
-// selection cuts off are taken down before f is applied and brought back
-// once the heal removed it.
-func injectLinks(env *Env, step Step, f cluster.Fault, cuts bool) (Heal, any, error) {
+// injectLinks applies f, a fault of kind k, to the links the step selects;
+// its heal removes the faults of those links. When k makes nodes unavailable
+// (Facts.Unavailable), f lets nothing through: the nodes the selection cuts
+// off are taken down before f is applied and brought back once the heal
+// removed it.
+func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, error) {
 	sel, err := SelectLinks(step, env.Cluster.Nodes(), env.Network.Links(), workerCount(env), env.Rand)
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +69,7 @@ func injectLinks(env *Env, step Step, f cluster.Fault, cuts bool) (Heal, any, er
 		}
 	}
 	var cutOff []string
-	if cuts {
+	if k.Unavailable != "" {
 		cutOff = sel.CutOff()
 	}
 	groups := []linkGroup{{f, sel.Links}}
@@ -194,7 +83,7 @@ func injectLinks(env *Env, step Step, f cluster.Fault, cuts bool) (Heal, any, er
 			groups = sel.oneWay(dir)
 		}
 	}
-	out := env.takeDown(cutOff, true)
+	out := env.takeDown(k, cutOff, true)
 	for i, g := range groups {
 		if err := env.links.apply(env.Network, g.fault, g.links...); err != nil {
 			for _, done := range groups[:i] {

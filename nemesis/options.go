@@ -13,15 +13,9 @@ import (
 // impossible value.
 var ErrOption = errors.New("nemesis: bad option")
 
-// StepChecker is a fault that can check a step's static settings (options,
-// offset) before the run, without a cluster.
-type StepChecker interface {
-	Check(step Step) error
-}
-
-// CheckStep checks a step against its fault: the fault must exist, and a
-// fault that is a StepChecker must accept the step. The pseudo-faults heal
-// and heal-all are accepted.
+// CheckStep checks a step against its fault: the fault must exist and
+// accept the step (Fault.Check), and a moment (Facts.Moment), which has no
+// heal, takes no duration. The pseudo-faults heal and heal-all are accepted.
 func CheckStep(step Step) error {
 	if step.Fault == "heal" || step.Fault == "heal-all" {
 		return nil
@@ -30,10 +24,10 @@ func CheckStep(step Step) error {
 	if err != nil {
 		return err
 	}
-	if c, ok := f.(StepChecker); ok {
-		return c.Check(step)
+	if f.Facts().Moment && step.Duration > 0 {
+		return fmt.Errorf("%w: %s is a moment, which nothing heals: it takes no duration", ErrOption, step.Fault)
 	}
-	return nil
+	return f.Check(step)
 }
 
 // checkOptions rejects options not in known and durations that do not

@@ -167,23 +167,17 @@ type draws struct {
 	offset  bool // a clock offset (clock faults)
 }
 
-// drawsFor returns what a random step of fault is drawn against: client
-// faults draw workers, failovers nothing, every other fault node targets;
-// clock faults also draw an offset.
+// drawsFor returns what a random step of fault is drawn against, by its
+// facts: faults that target workers draw workers, faults that target nodes
+// or links draw node targets, the others (failovers) nothing; faults that
+// take an offset also draw one.
 func drawsFor(fault string) draws {
-	var d draws
-	switch fault {
-	case ClientPause{}.Name(), ClientClock{}.Name():
-		d.workers = true
-	case Failover{}.Name(), SentinelFailover{}.Name():
-	default:
-		d.targets = true
+	f, _ := FactsOf(fault)
+	return draws{
+		workers: f.Targets == TargetsWorkers,
+		targets: f.Targets == TargetsNodes || f.Targets == TargetsLinks,
+		offset:  f.Offset,
 	}
-	switch fault {
-	case ClockBump{}.Name(), ClockStrobe{}.Name(), ClientClock{}.Name():
-		d.offset = true
-	}
-	return d
 }
 
 func (s *RandomSpec) durations() (lo, hi time.Duration) {
@@ -197,8 +191,8 @@ func (s *RandomSpec) durations() (lo, hi time.Duration) {
 	return lo, hi
 }
 
-// step builds the step of fault at at lasting d, drawing targets and
-// offsets from rng (the first choice when rng is nil).
+// step builds the step of fault at at lasting d (a moment lasts no time),
+// drawing targets and offsets from rng (the first choice when rng is nil).
 func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Step {
 	pick := func(n int) int {
 		if rng == nil || n <= 1 {
@@ -207,6 +201,9 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 		return rng.IntN(n)
 	}
 	st := Step{At: at, Fault: fault, Duration: d}
+	if f, _ := FactsOf(fault); f.Moment {
+		st.Duration = 0 // a moment has no heal; d still spaces the schedule
+	}
 	draw := drawsFor(fault)
 	switch {
 	case draw.workers:
@@ -329,12 +326,9 @@ func ReadSchedule(r io.Reader) (Schedule, error) {
 	return out, nil
 }
 
-// networkFault reports whether fault is one of the link faults, whose
-// targets may also be TargetHalves.
+// networkFault reports whether fault targets links, whose targets may also
+// be TargetHalves.
 func networkFault(fault string) bool {
-	switch fault {
-	case Partition{}.Name(), Reset{}.Name(), Latency{}.Name():
-		return true
-	}
-	return false
+	f, _ := FactsOf(fault)
+	return f.Targets == TargetsLinks
 }

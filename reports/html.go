@@ -202,14 +202,36 @@ type reportView struct {
 
 type legendEntry struct{ Class, Label string }
 
-var legendLabels = []legendEntry{
-	{"network", "network fault (partition, …)"},
-	{"pause", "node paused"},
-	{"kill", "node killed"},
-	{"clock", "clock skew"},
-	{"client-pause", "client pause"},
-	{"failover", "failover"},
-	{"other", "other fault"},
+// classLabels name the fault classes (history.FaultClasses) in the legend;
+// report.css colours each (nem-<class>). The legend names after each the
+// faults of that class the timeline draws.
+var classLabels = map[history.FaultClass]string{
+	history.ClassNetwork:     "network fault",
+	history.ClassPause:       "node paused",
+	history.ClassKill:        "node killed",
+	history.ClassClock:       "clock skew",
+	history.ClassClientPause: "client pause",
+	history.ClassFailover:    "failover",
+	history.ClassOther:       "other fault",
+}
+
+// faultLegend returns the legend of the faults drawn: one entry per class
+// drawn, in the order of history.FaultClasses, naming its faults in the
+// order they first appear.
+func faultLegend(drawn []nemesisInterval) []legendEntry {
+	names := map[string][]string{}
+	for _, iv := range drawn {
+		if !slices.Contains(names[iv.Class], iv.Fault) {
+			names[iv.Class] = append(names[iv.Class], iv.Fault)
+		}
+	}
+	var out []legendEntry
+	for _, c := range history.FaultClasses() {
+		if fs := names[string(c)]; len(fs) > 0 {
+			out = append(out, legendEntry{string(c), classLabels[c] + " (" + strings.Join(fs, ", ") + ")"})
+		}
+	}
+	return out
 }
 
 // The legend entries of the bands, by class (report.css).
@@ -269,15 +291,8 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 			v.Expected += " with " + strings.Join(e.Anomalies, ", ")
 		}
 	}
+	v.Legend = faultLegend(tl.Nemesis)
 	classes := map[string]bool{}
-	for _, iv := range tl.Nemesis {
-		classes[iv.Class] = true
-	}
-	for _, l := range legendLabels {
-		if classes[l.Class] {
-			v.Legend = append(v.Legend, l)
-		}
-	}
 	if l := in.Results.Liveness; l != nil {
 		v.LivenessWord = l.Summary()
 		for _, a := range l.Anomalies {

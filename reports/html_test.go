@@ -282,7 +282,7 @@ func TestRenderHTMLStuck(t *testing.T) {
 func TestTimelineAvailability(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	rec := func(at int, f string, value string) history.Op {
-		return history.Op{Time: ms(at), Process: history.NemesisProcess, Type: history.Info, F: f, Value: []byte(value)}
+		return declared(history.Op{Time: ms(at), Process: history.NemesisProcess, Type: history.Info, F: f, Value: []byte(value)})
 	}
 	h := history.History{
 		history.Header(),

@@ -89,12 +89,14 @@ type row struct {
 // nemesisInterval is one fault shaded across every lane.
 type nemesisInterval struct {
 	Fault string // the fault's f, e.g. "partition"
-	Class string // the colour family: network, pause, kill, clock, client-pause, other
+	Class string // the colour family: the fault's class (history.FaultClass)
+	heal  string // the f of the heal that ends it; "" for a moment
 	Start time.Duration
 	End   time.Duration
 	// Open is set when no heal was recorded: the fault lasts to the end.
 	Open bool
-	// Point is set for faults that act at one instant (a failover).
+	// Point is set for faults that act at one instant (a moment, an armed
+	// client pause).
 	Point bool
 	// Failed is set when the nemesis recorded an error injecting it.
 	Failed bool
@@ -153,29 +155,6 @@ type timeline struct {
 	facts *checker.Facts
 }
 
-// instantFaults act at one moment and have nothing to heal.
-var instantFaults = map[string]bool{"failover": true, "promote": true, "restart": true, "reset": true}
-
-// nemesisClass groups fault names into the colour families of the legend.
-func nemesisClass(f string) string {
-	switch {
-	case f == "client-pause":
-		return "client-pause"
-	case f == "client-clock" || strings.HasPrefix(f, "clock"):
-		return "clock"
-	case f == "pause":
-		return "pause"
-	case f == "kill" || f == "crash":
-		return "kill"
-	case f == "partition" || f == "isolate" || f == "latency" || f == "slow" ||
-		f == "drop" || f == "reset" || strings.HasPrefix(f, "partition"):
-		return "network"
-	case instantFaults[f]:
-		return "failover"
-	}
-	return "other"
-}
-
 // nemesisDuration reads a "duration" from a nemesis op's value: a Go
 // duration string or a number of nanoseconds.
 func nemesisDuration(v json.RawMessage) (time.Duration, bool) {
@@ -215,12 +194,15 @@ func compactValue(v json.RawMessage) string {
 	return b.String()
 }
 
-// buildNemesis pairs each fault with its heal. A heal closes the oldest open
-// fault it heals whose recorded value is the same (the nemesis records the
-// fault's description on both); failing that, the oldest open fault it heals
-// at all. "heal-all" closes everything. A fault with a duration in its value
-// (client-pause) ends by itself; instant faults are points; the rest stay
-// open to end. Records (the header op, the availability records) are no
+// buildNemesis pairs each fault with its heal. Which heal ends a fault, and
+// its class, are what its op says (history.Op.FaultOf: recorded in the op
+// from format version 6 on, by the fault's name before), never a list of
+// names here. A heal closes the oldest open fault it heals whose recorded
+// value is the same (the nemesis records the fault's description on both);
+// failing that, the oldest open fault it heals at all. "heal-all" closes
+// everything. A fault with a duration in its value (a client pause) ends by
+// itself; a moment (a fault without a heal) and an armed client pause are
+// points; the rest stay open to end. Records (the header op, the availability records) are no
 // faults and draw nothing here. A fault that did not take effect
 // (history.Op.NemesisFailed) is a failed point, never a fault in force; a
 // fault that took effect in part is drawn in force with its error; a heal
@@ -243,7 +225,7 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			start = op.Time
 		}
 		delete(invokeAt, op.F)
-		if history.IsHeal(op.F) {
+		if op.IsHealOp(version) {
 			if op.NemesisFailed(version) {
 				continue // the fault stays in force
 			}
@@ -258,7 +240,7 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			val := compactValue(op.Value)
 			for pass := 0; pass < 2 && closeIdx < 0; pass++ {
 				for n, k := range open {
-					if history.HealOf(out[k].Fault) != op.F {
+					if out[k].heal != op.F {
 						continue
 					}
 					if pass == 0 && out[k].Value != val {
@@ -276,8 +258,9 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			open = append(open[:closeIdx], open[closeIdx+1:]...)
 			continue
 		}
+		heal, class := op.FaultOf(version)
 		iv := nemesisInterval{
-			Fault: op.F, Class: nemesisClass(op.F), Start: start, End: end,
+			Fault: op.F, Class: string(class), heal: heal, Start: start, End: end,
 			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.NemesisFailed(version),
 		}
 		switch {
@@ -291,11 +274,11 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			iv.Point, iv.End = true, op.Time
 		case armed(op.Value):
 			iv.Point, iv.End = true, op.Time
-		case hasD && op.F == history.FClientPause:
+		case hasD:
 			// A client pause ends by itself after its duration (its
 			// client-resume, when recorded, marks the same moment).
 			iv.End = min(op.Time+d, max(end, op.Time+d))
-		case instantFaults[op.F]:
+		case heal == "":
 			iv.Point, iv.End = true, op.Time
 		default:
 			iv.Open = true

@@ -93,7 +93,7 @@ func TestBuildTimelineLanesAndHolds(t *testing.T) {
 func TestBuildNemesis(t *testing.T) {
 	v := func(x any) json.RawMessage { return history.JSONValue(x) }
 	nem := func(at float64, f string, val json.RawMessage, errText string) history.Op {
-		return history.Op{Time: sec(at), Process: -1, Type: history.Info, F: f, Value: val, Error: errText}
+		return declared(history.Op{Time: sec(at), Process: -1, Type: history.Info, F: f, Value: val, Error: errText})
 	}
 	failed := func(op history.Op) history.Op { op.Type = history.Fail; return op }
 	type iv struct {
@@ -121,7 +121,17 @@ func TestBuildNemesis(t *testing.T) {
 		}, []iv{{"partition", "network", 1, 3, false, false}, {"pause", "pause", 2, 3, false, false}}},
 		{"unmatched lasts to the end", []history.Op{
 			nem(1, "partition", v("a"), ""), nem(9, "failover", v("n1"), ""),
-		}, []iv{{"partition", "network", 1, 10, true, false}, {"failover", "failover", 9, 9, false, true}}},
+		}, []iv{{"partition", "network", 1, 10, true, false}, {"failover", "failover", 9, 10, true, false}}},
+		{"version 5: a reset's heal ends the reset, not an earlier partition", []history.Op{
+			nem(1, "partition", v("a"), ""), nem(2, "reset", v("b"), ""), nem(3, "heal", v("b"), ""), nem(5, "heal", v("a"), ""),
+		}, []iv{{"partition", "network", 1, 5, false, false}, {"reset", "network", 2, 3, false, false}}},
+		{"version 6: a moment is a point that no heal ends", []history.Op{
+			history.Header(), {Time: sec(1), Process: -1, Type: history.Info, F: "bitflip", Class: history.ClassOther, Value: v("n1")}, nem(2, "heal", v("n1"), ""),
+		}, []iv{{"bitflip", "other", 1, 1, false, true}}},
+		{"version 6: a fault kind this reader does not know pairs with the heal it names", []history.Op{
+			history.Header(), {Time: sec(1), Process: -1, Type: history.Info, F: "disk-stall", Heal: "disk-resume", Class: history.ClassPause, Value: v("n1")},
+			nem(2, "heal", v("n1"), ""), nem(3, "disk-resume", v("n1"), ""),
+		}, []iv{{"disk-stall", "pause", 1, 3, false, false}}},
 		{"client pause ends by its duration", []history.Op{
 			nem(1, "client-pause", v(map[string]any{"duration": "2.5s"}), ""),
 		}, []iv{{"client-pause", "client-pause", 1, 3.5, false, false}}},
@@ -320,7 +330,7 @@ func TestTimelineDrawsTheCheckersBeliefs(t *testing.T) {
 		}, holds: []hold{{1.1, 2.0, 3, 6, false}}, end: 2.1, nemesis: []string{}},
 		{name: "the header op beside a fault", ops: []history.Op{
 			history.Header(),
-			{Time: sec(0.5), Process: -1, Type: history.Info, F: "partition", Value: history.JSONValue("a")},
+			declared(history.Op{Time: sec(0.5), Process: -1, Type: history.Info, F: "partition", Value: history.JSONValue("a")}),
 			wop(1.0, 0, history.Invoke, "acquire", withTTL(5)), wop(1.1, 0, history.OK, "acquire"),
 			{Time: sec(1.5), Process: -1, Type: history.Info, F: "heal", Value: history.JSONValue("a")},
 		}, holds: []hold{{1.1, 1.5, -1, 0, true}}, nemesis: []string{"partition"}},

@@ -26,14 +26,7 @@ func (w logLines) Write(p []byte) (int, error) {
 
 // skewsClients reports whether the scenario's schedule skews a worker's
 // clock.
-func skewsClients(s *scenarios.Scenario) bool {
-	for _, st := range s.Nemesis.Steps {
-		if st.Fault == (nemesis.ClientClock{}).Name() {
-			return true
-		}
-	}
-	return false
-}
+func skewsClients(s *scenarios.Scenario) bool { return nemesis.SkewsWorkerClocks(s.Nemesis.Steps) }
 
 // pausesAt reports whether the scenario's schedule pauses a worker at point.
 func pausesAt(s *scenarios.Scenario, point string) bool {

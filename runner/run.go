@@ -660,23 +660,14 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 
 // skewsNodeClocks reports whether a step of the schedule skews node clocks
 // and expects that to work: its cluster must then be able to.
-func skewsNodeClocks(steps []nemesis.Step) bool {
-	for _, st := range steps {
-		if (st.Fault == (nemesis.ClockBump{}).Name() || st.Fault == (nemesis.ClockStrobe{}).Name()) && !st.ExpectFailure {
-			return true
-		}
-	}
-	return false
-}
+func skewsNodeClocks(steps []nemesis.Step) bool { return nemesis.SkewsNodeClocks(steps) }
 
 // networkOptions returns the options of the run's network: links go
-// through proxies only when a step of the schedule adds latency, so that
+// through proxies only when a step of the schedule needs them (latency), so that
 // every other run's links cost nothing.
 func networkOptions(steps []nemesis.Step) []cluster.NetworkOption {
-	for _, st := range steps {
-		if st.Fault == (nemesis.Latency{}).Name() {
-			return []cluster.NetworkOption{cluster.WithProxies()}
-		}
+	if nemesis.NeedsProxies(steps) {
+		return []cluster.NetworkOption{cluster.WithProxies()}
 	}
 	return nil
 }

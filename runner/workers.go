@@ -175,7 +175,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 		return
 	}
 	desc := map[string]any{"worker": w.id, "point": point, "duration": p.d.String(), "isolate": p.isolate}
-	w.rec.Record(history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FClientPause, Value: history.JSONValue(desc)})
+	w.rec.Record(nemesis.ClientPauseOp(desc))
 	var cutErr error
 	if p.isolate && w.isolate != nil {
 		cutErr = w.isolate(true)
@@ -195,7 +195,7 @@ func (w *worker) pauseAt(abort context.Context, point string) {
 	if whole {
 		cutErr = errors.Join(cutErr, pp.Continue())
 	}
-	resume := history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FClientResume, Value: history.JSONValue(desc)}
+	resume := nemesis.ClientResumeOp(desc)
 	if p.isolate && w.isolate != nil {
 		cutErr = errors.Join(cutErr, w.isolate(false))
 		// Healing a cut closes the connections that lived through it (their

@@ -9,7 +9,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 )
 
-var nemesisNames = Names{Algorithms: []string{"redis-single"}, Systems: []string{"redis"}, Faults: nemesis.Names()}
+var nemesisNames = Names{Algorithms: []string{"redis-single"}, Systems: []string{"redis", "etcd"}, Faults: nemesis.Names()}
 
 const randomScenario = `name: random-faults
 system:
@@ -97,6 +97,7 @@ func TestNemesisValidation(t *testing.T) {
 		{"unknown random fault", `faults: [partition, kill`, `faults: [meteor, kill`, `random.yaml:23: nemesis.random`},
 		{"random without interval", `interval: 2s`, ``, `nemesis.random: nemesis: bad random schedule: interval`},
 		{"bad random option", `restart-after: 2s`, `restart-after: soon`, `restart-after`},
+		{"a step the system cannot take", "  name: redis\n  topology: masters", "  name: etcd", `random.yaml:14: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,5 +113,32 @@ func TestNemesisValidation(t *testing.T) {
 	}
 	if _, err := Parse([]byte(randomScenario), "random.yaml", nemesisNames); err != nil {
 		t.Fatalf("the valid scenario is rejected: %v", err)
+	}
+}
+
+// TestFaultsAgainstTheSystem checks the faults of a scenario against the
+// systems each can act on (nemesis.Facts.Systems): a clock fault on etcd is
+// refused, in a step and in the random mix, unless the step expects its
+// failure.
+func TestFaultsAgainstTheSystem(t *testing.T) {
+	etcd := strings.Replace(randomScenario, "  name: redis\n  topology: masters", "  name: etcd", 1)
+	expected := strings.Replace(etcd, "offset: +20s", "offset: +20s\n      expect-failure: true", 1)
+	tests := []struct {
+		name, src, want string
+	}{
+		{"a step", etcd, `random.yaml:14: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes`},
+		{"in the random mix, after a step that expects it", expected, `nemesis.random.faults.2: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes`},
+		{"neither", strings.Replace(expected, "clock-bump, latency", "latency", 1), ``},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.src), "random.yaml", nemesisNames)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Parse = %v, want no error", err)
+			case tc.want != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Parse = %v, want ErrInvalid mentioning %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -520,10 +520,18 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		if err := nemesis.CheckStep(st); err != nil {
 			return fail(err.Error(), "nemesis", "steps", idx)
 		}
+		if err := nemesis.CheckSystem(st, s.System.Name); err != nil {
+			return fail(err.Error()+"; a step that expects its failure runs (expect-failure: true)", "nemesis", "steps", idx, "fault")
+		}
 	}
 	if r := s.Nemesis.Random; r != nil {
 		if err := r.Validate(names.Faults); err != nil {
 			return fail(err.Error(), "nemesis", "random")
+		}
+		for i, f := range r.Faults {
+			if err := nemesis.CheckSystem(nemesis.Step{Fault: f}, s.System.Name); err != nil {
+				return fail(err.Error(), "nemesis", "random", "faults", fmt.Sprint(i))
+			}
 		}
 	}
 	return nil

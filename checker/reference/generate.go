@@ -8,6 +8,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 )
 
 // GenOptions shape the histories Generate writes. The zero value lets
@@ -173,6 +174,7 @@ type gen struct {
 // activeFault is a fault in force and the nodes it makes unavailable.
 type activeFault struct {
 	f    string
+	heal string
 	down []string
 }
 
@@ -370,25 +372,61 @@ func (g *gen) nextToken(k string) uint64 {
 	}
 }
 
+// faultOp returns the op of fault f as a history of g's version records it:
+// from version 6 on with its class, and with its heal unless noHeal (a moment,
+// or a fault that failed).
+func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op {
+	op := history.Op{Process: history.NemesisProcess, Type: typ, F: f.Name}
+	if g.version >= 6 {
+		op.Class = f.Class
+		if !noHeal {
+			op.Heal = f.Heal
+		}
+	}
+	return op
+}
+
+// nemesis emits one fault of any kind (nemesis.Faults), sometimes with its
+// invoke, and sometimes its heal (a Jepsen stop after a moment). From version 6 on, a client pause is
+// sometimes recorded only armed, a moment (as the nemesis records it before
+// the worker pauses), which nothing heals.
 func (g *gen) nemesis() {
-	faults := []string{"partition", "kill", "pause", "clock-jump"}
-	f := faults[g.pick(len(faults))]
+	kinds := nemesis.Faults()
+	f := kinds[g.pick(len(kinds))].Facts()
+	moment := f.Moment || g.version >= 6 && f.Name == history.FClientPause && g.chance(0.5)
 	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
+	op := g.faultOp(history.Info, f, moment)
+	op.Value = v
 	if g.chance(0.5) {
-		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+		g.emit(op)
 	} else {
-		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Invoke, F: f, Value: v})
+		inv := g.faultOp(history.Invoke, f, moment)
+		inv.Value = v
+		g.emit(inv)
 		g.tick()
-		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: f, Value: v})
+		g.emit(op)
 	}
 	if g.chance(0.5) {
 		g.tick()
-		heal := history.HealOf(f)
-		if g.chance(0.2) {
+		heal := f.Heal
+		if heal == "" || g.chance(0.2) {
 			heal = checker.JepsenStop // as an imported Jepsen history heals
 		}
 		g.emit(history.Op{Process: history.NemesisProcess, Type: history.Info, F: heal, Value: v})
 	}
+}
+
+// clusterFaults are the fault kinds that Faults injects: those that target
+// nodes, links or workers.
+func clusterFaults() []nemesis.Facts {
+	var out []nemesis.Facts
+	for _, k := range nemesis.Faults() {
+		switch f := k.Facts(); f.Targets {
+		case nemesis.TargetsNodes, nemesis.TargetsLinks, nemesis.TargetsWorkers:
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // fault performs a nemesis step on the cluster of Faults: it heals a fault
@@ -397,23 +435,23 @@ func (g *gen) nemesis() {
 // records them just before it acts, a heal just after they are back.
 func (g *gen) fault() {
 	failed := g.chance(0.15)
-	op := history.Op{Process: history.NemesisProcess, Type: history.Info}
+	typ, errText := history.Info, ""
 	if failed {
-		op.Error = "could not do it"
+		errText = "could not do it"
 		if g.version >= 4 {
-			op.Type = history.Fail
+			typ = history.Fail
 		}
 	}
 	if len(g.active) > 0 && g.chance(0.5) {
-		op.F = history.FHealAll
+		op := history.Op{Process: history.NemesisProcess, Type: typ, F: history.FHealAll, Error: errText}
 		if !g.chance(0.2) {
-			op.F = history.HealOf(g.active[g.pick(len(g.active))].f)
+			op.F = g.active[g.pick(len(g.active))].heal
 		}
 		g.emit(op)
 		if !failed {
 			keep := g.active[:0]
 			for _, a := range g.active {
-				if op.F != history.FHealAll && history.HealOf(a.f) != op.F {
+				if op.F != history.FHealAll && a.heal != op.F {
 					keep = append(keep, a)
 				}
 			}
@@ -422,8 +460,10 @@ func (g *gen) fault() {
 		}
 		return
 	}
-	faults := []string{"kill", "pause", "partition", "clock-bump", "latency", "client-clock"}
-	op.F = faults[g.pick(len(faults))]
+	kinds := clusterFaults()
+	f := kinds[g.pick(len(kinds))]
+	op := g.faultOp(typ, f, failed) // a fault that failed names no heal
+	op.Error = errText
 	var targets []string
 	for i := range g.nodes {
 		if g.chance(0.5) {
@@ -438,9 +478,14 @@ func (g *gen) fault() {
 		g.emit(op)
 		return
 	}
-	a := activeFault{f: op.F}
-	switch op.F {
-	case "kill", "pause", "partition":
+	if f.Moment {
+		// In force at its time only: nothing to heal, no node left down.
+		g.tick()
+		g.emit(op)
+		return
+	}
+	a := activeFault{f: op.F, heal: f.Heal}
+	if f.Unavailable != "" {
 		a.down = targets
 	}
 	g.active = append(g.active, a)

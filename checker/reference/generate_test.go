@@ -181,7 +181,7 @@ func TestGenerateLiveness(t *testing.T) {
 				seen["failed fault or heal (fail)"]++
 			case op.IsNemesis() && op.NemesisFailed(version):
 				seen["failed fault or heal (info with error)"]++
-			case op.IsNemesis() && history.IsHeal(op.F):
+			case op.IsNemesis() && op.IsHealOp(version):
 				seen["heal"]++
 				clear(inForce)
 			case op.IsNemesis() && !op.IsRecord():

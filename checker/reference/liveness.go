@@ -114,6 +114,8 @@ type stretch struct{ from, to int64 }
 // is never when nothing healed it).
 type fault struct {
 	f        string
+	skews    bool // a clock fault (its class)
+	moment   bool // a fault without a heal: in force at its time only
 	from, to int64
 }
 
@@ -132,8 +134,8 @@ func tookEffect(h history.History, i int, version int) bool {
 }
 
 // nemesisFaults finds every fault that took effect and the first later heal
-// that took effect and heals it (its HealOf, heal-all, or a Jepsen
-// history's stop).
+// that took effect and heals it (the heal its op names, heal-all, or a
+// Jepsen history's stop).
 func nemesisFaults(h history.History, version int) faultsSeen {
 	var fs faultsSeen
 	for i, op := range h {
@@ -141,12 +143,16 @@ func nemesisFaults(h history.History, version int) faultsSeen {
 			continue
 		}
 		fs.any, fs.last = true, int64(op.Time)
-		if history.IsHeal(op.F) || op.F == checker.JepsenStop {
+		if op.IsHealOp(version) || op.F == checker.JepsenStop {
 			continue
 		}
-		ft := fault{f: op.F, from: int64(op.Time), to: never}
-		for j := i + 1; j < len(h); j++ {
-			if tookEffect(h, j, version) && (h[j].F == history.FHealAll || h[j].F == checker.JepsenStop || h[j].F == history.HealOf(op.F)) {
+		heal, class := op.FaultOf(version)
+		ft := fault{f: op.F, skews: class.SkewsClocks(), from: int64(op.Time), to: never}
+		if heal == "" {
+			ft.to, ft.moment = ft.from, true
+		}
+		for j := i + 1; j < len(h) && heal != ""; j++ {
+			if tookEffect(h, j, version) && (h[j].F == checker.JepsenStop || h[j].IsHealOp(version) && h[j].Heals(op, version)) {
 				ft.to = int64(h[j].Time)
 				break
 			}
@@ -266,7 +272,7 @@ func (x *parsed) excusesOf(k string, fs faultsSeen) ([]stretch, int64) {
 		out = append(out, stretch{c.call, to})
 	}
 	for _, f := range fs.faults {
-		if history.SkewsClocks(f.f) {
+		if f.skews && !f.moment {
 			to := never
 			if f.to != never {
 				to = f.to + longest

@@ -12,11 +12,13 @@ import (
 )
 
 // TestRunWithAFaultTheNodeCannotTake runs a clock-bump on a real etcd node
-// (a Go binary, whose clock cannot be skewed): the history records the fault
-// as failed with its reason and never as in force (no heal follows, no node
-// is recorded down), and `run` ends unknown (exit 2) with the reason on the
-// console; a step that expects the failure (expect-failure: true) ends as
-// the scenario expects (exit 0). `check` of the stored run says the same.
+// (a Go binary, whose clock cannot be skewed). A step that does not expect
+// the failure is refused before anything starts (exit 254), as the fault
+// declares the systems it acts on. A step that expects it (expect-failure:
+// true) runs: the history records the fault as failed with its reason and
+// never as in force (no heal follows, no node is recorded down), and `run`
+// ends as the scenario expects (exit 0) with the reason on the console.
+// `check` of the stored run says the same.
 func TestRunWithAFaultTheNodeCannotTake(t *testing.T) {
 	const scenario = `name: etcd-clock-bump
 system: {name: etcd}
@@ -34,7 +36,7 @@ nemesis:
 		wantCode int
 		want     string
 	}{
-		{"unexpected", "", exitUnknown, "FAILED fault at 300ms clock-bump n1 by 30s for 500ms: cluster: not available: etcd is a Go binary; its clock cannot be skewed"},
+		{"unexpected", "", exitUsage, "etcd-clock-bump.yaml:9: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes (it acts on redis, postgres, zookeeper)"},
 		{"expected", ", expect-failure: true", exitHeld, "FAILED fault at 300ms clock-bump n1 by 30s for 500ms (expected to fail)"},
 	}
 	for _, tc := range tests {
@@ -46,6 +48,15 @@ nemesis:
 			}
 			store := filepath.Join(dir, "store")
 			code, stdout, stderr := runCLI(t, "run", file, "--store", store, "--seed", "1")
+			if tc.wantCode == exitUsage {
+				if code != tc.wantCode || !strings.Contains(stderr, tc.want) {
+					t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, tc.want, stdout, stderr)
+				}
+				if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the refused run made its store: %v", err)
+				}
+				return
+			}
 			if code != tc.wantCode || !strings.Contains(stdout, tc.want) {
 				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, tc.want, stdout, stderr)
 			}

@@ -72,9 +72,19 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, checker, k.Meaning)
 		}
 	case *faults:
-		fmt.Fprintln(tw, "FAULT\tDESCRIPTION")
-		for _, f := range nemesis.Faults() {
-			fmt.Fprintf(tw, "%s\t%s\n", f.Name(), describeFault(f))
+		fmt.Fprintln(tw, "FAULT\tHEAL\tCLASS\tTARGETS\tNODES DOWN\tSYSTEMS\tBACKENDS\tDESCRIPTION")
+		for _, k := range nemesis.Faults() {
+			f := k.Facts()
+			heal, down := f.Heal, "no"
+			if f.Moment {
+				heal = "(a moment)"
+			}
+			desc := f.Description
+			if f.Unavailable != "" {
+				down = "yes"
+				desc += "; nodes down: " + f.Unavailable
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Name, heal, f.Class, f.Targets, down, everyOr(f.Systems), everyOr(f.Backends), desc)
 		}
 	default:
 		cat, err := scenarios.Catalog(runner.Names())
@@ -151,10 +161,11 @@ func optionNames(options []clients.Option, others string) string {
 	return strings.Join(names, ", ")
 }
 
-// describeFault returns a fault's own description when it has one.
-func describeFault(f nemesis.Fault) string {
-	if d, ok := f.(interface{ Describe() string }); ok {
-		return d.Describe()
+// everyOr returns the names joined by commas, or "every" when there are none
+// (a fault's Systems and Backends: nil for every one).
+func everyOr(names []string) string {
+	if len(names) == 0 {
+		return "every"
 	}
-	return ""
+	return strings.Join(names, ",")
 }

@@ -11,19 +11,35 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// faultColumns are the fault categories of the design × fault table, by the
-// scenario tag that marks them.
-var faultColumns = []struct{ tag, title string }{
-	{"baseline", "no fault"},
-	{"gc-pause", "process pause"},
-	{"clock", "clock jump"},
-	{"crash", "crash + restart"},
-	{"failover", "async failover"},
-	{"partition", "partitions"},
-	{"reset", "connection resets"},
+// faultColumn is a column of the design × fault table: the scenarios that
+// carry its tag.
+type faultColumn struct{ tag, title string }
+
+// faultColumns returns the columns of the design × fault table: no fault
+// (the baseline tag), then each fault kind's column (nemesis.Facts Tag and
+// Column) in the order of nemesis.Faults, once, and only when some scenario
+// of the catalog carries its tag, so that every selection of the catalog
+// gets the same columns.
+func faultColumns() ([]faultColumn, error) {
+	cat, err := scenarios.Catalog(runner.Names())
+	if err != nil {
+		return nil, err
+	}
+	cols := []faultColumn{{"baseline", "no fault"}}
+	for _, k := range nemesis.Faults() {
+		f := k.Facts()
+		c := faultColumn{f.Tag, f.Column}
+		if !slices.Contains(cols, c) && slices.ContainsFunc(cat, func(s *scenarios.Scenario) bool { return s.HasTag(c.tag) }) {
+			cols = append(cols, c)
+		}
+	}
+	return cols, nil
 }
 
 // writeScenariosMarkdown writes docs/scenarios.md: the lock design × fault
@@ -49,6 +65,10 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 
 	fmt.Fprintf(&b, "## Lock design × fault\n\n")
 	fmt.Fprintf(&b, "Each cell is what the checker observed, over %d seeds per scenario: **safe** (every run valid), **unsafe** (anomalies found, named), **lock unsafe … data intact** (the lock let two holders overlap, but a fenced or guarded resource refused every late write) or **mixed**.\n\n", seeds)
+	columns, err := faultColumns()
+	if err != nil {
+		return err
+	}
 	algs := map[string]map[string][]*gateRow{}
 	var algNames []string
 	for _, r := range rows {
@@ -60,7 +80,7 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 			algs[a] = map[string][]*gateRow{}
 			algNames = append(algNames, a)
 		}
-		for _, c := range faultColumns {
+		for _, c := range columns {
 			if r.sc.HasTag(c.tag) {
 				algs[a][c.tag] = append(algs[a][c.tag], r)
 			}
@@ -68,17 +88,17 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 	}
 	sort.Strings(algNames)
 	fmt.Fprintf(&b, "| lock design |")
-	for _, c := range faultColumns {
+	for _, c := range columns {
 		fmt.Fprintf(&b, " %s |", c.title)
 	}
 	fmt.Fprintf(&b, "\n|---|")
-	for range faultColumns {
+	for range columns {
 		fmt.Fprintf(&b, "---|")
 	}
 	fmt.Fprintln(&b)
 	for _, a := range algNames {
 		fmt.Fprintf(&b, "| %s |", a)
-		for _, c := range faultColumns {
+		for _, c := range columns {
 			var cells []string
 			for _, r := range algs[a][c.tag] {
 				cells = append(cells, cellText(r))

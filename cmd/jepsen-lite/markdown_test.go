@@ -185,3 +185,28 @@ func mustContain(t *testing.T, md string, wants ...string) {
 		}
 	}
 }
+
+// TestFaultColumnsAreTheDocs checks that the design × fault table's
+// columns, which the fault kinds declare (nemesis.Facts Tag and Column), are
+// those of the generated docs/scenarios.md and docs/baselines.md: a fault
+// that adds a column with a scenario of the catalog makes the docs stale
+// until they are generated again.
+func TestFaultColumnsAreTheDocs(t *testing.T) {
+	cols, err := faultColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "| lock design |"
+	for _, c := range cols {
+		header += " " + c.title + " |"
+	}
+	for _, doc := range []string{"scenarios.md", "baselines.md"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "\n"+header+"\n") {
+			t.Errorf("docs/%s has no design × fault table headed %q", doc, header)
+		}
+	}
+}

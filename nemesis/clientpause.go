@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
 // ClientPause stops workers at a pause point of the workload loop for the
@@ -20,13 +21,39 @@ import (
 // for nothing while its links are cut).
 type ClientPause struct{}
 
-// Name returns "client-pause".
-func (ClientPause) Name() string { return "client-pause" }
-
-// Describe says what the fault does and what it takes.
-func (ClientPause) Describe() string {
-	return "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight, at once when the step fires during a request, else right after the next one is sent) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
+// Facts declares the client pause. The nemesis records the pause armed, a
+// moment; the worker records the pause itself when it begins
+// (ClientPauseOp), ended by its heal, client-resume (ClientResumeOp).
+func (ClientPause) Facts() Facts {
+	return Facts{
+		Name:        history.FClientPause,
+		Description: clientPauseDescription,
+		Heal:        history.FClientResume,
+		Class:       history.ClassClientPause,
+		Targets:     TargetsWorkers,
+		Tag:         "gc-pause", Column: "process pause",
+	}
 }
+
+// Name returns the fault's name.
+func (f ClientPause) Name() string { return f.Facts().Name }
+
+// ClientPauseOp returns the op a worker records when a client pause stops
+// it, with what it does to whom as desc: an interval that its heal,
+// ClientResumeOp, ends.
+func ClientPauseOp(desc any) history.Op {
+	op := ClientPause{}.Facts().op(history.Info, history.JSONValue(desc), true)
+	op.Process = history.NemesisProcess
+	return op
+}
+
+// ClientResumeOp returns the op a worker records when its client pause ends.
+func ClientResumeOp(desc any) history.Op {
+	return history.Op{Process: history.NemesisProcess, Type: history.Info, F: ClientPause{}.Facts().Heal, Value: history.JSONValue(desc)}
+}
+
+// clientPauseDescription says what a client pause does and what it takes.
+const clientPauseDescription = "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight, at once when the step fires during a request, else right after the next one is sent) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
 
 // Check checks the pause point and rejects options.
 func (ClientPause) Check(step Step) error {
@@ -77,47 +104,6 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 		return nil, desc, fmt.Errorf("%w: %w", ErrPartly, errors.Join(errs...))
 	}
 	return nil, desc, errors.Join(errs...)
-}
-
-// ClientClock skews the wall clock of target workers by the step's Offset,
-// for the algorithms that send client timestamps (the timeout locks). It is
-// healed by restoring the true time. It makes no node unavailable.
-type ClientClock struct{}
-
-// Name returns "client-clock".
-func (ClientClock) Name() string { return "client-clock" }
-
-// Describe says what the fault does and what it takes.
-func (ClientClock) Describe() string {
-	return "offset the wall clock of workers (targets w0, w1, one, minority, majority, all) by offset until the heal; for locks that send client timestamps"
-}
-
-// Check requires an offset and rejects options.
-func (ClientClock) Check(step Step) error { return checkClockStep(step) }
-
-// Available reports whether the run has workers.
-func (ClientClock) Available(env *Env) error { return ClientPause{}.Available(env) }
-
-// Inject skews each target worker's clock.
-func (ClientClock) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	workers, err := ResolveWorkers(step.Targets, env.Workers.Count(), env.Rand)
-	if err != nil {
-		return nil, nil, err
-	}
-	desc := map[string]any{"workers": workers, "offset": signed(step.Offset)}
-	for _, w := range workers {
-		if err := env.Workers.SetClockOffset(w, step.Offset); err != nil {
-			return nil, desc, err
-		}
-	}
-	heal := func(context.Context) error {
-		var errs []error
-		for _, w := range workers {
-			errs = append(errs, env.Workers.SetClockOffset(w, 0))
-		}
-		return errors.Join(errs...)
-	}
-	return heal, desc, nil
 }
 
 // ParseWorkers turns fixed worker targets ("w0", "w3", "all") into worker

@@ -1,0 +1,42 @@
+package nemesis
+
+import (
+	"context"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// Reset closes the links' connections at once (a TCP RST to both ends) and
+// answers every packet of the links, new connections included, with a RST
+// until healed. It is the one network fault that closes connections.
+// Nothing gets through such a link, so, like a partition, it makes the
+// nodes it cuts off unavailable until the heal.
+type Reset struct{}
+
+// Facts declares the reset.
+func (Reset) Facts() Facts {
+	return Facts{
+		Name:        "reset",
+		Description: "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes,
+		Heal:        "heal",
+		Class:       history.ClassNetwork,
+		Targets:     TargetsLinks,
+		Unavailable: linksUnavailable,
+		Tag:         "reset", Column: "connection resets",
+	}
+}
+
+// Name returns the fault's name.
+func (f Reset) Name() string { return f.Facts().Name }
+
+// Available reports whether the run has a network.
+func (Reset) Available(env *Env) error { return networkAvailable(env) }
+
+// Check checks the step's options.
+func (Reset) Check(step Step) error { return checkLinkStep(step) }
+
+// Inject resets the links the step's targets select.
+func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
+	return injectLinks(env, step, Reset{}.Facts(), cluster.Fault{Kind: cluster.FaultReset})
+}
