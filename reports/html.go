@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -257,7 +258,7 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		// A stuck key and an unavailable window are listed like
 		// anomalies, under their own checker's name, and their windows
 		// (the checker's) are shaded on the timeline.
-		checkers = append(slices.Clip(checkers), checker.Result{Name: "liveness", Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
+		checkers = append(slices.Clip(checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
 	}
 	named := map[int]bool{}
 	for _, r := range checkers {
