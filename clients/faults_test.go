@@ -326,7 +326,7 @@ func TestRedlockValidityWithSlowMaster(t *testing.T) {
 // TestZKLeaseLostOnDisconnect resets the holder's connection and checks that
 // its lease is lost at once, while its session (and so its node) still lives
 // on the server: from the disconnect on, the client cannot be sure the server
-// has not already used up most of the session timeout (DESIGN §5).
+// has not already used up most of the session timeout (docs/history.md §4.1).
 func TestZKLeaseLostOnDisconnect(t *testing.T) {
 	eps, via, nw, link := zkThroughProxy(t, "w0")
 	ctx := t.Context()

@@ -65,8 +65,8 @@ type Locker interface {
 
 // Lease is what a successful Acquire returns.
 //
-// Expires and Never state what the service itself granted (DESIGN §5, "Lease
-// semantics of the algorithms"): Expires is the earliest instant, from
+// Expires and Never state what the service itself granted (the lease
+// semantics of the algorithm's declaration): Expires is the earliest instant, from
 // time.Now, at which the service may free the lock on its own, without a
 // release; Never is set instead when it never does. An algorithm sets exactly
 // one of them. Session is set when closing the client frees the lock.

@@ -56,7 +56,7 @@ type Recorded struct {
 
 // Crash ends the current process as a process that dies ends: its Locker is
 // closed, and with it its connections and sessions (and every lock that
-// closing frees, DESIGN §5). The worker goes on under a new process number;
+// closing frees, docs/design.md §3). The worker goes on under a new process number;
 // Ready opens its new Locker. Without Open, only the number changes. With
 // kept (the info was recorded as kept: Keeps), the Locker stays open and
 // serves the new process.

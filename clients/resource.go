@@ -12,7 +12,7 @@ import (
 var ErrStaleToken = errors.New("clients: stale fencing token")
 
 // Resource is the register per key that the workload protects with the lock
-// (DESIGN §4). An unfenced Resource accepts every write; a fenced one rejects
+// (docs/design.md §4). An unfenced Resource accepts every write; a fenced one rejects
 // a write whose token is lower than the highest token it has accepted for the
 // key (an equal token is accepted: one holder may write twice). It stamps each
 // accepted or rejected write with the harness time given by its clock. It is

@@ -4,7 +4,7 @@
 //
 // A history is a sequence of ops in recording order. Each op is an invoke or a
 // completion (ok, fail, info) of one logical process; the nemesis is process
-// -1. The format is DESIGN §2 of the project; it never changes meaning between
+// -1. The format is docs/history.md; it never changes meaning between
 // versions, so a stored history can be re-checked years later.
 package history
 

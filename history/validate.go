@@ -24,7 +24,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrMalformed) true for every OpError.
 func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 
-// Validate checks that h is well-formed (DESIGN §2) and returns an *OpError
+// Validate checks that h is well-formed (docs/history.md §2) and returns an *OpError
 // for the first op that is not:
 //   - indexes are dense from 0 (op i has Index i);
 //   - times are non-negative and never go backwards;

@@ -13,7 +13,7 @@ import (
 )
 
 // ClientPause stops workers at a pause point of the workload loop for the
-// step's Duration, our stand-in for a stop-the-world GC pause (DESIGN §4).
+// step's Duration, our stand-in for a stop-the-world GC pause (docs/design.md §4).
 // Targets name workers ("w0", "w3"); Point is after-response or
 // before-write (the default). The pause ends on its own, so it has no heal;
 // the worker records the pause in the history when it actually begins. It

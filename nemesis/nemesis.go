@@ -37,7 +37,7 @@ import (
 // ErrUnknownFault reports a fault name that is not in Faults().
 var ErrUnknownFault = errors.New("nemesis: unknown fault")
 
-// The pause points of the workload loop (DESIGN §4).
+// The pause points of the workload loop (docs/design.md §4).
 const (
 	// AfterResponse is after the acquire reply arrived, before it is
 	// processed: an algorithm that checks its elapsed time sees the pause.

@@ -45,7 +45,7 @@ func CountStats(h history.History) Stats {
 }
 
 // Results is the document written to results.json and printed by
-// `jepsen-lite check --json` (DESIGN §8).
+// `jepsen-lite check --json` (docs/design.md §8).
 type Results struct {
 	Scenario string `json:"scenario"`
 	// Lock names the lock under test: the scenario's algorithm, or the

@@ -224,7 +224,7 @@ func (w *worker) processPauser() (clients.ProcessPauser, bool) {
 	return pp, ok
 }
 
-// run is the workload loop (DESIGN §4): acquire; check the lease is still
+// run is the workload loop (docs/design.md §4): acquire; check the lease is still
 // valid; read the resource; write read+1 with the lease's token; hold the
 // lock for the scenario's hold time (the holder's other work); release.
 // It stops between iterations when stop ends, and everywhere when abort ends.
@@ -482,7 +482,7 @@ func (h harnessRegister) Write(_ context.Context, l clients.Lease, value int64) 
 // guardedRegister is a register kept in the locked system. The moment the
 // system applied a write is not visible to the harness: it lies somewhere
 // between the write's invoke and its completion, so Write reports none and
-// the history leaves `applied` out (DESIGN §2).
+// the history leaves `applied` out (docs/history.md §1).
 type guardedRegister struct {
 	g clients.GuardedResource
 }

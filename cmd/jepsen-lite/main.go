@@ -19,7 +19,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/clients"
 )
 
-// The exit codes of DESIGN §8.
+// The exit codes of docs/design.md §8.
 const (
 	exitHeld     = 0
 	exitViolated = 1
