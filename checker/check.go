@@ -89,12 +89,21 @@ func Check(ctx context.Context, h history.History, opts Options) []Result {
 // that the history is analyzed once. The liveness result is nil when the
 // history is not well-formed.
 func CheckWithLiveness(ctx context.Context, h history.History, opts Options, lopts LivenessOptions) ([]Result, *LivenessResult) {
+	results, live, _ := CheckAnalyzed(ctx, h, opts, lopts)
+	return results, live
+}
+
+// CheckAnalyzed is CheckWithLiveness that also returns the facts it
+// analyzed h into (Analyze; nil when the history is not well-formed), so
+// that a caller that goes on to draw h (the run's report) reads the same
+// analysis instead of making it again.
+func CheckAnalyzed(ctx context.Context, h history.History, opts Options, lopts LivenessOptions) ([]Result, *LivenessResult, *Facts) {
 	results, facts := check(ctx, h, opts)
 	if facts == nil {
-		return results, nil
+		return results, nil, nil
 	}
 	live := liveness(h, facts, lopts)
-	return results, &live
+	return results, &live, facts
 }
 
 // check is Check; it also returns the facts it analyzed (nil when the

@@ -47,17 +47,28 @@ type ReportInput struct {
 	// Links are the run's files the report links to (history.jsonl,
 	// results.json, linearizability.html, logs), in display order.
 	Links []Link
+	// Facts is the checker's analysis of History (checker.CheckAnalyzed)
+	// when the caller has it; nil has the report analyze History itself.
+	Facts *checker.Facts
 }
 
 // WriteHTML writes <runDir>/report.html from the run's results.json,
-// history.jsonl and scenario.yaml. A missing history gives a report without
-// timeline; a missing results.json is an error. The file is written under a
-// temporary name and renamed, so a reader never sees half a report.
+// history.jsonl and scenario.yaml, as the offline `report` command does. A
+// missing history gives a report without timeline; a missing results.json
+// is an error.
 func WriteHTML(runDir string) error {
 	in, err := LoadReportInput(runDir)
 	if err != nil {
 		return err
 	}
+	return WriteReport(runDir, in)
+}
+
+// WriteReport writes <runDir>/report.html for in, which a run that has its
+// results, history and analysis in memory gives as they are, so that
+// nothing is read back from the store. The file is written under a
+// temporary name and renamed, so a reader never sees half a report.
+func WriteReport(runDir string, in ReportInput) error {
 	tmp := filepath.Join(runDir, reportFileTmpName)
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -105,7 +116,7 @@ func LoadReportInput(runDir string) (ReportInput, error) {
 		// what the checkers drop
 		history.DropReplyTimes(in.History, scenarioField(b, "resource") == "guarded")
 	}
-	in.Links = runLinks(runDir)
+	in.Links = RunLinks(runDir)
 	return in, nil
 }
 
@@ -132,8 +143,8 @@ func scenarioField(b []byte, name string) string {
 	return strings.TrimSpace(s)
 }
 
-// runLinks lists the files of runDir that the report links to.
-func runLinks(runDir string) []Link {
+// RunLinks lists the files of runDir that the report links to.
+func RunLinks(runDir string) []Link {
 	var out []Link
 	for _, name := range []string{HistoryFile, ResultsFile, LinearizabilityFile, ScenarioFile, NemesisFile, RunLogFile, JUnitFile} {
 		if st, err := os.Stat(filepath.Join(runDir, name)); err == nil && !st.IsDir() {
@@ -252,7 +263,11 @@ type reportData struct {
 // RenderHTML writes a self-contained report.html for in to w: every style,
 // script and figure is inline, so the file opens from disk with no network.
 func RenderHTML(w io.Writer, in ReportInput) error {
-	tl := buildTimeline(in.History)
+	facts := in.Facts
+	if facts == nil {
+		facts = checker.Analyze(in.History)
+	}
+	tl := timelineOf(in.History, facts)
 	checkers := in.Results.Checkers
 	if l := in.Results.Liveness; l != nil && len(l.Anomalies) > 0 {
 		// A stuck key and an unavailable window are listed like

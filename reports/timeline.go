@@ -311,8 +311,10 @@ func armed(value []byte) bool { return bytes.Contains(value, []byte(`"armed":tru
 // worker may still hold the lock: while its belief (which ends at its crash
 // at the latest), or the maybe-held span of an acquire of unknown outcome
 // (until its invoke + ttl), or an op of it, is still drawn.
-func buildTimeline(h history.History) timeline {
-	facts := checker.Analyze(h)
+func buildTimeline(h history.History) timeline { return timelineOf(h, checker.Analyze(h)) }
+
+// timelineOf is buildTimeline over facts already analyzed from h.
+func timelineOf(h history.History, facts *checker.Facts) timeline {
 	tl := timeline{facts: facts}
 	for i := range h {
 		tl.Last = max(tl.Last, h[i].Time)

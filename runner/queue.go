@@ -3,12 +3,10 @@ package runner
 import (
 	"context"
 	"fmt"
-	"log"
 	"strconv"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
@@ -44,59 +42,82 @@ type queueWorker struct {
 	resource *clients.Resource
 }
 
-// executeQueue runs the queue workload on a started cluster: it builds one
-// recorded Queue per worker (and one for the reaper, the last process),
-// sets the task table up and records it, then drives the workers and the
-// nemesis as the lock workload does.
-func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c cluster.Cluster, net *cluster.Network, startClock func() *history.Recorder, counts *countingSink, logger *log.Logger, onNemesis func(*nemesis.Runner)) (bool, error) {
-	alg, err := clients.LookupQueue(s.Lock.Algorithm)
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
+// startQueue starts the queue workload's clients, one per worker (and one
+// for the reaper, the last process), sets the task table up, starts the
+// clock with the table as its first record and makes the workers.
+func startQueue(ctx context.Context, p *plan, st *runStore, run *started) error {
+	s := &p.s
 	tasks := queueTasks(s.Queue)
-	var queues []string
-	for i := range s.Queue.Queues {
-		queues = append(queues, queueName(i))
+	setups, err := workerSetups(s, run.cluster, run.net, s.Processes(), "", logLines{st.log})
+	if err != nil {
+		return err
 	}
-	n := s.Processes()
 	var qs []clients.Queue
-	defer func() {
+	var qws []*queueWorker
+	run.down.push(func() {
+		if qws != nil { // the recorded queues own them
+			for _, qw := range qws {
+				_ = qw.q.Close()
+			}
+			return
+		}
 		for _, q := range qs {
 			_ = q.Close()
 		}
-	}()
-	setups, err := workerSetups(s, c, net, n, "", logLines{logger})
-	if err != nil {
-		return false, err
-	}
+	})
 	for i, su := range setups {
 		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		q, err := alg.New(qctx, su.target)
+		q, err := p.queue.New(qctx, su.target)
 		cancel()
 		if err != nil {
-			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
+			return fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
 		}
 		qs = append(qs, q)
 	}
 	if e, ok := qs[0].(interface{ Client() string }); ok {
-		cfg.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
+		run.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = qs[0].Setup(sctx, tasks)
 	cancel()
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrSetup, err)
+		return fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	rec := startClock()
-	rec.Record(history.TasksOp(tasks))
+	run.rec = st.startClock()
+	run.rec.Record(history.TasksOp(tasks))
+	run.workers, qws = queueWorkers(p, run.rec, setups, qs)
+	reaper := -1
+	if s.Queue.Reaper != nil {
+		reaper = len(qws) - 1
+	}
+	run.run = func(i int, stop, abort context.Context) {
+		if i == reaper {
+			qws[i].reap(stop, abort)
+			return
+		}
+		qws[i].run(stop, abort)
+	}
+	st.log.Printf("cluster, %d tasks in %d queues and %d processes ready", len(tasks), s.Queue.Queues, len(qws))
+	return nil
+}
+
+// queueWorkers makes the queue workload's workers, one per Queue: each
+// captures from its own queue, q<i mod Queues>, through a recorded Queue
+// that owns qs[i] from then on.
+func queueWorkers(p *plan, rec *history.Recorder, setups []workerSetup, qs []clients.Queue) (workerSet, []*queueWorker) {
+	s := &p.s
+	var queues []string
+	for i := range s.Queue.Queues {
+		queues = append(queues, queueName(i))
+	}
 	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
 	var ws workerSet
 	var qws []*queueWorker
 	for i, q := range qs {
 		target := setups[i].target
-		open := func(ctx context.Context) (clients.Queue, error) { return alg.New(ctx, target) }
+		open := func(ctx context.Context) (clients.Queue, error) { return p.queue.New(ctx, target) }
 		w := &worker{id: i, rec: rec, rng: setups[i].rng, clock: setups[i].clock, think: s.Think, hold: s.Hold, ttl: s.Lock.TTL, opTime: max(s.Lock.TTL, time.Second), pauses: map[string]pause{}}
-		w.queue = &clients.RecordedQueue{Queue: q, Rec: rec, Proc: clients.NewProcess(i, n), Open: open}
+		w.queue = &clients.RecordedQueue{Queue: q, Rec: rec, Proc: clients.NewProcess(i, len(qs)), Open: open}
 		ws = append(ws, w)
 		qws = append(qws, &queueWorker{
 			worker:   w,
@@ -107,24 +128,7 @@ func executeQueue(ctx, teardown context.Context, s *scenarios.Scenario, cfg *con
 			resource: resource,
 		})
 	}
-	qs = nil // the recorded queues own them now
-	defer func() {
-		for _, qw := range qws {
-			_ = qw.q.Close()
-		}
-	}()
-	logger.Printf("cluster, %d tasks in %d queues and %d processes ready", len(tasks), len(queues), n)
-	reaper := -1
-	if s.Queue.Reaper != nil {
-		reaper = n - 1
-	}
-	return drive(ctx, teardown, s, cfg, c, net, rec, ws, func(i int, stop, abort context.Context) {
-		if i == reaper {
-			qws[i].reap(stop, abort)
-			return
-		}
-		qws[i].run(stop, abort)
-	}, counts, logger, onNemesis)
+	return ws, qws
 }
 
 // ready gives the current process a Queue; false (after a back-off) when

@@ -1,26 +1,23 @@
-// Package runner wires one run: it starts the cluster and the proxied
-// network, builds one recorded Locker per worker, runs the workload and the
-// nemesis for the scenario's duration, heals every fault, lets the system
-// settle for the quiet period, stops the workers, tears everything down,
-// checks the history and writes the run's store directory. Teardown happens
-// on every path: normal end, error, panic in a worker, and cancellation of
-// the context (Ctrl-C).
+// Package runner carries out one run, in stages that each hand the next a
+// typed value: validate (the plan: the scenario with the run's overrides,
+// its fault targets, the lock's name, algorithm and options and what the
+// backend runs, all checked before anything starts), start (the proxied
+// network, the cluster and one recorded client per worker; the run's clock
+// starts when all are ready), workload and nemesis for the scenario's
+// duration, heal (every fault, once), the quiet period, teardown, check
+// (the verdict) and report (results.json and report.html from what the run
+// holds in memory). Teardown happens on every path: normal end, error,
+// panic in a worker, and cancellation of the context (Ctrl-C).
 package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,8 +59,21 @@ type Progress struct {
 	Faults             []string // the faults active now
 }
 
-// StartFunc starts a cluster for a spec; local.Start and docker.Start fit.
+// StartFunc starts a cluster for a spec; LocalBackend and docker.Backend
+// fit.
 type StartFunc func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+
+// Backend starts the clusters of a run. A Backend that is also a
+// SpecChecker is asked before anything starts whether it can run the
+// scenario's cluster.
+type Backend interface {
+	Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+}
+
+// Start calls f.
+func (f StartFunc) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+	return f(ctx, spec, net)
+}
 
 type config struct {
 	seed      *uint64
@@ -72,12 +82,10 @@ type config struct {
 	store     string
 	factory   clients.Factory
 	lockName  string // the name of the caller's own Locker; "" for the default
-	start     StartFunc
+	backend   Backend
 	progress  func(Progress)
 	logOut    io.Writer
 	check     checker.Options
-	// lockClient is filled by the run: the external client it ran, if any.
-	lockClient *reports.LockClient
 }
 
 // Option configures Run.
@@ -135,9 +143,13 @@ func (e *ownLockError) Error() string {
 
 func (e *ownLockError) Is(target error) bool { return target == ErrOwnLock || target == ErrSetup }
 
-// WithBackend sets how the cluster is started; the default is local.Start
+// WithBackend sets how the cluster is started; the default is LocalBackend
 // (server processes on 127.0.0.1).
-func WithBackend(start StartFunc) Option { return func(c *config) { c.start = start } }
+func WithBackend(start StartFunc) Option { return func(c *config) { c.backend = start } }
+
+// WithBackendOf is WithBackend for a Backend value, which may declare what
+// it runs (SpecChecker).
+func WithBackendOf(b Backend) Option { return func(c *config) { c.backend = b } }
 
 // WithProgress has fn called about four times a second with a snapshot.
 func WithProgress(fn func(Progress)) Option { return func(c *config) { c.progress = fn } }
@@ -198,464 +210,52 @@ func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) 
 // Result.Results; the error is non-nil when the run could not be carried out
 // (ErrSetup), was interrupted (ErrInterrupted: results still describe what was
 // recorded), or its store could not be written.
-func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (res *Result, err error) {
+//
+// The run goes through its stages in order, each handing the next a typed
+// value: validate (a plan: everything that can be known before anything
+// starts, so that bad input is refused with nothing started and no store
+// directory made), start (the cluster, the network and the workers'
+// clients), workload and nemesis, heal (once), check (a verdict) and
+// report (from memory). Everything start made is torn down before check,
+// on every path.
+func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, error) {
 	began := time.Now()
-	cfg := config{store: "store", start: LocalBackend}
+	cfg := config{store: "store", backend: StartFunc(LocalBackend)}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s := *sc
-	s.Normalize()
-	s.Seed = resolveSeed(cfg.seed, s.Seed)
-	if cfg.timeLimit > 0 {
-		s.Duration = cfg.timeLimit
-	}
-	if cfg.workers > 0 {
-		s.Workers = cfg.workers
-	}
-	if err := nameLock(&s, &cfg); err != nil {
-		return nil, err
-	}
-	// Nothing starts for a scenario that asks for what its cluster, its
-	// workers or its lock do not have, with the run's overrides.
-	names := Names()
-	if cfg.factory != nil {
-		names.LockOptions = nil // the caller's own Locker reads its options
-	}
-	if err := s.CheckRun(names); err != nil {
-		return nil, err
-	}
-	factory := cfg.factory
-	if factory == nil && s.Workload != scenarios.WorkloadQueue {
-		alg, err := clients.Lookup(s.Lock.Algorithm)
-		if err != nil {
-			return nil, err
-		}
-		if err := clients.CheckCapabilities(alg.Name, lockNeeds(&s)); err != nil {
-			where := cmp.Or(s.File, s.Name)
-			return nil, fmt.Errorf("%w: %s: %w", ErrSetup, where, err)
-		}
-		factory = alg.New
-	}
-
-	dir, err := reports.NewRunDir(cfg.store, s.Name, began)
+	p, err := validate(sc, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	res = &Result{Dir: dir}
-	logFile, err := os.Create(filepath.Join(dir, reports.RunLogFile))
+	st, err := openStore(p, began)
+	if st == nil {
+		return nil, err
+	}
+	defer st.close()
+	res := &Result{Dir: st.dir}
 	if err != nil {
-		return res, fmt.Errorf("runner: %w", err)
-	}
-	defer logFile.Close()
-	var logw io.Writer = logFile
-	if cfg.logOut != nil {
-		logw = io.MultiWriter(logFile, cfg.logOut)
-	}
-	logger := log.New(logw, "", log.Ltime|log.Lmicroseconds)
-	logger.Printf("scenario %s, seed %d, %d workers, %v + %v quiet, store %s", s.Name, s.Seed, s.Workers, s.Duration, s.Quiet, dir)
-	if s.Lock.Own {
-		logger.Printf("lock %s: a Go Locker of the caller's own", s.Lock.Algorithm)
-	}
-	// The stored scenario holds the exact schedule, so a replay repeats it.
-	s.Nemesis = scenarios.Nemesis{Steps: schedule(&s)}
-	if err := writeSchedule(dir, s.Nemesis.Steps); err != nil {
 		return res, err
 	}
-
-	if y, err := scenarios.Marshal(&s); err == nil {
-		err = os.WriteFile(filepath.Join(dir, reports.ScenarioFile), y, 0o644)
-		if err != nil {
-			return res, fmt.Errorf("runner: %w", err)
-		}
-	} else {
-		return res, err
+	rd := record(ctx, p, st)
+	if errors.Is(rd.err, ErrSetup) {
+		st.failedSetup(p, rd.err)
+		return res, rd.err
 	}
-
-	hw, err := history.CreateFile(filepath.Join(dir, reports.HistoryFile))
-	if err != nil {
-		return res, fmt.Errorf("runner: %w", err)
-	}
-	counts := &countingSink{}
-	// The run's clock starts when the cluster and every lock client are
-	// ready, so that setup time does not eat into the scenario's duration
-	// and "at: 1s" means one second of workload.
-	var rec *history.Recorder
-	startClock := func() *history.Recorder {
-		rec = history.NewRecorder(hw, counts)
-		rec.Record(history.Header())
-		return rec
-	}
-	var nem *nemesis.Runner
-	interrupted, runErr := execute(ctx, &s, &cfg, factory, startClock, counts, dir, logger, func(n *nemesis.Runner) { nem = n })
-	if rec == nil {
-		rec = history.NewRecorder()
-	}
-	if err := hw.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("runner: writing history: %w", err)
-	}
-	if runErr != nil && errors.Is(runErr, ErrSetup) {
-		logger.Printf("setup failed: %v", runErr)
-		// The run directory says why there is nothing to judge, so that
-		// `check` and `gate --from-store` never take it for a valid run.
-		expect := s.Expect
-		failed := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.FormatVersion, Verdict: checker.Unknown, Expected: &expect, SetupError: runErr.Error()}
-		if err := reports.WriteResults(dir, failed); err != nil {
-			logger.Printf("writing results: %v", err)
-		}
-		return res, runErr
-	}
-
-	h := rec.History()
-	results := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h), LockClient: cfg.lockClient}
-	expect := s.Expect
-	results.Expected = &expect
-	switch {
-	case errors.Is(runErr, ErrLockClient):
-		results.Verdict = checker.Unknown
-		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the lock client broke its protocol, so the run stopped: " + runErr.Error()}}
-	case interrupted:
-		results.Verdict = checker.Unknown
-		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the run was interrupted; check the stored history with `jepsen-lite check`"}}
-	default:
-		copts := cfg.check
-		copts.OutDir = dir
-		if copts.Drift == 0 && s.Lock.TTL > 0 {
-			copts.Drift = float64(s.Lock.Drift) / float64(s.Lock.TTL)
-		}
-		results.Checkers, results.Liveness = checker.CheckWithLiveness(context.WithoutCancel(ctx), h, copts, checker.LivenessOptions{})
-		results.Verdict = checker.Overall(results.Checkers)
-		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
-	}
-	judgeFaults(results, nem, s.Nemesis.Steps, interrupted, logger)
-	if err := reports.WriteResults(dir, results); err != nil && runErr == nil {
-		runErr = err
-	}
-	res.Results = results
-	if err := reports.WriteHTML(dir); err != nil {
-		logger.Printf("report: %v", err)
-	}
-	if err := reports.SetLatest(cfg.store, dir); err != nil && runErr == nil {
-		runErr = err
-	}
+	v := check(ctx, p, st, rd)
+	res.Results = v.results
+	err = report(p, st, rd, v)
 	res.Elapsed = time.Since(began)
-	logger.Printf("verdict %s (expected %s, met %v) in %v", results.Verdict, expect.Verdict, results.ExpectationMet, res.Elapsed.Round(time.Millisecond))
-	if interrupted && runErr == nil {
-		runErr = ErrInterrupted
-	}
-	return res, runErr
-}
-
-// nameLock names the lock of a run of the lock workload: with a Locker of
-// the caller's own, s's lock becomes its name, marked lock.own (so the
-// stored scenario, results and report name it, and a replay from the
-// command line refuses it); without one, s must name a built-in algorithm.
-func nameLock(s *scenarios.Scenario, cfg *config) error {
-	if s.Workload == scenarios.WorkloadQueue {
-		return nil
-	}
-	if cfg.factory == nil {
-		switch {
-		case s.Lock.Own:
-			return &ownLockError{name: s.Lock.Algorithm}
-		case s.Lock.Algorithm == "":
-			return fmt.Errorf("%w: %s: lock.algorithm: missing: name an algorithm (jepsen-lite list --algorithms), or run the scenario with a Locker of your own (runner.WithLocker)", scenarios.ErrInvalid, s.File)
-		}
-		return nil
-	}
-	name := cfg.lockName
+	st.log.Printf("verdict %s (expected %s, met %v) in %v", v.results.Verdict, p.s.Expect.Verdict, v.results.ExpectationMet, res.Elapsed.Round(time.Millisecond))
 	switch {
-	case name != "":
-	case s.Lock.Own:
-		name = s.Lock.Algorithm
-	default:
-		name = DefaultLockerName
+	case rd.err != nil:
+		return res, rd.err
+	case err != nil:
+		return res, err
+	case rd.interrupted:
+		return res, ErrInterrupted
 	}
-	if slices.Contains(clients.Names(), name) || slices.Contains(clients.QueueNames(), name) {
-		return fmt.Errorf("runner: WithLockerNamed: %q is a built-in algorithm's name; give your own lock a name of its own", name)
-	}
-	s.Lock.Algorithm, s.Lock.Own = name, true
-	return nil
-}
-
-// execute runs the cluster, workers and nemesis, and tears all of it down
-// before it returns, on every path. It reports whether ctx was cancelled.
-func execute(ctx context.Context, s *scenarios.Scenario, cfg *config, factory clients.Factory, startClock func() *history.Recorder, counts *countingSink, dir string, logger *log.Logger, onNemesis func(*nemesis.Runner)) (interrupted bool, err error) {
-	teardown := context.WithoutCancel(ctx)
-	net, err := cluster.NewNetwork(networkOptions(s.Nemesis.Steps)...)
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	defer func() {
-		if cerr := net.Close(); cerr != nil {
-			logger.Printf("closing network: %v", cerr)
-		}
-	}()
-	spec := cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, LogDir: dir, ClockSkew: skewsNodeClocks(s.Nemesis.Steps)}
-	startCtx, cancelStart := context.WithTimeout(ctx, 60*time.Second)
-	c, err := cfg.start(startCtx, spec, net)
-	cancelStart()
-	if err != nil {
-		if ctx.Err() != nil {
-			return true, fmt.Errorf("%w: %w", ErrSetup, ErrInterrupted)
-		}
-		return false, fmt.Errorf("%w: starting %s: %w", ErrSetup, s.System.Name, err)
-	}
-	defer func() {
-		if cerr := c.Close(); cerr != nil {
-			logger.Printf("closing cluster: %v", cerr)
-		}
-	}()
-	for _, n := range c.Nodes() {
-		logger.Printf("node %s %s at %s", n.Name, n.Role, n.Addr)
-	}
-	if s.Workload == scenarios.WorkloadQueue {
-		return executeQueue(ctx, teardown, s, cfg, c, net, startClock, counts, logger, onNemesis)
-	}
-
-	var ws workerSet
-	defer func() {
-		for _, w := range ws {
-			_ = w.locker.Close()
-		}
-	}()
-	var lockers []clients.Locker
-	defer func() {
-		// The workers close their own lockers; close those that never
-		// got a worker.
-		for _, l := range lockers[min(len(ws), len(lockers)):] {
-			_ = l.Close()
-		}
-	}()
-	clockDir, err := os.MkdirTemp("", "jepsen-lite-clocks-")
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	defer os.RemoveAll(clockDir)
-	setups, err := workerSetups(s, c, net, s.Workers, clockDir, logLines{logger})
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		for _, su := range setups {
-			su.clock.close()
-		}
-	}()
-	if err := probeClientClock(ctx, s, factory, setups[0].target, clockDir); err != nil {
-		return false, err
-	}
-	// The workers' lock clients start together: an external client's
-	// process may take a second to start.
-	made := make([]clients.Locker, len(setups))
-	errs := make([]error, len(setups))
-	var starting sync.WaitGroup
-	for i, su := range setups {
-		starting.Add(1)
-		go func() {
-			defer starting.Done()
-			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			made[i], errs[i] = factory(lctx, su.target)
-		}()
-	}
-	starting.Wait()
-	if ctx.Err() != nil {
-		for _, l := range made {
-			if l != nil {
-				_ = l.Close()
-			}
-		}
-		return true, fmt.Errorf("%w: %w", ErrSetup, ErrInterrupted)
-	}
-	for i, l := range made {
-		if errs[i] == nil {
-			lockers = append(lockers, l)
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			return false, fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
-		}
-	}
-	if e, ok := lockers[0].(externalClient); ok {
-		cfg.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
-	}
-	rec := startClock()
-	resource := clients.NewResource(s.Resource == scenarios.Fenced, rec.Now)
-	if s.Lock.Renew > 0 && !clients.CanRenew(lockers[0]) {
-		return false, fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, lockName(s, lockers[0]))
-	}
-	if s.Lock.Wait > 0 && !clients.CanWait(lockers[0]) {
-		return false, fmt.Errorf("%w: lock.acquire: %s cannot wait for a lock", ErrSetup, lockName(s, lockers[0]))
-	}
-	if _, ok := lockers[0].(clients.InCallHooker); pausesAt(s, nemesis.InCall) && !ok {
-		return false, fmt.Errorf("%w: client-pause point %s: %s is no process of its own to stop while a call is in flight (only the exec algorithm's clients are)", ErrSetup, nemesis.InCall, lockName(s, lockers[0]))
-	}
-	newRegister := func(l clients.Locker) (register, error) {
-		if s.Resource != scenarios.Guarded {
-			return harnessRegister{resource}, nil
-		}
-		g, ok := l.(clients.GuardedResource)
-		if !ok {
-			return nil, fmt.Errorf("%w: resource %q: %s keeps no register in its system", ErrSetup, scenarios.Guarded, s.Lock.Algorithm)
-		}
-		return guardedRegister{g: g}, nil
-	}
-	if _, err := newRegister(lockers[0]); err != nil {
-		return false, err
-	}
-	for i, l := range lockers {
-		clock, wrng, target := setups[i].clock, setups[i].rng, setups[i].target
-		// A crashed process's Locker is closed; its successor gets a new
-		// one built the same way.
-		proc := clients.NewProcess(i, s.Workers)
-		open := func(ctx context.Context) (clients.Locker, error) {
-			t := target
-			t.Process = proc.ID()
-			return factory(ctx, t)
-		}
-		ws = append(ws, &worker{
-			id:          i,
-			locker:      &clients.Recorded{Locker: l, Rec: rec, Proc: proc, Open: open, KeepClient: s.Lock.OnError == scenarios.OnErrorKeepClient},
-			rec:         rec,
-			newRegister: newRegister,
-			rng:         wrng,
-			clock:       clock,
-			keys:        s.Lock.Keys,
-			ttl:         s.Lock.TTL,
-			think:       s.Think,
-			hold:        s.Hold,
-			renew:       s.Lock.Renew,
-			wait:        s.Lock.Wait,
-			opTime:      max(s.Lock.TTL, time.Second),
-			pauses:      map[string]pause{},
-			inCall:      make(chan struct{}, 1),
-		})
-	}
-	logger.Printf("cluster and %d workers ready", len(ws))
-
-	return drive(ctx, teardown, s, cfg, c, net, rec, ws, func(i int, stop, abort context.Context) { ws[i].run(stop, abort) }, counts, logger, onNemesis)
-}
-
-// drive runs the workers (run(i, stop, abort) is worker i's loop) and the
-// nemesis for the scenario's duration, heals every fault, lets the system
-// settle for the quiet period and stops the workers. It reports whether ctx
-// was cancelled.
-func drive(ctx, teardown context.Context, s *scenarios.Scenario, cfg *config, c cluster.Cluster, net *cluster.Network, rec *history.Recorder, ws workerSet, run func(i int, stop, abort context.Context), counts *countingSink, logger *log.Logger, onNemesis func(*nemesis.Runner)) (bool, error) {
-	env := &nemesis.Env{Cluster: c, Network: net, Workers: ws, Recorder: rec, Rand: nemesis.TargetRand(s.Seed)}
-	for _, w := range ws {
-		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
-	}
-	nem := nemesis.NewRunner(env)
-	onNemesis(nem)
-	defer func() {
-		if herr := nem.HealAll(teardown); herr != nil {
-			logger.Printf("healing: %v", herr)
-		}
-		if herr := net.HealAll(); herr != nil {
-			logger.Printf("healing network: %v", herr)
-		}
-	}()
-
-	// The run's clock: the recorder's start. Nemesis steps are timed from
-	// it, so "at: 1s" means 1s of harness time.
-	start := rec.Start()
-	stop, stopWorkers := context.WithCancel(ctx)
-	defer stopWorkers()
-	nemDone := make(chan error, 1)
-	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
-	defer stopNemesis()
-	go func() { nemDone <- nem.Run(nemCtx, start, s.Nemesis.Steps) }() // resolved in Run
-	// Faults due at the start are in force before the first worker asks.
-	select {
-	case <-nem.Begun():
-	case <-stop.Done():
-	}
-
-	var wg sync.WaitGroup
-	var panicked, broken atomic.Value
-	for _, w := range ws {
-		w.fatal = func(err error) {
-			if broken.CompareAndSwap(nil, err) {
-				logger.Printf("stopping the run: %v", err)
-			}
-			stopWorkers()
-		}
-	}
-	for i, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					panicked.Store(fmt.Sprintf("worker %d panicked: %v", w.id, p))
-					stopWorkers()
-				}
-			}()
-			run(i, stop, ctx)
-		}()
-	}
-	progressDone := make(chan struct{})
-	go func() {
-		defer close(progressDone)
-		reportProgress(stop, cfg.progress, start, s.Duration+s.Quiet, counts, nem)
-	}()
-
-	// Faults until the duration ends; then heal and let the system settle.
-	waitUntil(stop, start.Add(s.Duration))
-	stopNemesis()
-	if nerr := <-nemDone; nerr != nil {
-		logger.Printf("nemesis: %v", nerr)
-	}
-	if herr := nem.HealAll(teardown); herr != nil {
-		logger.Printf("healing: %v", herr)
-	}
-	if herr := net.HealAll(); herr != nil {
-		logger.Printf("healing network: %v", herr)
-	}
-	waitUntil(stop, start.Add(s.Duration+s.Quiet))
-	stopWorkers()
-	wg.Wait()
-	// The end record: the history says until when it recorded, so a wait
-	// still pending is known to have waited until now.
-	rec.Record(history.EndOp())
-	<-progressDone
-	if p := panicked.Load(); p != nil {
-		return ctx.Err() != nil, fmt.Errorf("runner: %s", p)
-	}
-	if err, ok := broken.Load().(error); ok {
-		return ctx.Err() != nil, fmt.Errorf("%w: %w", ErrLockClient, err)
-	}
-	logger.Printf("workers stopped after %d ops", rec.Len())
-	return ctx.Err() != nil, nil
-}
-
-// judgeFaults lists in results every fault and heal of the run that failed
-// (nem is nil when the run never got to its nemesis), logs each, and judges
-// the run by them (reports.Results.JudgeFailedFaults): a step that expected a
-// failure that did not come counts only when the run was not interrupted.
-func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Schedule, interrupted bool, logger *log.Logger) {
-	if nem == nil {
-		return
-	}
-	failedSteps := map[string]bool{}
-	for _, err := range nem.Failed() {
-		f := reports.FailedFault{Step: err.Error(), Error: err.Error()}
-		var fe *nemesis.FailedError
-		if errors.As(err, &fe) {
-			f = reports.FailedFault{Step: fe.Step.String(), Heal: fe.Heal, Error: fe.Err.Error(), Expected: fe.Step.ExpectFailure}
-			failedSteps[fe.Step.String()] = true
-		}
-		results.FailedFaults = append(results.FailedFaults, f)
-		logger.Printf("failed (heal %v, expected %v): %s: %s", f.Heal, f.Expected, f.Step, f.Error)
-	}
-	var missing []string
-	for _, st := range steps {
-		if st.ExpectFailure && !interrupted && !failedSteps[st.String()] {
-			missing = append(missing, st.String())
-		}
-	}
-	results.JudgeFailedFaults(missing)
+	return res, nil
 }
 
 // skewsNodeClocks reports whether a step of the schedule skews node clocks
@@ -684,41 +284,6 @@ func isolator(env *nemesis.Env, worker string) func(cut bool) error {
 			return env.ApplyLinks(cable, links...)
 		}
 		return env.HealLinks(cable, links...)
-	}
-}
-
-// schedule returns the exact nemesis schedule of s: its steps that fall
-// inside its duration, merged with its random spec expanded from its seed.
-func schedule(s *scenarios.Scenario) nemesis.Schedule {
-	return nemesis.Resolve(s.Nemesis.Steps, s.Nemesis.Random, s.Seed, s.Duration)
-}
-
-// writeSchedule writes the schedule as nemesis.jsonl, one step per line.
-func writeSchedule(dir string, steps nemesis.Schedule) error {
-	f, err := os.Create(filepath.Join(dir, reports.NemesisFile))
-	if err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	if err := nemesis.WriteSchedule(f, steps); err != nil {
-		f.Close()
-		return fmt.Errorf("runner: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("runner: %w", err)
-	}
-	return nil
-}
-
-// resolveSeed picks the run's seed: the option, else the scenario's, else
-// one from the clock.
-func resolveSeed(opt *uint64, scenario uint64) uint64 {
-	switch {
-	case opt != nil:
-		return *opt
-	case scenario != 0:
-		return scenario
-	default:
-		return uint64(time.Now().UnixNano())&0xffffffff | 1
 	}
 }
 

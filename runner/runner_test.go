@@ -90,6 +90,7 @@ func TestGCPauseScenarios(t *testing.T) {
 			if again != r.Verdict {
 				t.Errorf("offline verdict %s, run verdict %s", again, r.Verdict)
 			}
+			assertReportMatchesStore(t, res.Dir)
 			for _, f := range []string{reports.ScenarioFile, reports.ResultsFile, reports.RunLogFile, "n1.log"} {
 				if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
 					t.Errorf("run dir lacks %s: %v", f, err)

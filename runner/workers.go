@@ -326,6 +326,16 @@ func (w *worker) iterate(stop, abort context.Context) {
 	if w.lost(lease) {
 		return
 	}
+	if w.increment(abort, key, lease) {
+		w.holdLock(abort, &lease)
+	}
+}
+
+// increment reads the register of key under lease and writes it plus one:
+// the holder's work on the resource. It reports whether the holder goes on
+// holding: false when the read failed or the write's outcome is unknown
+// (the process crashed).
+func (w *worker) increment(abort context.Context, key string, lease clients.Lease) bool {
 	w.rec.Record(w.op(history.Invoke, history.FRead, key, 0))
 	rctx, cancel := context.WithTimeout(abort, w.opTime)
 	v, err := w.register.Read(rctx, lease)
@@ -335,7 +345,7 @@ func (w *worker) iterate(stop, abort context.Context) {
 		// A read changes nothing: it fails whatever the cause.
 		read.Type, read.Error = history.Fail, err.Error()
 		w.rec.Record(read)
-		return
+		return false
 	}
 	read.Value = history.IntValue(v)
 	w.rec.Record(read)
@@ -360,9 +370,9 @@ func (w *worker) iterate(stop, abort context.Context) {
 	w.rec.Record(done)
 	if done.Type == history.Info {
 		w.locker.Crash(done.Kept)
-		return
+		return false
 	}
-	w.holdLock(abort, &lease)
+	return true
 }
 
 // holdLock keeps the lock for the hold time, the holder's other work. With a

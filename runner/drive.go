@@ -1,0 +1,148 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/reports"
+)
+
+// recorded is what the workload hands to the check stage: what was
+// recorded and how the run ended.
+type recorded struct {
+	history history.History
+	// nem is the run's nemesis, nil when the run never got to it.
+	nem         *nemesis.Runner
+	interrupted bool
+	// err says why the run stopped early or could not be recorded: its
+	// setup failed (ErrSetup), its lock client broke its protocol
+	// (ErrLockClient), a worker panicked, or the history could not be
+	// written.
+	err        error
+	lockClient *reports.LockClient
+}
+
+// drive is the workload and nemesis stage: it runs the workers and the
+// nemesis for the scenario's duration, heals every fault (heal, once),
+// lets the system settle for the quiet period, stops the workers and
+// records the end of the history.
+func drive(ctx context.Context, p *plan, st *runStore, run *started) recorded {
+	s := &p.s
+	env := &nemesis.Env{Cluster: run.cluster, Network: run.net, Workers: run.workers, Recorder: run.rec, Rand: nemesis.TargetRand(s.Seed)}
+	for _, w := range run.workers {
+		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
+	}
+	nem := nemesis.NewRunner(env)
+	heal := healOnce(context.WithoutCancel(ctx), nem, run.net, st.log)
+	defer heal() // a panic on the way
+	// The run's clock: the recorder's start. Nemesis steps are timed from
+	// it, so "at: 1s" means 1s of harness time.
+	start := run.rec.Start()
+	stop, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	nemDone := make(chan error, 1)
+	nemCtx, stopNemesis := context.WithDeadline(stop, start.Add(s.Duration))
+	defer stopNemesis()
+	go func() { nemDone <- nem.Run(nemCtx, start, s.Nemesis.Steps) }()
+	// Faults due at the start are in force before the first worker asks.
+	select {
+	case <-nem.Begun():
+	case <-stop.Done():
+	}
+	c := startCrew(ctx, stop, stopWorkers, run, st.log)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		reportProgress(stop, p.cfg.progress, start, s.Duration+s.Quiet, st.counts, nem)
+	}()
+	// Faults until the duration ends; then heal and let the system settle.
+	waitUntil(stop, start.Add(s.Duration))
+	stopNemesis()
+	if nerr := <-nemDone; nerr != nil {
+		st.log.Printf("nemesis: %v", nerr)
+	}
+	heal()
+	waitUntil(stop, start.Add(s.Duration+s.Quiet))
+	stopWorkers()
+	c.wg.Wait()
+	// The end record: the history says until when it recorded, so a wait
+	// still pending is known to have waited until now.
+	run.rec.Record(history.EndOp())
+	<-progressDone
+	rd := recorded{nem: nem, interrupted: ctx.Err() != nil, lockClient: run.lockClient, err: c.err()}
+	if rd.err == nil {
+		st.log.Printf("workers stopped after %d ops", run.rec.Len())
+	}
+	return rd
+}
+
+// healOnce returns the heal stage: it heals every fault of the nemesis and
+// every link of the network, the first time it is called; later calls do
+// nothing. The run calls it when the duration ends, and on its way out
+// when a panic kept it from getting there.
+func healOnce(ctx context.Context, nem *nemesis.Runner, net *cluster.Network, logger *log.Logger) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := nem.HealAll(ctx); err != nil {
+				logger.Printf("healing: %v", err)
+			}
+			if err := net.HealAll(); err != nil {
+				logger.Printf("healing network: %v", err)
+			}
+		})
+	}
+}
+
+// crew is the running workers: wg ends when every one has stopped, and err
+// then says why the run stopped early, if it did.
+type crew struct {
+	wg               sync.WaitGroup
+	panicked, broken atomic.Value
+}
+
+// startCrew starts each worker's loop: a worker whose lock client broke
+// its protocol, or that panicked, stops every worker.
+func startCrew(abort, stop context.Context, stopWorkers func(), run *started, logger *log.Logger) *crew {
+	c := &crew{}
+	for _, w := range run.workers {
+		w.fatal = func(err error) {
+			if c.broken.CompareAndSwap(nil, err) {
+				logger.Printf("stopping the run: %v", err)
+			}
+			stopWorkers()
+		}
+	}
+	for i, w := range run.workers {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					c.panicked.Store(fmt.Sprintf("worker %d panicked: %v", w.id, p))
+					stopWorkers()
+				}
+			}()
+			run.run(i, stop, abort)
+		}()
+	}
+	return c
+}
+
+// err says why the workers stopped early: a panic, or a lock client that
+// broke its protocol (ErrLockClient); nil when they ran to the end.
+func (c *crew) err() error {
+	if p := c.panicked.Load(); p != nil {
+		return fmt.Errorf("runner: %s", p)
+	}
+	if err, ok := c.broken.Load().(error); ok {
+		return fmt.Errorf("%w: %w", ErrLockClient, err)
+	}
+	return nil
+}
