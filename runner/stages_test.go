@@ -59,6 +59,8 @@ func TestValidateStartsNothing(t *testing.T) {
 		{"an unknown algorithm", func(s *scenarios.Scenario) { s.Lock.Algorithm = "no-such-lock" }, nil, clients.ErrUnknownAlgorithm, `"no-such-lock"`},
 		{"a lock of its own without its factory", func(s *scenarios.Scenario) { s.Lock.Own = true }, nil, runner.ErrOwnLock, "only Go code that has its factory"},
 		{"a lock of its own under a built-in name", nil, []runner.Option{runner.WithLockerNamed("redlock", clients.NewRedisSingle)}, nil, `"redlock" is a built-in algorithm's name`},
+		{"renew on a lock that cannot", func(s *scenarios.Scenario) { s.Lock.Algorithm, s.Lock.Renew = "redis-zadd-mutex", 100*time.Millisecond }, nil, runner.ErrSetup, "lock.renew: clients: missing capability: redis-zadd-mutex cannot renew a lease"},
+		{"a guarded register on a lock without one", func(s *scenarios.Scenario) { s.Resource = scenarios.Guarded }, nil, runner.ErrSetup, "resource: clients: missing capability: redis-single cannot keep the register"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,52 +113,45 @@ func TestBackendIsAskedTheRunsSpec(t *testing.T) {
 	}
 }
 
-// TestAbilitiesBeforeTheClock runs scenarios that ask a lock for what it
-// cannot do, on a real redis-server: the run fails its setup naming the
-// lock and what it lacks, before its clock starts (the history holds no
-// op) and with nothing left running.
+// TestAbilitiesBeforeTheClock runs a scenario that asks an external
+// client for what it says it cannot do (resp_lock.py claims wait, not
+// renew), on a real redis-server: an external client's abilities are its
+// own to say, so they are known only once its first process answers; the
+// run fails its setup naming what it lacks, before its clock starts (the
+// history holds no op) and with nothing left running. A built-in lock's
+// capabilities are declared, and refused before anything starts
+// (TestValidateStartsNothing).
 func TestAbilitiesBeforeTheClock(t *testing.T) {
-	tests := []struct {
-		name string
-		edit func(*scenarios.Scenario)
-		want string
-	}{
-		{"renew on a lock that cannot", func(s *scenarios.Scenario) { s.Lock.Algorithm, s.Lock.Renew = "redis-zadd-mutex", 100*time.Millisecond }, "lock.renew: redis-zadd-mutex cannot renew a lease"},
-		{"a guarded register on a lock without one", func(s *scenarios.Scenario) { s.Resource = scenarios.Guarded }, `resource "guarded": redis-single keeps no register`},
+	sc := execScenario(t, "redis-single-gc-pause", "")
+	sc.Lock.Renew = 100 * time.Millisecond
+	var nodes []cluster.Node
+	local := func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+		c, err := runner.LocalBackend(ctx, spec, net)
+		if err == nil {
+			nodes = c.Nodes()
+		}
+		return c, err
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sc := load(t, "redis-single-gc-pause")
-			tc.edit(sc)
-			var nodes []cluster.Node
-			local := func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
-				c, err := runner.LocalBackend(ctx, spec, net)
-				if err == nil {
-					nodes = c.Nodes()
-				}
-				return c, err
-			}
-			res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(time.Second), runner.WithBackend(local))
-			if !errors.Is(err, runner.ErrSetup) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Run = %v, want a setup error with %q", err, tc.want)
-			}
-			stored, rerr := reports.ReadResults(res.Dir)
-			if rerr != nil || stored.SetupError != err.Error() {
-				t.Fatalf("results.json of the failed setup: %+v, %v", stored, rerr)
-			}
-			if h, err := os.ReadFile(filepath.Join(res.Dir, reports.HistoryFile)); err != nil || len(h) != 0 {
-				t.Errorf("the history of a run that never started its clock holds %q (%v)", h, err)
-			}
-			if len(nodes) == 0 {
-				t.Fatal("the run started no cluster, so nothing here tests its teardown")
-			}
-			for _, n := range nodes {
-				if conn, err := net.Dial("tcp", n.Addr); err == nil {
-					conn.Close()
-					t.Errorf("node %s still answers at %s after the failed run", n.Name, n.Addr)
-				}
-			}
-		})
+	res, err := runner.Run(context.Background(), sc, runner.WithStore(t.TempDir()), runner.WithSeed(1), runner.WithTimeLimit(time.Second), runner.WithBackend(local))
+	const want = "cannot renew"
+	if !errors.Is(err, runner.ErrSetup) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run = %v, want a setup error with %q", err, want)
+	}
+	stored, rerr := reports.ReadResults(res.Dir)
+	if rerr != nil || stored.SetupError != err.Error() {
+		t.Fatalf("results.json of the failed setup: %+v, %v", stored, rerr)
+	}
+	if h, err := os.ReadFile(filepath.Join(res.Dir, reports.HistoryFile)); err != nil || len(h) != 0 {
+		t.Errorf("the history of a run that never started its clock holds %q (%v)", h, err)
+	}
+	if len(nodes) == 0 {
+		t.Fatal("the run started no cluster, so nothing here tests its teardown")
+	}
+	for _, n := range nodes {
+		if conn, err := net.Dial("tcp", n.Addr); err == nil {
+			conn.Close()
+			t.Errorf("node %s still answers at %s after the failed run", n.Name, n.Addr)
+		}
 	}
 }
 
