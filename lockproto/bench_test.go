@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -31,6 +32,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// threadTime is the CPU time of the calling thread: of the goroutine that
+// calls it, when that goroutine is locked to its thread.
+func threadTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_THREAD, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkCall measures the protocol's cost against a Redis round trip,
 // in one run on the same machine. "protocol": one request and its reply
 // through the protocol with a client that keeps its locks in memory (an
@@ -43,14 +52,17 @@ func cpuTime() time.Duration {
 // (two round trips per iteration); ns/call is one round trip.
 //
 // "own": the harness's own cost per call, the figure the protocol's
-// budget is set in (a tenth of a Redis round trip): each iteration is a
-// round of three blocks of ownBlock calls, through the protocol, through a
-// bare pipe and to Redis, so that the machine's load, which moves from
-// second to second, weighs on all three alike. own-cpu-ns/call is the
-// median over rounds of the harness's CPU per protocol call less its CPU
-// per pipe round trip (the system calls any process boundary needs);
-// redis-rt-ns the median wall time of a Redis round trip, and
-// own/redis-rt their ratio.
+// budget is set in (a tenth of a Redis round trip). The calling goroutine
+// is locked to its thread, and own-cpu-ns/call is that thread's CPU time
+// per protocol call (encoding, writing, reading, decoding, checking,
+// mapping the clock) less its CPU time per bare pipe round trip (the write
+// and the read any process boundary needs): what the harness itself does
+// per call, without the Go scheduler's idle spinning on other threads,
+// which grows with how long the client takes. Each iteration is a round of
+// three blocks of ownBlock calls (through the protocol, through a bare
+// pipe, to Redis), so that the machine's load weighs on all three alike;
+// the figures are medians over rounds. redis-rt-ns is a Redis round trip's
+// wall time, and own/redis-rt the ratio the budget is about.
 //
 // "pipe": a line written to cat and read back, the floor of any round trip
 // to a process of its own, with neither JSON nor a lock in it; the
@@ -156,9 +168,11 @@ func benchmarkOwn(b *testing.B) {
 	line := []byte(`{"type":"ok","id":8,"owner":"1","never":true,"received_ms":1.5,"now_ms":1.6}` + "\n")
 	buf := make([]byte, 4096)
 	var own, rt []float64
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	b.ResetTimer()
 	for b.Loop() {
-		cpu := cpuTime()
+		cpu := threadTime()
 		for range ownBlock / 2 {
 			rep, err := p.Call(ctx, lockproto.Request{Type: lockproto.TypeAcquire, Key: "k", TTLMS: 1000}, lockproto.Hooks{})
 			if err != nil || rep.Type != lockproto.TypeOK {
@@ -169,8 +183,8 @@ func benchmarkOwn(b *testing.B) {
 				b.Fatalf("release: %+v %v", rep, err)
 			}
 		}
-		protocolCPU := cpuTime() - cpu
-		cpu = cpuTime()
+		protocolCPU := threadTime() - cpu
+		cpu = threadTime()
 		for range ownBlock {
 			if _, err := pipeIn.Write(line); err != nil {
 				b.Fatal(err)
@@ -183,7 +197,7 @@ func benchmarkOwn(b *testing.B) {
 				got += n
 			}
 		}
-		pipeCPU := cpuTime() - cpu
+		pipeCPU := threadTime() - cpu
 		start := time.Now()
 		for range ownBlock / 2 {
 			if ok, err := rc.SetNX(ctx, "k", "v", time.Second).Result(); err != nil || !ok {
