@@ -61,8 +61,8 @@ type Progress struct {
 	Faults             []string // the faults active now
 }
 
-// StartFunc starts a cluster for a spec; local.Start and docker.Start fit.
-type StartFunc func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+// StartFunc starts a cluster for a spec; a cluster.Backend's Start fits.
+type StartFunc = cluster.StartFunc
 
 type config struct {
 	seed      *uint64

@@ -100,7 +100,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func mustDo(t *testing.T, addr string, args ...string) any {
 	t.Helper()
-	r, err := redisDo(ctxT(t, 5*time.Second), addr, args...)
+	r, err := cluster.RedisDo(ctxT(t, 5*time.Second), addr, args...)
 	if err != nil {
 		t.Fatalf("%v on %s: %v", args, addr, err)
 	}
@@ -117,8 +117,8 @@ func TestRedisMasters(t *testing.T) {
 	var names []string
 	for _, n := range c.Nodes() {
 		names = append(names, n.Name)
-		if n.Role != RolePrimary {
-			t.Errorf("%s has role %q, want %q", n.Name, n.Role, RolePrimary)
+		if n.Role != cluster.RolePrimary {
+			t.Errorf("%s has role %q, want %q", n.Name, n.Role, cluster.RolePrimary)
 		}
 		if got := mustDo(t, n.Addr, "SET", "k", n.Name); got != "OK" {
 			t.Fatalf("SET on %s: %v", n.Name, got)
@@ -140,7 +140,7 @@ func TestRedisMasters(t *testing.T) {
 		if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := redisDo(ctxT(t, time.Second), n1, "PING"); err == nil {
+		if _, err := cluster.RedisDo(ctxT(t, time.Second), n1, "PING"); err == nil {
 			t.Fatal("killed node still answers")
 		}
 		if err := c.Start(ctxT(t, 10*time.Second), "n1"); err != nil {
@@ -158,7 +158,7 @@ func TestRedisMasters(t *testing.T) {
 		if err := c.Pause(ctxT(t, time.Second), "n2"); err != nil {
 			t.Fatal(err)
 		}
-		_, err := redisDo(ctxT(t, 300*time.Millisecond), n2, "PING")
+		_, err := cluster.RedisDo(ctxT(t, 300*time.Millisecond), n2, "PING")
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			t.Fatalf("PING to a paused node: got %v, want a timeout", err)
@@ -306,7 +306,7 @@ func TestPostgres(t *testing.T) {
 	if len(nodes) != 1 || nodes[0].Name != "n1" {
 		t.Fatalf("nodes %v", nodes)
 	}
-	dsn := PostgresDSN(nodes[0].Addr)
+	dsn := cluster.PostgresDSN(nodes[0].Addr)
 	exec := func(sql string) error {
 		ctx := ctxT(t, 5*time.Second)
 		conn, err := pgx.Connect(ctx, dsn)
@@ -379,22 +379,19 @@ func TestPostgres(t *testing.T) {
 }
 
 func TestZooKeeperStandalone(t *testing.T) {
-	requireBinaries(t, "java", zookeeperJar)
+	requireBinaries(t, "java", cluster.ZooKeeperJar)
 	began := time.Now()
 	c, _ := startCluster(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 1})
 	t.Logf("zookeeper ready in %v", time.Since(began))
 	addr := c.Nodes()[0].Addr
-	if out, err := zkFourLetter(ctxT(t, 2*time.Second), addr, "ruok"); err != nil || out != "imok" {
-		t.Fatalf("ruok: %q, %v", out, err)
-	}
-	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+	if m, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
 		t.Fatalf("mode %q, %v", m, err)
 	}
 	if c.skewLib != "" {
 		if err := c.SetClockOffset("n1", time.Minute); err != nil {
 			t.Errorf("SetClockOffset on zookeeper: %v", err)
 		}
-		if _, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil {
+		if _, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil {
 			t.Errorf("zookeeper after a clock jump: %v", err)
 		}
 	}
@@ -404,20 +401,20 @@ func TestZooKeeperStandalone(t *testing.T) {
 	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+	if m, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
 		t.Fatalf("mode after restart %q, %v", m, err)
 	}
 }
 
 func TestZooKeeperEnsemble(t *testing.T) {
-	requireBinaries(t, "java", zookeeperJar)
+	requireBinaries(t, "java", cluster.ZooKeeperJar)
 	began := time.Now()
 	c, nw := startCluster(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 3})
 	t.Logf("3-node ensemble ready in %v", time.Since(began))
 	modes := map[string]string{}
 	leader := ""
 	for _, n := range c.Nodes() {
-		m, err := ZooKeeperMode(ctxT(t, 2*time.Second), n.Addr)
+		m, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), n.Addr)
 		if err != nil {
 			t.Fatalf("%s: %v", n.Name, err)
 		}
@@ -458,7 +455,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	cutAt := time.Now()
 	f, _ := c.node(target)
 	waitFor(t, 20*time.Second, "isolated node stops serving", func() bool {
-		_, err := ZooKeeperMode(ctxT(t, time.Second), f.addr())
+		_, err := cluster.ZooKeeperMode(ctxT(t, time.Second), f.addr())
 		return err != nil
 	})
 	var others []string
@@ -470,7 +467,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	waitFor(t, 20*time.Second, "the other two serve with a leader among them", func() bool {
 		leaders := 0
 		for _, a := range others {
-			m, err := ZooKeeperMode(ctxT(t, time.Second), a)
+			m, err := cluster.ZooKeeperMode(ctxT(t, time.Second), a)
 			if err != nil {
 				return false
 			}
@@ -486,7 +483,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	}
 	healAt := time.Now()
 	waitFor(t, 20*time.Second, "isolated node serves again after the heal", func() bool {
-		_, err := ZooKeeperMode(ctxT(t, time.Second), f.addr())
+		_, err := cluster.ZooKeeperMode(ctxT(t, time.Second), f.addr())
 		return err == nil
 	})
 	t.Logf("%s serves again %v after the heal", target, time.Since(healAt))
@@ -509,8 +506,8 @@ func TestEtcdSingle(t *testing.T) {
 	began := time.Now()
 	c, _ := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 1})
 	t.Logf("etcd ready in %v", time.Since(began))
-	url := "http://" + c.Nodes()[0].Addr + "/health"
-	if err := etcdHealthy(ctxT(t, 2*time.Second), url); err != nil {
+	url := c.Nodes()[0].Addr
+	if err := cluster.EtcdReady(ctxT(t, 2*time.Second), url); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SetClockOffset("n1", time.Second); !errors.Is(err, cluster.ErrUnavailable) {
@@ -519,7 +516,7 @@ func TestEtcdSingle(t *testing.T) {
 	if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := etcdHealthy(ctxT(t, time.Second), url); err == nil {
+	if err := cluster.EtcdReady(ctxT(t, time.Second), url); err == nil {
 		t.Fatal("killed etcd is healthy")
 	}
 	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
@@ -532,28 +529,28 @@ func TestEtcdCluster(t *testing.T) {
 	began := time.Now()
 	c, nw := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 3})
 	t.Logf("3-member etcd ready in %v", time.Since(began))
-	if got := nw.LinksTo("n1"); !slices.Contains(got, etcdPeerLink("n1")) {
+	if got := nw.LinksTo("n1"); !slices.Contains(got, cluster.LinkName(cluster.PeersLink, "n1")) {
 		t.Fatalf("links to n1: %v", got)
 	}
 	// Silence n1: it loses its quorum and stops being healthy; the others
 	// stay healthy. After the heal it is healthy again.
-	if err := nw.Cut(etcdPeerLink("n1")); err != nil {
+	if err := nw.Cut(cluster.LinkName(cluster.PeersLink, "n1")); err != nil {
 		t.Fatal(err)
 	}
-	n1 := "http://" + c.Nodes()[0].Addr + "/health"
+	n1 := c.Nodes()[0].Addr
 	waitFor(t, 20*time.Second, "silenced n1 unhealthy", func() bool {
-		return etcdHealthy(ctxT(t, time.Second), n1) != nil
+		return cluster.EtcdReady(ctxT(t, time.Second), n1) != nil
 	})
 	for _, n := range c.Nodes()[1:] {
 		waitFor(t, 10*time.Second, n.Name+" healthy while n1 is silenced", func() bool {
-			return etcdHealthy(ctxT(t, time.Second), "http://"+n.Addr+"/health") == nil
+			return cluster.EtcdReady(ctxT(t, time.Second), n.Addr) == nil
 		})
 	}
 	if err := nw.HealAll(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "n1 healthy after the heal", func() bool {
-		return etcdHealthy(ctxT(t, time.Second), n1) == nil
+		return cluster.EtcdReady(ctxT(t, time.Second), n1) == nil
 	})
 	// A killed member rejoins with its data dir.
 	if err := c.Kill(ctxT(t, 5*time.Second), "n2"); err != nil {
@@ -567,7 +564,7 @@ func TestEtcdCluster(t *testing.T) {
 // redisRole returns the role INFO replication reports ("master", "slave").
 func redisRole(t *testing.T, addr string) string {
 	t.Helper()
-	r, err := redisInfoField(ctxT(t, 2*time.Second), addr, "replication", "role")
+	r, err := cluster.RedisInfoField(ctxT(t, 2*time.Second), addr, "replication", "role")
 	if err != nil {
 		t.Fatalf("INFO replication on %s: %v", addr, err)
 	}
@@ -576,9 +573,9 @@ func redisRole(t *testing.T, addr string) string {
 
 func TestRedisPrimaryReplica(t *testing.T) {
 	requireBinaries(t, "redis-server")
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 2})
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2})
 	nodes := c.Nodes()
-	if len(nodes) != 2 || nodes[0].Role != RolePrimary || nodes[1].Role != RoleReplica {
+	if len(nodes) != 2 || nodes[0].Role != cluster.RolePrimary || nodes[1].Role != cluster.RoleReplica {
 		t.Fatalf("nodes %+v", nodes)
 	}
 	n1, n2 := nodes[0].Addr, nodes[1].Addr
@@ -623,8 +620,11 @@ func TestRedisPrimaryReplica(t *testing.T) {
 		if r := redisRole(t, n1); r != "master" {
 			t.Errorf("n1 role %q after promote, want master (left alone)", r)
 		}
-		if got := c.Nodes()[1].Role; got != RoleReplica {
-			t.Errorf("n2's Node.Role after promote = %q, want its role at start", got)
+		if got := c.Nodes()[1].Role; got != cluster.RolePrimary {
+			t.Errorf("n2's Node.Role after promote = %q, want primary", got)
+		}
+		if got := c.Nodes()[0].Role; got != cluster.RolePrimary {
+			t.Errorf("n1's Node.Role after promote = %q, want primary (left alone)", got)
 		}
 	})
 
@@ -639,13 +639,16 @@ func TestRedisPrimaryReplica(t *testing.T) {
 		if r := redisRole(t, n1); r != "slave" {
 			t.Errorf("n1 role %q after Follow", r)
 		}
+		if got := c.Nodes()[0].Role; got != cluster.RoleReplica {
+			t.Errorf("n1's Node.Role after Follow = %q, want replica", got)
+		}
 	})
 }
 
 func TestRedisSentinel(t *testing.T) {
 	requireBinaries(t, "redis-server", "redis-sentinel")
 	began := time.Now()
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2})
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2})
 	t.Logf("primary, replica and 3 sentinels ready in %v", time.Since(began))
 	var names, roles []string
 	for _, n := range c.Nodes() {
@@ -655,7 +658,7 @@ func TestRedisSentinel(t *testing.T) {
 	if want := []string{"n1", "n2", "s1", "s2", "s3"}; !slices.Equal(names, want) {
 		t.Fatalf("nodes %v, want %v", names, want)
 	}
-	if want := []string{RolePrimary, RoleReplica, RoleSentinel, RoleSentinel, RoleSentinel}; !slices.Equal(roles, want) {
+	if want := []string{cluster.RolePrimary, cluster.RoleReplica, cluster.RoleSentinel, cluster.RoleSentinel, cluster.RoleSentinel}; !slices.Equal(roles, want) {
 		t.Fatalf("roles %v, want %v", roles, want)
 	}
 	if got := nw.LinksTo("n1"); !slices.Equal(got, []string{"peers->n1"}) {

@@ -31,9 +31,8 @@ type node struct {
 	// ready reports whether the node answers; it is polled after a launch.
 	ready func(ctx context.Context) error
 
-	clockPath    string // the clock-skew file, "" when skew is unavailable
-	skewLib      string // the library preloaded into the node, "" for none
-	noSkewReason string // why this node's clock cannot be skewed, "" if it can
+	clockPath string // the clock-skew file, "" when skew is unavailable
+	skewLib   string // the library preloaded into the node, "" for none
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -78,8 +77,8 @@ func (n *node) launch() error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(os.Environ(), n.env...)
-	if n.skewLib != "" && n.noSkewReason == "" {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, clockFileEnv+"="+n.clockPath)
+	if n.skewLib != "" {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, cluster.ClockFileEnv+"="+n.clockPath)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
 	if err := startChild(cmd); err != nil {
@@ -333,53 +332,4 @@ func startChild(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawner() <- spawnRequest{cmd: cmd, done: done}
 	return <-done
-}
-
-var (
-	portsMu sync.Mutex
-	// portsNext is the next candidate port; 0 until first use.
-	portsNext int
-)
-
-// freePort returns a free TCP port on 127.0.0.1 for a server to bind later.
-// It is taken below the kernel's ephemeral range, so neither a listener on
-// port 0 (the proxies) nor an outgoing connection's source port can take it
-// between now and the server's bind. Candidates are tried in turn from a
-// start that depends on the process id, so concurrent harnesses rarely try
-// the same ones.
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	lo, hi := reservedPortRange()
-	if portsNext < lo || portsNext >= hi {
-		portsNext = lo + (os.Getpid()*7919)%(hi-lo)
-	}
-	for range hi - lo {
-		port := portsNext
-		portsNext++
-		if portsNext >= hi {
-			portsNext = lo
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port, nil
-	}
-	return 0, errors.New("local: no free port found")
-}
-
-// reservedPortRange returns the ports freePort picks from: from 10000 up to
-// the start of the ephemeral range (net.ipv4.ip_local_port_range).
-func reservedPortRange() (lo, hi int) {
-	lo, hi = 10000, 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > lo+1000 {
-				hi = v
-			}
-		}
-	}
-	return lo, hi
 }

@@ -110,12 +110,12 @@ func startLinkedPostgres(t *testing.T) (nw *cluster.Network, via string, ctx con
 		t.Fatal(err)
 	}
 	ctx = ctxT(t, 2*generous)
-	holder, err = pgx.Connect(ctx, PostgresDSN(via))
+	holder, err = pgx.Connect(ctx, cluster.PostgresDSN(via))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { holder.Close(context.Background()) })
-	other, err = pgx.Connect(ctx, PostgresDSN(direct))
+	other, err = pgx.Connect(ctx, cluster.PostgresDSN(direct))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestResetClosesConnections(t *testing.T) {
 	if err := nw.Heal("w0->n1"); err != nil {
 		t.Fatal(err)
 	}
-	again, err := pgx.Connect(ctx, PostgresDSN(via))
+	again, err := pgx.Connect(ctx, cluster.PostgresDSN(via))
 	if err != nil {
 		t.Fatalf("connect after the heal: %v", err)
 	}
@@ -246,7 +246,7 @@ func TestResetClosesConnections(t *testing.T) {
 
 func TestNodeCutKeepsReplicationConnection(t *testing.T) {
 	requireBinaries(t, "redis-server")
-	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 2})
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2})
 	n1, n2 := c.Nodes()[0].Addr, c.Nodes()[1].Addr
 	mustDo(t, n1, "SET", "a", "1")
 	waitFor(t, generous, "replica receives a", func() bool { return mustDo(t, n2, "GET", "a") == "1" })
