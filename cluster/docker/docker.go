@@ -158,7 +158,8 @@ type node struct {
 	index  int               // k of nk; 0 for a sentinel
 	ports  []string          // container ports it publishes ("6379/tcp"), the client's first
 	host   map[string]int    // the host port each is published on
-	script string            // the shell script the container runs
+	setup  string            // sh: what the container does once at its start
+	server string            // sh: the server's command line
 	files  map[string]string // its files in confDir, by name
 	ready  func(ctx context.Context, addr string) error
 	skew   bool                 // the clock-skew library is preloaded
@@ -514,7 +515,7 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 		testcontainers.WithName("jepsen-lite-"+c.runID+"-"+n.Name),
 		testcontainers.WithLabels(labels),
 		testcontainers.WithEnv(env),
-		testcontainers.WithCmd("sh", "-c", n.script),
+		testcontainers.WithCmd("sh", "-c", script(n)),
 		testcontainers.WithExposedPorts(n.ports...),
 		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Hostname = n.Name }),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
@@ -706,12 +707,12 @@ func (c *Cluster) node(name string) (*node, error) {
 	return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
 }
 
-// Kill kills the node's container with SIGKILL and waits until the engine
-// reports it stopped. The signal goes straight to the container's first
-// process from the host (its pid namespace dies with it), so the node dies
-// at once, as a local node does, rather than when the engine gets to it;
-// the engine's kill is the fallback. A paused node is thawed first (a
-// frozen process does not die) and killed too.
+// Kill kills the node's server with SIGKILL, every process of it, from the
+// host, and waits until they are gone: the node dies at once, as a local
+// node does, and its connections end as the kernel ends a dead process's.
+// The container, its data and its relays stay for Start. A paused node is
+// killed too (the signal takes effect as it is thawed). Killing a node whose
+// server is not running does nothing.
 func (c *Cluster) Kill(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
@@ -722,56 +723,73 @@ func (c *Cluster) Kill(ctx context.Context, name string) error {
 		return fmt.Errorf("docker: kill node %s: %w", name, err)
 	}
 	state := inspect.Container.State
-	if state == nil || !state.Running {
+	if state == nil || !state.Running || state.Pid <= 0 {
 		return nil
+	}
+	procs := serverProcesses(state.Pid)
+	for _, pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if state.Paused {
 		if _, err := c.docker.ContainerUnpause(ctx, n.ctr.ID, client.ContainerUnpauseOptions{}); err != nil {
 			return fmt.Errorf("docker: kill paused node %s: %w", name, err)
 		}
 	}
-	if state.Pid <= 0 || syscall.Kill(state.Pid, syscall.SIGKILL) != nil {
-		if _, err := c.docker.ContainerKill(ctx, n.ctr.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-			return fmt.Errorf("docker: kill node %s: %w", name, err)
+	for _, pid := range procs {
+		for cluster.Alive(pid) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("docker: kill node %s: process %d still alive: %w", name, pid, ctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
 		}
 	}
-	if err := c.waitExited(ctx, n); err != nil {
-		return err
-	}
-	c.closeRelays(n)
 	return nil
 }
 
-// waitExited waits until the engine reports the container stopped.
-func (c *Cluster) waitExited(ctx context.Context, n *node) error {
-	for {
-		if !c.running(ctx, n) {
-			return nil
+// serverProcesses returns the host pids of the server's processes in the
+// container whose first process (the node's script) is pid: every
+// descendant but the script's own waiting.
+func serverProcesses(pid int) []int {
+	var out []int
+	for _, p := range cluster.Descendants(pid) {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("docker: node %s still running after kill: %w", n.Name, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+		out = append(out, p)
 	}
+	return out
 }
 
-// Start starts a killed node's container again, with the data it kept,
-// opens its relays in its new network namespace, and waits until it answers
-// on its old address. Starting a running node does nothing.
+// Start starts a killed node's server again, with the data it kept, and
+// waits until it answers on its old address. A container that is not
+// running (stopped by the engine) is started again with its relays.
+// Starting a running node does nothing.
 func (c *Cluster) Start(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	if c.running(ctx, n) {
-		return nil
-	}
-	if _, err := c.docker.ContainerStart(ctx, n.ctr.ID, client.ContainerStartOptions{}); err != nil {
+	inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
+	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", name, err)
 	}
-	if err := c.openRelays(ctx, n); err != nil {
-		return err
+	state := inspect.Container.State
+	switch {
+	case state == nil || !state.Running:
+		c.closeRelays(n)
+		if _, err := c.docker.ContainerStart(ctx, n.ctr.ID, client.ContainerStartOptions{}); err != nil {
+			return fmt.Errorf("docker: start node %s: %w", name, err)
+		}
+		if err := c.openRelays(ctx, n); err != nil {
+			return err
+		}
+	case len(serverProcesses(state.Pid)) > 0:
+		return nil
+	default:
+		if err := os.WriteFile(filepath.Join(c.dir, "conf", n.Name, startFile), nil, 0o644); err != nil {
+			return fmt.Errorf("docker: start node %s: %w", name, err)
+		}
 	}
 	return c.waitReady(ctx, n)
 }

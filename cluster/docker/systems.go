@@ -92,6 +92,32 @@ func (c *Cluster) dataNodes() []*node {
 	return out
 }
 
+// script returns the shell script a node's container runs as its first
+// process: the node's setup, then its server, started again each time it
+// ends once the harness asks (Start creates startFile): Kill kills the
+// server's processes, not the container, so that the node dies and comes
+// back at the speed of a process, its container, network namespace and
+// relays staying up, as a local node's links do.
+func script(n *node) string {
+	lines := []string{}
+	if n.setup != "" {
+		lines = append(lines, n.setup)
+	}
+	return strings.Join(append(lines,
+		"rm -f "+confDir+"/"+startFile,
+		"while :; do",
+		"  "+n.server+" &",
+		"  wait $!",
+		"  until [ -e "+confDir+"/"+startFile+" ]; do sleep 0.01; done",
+		"  rm -f "+confDir+"/"+startFile,
+		"done",
+	), "\n")
+}
+
+// startFile, created in a node's config directory, makes its script start
+// the server again.
+const startFile = "start"
+
 // planRedis: each data node runs redis-server with the plan's config; a
 // replica replicates from n1 through its relay; in the sentinel topology
 // every node has a relay to every data node over "peers->nK", replicas
@@ -125,14 +151,14 @@ func (c *Cluster) planRedis() error {
 			conf = append(conf, "replica-announce-ip 127.0.0.1", "replica-announce-port "+strconv.Itoa(redisRelayPort(n)))
 		}
 		n.files["redis.conf"] = strings.Join(conf, "\n") + "\n"
-		n.script = "exec " + command(append([]string{"redis-server", confDir + "/redis.conf"}, c.extra...)...) + logTo(n)
+		n.server = command(append([]string{"redis-server", confDir + "/redis.conf"}, c.extra...)...) + logTo(n)
 	}
 	for _, s := range c.nodes[len(data):] {
 		conf := append([]string{"port 26379", "bind 0.0.0.0", "dir " + dataDir, `logfile ""`,
 			"sentinel resolve-hostnames yes", "sentinel announce-ip " + s.Name, "sentinel announce-port 26379"},
 			cluster.SentinelConfig("127.0.0.1", redisRelayPort(primary))...)
 		s.files["sentinel.conf"] = strings.Join(conf, "\n") + "\n"
-		s.script = "exec " + command("redis-sentinel", confDir+"/sentinel.conf") + logTo(s)
+		s.server = command("redis-sentinel", confDir+"/sentinel.conf") + logTo(s)
 		replicas := len(data) - 1
 		s.ready = func(ctx context.Context, addr string) error { return cluster.SentinelReady(ctx, addr, replicas) }
 	}
@@ -162,14 +188,14 @@ func (c *Cluster) planPostgres() error {
 		server = append(server, "-c", s)
 	}
 	// $bin: the newest installed version's programs.
-	n.script = strings.Join([]string{
+	n.setup = strings.Join([]string{
 		`bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)`,
 		`if [ ! -f ` + postgresDataDir + `/PG_VERSION ]; then mkdir -p ` + postgresDataDir + ` && chown ` + postgresUnprivUser + ": " + postgresDataDir +
 			` && ` + command(initdb...) + logTo(n) + ` || exit 1`,
 		// Connections come from the engine's port forwarder, not loopback.
 		`echo 'host all all all trust' >>` + postgresDataDir + `/pg_hba.conf; fi`,
-		"exec " + command(server...) + logTo(n),
 	}, "\n")
+	n.server = command(server...) + logTo(n)
 	return nil
 }
 
@@ -206,8 +232,8 @@ func (c *Cluster) planZooKeeper() error {
 		}
 		n.files["zoo.cfg"] = strings.Join(conf, "\n") + "\n"
 		java := append([]string{"java"}, cluster.ZooKeeperJVM(cluster.ZooKeeperJar+":"+cluster.ZooKeeperLogJar, confDir+"/zoo.cfg")...)
-		n.script = "mkdir -p " + zookeeperDataDir + " && echo " + strconv.Itoa(n.index) + " >" + zookeeperDataDir + "/myid && exec " +
-			command(java...) + logTo(n)
+		n.setup = "mkdir -p " + zookeeperDataDir + " && echo " + strconv.Itoa(n.index) + " >" + zookeeperDataDir + "/myid || exit 1"
+		n.server = command(java...) + logTo(n)
 	}
 	return nil
 }
@@ -248,7 +274,7 @@ func (c *Cluster) planEtcd() error {
 			"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
 			"--initial-cluster", strings.Join(initial, ","),
 		}, cluster.EtcdFlags()...)
-		n.script = "exec " + command(argv...) + logTo(n)
+		n.server = command(argv...) + logTo(n)
 	}
 	return nil
 }

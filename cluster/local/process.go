@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -135,63 +134,10 @@ func (n *node) signal(sig syscall.Signal) error {
 	}
 	// Children that left the group (postgres backends call setsid) get
 	// the signal too: a paused node stops answering on every connection.
-	for _, pid := range descendants(n.cmd.Process.Pid) {
+	for _, pid := range cluster.Descendants(n.cmd.Process.Pid) {
 		_ = syscall.Kill(pid, sig)
 	}
 	return nil
-}
-
-// descendants returns the pids of every living descendant of pid, read from
-// /proc; nil where /proc cannot be read.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command (which may hold spaces) start after
-		// the last ')': state, then ppid.
-		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-		fields := strings.Fields(string(rest))
-		if len(fields) < 2 || fields[0] == "Z" {
-			continue
-		}
-		ppid, err := strconv.Atoi(fields[1])
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], child)
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // kill sends SIGKILL (and SIGCONT, for a paused node) to the node's process
@@ -208,7 +154,7 @@ func (n *node) kill(ctx context.Context) error {
 	// descendant that left the group (postgres backends call setsid): a
 	// backend that outlives its postmaster holds the shared memory that a
 	// restart needs.
-	kids := descendants(pgid)
+	kids := cluster.Descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	for _, pid := range kids {
@@ -224,7 +170,7 @@ func (n *node) kill(ctx context.Context) error {
 	// reaped by init; an init that does not reap would leave zombies, which
 	// hold no port and no file, so the wait is bounded.
 	for _, pid := range kids {
-		for end := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(end); {
+		for end := time.Now().Add(2 * time.Second); cluster.Alive(pid) && time.Now().Before(end); {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("local: kill %s's children: %w", n.name, ctx.Err())
