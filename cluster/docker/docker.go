@@ -7,10 +7,12 @@
 //
 // It owns the containers and networks it creates: everything carries the
 // label RunLabel=<run id>, and Close removes all of it, also when Start fails
-// halfway. Nodes can be killed and started again (the container keeps its
-// data), paused (docker pause), and have their wall clock skewed through the
-// clock-skew preload library installed in the image, whose offset file lives
-// in a host directory bind-mounted into every container. What each system's
+// halfway. Nodes can be killed and started again (the server's processes
+// die and start again in their container, which keeps its data, network
+// namespace and relays), paused (docker pause), and have their wall clock
+// skewed through the clock-skew preload library installed in the image,
+// whose offset file lives in a host directory bind-mounted into every
+// container. What each system's
 // nodes run and how they reach each other follows package cluster's plan
 // (systems.go); this package only starts, stops, pauses and wires
 // containers.
