@@ -557,6 +557,28 @@ func TestPrimaryReplica(t *testing.T) {
 		if replicated("n1", "d", 500*time.Millisecond) {
 			t.Fatal("the old primary n1 got a write of the new primary")
 		}
+		roles := map[string]string{}
+		for _, n := range c.Nodes() {
+			roles[n.Name] = n.Role
+		}
+		if roles["n2"] != cluster.RolePrimary || roles["n1"] != cluster.RolePrimary || roles["n3"] != cluster.RoleReplica {
+			t.Fatalf("roles after promote %v, want n1 and n2 primaries (a split brain), n3 a replica", roles)
+		}
+	})
+
+	t.Run("the old primary follows the new one", func(t *testing.T) {
+		if err := c.Follow(ctx, "n1", "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if net.Addr("n1->n2") == "" {
+			t.Fatal("no link n1->n2 after Follow")
+		}
+		if !replicated("n1", "d", 30*time.Second) {
+			t.Fatal("key d never reached n1 through n1->n2")
+		}
+		if got := c.Nodes()[0].Role; got != cluster.RoleReplica {
+			t.Fatalf("n1's role after Follow = %q, want replica", got)
+		}
 	})
 
 	t.Run("close removes links and containers", func(t *testing.T) {
