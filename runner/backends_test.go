@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"flag"
 	"os/exec"
 	"slices"
 	"strings"
@@ -15,12 +16,17 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// TestBackendsAgree runs every scenario of the quick set whose system both
-// the local and the docker backend run, on each, and requires the
-// scenario's expectation from both, the same verdicts, and nothing of the
-// harness left in the engine afterwards. It is skipped, saying why, where
-// no Docker engine or no node image is present (`make images` builds it),
-// and in -short mode.
+// agreeTags selects the scenarios TestBackendsAgree compares: those that
+// carry every tag (comma-separated), or the whole catalog when empty.
+var agreeTags = flag.String("agree-tags", "quick", "TestBackendsAgree: the tags of the scenarios to compare; empty for the whole catalog")
+
+// TestBackendsAgree runs every scenario of the quick set (-agree-tags
+// selects others; -agree-tags= the whole catalog) whose system both the
+// local and the docker backend run (cluster.Backend.Check), on each, and
+// requires the scenario's expectation from both, the same verdicts, and
+// nothing of the harness left in the engine afterwards. It is skipped,
+// saying why, where no Docker engine or no node image is present (`make
+// images` builds it), and in -short mode.
 func TestBackendsAgree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: runs every quick scenario twice")
@@ -40,7 +46,11 @@ func TestBackendsAgree(t *testing.T) {
 	}
 	backends := []cluster.Backend{local.Backend, docker.Backend}
 	compared := 0
-	for _, sc := range scenarios.Select(cat, "quick") {
+	var tags []string
+	if *agreeTags != "" {
+		tags = strings.Split(*agreeTags, ",")
+	}
+	for _, sc := range scenarios.Select(cat, tags...) {
 		both := !slices.ContainsFunc(backends, func(b cluster.Backend) bool {
 			return b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}) != nil
 		})
@@ -66,7 +76,7 @@ func TestBackendsAgree(t *testing.T) {
 		})
 	}
 	if compared == 0 {
-		t.Fatal("no quick scenario runs on both backends")
+		t.Fatalf("no scenario tagged %q runs on both backends", *agreeTags)
 	}
 	// Nothing of the harness remains in the engine.
 	for _, args := range [][]string{
