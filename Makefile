@@ -85,8 +85,11 @@ baselines-doc: deps build
 images: $(SKEWLIB)
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh
 
+# The container backend's tests, then every quick scenario on both backends
+# (TestBackendsAgree).
 test-docker: deps build images
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 60m -run TestBackendsAgree ./runner
 
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f

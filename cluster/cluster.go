@@ -1,7 +1,11 @@
-// Package cluster owns the systems under test: their nodes, the processes or
-// containers behind them, the network of links every client and replication
-// link goes through, and the nodes' clocks. Backends live in subpackages
-// (cluster/local, cluster/docker); this package holds what they share.
+// Package cluster owns the systems under test: what each system is and can
+// do (Systems), the plan every backend follows (the nodes and roles of
+// Layout, the Redis topologies, configs and failovers of Replication, the
+// other systems' settings, the readiness probes, the clock files), the
+// network of links every client and replication link goes through, and
+// the backends' declaration (Backend). The backends live in subpackages
+// (cluster/local: processes, cluster/docker: containers) and only start,
+// stop, pause and wire nodes.
 package cluster
 
 import (

@@ -23,19 +23,19 @@ func Layout(spec Spec) ([]Node, error) {
 	case Redis:
 		primaryFirst := func(i int) string {
 			if i == 0 {
-				return "primary"
+				return RolePrimary
 			}
-			return "replica"
+			return RoleReplica
 		}
 		switch spec.Topology {
 		case "", "masters":
-			return numbered(count, func(int) string { return "primary" }), nil
+			return numbered(count, func(int) string { return RolePrimary }), nil
 		case "primary-replica":
 			return numbered(max(count, 2), primaryFirst), nil
 		case "sentinel":
 			nodes := numbered(max(count, 2), primaryFirst)
-			for i := range 3 {
-				nodes = append(nodes, Node{Name: fmt.Sprintf("s%d", i+1), Role: "sentinel"})
+			for i := range Sentinels {
+				nodes = append(nodes, Node{Name: fmt.Sprintf("s%d", i+1), Role: RoleSentinel})
 			}
 			return nodes, nil
 		default:
@@ -45,10 +45,30 @@ func Layout(spec Spec) ([]Node, error) {
 		if spec.Nodes > 1 {
 			return nil, fmt.Errorf("cluster: postgres runs a single node, not %d", spec.Nodes)
 		}
-		return numbered(1, func(int) string { return "primary" }), nil
+		return numbered(1, func(int) string { return RolePrimary }), nil
 	case ZooKeeper, Etcd:
 		return numbered(count, func(int) string { return "" }), nil
 	default:
 		return nil, fmt.Errorf("cluster: unknown system %q", spec.System)
 	}
+}
+
+// NamedSpec is a spec with a short name ("redis-sentinel").
+type NamedSpec struct {
+	Name string
+	Spec Spec
+}
+
+// Topologies lists one spec of every topology the backends run, at the
+// sizes the catalog's scenarios use: the cold-start benchmarks of both
+// backends range over it.
+var Topologies = []NamedSpec{
+	{"redis-5-masters", Spec{System: Redis, Nodes: 5}},
+	{"redis-primary-replica", Spec{System: Redis, Topology: TopologyPrimaryReplica, Nodes: 2}},
+	{"redis-sentinel", Spec{System: Redis, Topology: TopologySentinel, Nodes: 2}},
+	{"postgres", Spec{System: Postgres, Nodes: 1}},
+	{"zookeeper-1", Spec{System: ZooKeeper, Nodes: 1}},
+	{"zookeeper-3", Spec{System: ZooKeeper, Nodes: 3}},
+	{"etcd-1", Spec{System: Etcd, Nodes: 1}},
+	{"etcd-3", Spec{System: Etcd, Nodes: 3}},
 }

@@ -130,6 +130,8 @@ rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* \
 	"$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/* \
 	"$ROOTFS"/var/log/*.log "$ROOTFS"/var/log/apt/* "$ROOTFS"/debootstrap 2>/dev/null || true
 find "$ROOTFS/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' -exec rm -rf {} + 2>/dev/null || true
+# Debian's postgresql-common makes a default cluster; the backend makes its own.
+rm -rf "$ROOTFS"/var/lib/postgresql/*/main "$ROOTFS"/etc/postgresql/*/main 2>/dev/null || true
 # The image must not carry this machine's mirror.
 rm -f "$ROOTFS/etc/apt/sources.list" "$ROOTFS"/etc/apt/sources.list.d/* 2>/dev/null || true
 : >"$ROOTFS/etc/resolv.conf"
@@ -153,8 +155,16 @@ if [ -n "$old_id" ] && [ "$old_id" != "$(docker image inspect -f '{{.Id}}' "$IMA
 fi
 
 # Smoke test: the servers start and the clock-skew library loads.
-smoke="$(docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" redis-server --version 2>&1)" ||
-	die "the new image $IMAGE does not run redis-server: $smoke"
+smoke="$(docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" sh -c '
+	for p in '"$PACKAGES"'; do
+		case "$p" in
+		redis-server) redis-server --version ;;
+		postgresql) ls /usr/lib/postgresql/*/bin/postgres ;;
+		zookeeper) ls /usr/share/java/zookeeper.jar && java -version ;;
+		etcd-server) etcd --version ;;
+		esac || exit 1
+	done' 2>&1)" ||
+	die "the new image $IMAGE does not run its servers: $smoke"
 case "$smoke" in
 *"cannot be preloaded"*) die "the clock-skew library does not load in $IMAGE: $smoke" ;;
 esac

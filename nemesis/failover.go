@@ -110,11 +110,13 @@ func nodeByAddr(env *Env, addr string) (cluster.Node, bool) {
 }
 
 // primaryEndpoint returns the node the workers know as "the primary": the
-// first node with the primary role. Its worker links ("w3->n1") are the
-// workers' way to whichever node serves as primary.
+// first node with a primary or replica role (n1), which had the primary
+// role when the workers were given their endpoints; the cluster reports
+// current roles, so after a failover it may be a replica. Its worker links
+// ("w3->n1") are the workers' way to whichever node serves as primary.
 func primaryEndpoint(env *Env) (cluster.Node, error) {
 	for _, n := range env.Cluster.Nodes() {
-		if n.Role == "primary" {
+		if n.Role == cluster.RolePrimary || n.Role == cluster.RoleReplica {
 			return n, nil
 		}
 	}

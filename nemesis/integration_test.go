@@ -321,7 +321,7 @@ func TestKillKeepsTheKeyOnlyWithPersistence(t *testing.T) {
 }
 
 func TestFailoverLosesTheUnreplicatedLock(t *testing.T) {
-	tr := startRun(t, cluster.Spec{System: cluster.Redis, Topology: local.TopologyPrimaryReplica, Nodes: 2}, 2)
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}, 2)
 	ctx := context.Background()
 	// Replication works before the fault.
 	if err := tr.worker(t, 1, "n1").Set(ctx, "warm", "1", 0).Err(); err != nil {
@@ -389,7 +389,7 @@ func TestSentinelFailoverSwitchesToTheElectedPrimary(t *testing.T) {
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Skip("redis-sentinel is not installed")
 	}
-	tr := startRun(t, cluster.Spec{System: cluster.Redis, Topology: local.TopologySentinel, Nodes: 2}, 1)
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2}, 1)
 	if err := (SentinelFailover{}).Available(tr.env); err != nil {
 		t.Fatal(err)
 	}

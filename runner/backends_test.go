@@ -2,57 +2,81 @@ package runner_test
 
 import (
 	"context"
+	"flag"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// TestBackendsAgree runs Redis scenarios of the quick set on the local and
-// the docker backend and requires the same verdicts and expectations from
-// both, and nothing of the harness left in the engine afterwards. It is
-// skipped, saying why, where no Docker engine or no node image is present
-// (`make images` builds it).
+// agreeTags selects the scenarios TestBackendsAgree compares: those that
+// carry every tag (comma-separated), or the whole catalog when empty.
+var agreeTags = flag.String("agree-tags", "quick", "TestBackendsAgree: the tags of the scenarios to compare; empty for the whole catalog")
+
+// TestBackendsAgree runs every scenario of the quick set (-agree-tags
+// selects others; -agree-tags= the whole catalog) whose system both the
+// local and the docker backend run (cluster.Backend.Check), on each, and
+// requires the scenario's expectation from both, the same verdicts, and
+// nothing of the harness left in the engine afterwards. It is skipped,
+// saying why, where no Docker engine or no node image is present (`make
+// images` builds it), and in -short mode.
 func TestBackendsAgree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED in -short mode: runs every quick scenario twice")
+	}
 	ctx := context.Background()
 	cli, err := docker.Engine(ctx)
 	if err != nil {
 		t.Skipf("SKIPPED: no working Docker engine here (%v); the docker backend was not compared", err)
 	}
+	defer cli.Close()
 	if err := docker.CheckImage(ctx, cli, docker.ImageName()); err != nil {
 		t.Skipf("SKIPPED: the node image is missing (%v); run `make images` to compare the backends", err)
 	}
-	// redis-failover-async is not compared: its promoted replica grants
-	// about two seconds later in containers than on loopback (5.1 s against
-	// 3.1 s, seen on a fresh clone), so the holder's fixed 2 s hold can end
-	// first and the race shows as early-grant without double-hold (both
-	// backends called that run invalid). The scenario's full expectation
-	// is held by the local quick gate; the docker failover's extra latency
-	// is the thing to fix before it rejoins this list.
-	for _, name := range []string{"redis-single-gc-pause", "redis-fenced-gc-pause", "redlock-clock-jump"} {
-		t.Run(name, func(t *testing.T) {
-			sc := load(t, name)
+	cat, err := scenarios.Catalog(names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := []cluster.Backend{local.Backend, docker.Backend}
+	compared := 0
+	var tags []string
+	if *agreeTags != "" {
+		tags = strings.Split(*agreeTags, ",")
+	}
+	for _, sc := range scenarios.Select(cat, tags...) {
+		both := !slices.ContainsFunc(backends, func(b cluster.Backend) bool {
+			return b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}) != nil
+		})
+		if !both {
+			continue
+		}
+		compared++
+		t.Run(sc.Name, func(t *testing.T) {
 			verdicts := map[string]string{}
-			for _, b := range []struct {
-				name  string
-				start runner.StartFunc
-			}{{"local", runner.LocalBackend}, {"docker", docker.Backend}} {
-				res, err := runner.Run(ctx, sc, runner.WithBackend(b.start), runner.WithStore(t.TempDir()), runner.WithSeed(1))
+			for _, b := range backends {
+				res, err := runner.Run(ctx, sc, runner.WithBackend(b.Start), runner.WithStore(t.TempDir()), runner.WithSeed(1))
 				if err != nil {
-					t.Fatalf("%s: %v", b.name, err)
+					t.Fatalf("%s: %v", b.Name, err)
 				}
 				if !res.Results.ExpectationMet {
-					t.Errorf("%s backend: verdict %s, expectation not met: %+v", b.name, res.Results.Verdict, res.Results.Checkers)
+					t.Errorf("%s backend: verdict %s, expectation not met: %+v", b.Name, res.Results.Verdict, res.Results.Checkers)
 				}
-				verdicts[b.name] = string(res.Results.Verdict)
+				verdicts[b.Name] = string(res.Results.Verdict)
 			}
 			if verdicts["local"] != verdicts["docker"] {
 				t.Errorf("backends disagree: %v", verdicts)
 			}
 		})
+	}
+	if compared == 0 {
+		t.Fatalf("no scenario tagged %q runs on both backends", *agreeTags)
 	}
 	// Nothing of the harness remains in the engine.
 	for _, args := range [][]string{

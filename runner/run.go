@@ -59,9 +59,8 @@ type Progress struct {
 	Faults             []string // the faults active now
 }
 
-// StartFunc starts a cluster for a spec; LocalBackend and docker.Backend
-// fit.
-type StartFunc func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+// StartFunc starts a cluster for a spec; a cluster.Backend's Start fits.
+type StartFunc = cluster.StartFunc
 
 // Backend starts the clusters of a run. A Backend that is also a
 // SpecChecker is asked before anything starts whether it can run the
@@ -70,10 +69,22 @@ type Backend interface {
 	Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
 }
 
-// Start calls f.
-func (f StartFunc) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+// startFunc is a StartFunc as a Backend that declares nothing.
+type startFunc StartFunc
+
+func (f startFunc) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
 	return f(ctx, spec, net)
 }
+
+// clusterBackend is a cluster.Backend as a Backend that declares the
+// systems it runs (SpecChecker).
+type clusterBackend struct{ b cluster.Backend }
+
+func (c clusterBackend) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+	return c.b.Start(ctx, spec, net)
+}
+
+func (c clusterBackend) CheckSpec(spec cluster.Spec) error { return c.b.Check(spec) }
 
 type config struct {
 	seed      *uint64
@@ -145,7 +156,14 @@ func (e *ownLockError) Is(target error) bool { return target == ErrOwnLock || ta
 
 // WithBackend sets how the cluster is started; the default is LocalBackend
 // (server processes on 127.0.0.1).
-func WithBackend(start StartFunc) Option { return func(c *config) { c.backend = start } }
+func WithBackend(start StartFunc) Option { return func(c *config) { c.backend = startFunc(start) } }
+
+// WithClusterBackend runs the clusters on b (local.Backend,
+// docker.Backend), which the validate stage asks first whether it runs the
+// scenario's system.
+func WithClusterBackend(b cluster.Backend) Option {
+	return func(c *config) { c.backend = clusterBackend{b} }
+}
 
 // WithBackendOf is WithBackend for a Backend value, which may declare what
 // it runs (SpecChecker).
@@ -220,7 +238,7 @@ func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) 
 // on every path.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, error) {
 	began := time.Now()
-	cfg := config{store: "store", backend: StartFunc(LocalBackend)}
+	cfg := config{store: "store", backend: clusterBackend{local.Backend}}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -299,7 +299,7 @@ func (e *env) node(t *testing.T, name string) cluster.Node {
 func (e *env) dataNodes() []cluster.Node {
 	var out []cluster.Node
 	for _, n := range e.c.Nodes() {
-		if n.Role != roleSentinel {
+		if n.Role != cluster.RoleSentinel {
 			out = append(out, n)
 		}
 	}

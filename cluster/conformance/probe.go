@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,15 +111,9 @@ var redisProbe = probe{
 
 // PostgreSQL ----------------------------------------------------------
 
-// postgresDSN is the connection string of a node: the superuser postgres,
-// database postgres, no password, as every backend sets it up.
-func postgresDSN(addr string) string {
-	return "postgres://postgres@" + addr + "/postgres?sslmode=disable"
-}
-
 // postgresDo runs fn on a new connection to addr.
 func postgresDo(ctx context.Context, addr string, fn func(*pgx.Conn) error) error {
-	conn, err := pgx.Connect(ctx, postgresDSN(addr))
+	conn, err := pgx.Connect(ctx, cluster.PostgresDSN(addr))
 	if err != nil {
 		return err
 	}

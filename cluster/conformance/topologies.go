@@ -4,13 +4,6 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
-// Roles of nodes as cluster.Layout names them.
-const (
-	rolePrimary  = "primary"
-	roleReplica  = "replica"
-	roleSentinel = "sentinel"
-)
-
 // systems lists every system the suite knows with the topologies it starts
 // and, for each, the cases that run on its one cluster, in order.
 var systems = []system{
@@ -54,7 +47,7 @@ var systems = []system{
 			},
 			{
 				name: "sentinel",
-				spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 2},
+				spec: cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
 				cases: []testCase{
 					startCase,
 					sentinelPromoteCase("n2"),
@@ -64,7 +57,7 @@ var systems = []system{
 			},
 			{
 				name:     "sentinel-3",
-				spec:     cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3},
+				spec:     cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 3},
 				requires: []Ability{Failover, SentinelChoice},
 				cases: []testCase{
 					startCase,

@@ -1,40 +1,49 @@
 // Package docker is the container backend of cluster: it runs every node of a
-// cluster as a container of the jepsen-lite node image (built locally by
-// images/build.sh, see `make images`) through testcontainers-go, on a private
-// Docker network per run, with each node's port published on 127.0.0.1 only,
-// so that the harness's proxies stay the only way clients reach the nodes.
+// cluster (Redis servers and sentinels, PostgreSQL, ZooKeeper, etcd) as a
+// container of the jepsen-lite node image (built locally by images/build.sh,
+// see `make images`) through testcontainers-go, on a private Docker network
+// per run, with each node's ports published on 127.0.0.1 only, so that the
+// harness's links stay the only way clients and nodes reach a node.
 //
 // It owns the containers and networks it creates: everything carries the
 // label RunLabel=<run id>, and Close removes all of it, also when Start fails
-// halfway. Nodes can be killed and started again (the container keeps its
-// data), paused (docker pause), and have their wall clock skewed through the
-// clock-skew preload library installed in the image, whose offset file lives
-// in a host directory bind-mounted into every container.
+// halfway. Nodes can be killed and started again (the server's processes
+// die and start again in their container, which keeps its data, network
+// namespace and relays), paused (docker pause), and have their wall clock
+// skewed through the clock-skew preload library installed in the image,
+// whose offset file lives in a host directory bind-mounted into every
+// container. What each system's
+// nodes run and how they reach each other follows package cluster's plan
+// (systems.go); this package only starts, stops, pauses and wires
+// containers.
 //
 // Node-to-node traffic goes through the harness's cluster.Network like every
-// other link, although the proxies listen on the host's loopback only: a node
-// reaches data node nK at 127.0.0.1:16000+K inside its own container, where
+// other link, although the links listen on the host's loopback only: a node
+// reaches a peer at an address on 127.0.0.1 inside its own container, where
 // the harness listens (in the container's network namespace, which needs
-// CAP_SYS_ADMIN) and pipes to the link's proxy; see relay.go. In the
-// "primary-replica" topology replica nJ uses the link "nJ->nK"; in the
-// "sentinel" topology every replica and sentinel uses the shared link
-// "peers->nK", as cluster/local does. Sentinels talk to each other directly
-// over the run's Docker network, as local sentinels do over loopback.
+// CAP_SYS_ADMIN) and pipes to the link; see relay.go. Each peer address means
+// the same node in every container, so an address a server announces to its
+// peers (ZooKeeper's election, etcd's peer URLs, Redis's replica
+// announcements) leads to the right link wherever it is dialled. The links
+// are the ones cluster/local makes: "nJ->nK" for a Redis replica,
+// "peers->nK" in the sentinel topology and for etcd, "nJ->nK" and
+// "nJ->nK/election" for ZooKeeper.
 package docker
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -73,43 +82,15 @@ const (
 	logDir           = "/jepsen/log"
 	dataDir          = "/data"
 	confDir          = "/jepsen/conf"
-	redisPort        = "6379/tcp"
-	sentinelPort     = "26379/tcp"
-	// relayPortBase + i is the port, on a container's loopback, of the relay
-	// to node n<i>.
-	relayPortBase = 16000
 )
 
-// Roles of Redis nodes.
-const (
-	RolePrimary  = "primary"
-	RoleReplica  = "replica"
-	RoleSentinel = "sentinel"
-)
+// Backend declares the docker backend: it runs every system.
+var Backend = cluster.Backend{Name: backendName, Systems: systems, Start: startBackend}
 
-// SentinelMaster is the name the sentinels monitor the primary under.
-const SentinelMaster = "mymaster"
+// The docker backend's name and systems (Backend's, which Start checks).
+const backendName = "docker"
 
-// PeersLink is the "from" end of the shared links through which, in the
-// sentinel topology, every container reaches a data node ("peers->n1"):
-// replicas and sentinels learn each other's addresses from the servers, so
-// per-pair links cannot be kept there.
-const PeersLink = "peers"
-
-// The sentinel topology: three sentinels, with short timings so a failover
-// happens within a test run.
-const (
-	sentinels               = 3
-	sentinelDownAfter       = time.Second
-	sentinelFailoverTimeout = 3 * time.Second
-)
-
-// Topologies of Redis this backend runs.
-const (
-	TopologyMasters        = "masters"
-	TopologyPrimaryReplica = "primary-replica"
-	TopologySentinel       = "sentinel"
-)
+var systems = cluster.SystemNames()
 
 // Errors of this package, to be tested with errors.Is.
 var (
@@ -142,11 +123,11 @@ func WithImage(image string) Option { return func(o *options) { o.image = image 
 // The default is a fresh random id.
 func WithRunID(id string) Option { return func(o *options) { o.runID = id } }
 
-// WithStartTimeout bounds how long a node may take to answer PING after its
-// container starts. The default is 30 seconds.
+// WithStartTimeout bounds how long a node may take to answer after its
+// container starts. The default is 60 seconds.
 func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.startTimeout = d } }
 
-// WithRedisArgs appends arguments to every node's redis-server command line
+// WithRedisArgs appends arguments to every Redis server's command line
 // (for instance "--maxmemory", "64mb"). The default is none.
 func WithRedisArgs(args ...string) Option {
 	return func(o *options) { o.redisArgs = append(o.redisArgs, args...) }
@@ -162,29 +143,41 @@ type Cluster struct {
 	extra   []string // appended to redis-server's arguments
 	docker  *testcontainers.DockerClient
 	network *testcontainers.DockerNetwork
-	dir     string // host temp dir: clock files, and logs when spec.LogDir is empty
+	dir     string // host temp dir: clock files, configs, and logs when spec.LogDir is empty
 	logDir  string
 	nodes   []*node
 	net     *cluster.Network
+	repl    *cluster.Replication // Redis: the roles and failovers; nil otherwise
 
-	mu      sync.Mutex
-	closed  bool
-	links   []string // node-to-node links this cluster created
-	primary string   // replicated topologies: the node last made primary
+	mu     sync.Mutex
+	closed bool
+	links  []string // node-to-node links this cluster created
 }
 
 // node is one container of the cluster.
 type node struct {
 	cluster.Node
-	container *testcontainers.DockerContainer
-	index     int // n<index>
-	hostPort  int
-	clock     *os.File          // the offset file, mapped by the node's processes
-	relays    map[string]*relay // by target node; guarded by Cluster.mu
-	// killedRelays are the targets of the relays closed by Kill, reopened
-	// by Start in the container's new network namespace; guarded by
-	// Cluster.mu.
-	killedRelays []string
+	index  int               // k of nk; 0 for a sentinel
+	ports  []string          // container ports it publishes ("6379/tcp"), the client's first
+	host   map[string]int    // the host port each is published on
+	setup  string            // sh: what the container does once at its start
+	server string            // sh: the server's command line
+	files  map[string]string // its files in confDir, by name
+	ready  func(ctx context.Context, addr string) error
+	skew   bool                 // the clock-skew library is preloaded
+	relays map[string]relaySpec // by listen address; guarded by Cluster.mu
+	open   map[string]*relay    // the running relays, by listen address; guarded by Cluster.mu
+	ctr    *testcontainers.DockerContainer
+	clock  string // the host path of its clock file
+}
+
+// relaySpec is one address inside a node's container that leads to a port
+// of another node through a link.
+type relaySpec struct {
+	listen string // 127.0.0.1:port inside the container
+	link   string
+	target *node
+	port   string // the target's container port
 }
 
 var (
@@ -193,20 +186,19 @@ var (
 	_ cluster.Pauser      = (*Cluster)(nil)
 	_ cluster.ClockSkewer = (*Cluster)(nil)
 	_ cluster.Failoverer  = (*Cluster)(nil)
+	_ interface {
+		Follow(ctx context.Context, node, primary string) error
+	} = (*Cluster)(nil)
 )
 
 // Start starts the cluster described by spec as containers and waits until
-// every node answers. It runs Redis in three topologies, as cluster/local
-// does: "masters" (spec.Nodes independent redis-server nodes, each a
-// primary), "primary-replica" (n1 the primary, n2..nN its replicas, at least
-// one, replicating through the links "nJ->n1" of network) and "sentinel"
-// (primary-replica watched by three sentinels s1..s3; replicas and sentinels
-// reach data node nK through the shared link "peers->nK"). Other systems and
-// topologies return an error wrapping cluster.ErrUnavailable. Masters make
-// no links, so network may be nil for them. On error, everything Start
-// created is removed.
+// every node answers: Redis in its three topologies, PostgreSQL, a ZooKeeper
+// ensemble or an etcd cluster, with the nodes cluster.Layout names and the
+// links cluster/local makes. Clusters without node-to-node links (Redis
+// masters, PostgreSQL, a single ZooKeeper or etcd node) accept a nil
+// network. On error, everything Start created is removed.
 func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opts ...Option) (*Cluster, error) {
-	o := options{image: os.Getenv(ImageEnv), startTimeout: 30 * time.Second}
+	o := options{image: os.Getenv(ImageEnv), startTimeout: 60 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -216,11 +208,18 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 	if o.runID == "" {
 		o.runID = strings.ToLower(rand.Text()[:12])
 	}
-	if err := checkSpec(spec); err != nil {
+	if err := (cluster.Backend{Name: backendName, Systems: systems}).Check(spec); err != nil {
 		return nil, err
 	}
-	if (spec.Topology == TopologyPrimaryReplica || spec.Topology == TopologySentinel) && network == nil {
-		return nil, fmt.Errorf("docker: the %s topology needs a network for its node-to-node links", spec.Topology)
+	layout, err := cluster.Layout(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
+	}
+	if spec.Nodes < 1 {
+		return nil, fmt.Errorf("docker: a cluster needs at least one node, got %d", spec.Nodes)
+	}
+	if network == nil && needsLinks(spec, layout) {
+		return nil, fmt.Errorf("docker: %s with %d nodes needs a network for its node-to-node links", spec.System, len(layout))
 	}
 	disableReaper()
 
@@ -234,15 +233,15 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 	}
 
 	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli, net: network}
-	if err := c.create(ctx); err != nil {
+	if err := c.create(ctx, layout); err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
 	return c, nil
 }
 
-// Backend is Start with the default options, returning the cluster.Cluster
-// interface (nil on error), as a runner's backend function.
-func Backend(ctx context.Context, spec cluster.Spec, network *cluster.Network) (cluster.Cluster, error) {
+// startBackend is Start with the default options, returning the
+// cluster.Cluster interface (nil on error).
+func startBackend(ctx context.Context, spec cluster.Spec, network *cluster.Network) (cluster.Cluster, error) {
 	c, err := Start(ctx, spec, network)
 	if err != nil {
 		return nil, err
@@ -250,8 +249,13 @@ func Backend(ctx context.Context, spec cluster.Spec, network *cluster.Network) (
 	return c, nil
 }
 
-// Engine returns a client of the local Docker engine, or an error wrapping
-// ErrNoEngine when none answers.
+// needsLinks reports whether a cluster of spec has node-to-node links.
+func needsLinks(spec cluster.Spec, layout []cluster.Node) bool {
+	return cluster.Replicated(spec) || ((spec.System == cluster.ZooKeeper || spec.System == cluster.Etcd) && len(layout) > 1)
+}
+
+// Engine returns a client of the Docker engine (DOCKER_HOST, or the local
+// socket), or an error wrapping ErrNoEngine when none answers.
 func Engine(ctx context.Context) (*testcontainers.DockerClient, error) {
 	disableReaper()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
@@ -273,8 +277,8 @@ func ImageName() string {
 	return DefaultImage
 }
 
-// CheckImage returns nil when the image exists in the local engine, and an
-// error wrapping ErrNoImage when it does not.
+// CheckImage returns nil when the image exists in the engine, and an error
+// wrapping ErrNoImage when it does not.
 func CheckImage(ctx context.Context, cli *testcontainers.DockerClient, image string) error {
 	return checkImage(ctx, cli, image)
 }
@@ -298,26 +302,11 @@ func disableReaper() {
 	quietOnce.Do(func() { tclog.SetDefault(tclog.NewNoopLogger()) })
 }
 
-func checkSpec(spec cluster.Spec) error {
-	if spec.System != cluster.Redis {
-		return fmt.Errorf("docker: system %q: %w (the docker backend runs redis)", spec.System, cluster.ErrUnavailable)
-	}
-	switch spec.Topology {
-	case "", TopologyMasters, TopologyPrimaryReplica, TopologySentinel:
-	default:
-		return fmt.Errorf("docker: redis topology %q: %w (the docker backend runs %s, %s and %s)", spec.Topology, cluster.ErrUnavailable, TopologyMasters, TopologyPrimaryReplica, TopologySentinel)
-	}
-	if spec.Nodes < 1 {
-		return fmt.Errorf("docker: a cluster needs at least one node, got %d", spec.Nodes)
-	}
-	return nil
-}
-
 // labels returns the labels of everything the run creates.
 func (c *Cluster) labels() map[string]string { return map[string]string{RunLabel: c.runID} }
 
 // create makes the run's directory, network and containers.
-func (c *Cluster) create(ctx context.Context) error {
+func (c *Cluster) create(ctx context.Context, layout []cluster.Node) error {
 	dir, err := os.MkdirTemp("", "jepsen-lite-docker-")
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
@@ -343,71 +332,104 @@ func (c *Cluster) create(ctx context.Context) error {
 	}
 	c.network = nw
 
-	data := c.dataNodes()
-	for i := range data {
-		if err := c.addNode("n"+strconv.Itoa(i+1), c.initialRole(i), i+1); err != nil {
+	for _, l := range layout {
+		if err := c.addNode(l); err != nil {
 			return err
 		}
 	}
-	if c.spec.Topology == TopologySentinel {
-		for i := range sentinels {
-			if err := c.addNode("s"+strconv.Itoa(i+1), RoleSentinel, 0); err != nil {
-				return err
-			}
+	if err := c.plan(); err != nil {
+		return err
+	}
+	for _, n := range c.nodes {
+		if err := c.writeFiles(n); err != nil {
+			return err
 		}
 	}
-	if c.replicated() {
-		c.primary = c.nodes[0].Name
+	if c.spec.System == cluster.Redis {
+		c.repl = cluster.NewReplication(c.spec, c.infos(), wiring{c})
 	}
-
 	// Containers start concurrently: most of the time is the engine's. The
 	// sentinels start once the servers they watch answer.
-	if err := c.runAll(ctx, c.nodes[:data]); err != nil {
+	var servers, sentinels []*node
+	for _, n := range c.nodes {
+		if n.Role == cluster.RoleSentinel {
+			sentinels = append(sentinels, n)
+		} else {
+			servers = append(servers, n)
+		}
+	}
+	if err := c.runAll(ctx, servers); err != nil {
 		return err
 	}
-	if err := c.runAll(ctx, c.nodes[data:]); err != nil {
+	return c.runAll(ctx, sentinels)
+}
+
+// addNode adds a node of the layout with its clock file and host ports.
+func (c *Cluster) addNode(l cluster.Node) error {
+	n := &node{Node: l, host: map[string]int{}, files: map[string]string{}, relays: map[string]relaySpec{}, open: map[string]*relay{}}
+	if k, err := strconv.Atoi(strings.TrimPrefix(l.Name, "n")); err == nil && strings.HasPrefix(l.Name, "n") {
+		n.index = k
+	}
+	n.clock = filepath.Join(c.dir, "clock", l.Name)
+	if err := cluster.CreateClockFile(n.clock); err != nil {
 		return err
 	}
-	for _, n := range c.nodes[data:] {
-		if err := c.waitSentinel(ctx, n, data-1, sentinels-1); err != nil {
+	c.nodes = append(c.nodes, n)
+	return nil
+}
+
+// publish gives n its container ports, the client's first, each on a free
+// host port.
+func (c *Cluster) publish(n *node, ports ...string) error {
+	n.ports = ports
+	return c.pickPorts(n)
+}
+
+func (c *Cluster) pickPorts(n *node) error {
+	for _, p := range n.ports {
+		port, err := pickPort()
+		if err != nil {
 			return err
 		}
+		n.host[p] = port
 	}
+	n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(n.host[n.ports[0]]))
 	return nil
 }
 
-// addNode adds a node with its clock file and host port; index is k for a
-// data node nk, 0 for a sentinel.
-func (c *Cluster) addNode(name, role string, index int) error {
-	clock, err := newClockFile(filepath.Join(c.dir, "clock", name))
-	if err != nil {
-		return err
+// relay makes an address inside n's container, 127.0.0.1:listen, lead to
+// the port of target through the link.
+func (n *node) relay(listen int, link string, target *node, port string) string {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(listen))
+	n.relays[addr] = relaySpec{listen: addr, link: link, target: target, port: port}
+	return addr
+}
+
+// writeFiles writes n's files into its config directory.
+func (c *Cluster) writeFiles(n *node) error {
+	d := filepath.Join(c.dir, "conf", n.Name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("docker: %w", err)
 	}
-	port, err := pickPort()
-	if err != nil {
-		_ = clock.Close()
-		return err
-	}
-	c.nodes = append(c.nodes, &node{
-		Node:     cluster.Node{Name: name, Role: role, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
-		index:    index,
-		hostPort: port,
-		clock:    clock,
-		relays:   map[string]*relay{},
-	})
-	if role == RoleSentinel {
-		confDir := filepath.Join(c.dir, "conf", name)
-		if err := os.MkdirAll(confDir, 0o755); err != nil {
-			return fmt.Errorf("docker: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(confDir, "sentinel.conf"), []byte(c.sentinelConf(name)), 0o644); err != nil {
-			return fmt.Errorf("docker: sentinel config: %w", err)
+	for name, body := range n.files {
+		if err := os.WriteFile(filepath.Join(d, name), []byte(body), 0o644); err != nil {
+			return fmt.Errorf("docker: config of %s: %w", n.Name, err)
 		}
 	}
 	return nil
 }
 
-// runAll runs the nodes' containers concurrently.
+// infos returns the nodes as package cluster describes them.
+func (c *Cluster) infos() []cluster.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]cluster.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.Node
+	}
+	return out
+}
+
 // runAll starts the nodes' containers concurrently, then opens their relays
 // (every node's address is final by then), then waits until they answer.
 func (c *Cluster) runAll(ctx context.Context, nodes []*node) error {
@@ -424,21 +446,20 @@ func (c *Cluster) runAll(ctx context.Context, nodes []*node) error {
 		return err
 	}
 	for _, n := range nodes {
-		for _, target := range c.initialRelays(n) {
-			if err := c.openRelay(ctx, n, target); err != nil {
-				return err
-			}
+		if err := c.openRelays(ctx, n); err != nil {
+			return err
 		}
 	}
 	return each(func(n *node) error { return c.waitReady(ctx, n) })
 }
 
-// portAttempts is how many host ports a node tries: a free port found by
-// freePort may be taken by another process before the engine binds it.
+// portAttempts is how many sets of host ports a node tries: a free port
+// found by pickPort may be taken by another process before the engine binds
+// it.
 const portAttempts = 3
 
-// runRetrying runs the node's container, on another host port when its port
-// was taken meanwhile.
+// runRetrying runs the node's container, on other host ports when one was
+// taken meanwhile.
 func (c *Cluster) runRetrying(ctx context.Context, n *node) error {
 	for attempt := 1; ; attempt++ {
 		err := c.run(ctx, n)
@@ -446,22 +467,23 @@ func (c *Cluster) runRetrying(ctx context.Context, n *node) error {
 			return err
 		}
 		c.mu.Lock()
-		ctr := n.container
-		n.container = nil
+		ctr := n.ctr
+		n.ctr = nil
 		c.mu.Unlock()
 		if ctr != nil {
 			if _, rerr := c.docker.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true}); rerr != nil {
 				return errors.Join(err, fmt.Errorf("docker: remove node %s: %w", n.Name, rerr))
 			}
 		}
-		port, perr := pickPort()
+		c.mu.Lock()
+		perr := c.pickPorts(n)
+		c.mu.Unlock()
 		if perr != nil {
 			return errors.Join(err, perr)
 		}
-		c.mu.Lock()
-		n.hostPort = port
-		n.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		c.mu.Unlock()
+		if c.repl != nil {
+			c.repl.SetAddr(n.Name, n.Addr)
+		}
 	}
 }
 
@@ -474,35 +496,39 @@ func portTaken(err error) bool {
 // run creates and starts the node's container.
 func (c *Cluster) run(ctx context.Context, n *node) error {
 	hostIP := netip.MustParseAddr("127.0.0.1")
-	exposed, cmd := redisPort, c.redisArgs(n.Name, n.index-1)
-	binds := []string{filepath.Join(c.dir, "clock") + ":" + clockDir, c.logDir + ":" + logDir}
-	if n.Role == RoleSentinel {
-		exposed, cmd = sentinelPort, []string{"redis-sentinel", confDir + "/sentinel.conf"}
-		binds = append(binds, filepath.Join(c.dir, "conf", n.Name)+":"+confDir)
+	binds := []string{
+		filepath.Join(c.dir, "clock") + ":" + clockDir,
+		c.logDir + ":" + logDir,
+		filepath.Join(c.dir, "conf", n.Name) + ":" + confDir,
 	}
-	port := mobynet.MustParsePort(exposed)
+	bindings := mobynet.PortMap{}
+	for _, p := range n.ports {
+		bindings[mobynet.MustParsePort(p)] = []mobynet.PortBinding{{HostIP: hostIP, HostPort: strconv.Itoa(n.host[p])}}
+	}
+	env := map[string]string{"LC_ALL": "C"}
+	if n.skew {
+		env["LD_PRELOAD"] = clockSkewLibrary
+		env[cluster.ClockFileEnv] = clockDir + "/" + n.Name
+	}
 	labels := c.labels()
 	labels[NodeLabel] = n.Name
 	ctr, err := testcontainers.Run(ctx, c.image,
 		testcontainers.WithLogger(tclog.NewNoopLogger()),
 		testcontainers.WithName("jepsen-lite-"+c.runID+"-"+n.Name),
 		testcontainers.WithLabels(labels),
-		testcontainers.WithEnv(map[string]string{
-			"LD_PRELOAD":             clockSkewLibrary,
-			"JEPSEN_LITE_CLOCK_FILE": clockDir + "/" + n.Name,
-		}),
-		testcontainers.WithCmd(cmd...),
-		testcontainers.WithExposedPorts(exposed),
+		testcontainers.WithEnv(env),
+		testcontainers.WithCmd("sh", "-c", script(n)),
+		testcontainers.WithExposedPorts(n.ports...),
 		testcontainers.WithConfigModifier(func(cfg *container.Config) { cfg.Hostname = n.Name }),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.PortBindings = mobynet.PortMap{port: {{HostIP: hostIP, HostPort: strconv.Itoa(n.hostPort)}}}
+			hc.PortBindings = bindings
 			hc.Binds = append(hc.Binds, binds...)
 		}),
 		tcnetwork.WithNetwork([]string{n.Name}, c.network),
 	)
 	if ctr != nil {
 		c.mu.Lock()
-		n.container = ctr
+		n.ctr = ctr
 		c.mu.Unlock()
 	}
 	if err != nil {
@@ -511,172 +537,121 @@ func (c *Cluster) run(ctx context.Context, n *node) error {
 	return nil
 }
 
-// initialRelays returns the nodes n reaches through relays at start: in
-// primary-replica a replica reaches the primary; in sentinel every node
-// reaches every data node (replicas and sentinels learn the addresses of
-// the others from the servers and the sentinels).
-func (c *Cluster) initialRelays(n *node) []*node {
-	switch {
-	case c.spec.Topology == TopologySentinel:
-		return c.nodes[:c.dataNodes()]
-	case c.spec.Topology == TopologyPrimaryReplica && n.Role == RoleReplica:
-		return c.nodes[:1]
+// openRelays opens every relay of n that is not running, in n's container
+// as it runs now.
+func (c *Cluster) openRelays(ctx context.Context, n *node) error {
+	c.mu.Lock()
+	var want []relaySpec
+	for addr, r := range n.relays {
+		if n.open[addr] == nil {
+			want = append(want, r)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(want, func(a, b relaySpec) int { return strings.Compare(a.listen, b.listen) })
+	for _, r := range want {
+		if err := c.openRelay(ctx, n, r); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// replicated reports whether the topology has replicas.
-func (c *Cluster) replicated() bool {
-	return c.spec.Topology == TopologyPrimaryReplica || c.spec.Topology == TopologySentinel
-}
-
-// linkName returns the name of the link node from uses to reach data node
-// to: "from->to", or in the sentinel topology the shared "peers->to".
-func (c *Cluster) linkName(from, to string) string {
-	if c.spec.Topology == TopologySentinel {
-		return cluster.LinkName(PeersLink, to)
+// openRelay makes the relay's link (if new) and the relay inside n's
+// container, replacing an older relay on the same address.
+func (c *Cluster) openRelay(ctx context.Context, n *node, r relaySpec) error {
+	pid, err := c.pid(ctx, n)
+	if err != nil {
+		return err
 	}
-	return cluster.LinkName(from, to)
-}
-
-// sentinelConf returns a sentinel's config: it watches n1 through its relay,
-// announces itself by its host name on the run's network (sentinels talk to
-// each other directly, as on one host), and fails over fast.
-func (c *Cluster) sentinelConf(name string) string {
-	host, port, _ := net.SplitHostPort(relayAddr(c.nodes[0]))
-	return strings.Join([]string{
-		"port 26379",
-		"bind 0.0.0.0",
-		"protected-mode no",
-		"daemonize no",
-		"logfile " + logDir + "/" + name + ".log",
-		"dir " + dataDir,
-		"sentinel resolve-hostnames yes",
-		"sentinel announce-ip " + name,
-		"sentinel announce-port 26379",
-		fmt.Sprintf("sentinel monitor %s %s %s 2", SentinelMaster, host, port),
-		fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfter.Milliseconds()),
-		fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, sentinelFailoverTimeout.Milliseconds()),
-		fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
-	}, "\n") + "\n"
-}
-
-// dataNodes returns the number of redis-server nodes: spec.Nodes, and at
-// least two (a primary and a replica) in the replicated topologies.
-func (c *Cluster) dataNodes() int {
-	if c.replicated() {
-		return max(c.spec.Nodes, 2)
-	}
-	return c.spec.Nodes
-}
-
-// initialRole returns the role of the i-th data node (from 0) at start:
-// every master is a primary; in the replicated topologies n1 is the primary.
-func (c *Cluster) initialRole(i int) string {
-	if c.replicated() && i > 0 {
-		return RoleReplica
-	}
-	return RolePrimary
-}
-
-// relayAddr is where, inside a container, the relay to target listens.
-func relayAddr(target *node) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(relayPortBase+target.index))
-}
-
-// openRelay makes the link from n to target (if new) and a relay to it
-// inside n's container, replacing an older relay.
-func (c *Cluster) openRelay(ctx context.Context, n, target *node) error {
-	link := c.linkName(n.Name, target.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.net.Addr(link) == "" {
-		if _, err := c.net.Link(link, target.Addr); err != nil {
+	if c.closed {
+		return ErrClosed
+	}
+	upstream := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.target.host[r.port]))
+	switch cur := c.net.Addr(r.link); {
+	case cur == "":
+		if _, err := c.net.Link(r.link, upstream); err != nil {
 			return fmt.Errorf("docker: %w", err)
 		}
-		c.links = append(c.links, link)
+		c.links = append(c.links, r.link)
+	case c.net.Upstream(r.link) != upstream:
+		if err := c.net.SetUpstream(r.link, upstream); err != nil {
+			return fmt.Errorf("docker: %w", err)
+		}
 	}
-	inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		return fmt.Errorf("docker: inspect node %s: %w", n.Name, err)
-	}
-	if inspect.Container.State == nil || inspect.Container.State.Pid == 0 {
-		return fmt.Errorf("docker: node %s is not running", n.Name)
-	}
-	if old := n.relays[target.Name]; old != nil {
+	if old := n.open[r.listen]; old != nil {
 		_ = old.close()
-		delete(n.relays, target.Name)
+		delete(n.open, r.listen)
 	}
-	r, err := startRelay(inspect.Container.State.Pid, relayAddr(target), link, c.net)
+	rel, err := startRelay(pid, r.listen, r.link, c.net)
 	if err != nil {
-		return fmt.Errorf("docker: link %s: %w", link, err)
+		return fmt.Errorf("docker: link %s: %w", r.link, err)
 	}
-	n.relays[target.Name] = r
+	n.relays[r.listen] = r
+	n.open[r.listen] = rel
 	return nil
 }
 
-// closeRelays closes the relays inside n's container and returns their
-// targets.
-func (c *Cluster) closeRelays(n *node) []string {
+// pid returns the host pid of the node's container's first process.
+func (c *Cluster) pid(ctx context.Context, n *node) (int, error) {
+	inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("docker: inspect node %s: %w", n.Name, err)
+	}
+	if inspect.Container.State == nil || inspect.Container.State.Pid == 0 {
+		return 0, fmt.Errorf("docker: node %s is not running", n.Name)
+	}
+	return inspect.Container.State.Pid, nil
+}
+
+// closeRelays closes the relays running inside n's container; their specs
+// stay, for a restart to open them again.
+func (c *Cluster) closeRelays(n *node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var targets []string
-	for t, r := range n.relays {
+	for _, r := range n.open {
 		_ = r.close()
-		targets = append(targets, t)
 	}
-	clear(n.relays)
-	return targets
+	clear(n.open)
 }
 
-// redisArgs returns the node's redis-server command line.
-func (c *Cluster) redisArgs(name string, idx int) []string {
-	args := []string{"redis-server",
-		"--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no",
-		"--dir", dataDir, "--logfile", logDir + "/" + name + ".log",
-		"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
-	}
-	if c.spec.Persistence {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--save", "", "--appendonly", "no")
-	}
-	if c.initialRole(idx) == RoleReplica {
-		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(relayPortBase+1))
-	}
-	if c.spec.Topology == TopologySentinel {
-		// Sentinels reach a replica through their relay to it.
-		args = append(args, "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(relayPortBase+idx+1))
-	}
-	return append(args, c.extra...)
-}
-
-// waitReady waits until the node answers PING on its published port.
+// waitReady waits until the node answers on its published port.
 func (c *Cluster) waitReady(ctx context.Context, n *node) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var last error
 	for {
-		if last = ping(ctx, n.Addr); last == nil {
+		attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
+		last = n.ready(attempt, n.Addr)
+		cancelAttempt()
+		if last == nil {
 			return nil
 		}
-		inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
+		inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
 		if err == nil && inspect.Container.State != nil && !inspect.Container.State.Running {
 			return fmt.Errorf("docker: node %s exited with code %d before answering: %s",
 				n.Name, inspect.Container.State.ExitCode, c.logTail(ctx, n))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("docker: node %s did not answer PING within %v: %w", n.Name, c.timeout, errors.Join(ctx.Err(), last))
+			return fmt.Errorf("docker: node %s did not answer within %v: %w", n.Name, c.timeout, errors.Join(ctx.Err(), last))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
 
-// logTail returns the last lines the node's container wrote to its output,
-// or where its log file is.
+// logTail returns the last lines of the node's log, or where it is.
 func (c *Cluster) logTail(ctx context.Context, n *node) string {
-	logs, err := c.docker.ContainerLogs(ctx, n.container.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "5"})
+	path := filepath.Join(c.logDir, n.Name+".log")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		if len(b) > 600 {
+			b = b[len(b)-600:]
+		}
+		return strings.Join(strings.Fields(string(b)), " ")
+	}
+	logs, err := c.docker.ContainerLogs(ctx, n.ctr.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "5"})
 	if err == nil {
 		defer logs.Close()
 		var out strings.Builder
@@ -684,66 +659,15 @@ func (c *Cluster) logTail(ctx context.Context, n *node) string {
 			return strings.Join(strings.Fields(out.String()), " ")
 		}
 	}
-	return "see " + filepath.Join(c.logDir, n.Name+".log")
+	return "see " + path
 }
 
-// ping sends one inline PING to a Redis server and expects +PONG. The Docker
-// port forwarder accepts connections before the server listens, so a
-// successful dial alone proves nothing.
-func ping(ctx context.Context, addr string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = conn.SetDeadline(deadline)
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 7)
-	n, err := conn.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
-		return fmt.Errorf("docker: unexpected reply %q to PING", buf[:n])
-	}
-	return nil
-}
+// pickPort is how a node's host ports are chosen (cluster.FreePort; tests
+// replace it). A node keeps its ports for its whole life, so its address
+// survives kill and start.
+var pickPort = cluster.FreePort
 
-// pickPort is how a node's host port is chosen (freePort; tests replace it).
-var pickPort = freePort
-
-// freePort returns a port that was free on 127.0.0.1. The node keeps it for
-// its whole life, so its address survives kill and start.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("docker: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// newClockFile creates a node's clock offset file holding a zero offset.
-func newClockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("docker: create clock file: %w", err)
-	}
-	if _, err := f.WriteAt(make([]byte, 8), 0); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("docker: write clock file: %w", err)
-	}
-	return f, nil
-}
-
-// System returns cluster.Redis.
+// System returns the system the cluster runs.
 func (c *Cluster) System() string { return c.spec.System }
 
 // RunID returns the id that labels everything the cluster created.
@@ -752,16 +676,14 @@ func (c *Cluster) RunID() string { return c.runID }
 // Image returns the node image the cluster runs.
 func (c *Cluster) Image() string { return c.image }
 
-// Nodes returns the cluster's nodes; Addr is 127.0.0.1 and the node's
-// published port, stable across Kill and Start.
+// Nodes returns the cluster's nodes in cluster.Layout order; Addr is
+// 127.0.0.1 and the node's published client port, stable across Kill and
+// Start; a Redis node's Role is its current one (cluster.Replication).
 func (c *Cluster) Nodes() []cluster.Node {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]cluster.Node, len(c.nodes))
-	for i, n := range c.nodes {
-		out[i] = n.Node
+	if c.repl != nil {
+		return c.repl.Nodes()
 	}
-	return out
+	return c.infos()
 }
 
 // ContainerID returns the Docker id of the node's container.
@@ -770,7 +692,7 @@ func (c *Cluster) ContainerID(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return n.container.ID, nil
+	return n.ctr.ID, nil
 }
 
 func (c *Cluster) node(name string) (*node, error) {
@@ -780,50 +702,95 @@ func (c *Cluster) node(name string) (*node, error) {
 		return nil, ErrClosed
 	}
 	for _, n := range c.nodes {
-		if n.Name == name && n.container != nil {
+		if n.Name == name && n.ctr != nil {
 			return n, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
 }
 
-// Kill kills the node's container with SIGKILL. A paused node is killed too.
+// Kill kills the node's server with SIGKILL, every process of it, from the
+// host, and waits until they are gone: the node dies at once, as a local
+// node does, and its connections end as the kernel ends a dead process's.
+// The container, its data and its relays stay for Start. A paused node is
+// killed too (the signal takes effect as it is thawed). Killing a node whose
+// server is not running does nothing.
 func (c *Cluster) Kill(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	if _, err := c.docker.ContainerKill(ctx, n.container.ID, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+	inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
+	if err != nil {
 		return fmt.Errorf("docker: kill node %s: %w", name, err)
 	}
-	targets := c.closeRelays(n)
-	c.mu.Lock()
-	n.killedRelays = append(n.killedRelays, targets...)
-	c.mu.Unlock()
+	state := inspect.Container.State
+	if state == nil || !state.Running || state.Pid <= 0 {
+		return nil
+	}
+	procs := serverProcesses(state.Pid)
+	for _, pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if state.Paused {
+		if _, err := c.docker.ContainerUnpause(ctx, n.ctr.ID, client.ContainerUnpauseOptions{}); err != nil {
+			return fmt.Errorf("docker: kill paused node %s: %w", name, err)
+		}
+	}
+	for _, pid := range procs {
+		for cluster.Alive(pid) {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("docker: kill node %s: process %d still alive: %w", name, pid, ctx.Err())
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 
-// Start starts a killed node's container again, with the data it kept, and
-// waits until it answers on its old address.
+// serverProcesses returns the host pids of the server's processes in the
+// container whose first process (the node's script) is pid: every
+// descendant but the script's own waiting.
+func serverProcesses(pid int) []int {
+	var out []int
+	for _, p := range cluster.Descendants(pid) {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Start starts a killed node's server again, with the data it kept, and
+// waits until it answers on its old address. A container that is not
+// running (stopped by the engine) is started again with its relays.
+// Starting a running node does nothing.
 func (c *Cluster) Start(ctx context.Context, name string) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	if _, err := c.docker.ContainerStart(ctx, n.container.ID, client.ContainerStartOptions{}); err != nil {
+	inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
+	if err != nil {
 		return fmt.Errorf("docker: start node %s: %w", name, err)
 	}
-	c.mu.Lock()
-	targets := n.killedRelays
-	n.killedRelays = nil
-	c.mu.Unlock()
-	for _, t := range targets {
-		target, err := c.node(t)
-		if err != nil {
+	state := inspect.Container.State
+	switch {
+	case state == nil || !state.Running:
+		c.closeRelays(n)
+		if _, err := c.docker.ContainerStart(ctx, n.ctr.ID, client.ContainerStartOptions{}); err != nil {
+			return fmt.Errorf("docker: start node %s: %w", name, err)
+		}
+		if err := c.openRelays(ctx, n); err != nil {
 			return err
 		}
-		if err := c.openRelay(ctx, n, target); err != nil {
-			return err
+	case len(serverProcesses(state.Pid)) > 0:
+		return nil
+	default:
+		if err := os.WriteFile(filepath.Join(c.dir, "conf", n.Name, startFile), nil, 0o644); err != nil {
+			return fmt.Errorf("docker: start node %s: %w", name, err)
 		}
 	}
 	return c.waitReady(ctx, n)
@@ -835,7 +802,7 @@ func (c *Cluster) Pause(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.docker.ContainerPause(ctx, n.container.ID, client.ContainerPauseOptions{}); err != nil {
+	if _, err := c.docker.ContainerPause(ctx, n.ctr.ID, client.ContainerPauseOptions{}); err != nil {
 		return fmt.Errorf("docker: pause node %s: %w", name, err)
 	}
 	return nil
@@ -847,32 +814,34 @@ func (c *Cluster) Resume(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.docker.ContainerUnpause(ctx, n.container.ID, client.ContainerUnpauseOptions{}); err != nil {
+	if _, err := c.docker.ContainerUnpause(ctx, n.ctr.ID, client.ContainerUnpauseOptions{}); err != nil {
 		return fmt.Errorf("docker: resume node %s: %w", name, err)
 	}
 	return nil
 }
 
 // SetClockOffset sets the node's wall-clock offset by rewriting, in place,
-// the offset file its processes have mapped: a signed nanosecond count in
-// native byte order at offset 0.
+// the clock file its processes have mapped. It reports
+// cluster.ErrUnavailable for a system whose clocks cannot be skewed
+// (cluster.SystemInfo.NoClockSkew).
 func (c *Cluster) SetClockOffset(name string, offset time.Duration) error {
 	n, err := c.node(name)
 	if err != nil {
 		return err
 	}
-	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], uint64(offset.Nanoseconds()))
-	if _, err := n.clock.WriteAt(b[:], 0); err != nil {
-		return fmt.Errorf("docker: set clock of node %s: %w", name, err)
+	if err := cluster.ClockSkewError(c.spec.System, name); err != nil {
+		return err
+	}
+	if err := cluster.WriteClockOffset(n.clock, offset); err != nil {
+		return fmt.Errorf("docker: clock of node %s: %w", name, err)
 	}
 	return nil
 }
 
 // Close removes every container and the network the cluster created (found
 // by their run label, so also those of a Start that failed halfway), the
-// node-to-node links it made and its temp dir. Node logs written to spec.LogDir stay. It is safe to call more
-// than once.
+// node-to-node links it made and its temp dir. Node logs written to
+// spec.LogDir stay. It is safe to call more than once.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -885,9 +854,6 @@ func (c *Cluster) Close() error {
 	var errs []error
 	for _, n := range c.nodes {
 		c.closeRelays(n)
-		if n.clock != nil {
-			errs = append(errs, n.clock.Close())
-		}
 	}
 	for _, l := range c.links {
 		if err := c.net.Remove(l); err != nil && !errors.Is(err, cluster.ErrNoLink) && !errors.Is(err, cluster.ErrNetworkClosed) {
@@ -949,116 +915,75 @@ func sweep(ctx context.Context, cli *testcontainers.DockerClient, runID string) 
 	return errors.Join(errs...)
 }
 
-// Primary returns the node the sentinels name as primary in the sentinel
-// topology, the node last made primary (n1 at start) in the primary-replica
-// topology, and an error wrapping cluster.ErrUnavailable in the masters
-// topology.
-func (c *Cluster) Primary(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	closed, primary := c.closed, c.primary
-	c.mu.Unlock()
-	if closed {
-		return "", ErrClosed
-	}
-	if primary == "" {
-		return "", fmt.Errorf("docker: %s topology has no primary: %w", c.spec.Topology, cluster.ErrUnavailable)
-	}
-	if c.spec.Topology == TopologySentinel {
-		return c.sentinelsPrimary(ctx)
-	}
-	return primary, nil
-}
-
-// Promote makes name the primary. In the sentinel topology it asks a
-// sentinel to fail over to it (SENTINEL FAILOVER, the other replicas made
-// ineligible meanwhile) and waits until the sentinels name it. Otherwise it
-// sends REPLICAOF NO ONE to it and points every other replica at it through
-// the links "nJ->name" (made on first use); replicas that are down are
-// skipped, and the old primary is left running as a primary of its own
-// (keeping its role in Nodes). A replica restarted after a promotion follows
-// its command line again (n1).
-func (c *Cluster) Promote(ctx context.Context, name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	old := c.primary
-	c.mu.Unlock()
-	if old == "" {
-		return fmt.Errorf("docker: %s topology cannot fail over: %w", c.spec.Topology, cluster.ErrUnavailable)
-	}
-	if n.Role == RoleSentinel {
-		return fmt.Errorf("docker: %s is a sentinel, not a data node", name)
-	}
-	if c.spec.Topology == TopologySentinel {
-		return c.sentinelFailover(ctx, n)
-	}
-	if err := command(ctx, n.Addr, "REPLICAOF", "NO", "ONE"); err != nil {
-		return fmt.Errorf("docker: promote %s: %w", name, err)
-	}
-	c.mu.Lock()
-	for _, r := range c.nodes {
-		if r.Name == name {
-			r.Role = RolePrimary
-		}
-	}
-	c.mu.Unlock()
-	var errs []error
-	for _, r := range c.nodes {
-		if r.Name == name || r.Name == old || !c.running(ctx, r) {
-			continue
-		}
-		if err := c.openRelay(ctx, r, n); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		host, port, _ := net.SplitHostPort(relayAddr(n))
-		if err := command(ctx, r.Addr, "REPLICAOF", host, port); err != nil {
-			errs = append(errs, fmt.Errorf("docker: point %s at %s: %w", r.Name, name, err))
-		}
-	}
-	c.mu.Lock()
-	c.primary = name
-	c.mu.Unlock()
-	return errors.Join(errs...)
-}
-
 // running reports whether the node's container runs (paused counts).
 func (c *Cluster) running(ctx context.Context, n *node) bool {
-	inspect, err := c.docker.ContainerInspect(ctx, n.container.ID, client.ContainerInspectOptions{})
+	inspect, err := c.docker.ContainerInspect(ctx, n.ctr.ID, client.ContainerInspectOptions{})
 	return err == nil && inspect.Container.State != nil && inspect.Container.State.Running
 }
 
-// command sends one command to a Redis node directly (not through a proxy)
-// and expects a simple-string reply.
-func command(ctx context.Context, addr string, args ...string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// Primary returns the node that serves as primary (cluster.Replication).
+func (c *Cluster) Primary(ctx context.Context) (string, error) {
+	if c.repl == nil {
+		return "", fmt.Errorf("%w: %s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System)
+	}
+	return c.repl.Primary(ctx)
+}
+
+// Promote makes node the primary (cluster.Replication).
+func (c *Cluster) Promote(ctx context.Context, node string) error {
+	if c.repl == nil {
+		return fmt.Errorf("%w: %s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System)
+	}
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	return c.repl.Promote(ctx, node)
+}
+
+// Follow makes node a replica of primary (cluster.Replication), through
+// the relay in node's container to primary.
+func (c *Cluster) Follow(ctx context.Context, node, primary string) error {
+	if c.repl == nil {
+		return fmt.Errorf("%w: %s has no replicas", cluster.ErrUnavailable, c.spec.System)
+	}
+	return c.repl.Follow(ctx, node, primary)
+}
+
+// wiring is the cluster.RedisWiring of a cluster.
+type wiring struct{ c *Cluster }
+
+// PeerAddr returns the relay address in from's container that leads to
+// data node to, opening the relay (and its link) when missing.
+func (w wiring) PeerAddr(ctx context.Context, from, to string) (string, error) {
+	f, err := w.c.node(from)
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = conn.SetDeadline(deadline)
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		return err
-	}
-	buf := make([]byte, 512)
-	k, err := conn.Read(buf)
+	t, err := w.c.node(to)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if reply := string(buf[:k]); !strings.HasPrefix(reply, "+") {
-		return fmt.Errorf("reply %q", strings.TrimSpace(reply))
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(redisRelayPort(t)))
+	link := cluster.ReplicationLink(w.c.spec, from, to)
+	w.c.mu.Lock()
+	r, have := f.relays[listen]
+	running := f.open[listen] != nil
+	w.c.mu.Unlock()
+	if have && running && r.link == link {
+		return listen, nil
 	}
-	return nil
+	if !w.c.running(ctx, f) {
+		// The relay opens when the node starts again.
+		w.c.mu.Lock()
+		f.relays[listen] = relaySpec{listen: listen, link: link, target: t, port: redisPort}
+		w.c.mu.Unlock()
+		return listen, nil
+	}
+	return listen, w.c.openRelay(ctx, f, relaySpec{listen: listen, link: link, target: t, port: redisPort})
+}
+
+// Running reports whether the node's container runs.
+func (w wiring) Running(ctx context.Context, name string) bool {
+	n, err := w.c.node(name)
+	return err == nil && w.c.running(ctx, n)
 }

@@ -82,11 +82,8 @@ func TestConformance(t *testing.T) {
 	requireEngineAndImage(t)
 	conformance.Run(t, conformance.Backend{
 		Name:    "docker",
-		Start:   Backend,
-		Systems: []string{cluster.Redis},
-		Cannot: map[conformance.Ability]string{
-			conformance.Follow: "the docker Cluster has no Follow method: the failover heal then sends the old primary REPLICAOF with a host address, which a container cannot reach",
-		},
+		Start:   Backend.Start,
+		Systems: Backend.Systems,
 		Leftovers: func(cc cluster.Cluster) func() []string {
 			c := cc.(*Cluster)
 			return func() []string {
@@ -107,32 +104,25 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestCheckSpec checks which specs Start refuses before it touches the
+// engine.
 func TestCheckSpec(t *testing.T) {
 	tests := []struct {
 		name        string
 		spec        cluster.Spec
 		unavailable bool
-		ok          bool
 	}{
-		{name: "redis masters", spec: cluster.Spec{System: cluster.Redis, Topology: "masters", Nodes: 3}, ok: true},
-		{name: "redis default topology", spec: cluster.Spec{System: cluster.Redis, Nodes: 1}, ok: true},
-		{name: "redis primary-replica", spec: cluster.Spec{System: cluster.Redis, Topology: "primary-replica", Nodes: 3}, ok: true},
-		{name: "redis sentinel", spec: cluster.Spec{System: cluster.Redis, Topology: "sentinel", Nodes: 3}, ok: true},
 		{name: "redis unknown topology", spec: cluster.Spec{System: cluster.Redis, Topology: "ring", Nodes: 3}, unavailable: true},
-		{name: "etcd", spec: cluster.Spec{System: cluster.Etcd, Nodes: 3}, unavailable: true},
+		{name: "unknown system", spec: cluster.Spec{System: "mysql", Nodes: 1}},
+		{name: "postgres with two nodes", spec: cluster.Spec{System: cluster.Postgres, Nodes: 2}, unavailable: true},
 		{name: "no nodes", spec: cluster.Spec{System: cluster.Redis, Nodes: 0}},
+		{name: "ensemble without a network", spec: cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkSpec(tt.spec)
-			if tt.ok {
-				if err != nil {
-					t.Fatalf("checkSpec: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("checkSpec accepted the spec")
+			_, err := Start(context.Background(), tt.spec, nil, WithImage("jepsen-lite/absent:never"))
+			if err == nil || errors.Is(err, ErrNoImage) || errors.Is(err, ErrNoEngine) {
+				t.Fatalf("Start got past the spec: %v", err)
 			}
 			if got := errors.Is(err, cluster.ErrUnavailable); got != tt.unavailable {
 				t.Fatalf("errors.Is(%v, ErrUnavailable) = %v, want %v", err, got, tt.unavailable)
@@ -206,9 +196,9 @@ func TestPortTakenMeanwhile(t *testing.T) {
 		if calls == 1 {
 			return heldPort, nil
 		}
-		return freePort()
+		return cluster.FreePort()
 	}
-	defer func() { pickPort = freePort }()
+	defer func() { pickPort = cluster.FreePort }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -228,7 +218,7 @@ func TestPortTakenMeanwhile(t *testing.T) {
 	if calls < 2 {
 		t.Fatalf("port picked %d times, want a second pick", calls)
 	}
-	if err := ping(ctx, addr); err != nil {
+	if err := cluster.RedisReady(ctx, addr); err != nil {
 		t.Fatalf("PING %s: %v", addr, err)
 	}
 }
@@ -272,37 +262,32 @@ func BenchmarkColdStart(b *testing.B) {
 	if err := CheckImage(ctx, cli, ImageName()); err != nil {
 		b.Skipf("skipping: the node image %s is not in the local engine; run `make images` (%v)", ImageName(), err)
 	}
-	for _, bc := range []struct {
-		name string
-		spec cluster.Spec
-	}{
-		{"masters-5", cluster.Spec{System: cluster.Redis, Topology: TopologyMasters, Nodes: 5}},
-		{"primary-replica-3", cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 3}},
-		{"sentinel-2+3", cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			var start, stop time.Duration
+	for _, tc := range cluster.Topologies {
+		b.Run(tc.Name, func(b *testing.B) {
 			for b.Loop() {
-				net, err := cluster.NewNetwork()
+				nw, err := cluster.NewNetwork()
 				if err != nil {
 					b.Fatal(err)
 				}
-				t0 := time.Now()
-				c, err := Start(ctx, bc.spec, net)
+				c, err := Start(ctx, tc.Spec, nw)
 				if err != nil {
-					_ = net.Close()
+					_ = nw.Close()
 					b.Fatal(err)
 				}
-				t1 := time.Now()
+				for w := range 5 {
+					for _, n := range c.Nodes() {
+						if _, err := nw.Link(cluster.LinkName(fmt.Sprintf("w%d", w), n.Name), n.Addr); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				b.StopTimer()
 				if err := c.Close(); err != nil {
-					b.Fatal(err)
+					b.Error(err)
 				}
-				start += t1.Sub(t0)
-				stop += time.Since(t1)
-				_ = net.Close()
+				_ = nw.Close()
+				b.StartTimer()
 			}
-			b.ReportMetric(float64(start.Milliseconds())/float64(b.N), "start-ms/op")
-			b.ReportMetric(float64(stop.Milliseconds())/float64(b.N), "close-ms/op")
 		})
 	}
 }

@@ -73,13 +73,37 @@ func (r *relay) pipe(in net.Conn) {
 		_ = out.Close()
 		return
 	}
+	// An orderly end (EOF) is passed on as one; a reset of either side
+	// resets the other (abort), as a reset fault on the link would reset
+	// the node's own connection on the local backend. A cut ends neither:
+	// the relay holds the node's connection open while the link drops
+	// packets.
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = io.Copy(out, in); closeWrite(out) })
-	wg.Go(func() { _, _ = io.Copy(in, out); closeWrite(in) })
+	wg.Go(func() { relayCopy(out, in) })
+	wg.Go(func() { relayCopy(in, out) })
 	wg.Wait()
 	_ = in.Close()
 	_ = out.Close()
 	r.untrack(in, out)
+}
+
+// relayCopy copies from src to dst; at EOF it closes dst for writing, on an
+// error it aborts both.
+func relayCopy(dst, src net.Conn) {
+	if _, err := io.Copy(dst, src); err != nil {
+		abort(dst)
+		abort(src)
+		return
+	}
+	closeWrite(dst)
+}
+
+// abort closes c with a reset (SO_LINGER 0).
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 func closeWrite(c net.Conn) {

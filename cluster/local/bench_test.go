@@ -16,24 +16,10 @@ import (
 //	go test -run '^$' -bench ColdStart -benchtime 3x ./cluster/local/
 func BenchmarkColdStart(b *testing.B) {
 	_, pgErr := postgresBinDir()
-	cases := []struct {
-		name string
-		spec cluster.Spec
-		skip string
-	}{
-		{"redis-5-masters", cluster.Spec{System: cluster.Redis, Nodes: 5}, ""},
-		{"redis-primary-replica", cluster.Spec{System: cluster.Redis, Topology: TopologyPrimaryReplica, Nodes: 2}, ""},
-		{"redis-sentinel", cluster.Spec{System: cluster.Redis, Topology: TopologySentinel, Nodes: 2}, ""},
-		{"postgres", cluster.Spec{System: cluster.Postgres, Nodes: 1}, errString(pgErr)},
-		{"zookeeper-1", cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}, ""},
-		{"zookeeper-3", cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}, ""},
-		{"etcd-1", cluster.Spec{System: cluster.Etcd, Nodes: 1}, ""},
-		{"etcd-3", cluster.Spec{System: cluster.Etcd, Nodes: 3}, ""},
-	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			if tc.skip != "" {
-				b.Skip(tc.skip)
+	for _, tc := range cluster.Topologies {
+		b.Run(tc.Name, func(b *testing.B) {
+			if tc.Spec.System == cluster.Postgres && pgErr != nil {
+				b.Skip(pgErr)
 			}
 			for b.Loop() {
 				nw, err := cluster.NewNetwork()
@@ -41,7 +27,7 @@ func BenchmarkColdStart(b *testing.B) {
 					b.Fatal(err)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				c, err := Start(ctx, tc.spec, nw)
+				c, err := Start(ctx, tc.Spec, nw)
 				cancel()
 				if err != nil {
 					nw.Close()
@@ -63,11 +49,4 @@ func BenchmarkColdStart(b *testing.B) {
 			}
 		})
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -1,15 +1,12 @@
 package local
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"time"
 )
 
 // Environment variables of the clock-skew library.
@@ -17,9 +14,6 @@ const (
 	// ClockSkewLibraryEnv names the environment variable that gives the path
 	// of libclockskew.so, overriding the search.
 	ClockSkewLibraryEnv = "JEPSEN_LITE_CLOCKSKEW"
-	// clockFileEnv is read by the library in the node: the path of the file
-	// whose first 8 bytes hold the clock offset in nanoseconds.
-	clockFileEnv = "JEPSEN_LITE_CLOCK_FILE"
 	// connectMapEnv is read by the library in the node: comma-separated
 	// "ip:port=ip:port" pairs, each redirecting connect() from the left
 	// address to the right one.
@@ -132,30 +126,4 @@ func moduleRoot() string {
 		}
 		dir = parent
 	}
-}
-
-// createClockFile creates a clock file holding a zero offset, readable by
-// every user (nodes may run unprivileged).
-func createClockFile(path string) error {
-	if err := os.WriteFile(path, make([]byte, 8), 0o644); err != nil {
-		return fmt.Errorf("local: clock file: %w", err)
-	}
-	return os.Chmod(path, 0o644)
-}
-
-// writeClockOffset writes offset, in nanoseconds, over the first 8 bytes of
-// the clock file in place (the node has it mapped: it is never truncated).
-func writeClockOffset(path string, offset time.Duration) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("local: clock file: %w", err)
-	}
-	var b [8]byte
-	binary.NativeEndian.PutUint64(b[:], uint64(int64(offset)))
-	_, werr := f.WriteAt(b[:], 0)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		return fmt.Errorf("local: write clock offset: %w", err)
-	}
-	return nil
 }

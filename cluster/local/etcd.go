@@ -2,27 +2,14 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
-
-// etcd timing: fast elections on loopback.
-const (
-	etcdHeartbeat       = 20 * time.Millisecond
-	etcdElectionTimeout = 200 * time.Millisecond
-)
-
-// etcdNoSkew says why an etcd node's clock cannot be offset.
-const etcdNoSkew = "etcd is a Go binary: it reads the clock through the vDSO, not libc, so LD_PRELOAD cannot offset it"
 
 // setupEtcd creates a single etcd node or a cluster. In a cluster every
 // member advertises the link "peers->nX" as its peer URL, so all raft traffic
@@ -44,8 +31,7 @@ func (c *Cluster) setupEtcd() error {
 		if err != nil {
 			return err
 		}
-		n.noSkewReason = etcdNoSkew
-		if peerPort[n.name], err = freePort(); err != nil {
+		if peerPort[n.name], err = cluster.FreePort(); err != nil {
 			return err
 		}
 	}
@@ -55,7 +41,7 @@ func (c *Cluster) setupEtcd() error {
 		real := "127.0.0.1:" + strconv.Itoa(peerPort[n.name])
 		adv := real
 		if count > 1 {
-			if adv, err = c.link(peersLink, n.name, real); err != nil {
+			if adv, err = c.link(cluster.PeersLink, n.name, real); err != nil {
 				return err
 			}
 		}
@@ -64,7 +50,7 @@ func (c *Cluster) setupEtcd() error {
 	}
 	for _, n := range c.nodes {
 		client := "http://" + n.addr()
-		n.argv = []string{bin,
+		n.argv = append([]string{bin,
 			"--name", n.name,
 			"--data-dir", filepath.Join(n.dir, "data"),
 			"--listen-client-urls", client,
@@ -72,46 +58,9 @@ func (c *Cluster) setupEtcd() error {
 			"--listen-peer-urls", "http://127.0.0.1:" + strconv.Itoa(peerPort[n.name]),
 			"--initial-advertise-peer-urls", advertised[n.name],
 			"--initial-cluster", strings.Join(initial, ","),
-			"--initial-cluster-state", "new",
-			"--initial-cluster-token", "jepsen-lite",
-			"--heartbeat-interval", strconv.FormatInt(etcdHeartbeat.Milliseconds(), 10),
-			"--election-timeout", strconv.FormatInt(etcdElectionTimeout.Milliseconds(), 10),
-			"--logger", "zap", "--log-level", "warn",
-		}
-		url := client + "/health"
-		n.ready = func(ctx context.Context) error { return etcdHealthy(ctx, url) }
+		}, cluster.EtcdFlags()...)
+		addr := n.addr()
+		n.ready = func(ctx context.Context) error { return cluster.EtcdReady(ctx, addr) }
 	}
 	return nil
 }
-
-// etcdHealthy reports whether the member's /health says it is healthy
-// (it has a leader and answers).
-func etcdHealthy(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if err != nil {
-		return err
-	}
-	var h struct {
-		Health string `json:"health"`
-	}
-	if err := json.Unmarshal(body, &h); err != nil {
-		return fmt.Errorf("local: etcd health %q: %w", body, err)
-	}
-	if h.Health != "true" {
-		return fmt.Errorf("local: etcd not healthy: %s", strings.TrimSpace(string(body)))
-	}
-	return nil
-}
-
-// etcdPeerLink returns the name of the link all raft traffic towards node
-// goes through in a multi-member etcd cluster.
-func etcdPeerLink(node string) string { return cluster.LinkName(peersLink, node) }

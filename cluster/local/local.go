@@ -34,6 +34,19 @@ var (
 	} = (*Cluster)(nil)
 )
 
+// Backend declares the local backend: it runs every system.
+var Backend = cluster.Backend{Name: "local", Systems: cluster.SystemNames(), Start: startBackend}
+
+// startBackend is Start with the default options, returning the
+// cluster.Cluster interface (nil on error).
+func startBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+	c, err := Start(ctx, spec, net)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // ErrUnknownNode reports a node name the cluster does not have.
 var ErrUnknownNode = errors.New("local: unknown node")
 
@@ -78,12 +91,14 @@ type Cluster struct {
 
 	skewLib string // "" when clocks cannot be skewed
 	skewErr error  // why not
+	noSkew  string // why the system's clocks cannot be skewed (cluster.SystemInfo.NoClockSkew)
 
 	links []string // node-to-node links this cluster created
 
-	mu      sync.Mutex
-	closed  bool
-	primary string // Redis replicated topologies: the node last made primary
+	repl *cluster.Replication // Redis: the roles and failovers; nil otherwise
+
+	mu     sync.Mutex
+	closed bool
 }
 
 // Start starts the cluster described by spec, waits until every node answers,
@@ -120,7 +135,13 @@ func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ..
 	} else {
 		c.skewLib, c.skewErr = FindClockSkewLibrary(root)
 	}
-	if spec.ClockSkew && c.skewLib == "" && spec.System != cluster.Etcd {
+	info, err := cluster.LookupSystem(spec.System)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	c.noSkew = info.NoClockSkew
+	if spec.ClockSkew && c.skewLib == "" && c.noSkew == "" {
 		os.RemoveAll(root)
 		return nil, fmt.Errorf("local: the scenario skews node clocks, which needs the clock-skew library: %w", c.skewErr)
 	}
@@ -153,12 +174,20 @@ func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ..
 // System returns the system the cluster runs.
 func (c *Cluster) System() string { return c.spec.System }
 
-// Nodes returns the nodes in order n1, n2, ... (then sentinels s1, s2, ...).
-// A node's Role is the one it had at start (Redis: "primary" for n1 and for
-// every independent master, "replica", "sentinel"; "" for ZooKeeper and etcd
-// peers; "primary" for PostgreSQL); after a failover, Primary tells which
-// node serves as primary.
+// Nodes returns the nodes in cluster.Layout order: n1, n2, ... (then
+// sentinels s1, s2, ...). A Redis node's Role is its current one
+// (cluster.Replication: a promoted replica is a primary); "" for ZooKeeper
+// and etcd peers; "primary" for PostgreSQL.
 func (c *Cluster) Nodes() []cluster.Node {
+	if c.repl != nil {
+		return c.repl.Nodes()
+	}
+	return c.infos()
+}
+
+// infos returns the nodes as package cluster describes them, with the
+// roles they started with.
+func (c *Cluster) infos() []cluster.Node {
 	out := make([]cluster.Node, 0, len(c.nodes))
 	for _, n := range c.nodes {
 		out = append(out, n.info())
@@ -241,20 +270,21 @@ func (c *Cluster) Resume(ctx context.Context, node string) error {
 
 // SetClockOffset offsets the node's wall clock by offset (zero restores the
 // true time) by rewriting the node's clock file in place. It reports
-// cluster.ErrUnavailable for Go binaries (etcd) and when the clock-skew
-// library was not found.
+// cluster.ErrUnavailable for a system whose clocks cannot be skewed
+// (cluster.SystemInfo.NoClockSkew) and when the clock-skew library was not
+// found.
 func (c *Cluster) SetClockOffset(node string, offset time.Duration) error {
 	n, err := c.node(node)
 	if err != nil {
 		return err
 	}
-	if n.noSkewReason != "" {
-		return fmt.Errorf("%w: clock of %s: %s", cluster.ErrUnavailable, node, n.noSkewReason)
+	if err := cluster.ClockSkewError(c.spec.System, node); err != nil {
+		return err
 	}
 	if c.skewLib == "" {
 		return fmt.Errorf("%w: clock of %s: %v", cluster.ErrUnavailable, node, c.skewErr)
 	}
-	return writeClockOffset(n.clockPath, offset)
+	return cluster.WriteClockOffset(n.clockPath, offset)
 }
 
 // Close kills every node, resets the clock offsets, removes the node-to-node
@@ -277,7 +307,7 @@ func (c *Cluster) Close() error {
 		n.mu.Unlock()
 		if n.clockPath != "" {
 			if _, err := os.Stat(n.clockPath); err == nil {
-				if err := writeClockOffset(n.clockPath, 0); err != nil {
+				if err := cluster.WriteClockOffset(n.clockPath, 0); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -328,7 +358,7 @@ func (c *Cluster) addNode(name, role string) (*node, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local: node dir: %w", err)
 	}
-	port, err := freePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -340,9 +370,9 @@ func (c *Cluster) addNode(name, role string) (*node, error) {
 		name: name, role: role, port: port, dir: dir,
 		logPath: filepath.Join(logDir, name+".log"),
 	}
-	if c.skewLib != "" {
+	if c.skewLib != "" && c.noSkew == "" {
 		n.clockPath = filepath.Join(dir, "clock")
-		if err := createClockFile(n.clockPath); err != nil {
+		if err := cluster.CreateClockFile(n.clockPath); err != nil {
 			return nil, err
 		}
 		n.skewLib = c.skewLib
@@ -369,7 +399,7 @@ func (c *Cluster) launchAll(ctx context.Context) error {
 	// the replicas in their first INFO of the primary, not 10s later.
 	var first, second []*node
 	for _, n := range c.nodes {
-		if n.role == RoleSentinel {
+		if n.role == cluster.RoleSentinel {
 			second = append(second, n)
 		} else {
 			first = append(first, n)

@@ -114,7 +114,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 func mustDo(t *testing.T, addr string, args ...string) any {
 	t.Helper()
-	r, err := redisDo(ctxT(t, 5*time.Second), addr, args...)
+	r, err := cluster.RedisDo(ctxT(t, 5*time.Second), addr, args...)
 	if err != nil {
 		t.Fatalf("%v on %s: %v", args, addr, err)
 	}
@@ -124,10 +124,7 @@ func mustDo(t *testing.T, addr string, args ...string) any {
 // TestConformance runs the backends' one suite (cluster/conformance)
 // against local clusters.
 func TestConformance(t *testing.T) {
-	cannot := map[conformance.Ability]string{
-		conformance.CurrentRoles:   "Nodes reports the role a node had at start; Primary tells the current primary",
-		conformance.SentinelChoice: "Promote asks SENTINEL FAILOVER, which picks the replica itself",
-	}
+	cannot := map[conformance.Ability]string{}
 	if _, err := FindClockSkewLibrary(t.TempDir()); err != nil {
 		cannot[conformance.ClockSkew] = err.Error()
 	}
@@ -140,7 +137,7 @@ func TestConformance(t *testing.T) {
 			}
 			return c, nil
 		},
-		Systems:   []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Systems:   Backend.Systems,
 		Cannot:    cannot,
 		Leftovers: func(c cluster.Cluster) func() []string { return leftovers(c.(*Cluster)) },
 	})
@@ -184,22 +181,19 @@ func TestStartFailsCleanly(t *testing.T) {
 }
 
 func TestZooKeeperStandalone(t *testing.T) {
-	requireBinaries(t, "java", zookeeperJar)
+	requireBinaries(t, "java", cluster.ZooKeeperJar)
 	began := time.Now()
 	c, _ := startCluster(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 1})
 	t.Logf("zookeeper ready in %v", time.Since(began))
 	addr := c.Nodes()[0].Addr
-	if out, err := zkFourLetter(ctxT(t, 2*time.Second), addr, "ruok"); err != nil || out != "imok" {
-		t.Fatalf("ruok: %q, %v", out, err)
-	}
-	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+	if m, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
 		t.Fatalf("mode %q, %v", m, err)
 	}
 	if c.skewLib != "" {
 		if err := c.SetClockOffset("n1", time.Minute); err != nil {
 			t.Errorf("SetClockOffset on zookeeper: %v", err)
 		}
-		if _, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil {
+		if _, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil {
 			t.Errorf("zookeeper after a clock jump: %v", err)
 		}
 	}
@@ -209,7 +203,7 @@ func TestZooKeeperStandalone(t *testing.T) {
 	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
+	if m, err := cluster.ZooKeeperMode(ctxT(t, 2*time.Second), addr); err != nil || m != "standalone" {
 		t.Fatalf("mode after restart %q, %v", m, err)
 	}
 }
@@ -231,8 +225,8 @@ func TestEtcdSingle(t *testing.T) {
 	began := time.Now()
 	c, _ := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 1})
 	t.Logf("etcd ready in %v", time.Since(began))
-	url := "http://" + c.Nodes()[0].Addr + "/health"
-	if err := etcdHealthy(ctxT(t, 2*time.Second), url); err != nil {
+	url := c.Nodes()[0].Addr
+	if err := cluster.EtcdReady(ctxT(t, 2*time.Second), url); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SetClockOffset("n1", time.Second); !errors.Is(err, cluster.ErrUnavailable) {
@@ -241,7 +235,7 @@ func TestEtcdSingle(t *testing.T) {
 	if err := c.Kill(ctxT(t, 5*time.Second), "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := etcdHealthy(ctxT(t, time.Second), url); err == nil {
+	if err := cluster.EtcdReady(ctxT(t, time.Second), url); err == nil {
 		t.Fatal("killed etcd is healthy")
 	}
 	if err := c.Start(ctxT(t, 30*time.Second), "n1"); err != nil {

@@ -13,29 +13,16 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/jackc/pgx/v5"
-)
-
-// PostgreSQL connection facts: clients connect over TCP to the node's Addr
-// as this superuser, to this database, without a password (trust auth).
-const (
-	PostgresUser     = "postgres"
-	PostgresDatabase = "postgres"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
 // postgresUnprivileged is the user initdb and postgres run as when the
 // harness runs as root (PostgreSQL refuses to run as root).
 const postgresUnprivileged = "nobody"
 
-// PostgresDSN returns the connection string of a PostgreSQL node at addr
-// ("127.0.0.1:port").
-func PostgresDSN(addr string) string {
-	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", PostgresUser, addr, PostgresDatabase)
-}
-
 // setupPostgres creates one PostgreSQL node: initdb into its temp dir, then
 // a postgres command line that listens on 127.0.0.1 only, with its Unix
-// socket in the temp dir, and fsync off unless the spec asks for persistence.
+// socket in the temp dir and the settings of cluster.PostgresSettings.
 func (c *Cluster) setupPostgres() error {
 	if c.spec.Nodes > 1 {
 		return fmt.Errorf("local: postgres runs a single node, not %d", c.spec.Nodes)
@@ -47,7 +34,7 @@ func (c *Cluster) setupPostgres() error {
 			return err
 		}
 	}
-	n, err := c.addNode("n1", RolePrimary)
+	n, err := c.addNode("n1", cluster.RolePrimary)
 	if err != nil {
 		return err
 	}
@@ -62,8 +49,7 @@ func (c *Cluster) setupPostgres() error {
 		}
 	}
 	data := filepath.Join(n.dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", PostgresUser,
-		"--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions")
+	initdb := exec.Command(filepath.Join(bin, "initdb"), append([]string{"-D", data}, cluster.PostgresInitdbArgs...)...)
 	initdb.Dir = n.dir
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
@@ -76,32 +62,18 @@ func (c *Cluster) setupPostgres() error {
 	if err != nil {
 		return fmt.Errorf("local: initdb: %w: %s", err, strings.TrimSpace(out.String()))
 	}
-	durable := "off"
-	if c.spec.Persistence {
-		durable = "on"
-	}
 	n.argv = []string{
 		filepath.Join(bin, "postgres"), "-D", data,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "port=" + strconv.Itoa(n.port),
 		"-c", "unix_socket_directories=" + n.dir,
-		"-c", "fsync=" + durable,
-		"-c", "synchronous_commit=" + durable,
-		"-c", "full_page_writes=" + durable,
-		"-c", "max_connections=300",
-		"-c", "shared_buffers=32MB",
-		"-c", "logging_collector=off",
+	}
+	for _, setting := range cluster.PostgresSettings(c.spec) {
+		n.argv = append(n.argv, "-c", setting)
 	}
 	n.env = []string{"LC_ALL=C"}
 	addr := n.addr()
-	n.ready = func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, PostgresDSN(addr))
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		return conn.Ping(ctx)
-	}
+	n.ready = func(ctx context.Context) error { return cluster.PostgresReady(ctx, addr) }
 	return nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,9 +30,8 @@ type node struct {
 	// ready reports whether the node answers; it is polled after a launch.
 	ready func(ctx context.Context) error
 
-	clockPath    string // the clock-skew file, "" when skew is unavailable
-	skewLib      string // the library preloaded into the node, "" for none
-	noSkewReason string // why this node's clock cannot be skewed, "" if it can
+	clockPath string // the clock-skew file, "" when skew is unavailable
+	skewLib   string // the library preloaded into the node, "" for none
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -78,8 +76,8 @@ func (n *node) launch() error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(os.Environ(), n.env...)
-	if n.skewLib != "" && n.noSkewReason == "" {
-		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, clockFileEnv+"="+n.clockPath)
+	if n.skewLib != "" {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, cluster.ClockFileEnv+"="+n.clockPath)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
 	if err := startChild(cmd); err != nil {
@@ -136,63 +134,10 @@ func (n *node) signal(sig syscall.Signal) error {
 	}
 	// Children that left the group (postgres backends call setsid) get
 	// the signal too: a paused node stops answering on every connection.
-	for _, pid := range descendants(n.cmd.Process.Pid) {
+	for _, pid := range cluster.Descendants(n.cmd.Process.Pid) {
 		_ = syscall.Kill(pid, sig)
 	}
 	return nil
-}
-
-// descendants returns the pids of every living descendant of pid, read from
-// /proc; nil where /proc cannot be read.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command (which may hold spaces) start after
-		// the last ')': state, then ppid.
-		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
-		fields := strings.Fields(string(rest))
-		if len(fields) < 2 || fields[0] == "Z" {
-			continue
-		}
-		ppid, err := strconv.Atoi(fields[1])
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], child)
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // kill sends SIGKILL (and SIGCONT, for a paused node) to the node's process
@@ -209,7 +154,7 @@ func (n *node) kill(ctx context.Context) error {
 	// descendant that left the group (postgres backends call setsid): a
 	// backend that outlives its postmaster holds the shared memory that a
 	// restart needs.
-	kids := descendants(pgid)
+	kids := cluster.Descendants(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	for _, pid := range kids {
@@ -225,7 +170,7 @@ func (n *node) kill(ctx context.Context) error {
 	// reaped by init; an init that does not reap would leave zombies, which
 	// hold no port and no file, so the wait is bounded.
 	for _, pid := range kids {
-		for end := time.Now().Add(2 * time.Second); alive(pid) && time.Now().Before(end); {
+		for end := time.Now().Add(2 * time.Second); cluster.Alive(pid) && time.Now().Before(end); {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("local: kill %s's children: %w", n.name, ctx.Err())
@@ -333,53 +278,4 @@ func startChild(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawner() <- spawnRequest{cmd: cmd, done: done}
 	return <-done
-}
-
-var (
-	portsMu sync.Mutex
-	// portsNext is the next candidate port; 0 until first use.
-	portsNext int
-)
-
-// freePort returns a free TCP port on 127.0.0.1 for a server to bind later.
-// It is taken below the kernel's ephemeral range, so neither a listener on
-// port 0 (the proxies) nor an outgoing connection's source port can take it
-// between now and the server's bind. Candidates are tried in turn from a
-// start that depends on the process id, so concurrent harnesses rarely try
-// the same ones.
-func freePort() (int, error) {
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	lo, hi := reservedPortRange()
-	if portsNext < lo || portsNext >= hi {
-		portsNext = lo + (os.Getpid()*7919)%(hi-lo)
-	}
-	for range hi - lo {
-		port := portsNext
-		portsNext++
-		if portsNext >= hi {
-			portsNext = lo
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port, nil
-	}
-	return 0, errors.New("local: no free port found")
-}
-
-// reservedPortRange returns the ports freePort picks from: from 10000 up to
-// the start of the ephemeral range (net.ipv4.ip_local_port_range).
-func reservedPortRange() (lo, hi int) {
-	lo, hi = 10000, 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if v, err := strconv.Atoi(f[0]); err == nil && v > lo+1000 {
-				hi = v
-			}
-		}
-	}
-	return lo, hi
 }

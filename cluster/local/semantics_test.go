@@ -75,12 +75,12 @@ func startLinkedPostgres(t *testing.T) (nw *cluster.Network, via string, ctx con
 		t.Fatal(err)
 	}
 	ctx = ctxT(t, 2*generous)
-	holder, err = pgx.Connect(ctx, PostgresDSN(via))
+	holder, err = pgx.Connect(ctx, cluster.PostgresDSN(via))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { holder.Close(context.Background()) })
-	other, err = pgx.Connect(ctx, PostgresDSN(direct))
+	other, err = pgx.Connect(ctx, cluster.PostgresDSN(direct))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestResetClosesConnections(t *testing.T) {
 	if err := nw.Heal("w0->n1"); err != nil {
 		t.Fatal(err)
 	}
-	again, err := pgx.Connect(ctx, PostgresDSN(via))
+	again, err := pgx.Connect(ctx, cluster.PostgresDSN(via))
 	if err != nil {
 		t.Fatalf("connect after the heal: %v", err)
 	}

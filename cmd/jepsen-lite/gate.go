@@ -61,7 +61,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return exitUsage, err
 	}
-	start, err := backendFor(*backend)
+	backendUsed, err := backendFor(*backend)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -102,6 +102,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if len(selected) == 0 {
 		return exitUsage, usagef("no scenario carries the tags %q", *tags)
 	}
+	if err := checkBackend(backendUsed, selected...); err != nil {
+		return exitUsage, err
+	}
 	if isSet(fs, "lock-command") {
 		for i, sc := range selected {
 			if selected[i], err = withLockCommand(sc, *lockCommand); err != nil {
@@ -141,7 +144,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				}
 			} else {
 				fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
-				res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start))
+				res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed))
 			}
 			c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
 			if res != nil && res.Results != nil {

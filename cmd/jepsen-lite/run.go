@@ -13,7 +13,9 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -73,11 +75,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 			return exitUsage, err
 		}
 	}
-	start, err := backendFor(*backend)
+	backendUsed, err := backendFor(*backend)
 	if err != nil {
 		return exitUsage, err
 	}
-	opts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithBackend(start)}
+	if err := checkBackend(backendUsed, sc); err != nil {
+		return exitUsage, err
+	}
+	opts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed)}
 	if isSet(fs, "seed") {
 		opts = append(opts, runner.WithSeed(*seed))
 	}
@@ -122,16 +127,31 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
 }
 
-// backendFor returns how clusters are started for a --backend name.
-func backendFor(name string) (runner.StartFunc, error) {
-	switch name {
-	case "local":
-		return runner.LocalBackend, nil
-	case "docker":
-		return docker.Backend, nil
-	default:
-		return nil, usagef("unknown backend %q (known: local, docker)", name)
+// backends lists the backends --backend names.
+var backends = []cluster.Backend{local.Backend, docker.Backend}
+
+// backendFor returns the backend a --backend name names.
+func backendFor(name string) (cluster.Backend, error) {
+	var known []string
+	for _, b := range backends {
+		if b.Name == name {
+			return b, nil
+		}
+		known = append(known, b.Name)
 	}
+	return cluster.Backend{}, usagef("unknown backend %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// checkBackend returns a usage error, naming the scenario's file, when the
+// backend does not run a scenario's system; it is called before anything
+// starts.
+func checkBackend(b cluster.Backend, scs ...*scenarios.Scenario) error {
+	for _, sc := range scs {
+		if err := b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}); err != nil {
+			return usagef("%s: %v", sc.File, err)
+		}
+	}
+	return nil
 }
 
 // verdictExit maps a run's outcome to its exit code.

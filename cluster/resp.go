@@ -1,4 +1,4 @@
-package local
+package cluster
 
 import (
 	"bufio"
@@ -12,16 +12,16 @@ import (
 	"time"
 )
 
-// errRedis is a Redis error reply.
-type errRedis string
+// RedisError is a Redis error reply.
+type RedisError string
 
-func (e errRedis) Error() string { return "redis: " + string(e) }
+func (e RedisError) Error() string { return "redis: " + string(e) }
 
-// redisDo sends one command on a new connection and returns its reply:
+// RedisDo sends one command on a new connection and returns its reply:
 // string for simple and bulk strings, int64, []any for arrays, nil for a null
-// reply, and errRedis for an error reply. It is for the harness's own
+// reply, and RedisError for an error reply. It is for the harness's own
 // administration (readiness, INFO, REPLICAOF, SENTINEL), not for clients.
-func redisDo(ctx context.Context, addr string, args ...string) (any, error) {
+func RedisDo(ctx context.Context, addr string, args ...string) (any, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -51,14 +51,14 @@ func readReply(r *bufio.Reader) (any, error) {
 	}
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
-		return nil, errors.New("local: empty redis reply")
+		return nil, errors.New("cluster: empty redis reply")
 	}
 	body := line[1:]
 	switch line[0] {
 	case '+':
 		return body, nil
 	case '-':
-		return nil, errRedis(body)
+		return nil, RedisError(body)
 	case ':':
 		return strconv.ParseInt(body, 10, 64)
 	case '$':
@@ -85,7 +85,7 @@ func readReply(r *bufio.Reader) (any, error) {
 		out := make([]any, n)
 		for i := range out {
 			if out[i], err = readReply(r); err != nil {
-				var re errRedis
+				var re RedisError
 				if !errors.As(err, &re) {
 					return nil, err
 				}
@@ -94,26 +94,26 @@ func readReply(r *bufio.Reader) (any, error) {
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("local: unexpected redis reply %q", line)
+		return nil, fmt.Errorf("cluster: unexpected redis reply %q", line)
 	}
 }
 
-// redisReady reports whether the server at addr answers PING with PONG (a
+// RedisReady reports whether the server at addr answers PING with PONG (a
 // server still loading its data answers -LOADING and is not ready).
-func redisReady(ctx context.Context, addr string) error {
-	r, err := redisDo(ctx, addr, "PING")
+func RedisReady(ctx context.Context, addr string) error {
+	r, err := RedisDo(ctx, addr, "PING")
 	if err != nil {
 		return err
 	}
 	if r != "PONG" {
-		return fmt.Errorf("local: PING answered %v", r)
+		return fmt.Errorf("cluster: PING answered %v", r)
 	}
 	return nil
 }
 
-// redisInfoField returns one field of an INFO section.
-func redisInfoField(ctx context.Context, addr, section, field string) (string, error) {
-	r, err := redisDo(ctx, addr, "INFO", section)
+// RedisInfoField returns one field of an INFO section.
+func RedisInfoField(ctx context.Context, addr, section, field string) (string, error) {
+	r, err := RedisDo(ctx, addr, "INFO", section)
 	if err != nil {
 		return "", err
 	}
@@ -123,5 +123,5 @@ func redisInfoField(ctx context.Context, addr, section, field string) (string, e
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("local: INFO %s has no %s", section, field)
+	return "", fmt.Errorf("cluster: INFO %s has no %s", section, field)
 }
