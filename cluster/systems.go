@@ -36,6 +36,18 @@ func SystemNames() []string {
 	return out
 }
 
+// SkewableSystems returns the names of the systems whose nodes' wall
+// clocks can be offset (no NoClockSkew), in order.
+func SkewableSystems() []string {
+	var out []string
+	for _, s := range Systems {
+		if s.NoClockSkew == "" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
 // LookupSystem returns the declaration of the named system.
 func LookupSystem(name string) (SystemInfo, error) {
 	for _, s := range Systems {

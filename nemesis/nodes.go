@@ -28,10 +28,9 @@ func actOn(nodes []string, act func(node string) error) (done, failed []string, 
 	return done, failed, errors.Join(errs...)
 }
 
-// clockSystems are the systems whose nodes' clocks can be skewed: every one
-// but etcd, a Go binary, which reads the clock through the vDSO rather than
-// libc.
-var clockSystems = []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper}
+// clockSystems are the systems whose nodes' clocks can be skewed, as
+// package cluster declares them.
+var clockSystems = cluster.SkewableSystems()
 
 // clockAvailable reports whether the cluster can skew node clocks and its
 // system is one of the clock fault f's (Facts.Systems).
