@@ -89,7 +89,7 @@ images: $(SKEWLIB)
 # (TestBackendsAgree).
 test-docker: deps build images
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
-	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 60m -run TestBackendsAgree ./runner
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 60m -run TestBackendsAgree ./runner -agree-all
 
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f

@@ -20,9 +20,15 @@ import (
 // carry every tag (comma-separated), or the whole catalog when empty.
 var agreeTags = flag.String("agree-tags", "quick", "TestBackendsAgree: the tags of the scenarios to compare; empty for the whole catalog")
 
+// agreeAll makes TestBackendsAgree compare every selected scenario; without
+// it (make test), the first selected scenario of each system, so that the
+// test suite stays within its time (make test-docker sets it).
+var agreeAll = flag.Bool("agree-all", false, "TestBackendsAgree: compare every selected scenario, not the first of each system")
+
 // TestBackendsAgree runs every scenario of the quick set (-agree-tags
-// selects others; -agree-tags= the whole catalog) whose system both the
-// local and the docker backend run (cluster.Backend.Check), on each, and
+// selects others; -agree-tags= the whole catalog; without -agree-all, the
+// first of each system) whose system both the local and the docker
+// backend run (cluster.Backend.Check), on each, and
 // requires the scenario's expectation from both, the same verdicts, and
 // nothing of the harness left in the engine afterwards. It is skipped,
 // saying why, where no Docker engine or no node image is present (`make
@@ -46,6 +52,7 @@ func TestBackendsAgree(t *testing.T) {
 	}
 	backends := []cluster.Backend{local.Backend, docker.Backend}
 	compared := 0
+	sampled := map[string]bool{} // the systems compared, without -agree-all
 	var tags []string
 	if *agreeTags != "" {
 		tags = strings.Split(*agreeTags, ",")
@@ -54,14 +61,15 @@ func TestBackendsAgree(t *testing.T) {
 		both := !slices.ContainsFunc(backends, func(b cluster.Backend) bool {
 			return b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}) != nil
 		})
-		if !both {
+		if !both || (!*agreeAll && sampled[sc.System.Name]) {
 			continue
 		}
+		sampled[sc.System.Name] = true
 		compared++
 		t.Run(sc.Name, func(t *testing.T) {
 			verdicts := map[string]string{}
 			for _, b := range backends {
-				res, err := runner.Run(ctx, sc, runner.WithBackend(b.Start), runner.WithStore(t.TempDir()), runner.WithSeed(1))
+				res, err := runner.Run(ctx, sc, runner.WithClusterBackend(b), runner.WithStore(t.TempDir()), runner.WithSeed(1))
 				if err != nil {
 					t.Fatalf("%s: %v", b.Name, err)
 				}
