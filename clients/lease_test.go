@@ -35,6 +35,7 @@ type leaseServer struct {
 // server as well (TestLeaseMatchesServer, TestRenew).
 var leaseServers = map[string]leaseServer{
 	"redis-single":       {ttl: 5 * time.Second, read: redisPTTL(1)},
+	"redis-single-del":   {ttl: 5 * time.Second, read: redisPTTL(1)},
 	ExecAlgorithm:        {ttl: 5 * time.Second, read: redisPTTL(1)},
 	"redis-fenced":       {ttl: 5 * time.Second, read: redisPTTL(1)},
 	"redlock":            {ttl: 5 * time.Second, read: redisPTTL(3)},
