@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -278,7 +279,7 @@ func (r *Replication) sentinelFailover(ctx context.Context, target Node) error {
 		return errors.Join(err, setPriority(100))
 	}
 	defer func() { _ = setPriority(100) }()
-	if _, err := RedisDo(ctx, sentinel.Addr, "SENTINEL", "FAILOVER", SentinelMaster); err != nil {
+	if err := askSentinelFailover(ctx, *sentinel); err != nil {
 		return fmt.Errorf("cluster: sentinel failover to %s: %w", target.Name, err)
 	}
 	for {
@@ -291,6 +292,24 @@ func (r *Replication) sentinelFailover(ctx context.Context, target Node) error {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: sentinel failover to %s: primary is %q: %w", target.Name, got, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// askSentinelFailover asks sentinel to fail its master over. A sentinel
+// answers NOGOODSLAVE until it has read a replica's INFO (every 10 s) and
+// found it fit, as it does right after it starts or after a replica's
+// priority changed: the request is repeated until ctx ends.
+func askSentinelFailover(ctx context.Context, sentinel Node) error {
+	for {
+		_, err := RedisDo(ctx, sentinel.Addr, "SENTINEL", "FAILOVER", SentinelMaster)
+		if err == nil || !strings.Contains(err.Error(), "NOGOODSLAVE") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (the sentinel's last answer: %v)", ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
