@@ -85,11 +85,13 @@ baselines-doc: deps build
 images: $(SKEWLIB)
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh
 
-# The container backend's tests, then every quick scenario on both backends
-# (TestBackendsAgree).
+# The container backend's tests over every system, then every quick scenario
+# on both backends (TestBackendsAgree). make test runs them for Redis alone
+# (JEPSEN_LITE_DOCKER_SYSTEMS unset): PostgreSQL, ZooKeeper and etcd in
+# containers are not yet steady enough for every test run.
 test-docker: deps build images
-	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
-	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 60m -run TestBackendsAgree ./runner -agree-all
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) JEPSEN_LITE_DOCKER_SYSTEMS=all $(GO) test -race -count=1 ./cluster/docker
+	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) JEPSEN_LITE_DOCKER_SYSTEMS=all $(GO) test -count=1 -timeout 60m -run TestBackendsAgree ./runner -agree-all
 
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f

@@ -78,6 +78,10 @@ type Backend struct {
 	Start func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
 	// Systems lists the systems the backend runs (cluster.Redis, ...).
 	Systems []string
+	// Only, when not empty, is the sample of Systems this run tests; the
+	// cases of the others are skipped, saying why (OnlyWhy).
+	Only    []string
+	OnlyWhy string
 	// Cannot maps each ability the backend lacks to the reason, which the
 	// skipped cases state.
 	Cannot map[Ability]string
@@ -145,6 +149,9 @@ func Run(t *testing.T, b Backend) {
 			if !slices.Contains(b.Systems, sys.name) {
 				refused(t, b, sys)
 				return
+			}
+			if len(b.Only) > 0 && !slices.Contains(b.Only, sys.name) {
+				t.Skipf("SKIPPED: %s runs on the %s backend, but this run tests only %v: %s", sys.name, b.Name, b.Only, b.OnlyWhy)
 			}
 			for _, top := range sys.topologies {
 				t.Run(top.name, func(t *testing.T) { runTopology(t, b, sys, top) })

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,7 @@ func TestSystemsStartWithTheirLinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			requireTested(t, tt.spec.System)
 			c, nw := startSpec(t, tt.spec)
 			want, err := cluster.Layout(tt.spec)
 			if err != nil {
@@ -99,6 +101,7 @@ func TestSystemsStartWithTheirLinks(t *testing.T) {
 // node, and reads it back.
 func TestPostgresKeepsDataWithPersistence(t *testing.T) {
 	requireEngineAndImage(t)
+	requireTested(t, cluster.Postgres)
 	c, _ := startSpec(t, cluster.Spec{System: cluster.Postgres, Nodes: 1, Persistence: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -137,6 +140,7 @@ func TestPostgresKeepsDataWithPersistence(t *testing.T) {
 // one stops serving, and that the heal brings it back as a follower.
 func TestZooKeeperIsolatedLeaderLosesQuorum(t *testing.T) {
 	requireEngineAndImage(t)
+	requireTested(t, cluster.ZooKeeper)
 	c, nw := startSpec(t, cluster.Spec{System: cluster.ZooKeeper, Nodes: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -205,6 +209,7 @@ func TestZooKeeperIsolatedLeaderLosesQuorum(t *testing.T) {
 // therefore not yet a full cut of its peer traffic).
 func TestEtcdCutMemberPeerLink(t *testing.T) {
 	requireEngineAndImage(t)
+	requireTested(t, cluster.Etcd)
 	c, nw := startSpec(t, cluster.Spec{System: cluster.Etcd, Nodes: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -230,5 +235,14 @@ func TestEtcdCutMemberPeerLink(t *testing.T) {
 	}
 	if err := c.SetClockOffset("n1", time.Minute); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("SetClockOffset on etcd = %v, want ErrUnavailable", err)
+	}
+}
+
+// requireTested skips a test of a system that this run does not sample
+// (testedSystems), saying so.
+func requireTested(t *testing.T, system string) {
+	t.Helper()
+	if only := testedSystems(); only != nil && !slices.Contains(only, system) {
+		t.Skipf("SKIPPED: %s in containers is tested only with JEPSEN_LITE_DOCKER_SYSTEMS=all or naming it (make test-docker); this run tests %v", system, only)
 	}
 }
