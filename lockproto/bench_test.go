@@ -75,34 +75,13 @@ func BenchmarkCall(b *testing.B) {
 }
 
 func benchmarkPipe(b *testing.B) {
-	cmd := exec.Command("cat")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	in, out := startCat(b)
 	line := []byte(`{"type":"release","id":8,"key":"k","owner":"1"}` + "\n")
 	buf := make([]byte, 4096)
 	b.ResetTimer()
 	cpu, start := cpuTime(), time.Now()
 	for b.Loop() {
-		if _, err := in.Write(line); err != nil {
-			b.Fatal(err)
-		}
-		for got := 0; got < len(line); {
-			n, err := out.Read(buf)
-			if err != nil {
-				b.Fatal(err)
-			}
-			got += n
-		}
+		pipeRoundTrip(b, in, out, line, buf)
 	}
 	b.ReportMetric(float64(time.Since(start))/float64(b.N), "ns/call")
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "harness-cpu-ns/call")
@@ -186,16 +165,7 @@ func benchmarkOwn(b *testing.B) {
 		protocolCPU := threadTime() - cpu
 		cpu = threadTime()
 		for range ownBlock {
-			if _, err := pipeIn.Write(line); err != nil {
-				b.Fatal(err)
-			}
-			for got := 0; got < len(line); {
-				n, err := pipeOut.Read(buf)
-				if err != nil {
-					b.Fatal(err)
-				}
-				got += n
-			}
+			pipeRoundTrip(b, pipeIn, pipeOut, line, buf)
 		}
 		pipeCPU := threadTime() - cpu
 		start := time.Now()
@@ -221,6 +191,20 @@ func median(xs []float64) float64 {
 	xs = slices.Clone(xs)
 	slices.Sort(xs)
 	return xs[len(xs)/2]
+}
+
+// pipeRoundTrip writes line to cat and reads it back.
+func pipeRoundTrip(b *testing.B, in io.Writer, out io.Reader, line, buf []byte) {
+	if _, err := in.Write(line); err != nil {
+		b.Fatal(err)
+	}
+	for got := 0; got < len(line); {
+		n, err := out.Read(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += n
+	}
 }
 
 // startCat starts cat, whose output is its input: a bare pipe round trip.

@@ -30,7 +30,7 @@ func zkModes(t *testing.T, e *env) map[string]string {
 		modes = map[string]string{}
 		leaders := 0
 		for _, n := range e.dataNodes() {
-			m, err := zkMode(ctxFor(t, 2*time.Second), n.Addr)
+			m, err := cluster.ZooKeeperMode(ctxFor(t, 2*time.Second), n.Addr)
 			if err != nil {
 				return fmt.Errorf("%s: %w", n.Name, err)
 			}
@@ -457,7 +457,7 @@ func primaryIs(t *testing.T, f cluster.Failoverer, want string) {
 
 // redisRole returns the role a Redis server reports, as a Node.Role.
 func redisRole(ctx context.Context, addr string) (string, error) {
-	r, err := redisInfo(ctx, addr, "replication", "role")
+	r, err := cluster.RedisInfoField(ctx, addr, "replication", "role")
 	switch {
 	case err != nil:
 		return "", err

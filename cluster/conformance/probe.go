@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -55,21 +53,6 @@ func redisDo(ctx context.Context, addr string, args ...any) (any, error) {
 	})
 	defer c.Close()
 	return c.Do(ctx, args...).Result()
-}
-
-// redisInfo returns one field of INFO section on addr.
-func redisInfo(ctx context.Context, addr, section, field string) (string, error) {
-	r, err := redisDo(ctx, addr, "INFO", section)
-	if err != nil {
-		return "", err
-	}
-	s, _ := r.(string)
-	for _, line := range strings.Split(s, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("INFO %s on %s has no %s", section, addr, field)
 }
 
 var redisProbe = probe{
@@ -158,39 +141,6 @@ var postgresProbe = probe{
 
 // ZooKeeper -----------------------------------------------------------
 
-// zkFourLetter sends a four-letter command and returns the answer.
-func zkFourLetter(ctx context.Context, addr, cmd string) (string, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	if _, err := io.WriteString(conn, cmd); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(conn)
-	return string(out), err
-}
-
-// zkMode returns the mode srvr reports: "leader", "follower", "standalone";
-// an error when the server does not serve.
-func zkMode(ctx context.Context, addr string) (string, error) {
-	out, err := zkFourLetter(ctx, addr, "srvr")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return strings.TrimSpace(m), nil
-		}
-	}
-	return "", fmt.Errorf("zookeeper %s does not serve: %q", addr, strings.TrimSpace(out))
-}
-
 // zkQuiet drops the ZooKeeper client's log lines.
 type zkQuiet struct{}
 
@@ -225,7 +175,7 @@ func zkDo(ctx context.Context, addr string, fn func(*zk.Conn) error) error {
 
 var zookeeperProbe = probe{
 	answer: func(ctx context.Context, addr string) error {
-		_, err := zkMode(ctx, addr)
+		_, err := cluster.ZooKeeperMode(ctx, addr)
 		return err
 	},
 	write: func(ctx context.Context, addr, key, value string) error {
