@@ -38,6 +38,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -751,11 +752,19 @@ func (c *Cluster) Kill(ctx context.Context, name string) error {
 
 // serverProcesses returns the host pids of the server's processes in the
 // container whose first process (the node's script) is pid: every
-// descendant but the script's own waiting.
+// descendant but the script's own (its sleeps, and the copies of the shell
+// it forks before each one execs its program) and those that ended while
+// they were listed. A fork that has not yet exec'd runs the script's own
+// executable; counting it as the server made Start take a node that was
+// waiting to be started for a running one, and return without starting it.
 func serverProcesses(pid int) []int {
+	shell, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	var out []int
 	for _, p := range cluster.Descendants(pid) {
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p)); err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+		// One read of the executable tells all three apart, even as a fork
+		// execs its program.
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p))
+		if err != nil || exe == shell || path.Base(exe) == "sleep" {
 			continue
 		}
 		out = append(out, p)
