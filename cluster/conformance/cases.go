@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -774,12 +775,47 @@ func replicaIDs(t *testing.T, addr string) []string {
 	return ids
 }
 
+// replicaLags returns, sorted, the lag of each replica of the primary at
+// addr as its INFO replication gives it: the seconds since the replica's
+// last acknowledgement (REPLCONF ACK, every second) reached the primary.
+func replicaLags(t *testing.T, addr string) []int {
+	t.Helper()
+	r, err := redisDo(ctxFor(t, 10*time.Second), addr, "INFO", "replication")
+	if err != nil {
+		t.Fatalf("INFO replication: %v", err)
+	}
+	var lags []int
+	for _, line := range strings.Split(fmt.Sprint(r), "\n") {
+		name, fields, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if !strings.HasPrefix(name, "slave") {
+			continue
+		}
+		for _, f := range strings.Split(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "lag="); ok {
+				lag, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("INFO replication: %s: %v", line, err)
+				}
+				lags = append(lags, lag)
+			}
+		}
+	}
+	slices.Sort(lags)
+	return lags
+}
+
 // replicationPartitionsCase: cuts of each shape on a replication link (n2
-// replicates from n1 through "n2->n1") behave like cable cuts: a full cut
+// replicates from n1 through "n2->n1") behave like cable cuts. A full cut
 // and a cut of the way back (n1's stream to n2) hold n1's writes from n2
-// until the heal, a cut of the way forward (n2's acknowledgements) lets them
-// through, n3 gets every write throughout, and n1 serves the same
-// replication connections after the heals.
+// until the heal. A cut of the way forward drops what n2 sends: its
+// acknowledgements stop reaching n1 (n1 sees one replica's lag grow, the
+// other's not), while n1's stream is not
+// dropped (its first segments reach n2; as through any one-way cut, n1's TCP
+// stalls once it waits for an acknowledgement the cut drops, so whether a
+// given write crosses during the cut depends on what n1 sent just before:
+// not asserted). n3 gets every write throughout, every write reaches n2
+// after its heal, and n1 serves the same replication connections after the
+// heals.
 var replicationPartitionsCase = testCase{"replication partitions of each shape", func(t *testing.T, e *env) {
 	link := cluster.LinkName("n2", "n1")
 	if e.nw.Addr(link) == "" {
@@ -812,7 +848,14 @@ var replicationPartitionsCase = testCase{"replication partitions of each shape",
 				t.Errorf("%s cut: %s=%s crossed to n2", tc.name, key, v)
 			}
 		} else {
-			e.reaches(t, n2, key, "1")
+			// n2 acknowledges every second: 4 s without one is the cut.
+			waitFor(t, generous, "n2's acknowledgements stop reaching n1, n3's do not", func() error {
+				lags := replicaLags(t, n1.Addr)
+				if len(lags) != 2 || lags[0] > 2 || lags[1] < 4 {
+					return fmt.Errorf("n1's replicas' lags: %v s", lags)
+				}
+				return nil
+			})
 		}
 		if err := e.nw.Heal(link); err != nil {
 			t.Fatal(err)
