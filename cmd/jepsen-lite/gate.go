@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [scenario ...]
+const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [--shard i/n] [--list] [scenario ...]
 
 Runs the selected scenarios (by default every built-in one carrying all of
 --tags) with seeds 1..N each, prints a table (scenario, expected, observed,
@@ -34,13 +35,25 @@ against the scenario's current expectation (the catalog's, not the one stored
 with the run): validation offline, on saved runs. The run directories are
 left as they are. A run whose history cannot be read or is not well-formed
 counts as an error; one that has no history (it died before starting) is
-left out.
+left out. Several stores, comma-separated, are read as one: the newest N
+runs of each scenario among all of them, re-checked in the order of their
+seeds (then their times).
+
+With --shard i/n it runs part i of n of the scenario × seed pairs: every
+machine of a CI fleet given the same arguments computes the same split, and
+the parts together hold every pair once, balanced by the scenarios' length.
+Each machine keeps its own --store; one job then merges them with
+--from-store store1,store2,... into one table, JUnit file and Markdown,
+equal to an unsharded gate's (docs/ci.md). --list prints the pairs that
+would run, one "scenario seed" per line, and runs nothing.
 
 Examples:
   jepsen-lite gate --tags quick
   jepsen-lite gate --seeds 20 --junit gate.xml
   jepsen-lite gate redlock-clock-jump redlock-gc-pause --seeds 5
-  jepsen-lite gate --tags quick --seeds 20 --from-store store --markdown docs/scenarios.md`
+  jepsen-lite gate --tags quick --seeds 20 --from-store store --markdown docs/scenarios.md
+  jepsen-lite gate --tags quick --seeds 5 --shard 2/4 --store store-2
+  jepsen-lite gate --tags quick --seeds 5 --from-store store-1,store-2,store-3,store-4 --junit gate.xml`
 
 func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("gate", gateUsage, stderr)
@@ -51,7 +64,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	store := fs.String("store", "store", "the store directory")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	backend := fs.String("backend", "local", "where the servers run: local or docker")
-	fromStore := fs.String("from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store with the current checkers, judged against the scenario's current expectation")
+	fromStore := fs.String("from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store (or these stores, comma-separated) with the current checkers, judged against the scenario's current expectation")
+	shardArg := fs.String("shard", "", "run part i of n (i/n) of the scenario × seed pairs, for a CI fleet")
+	list := fs.Bool("list", false, "print the scenario × seed pairs that would run, and run nothing")
 	lockCommand := fs.String("lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	pos, err := parseArgs(fs, args)
@@ -67,6 +82,10 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	if *seeds < 1 {
 		return exitUsage, usagef("--seeds must be at least 1")
+	}
+	sh, err := parseShard(*shardArg)
+	if err != nil {
+		return exitUsage, err
 	}
 	names := runner.Names()
 	var selected []*scenarios.Scenario
@@ -113,10 +132,22 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 	}
 
-	stored := map[string][]string{} // scenario -> run dirs, oldest first
+	pairs := sh.split(selected, *seeds)
+	if *list {
+		for _, p := range pairs {
+			fmt.Fprintf(stdout, "%s %d\n", p.sc.Name, p.seed)
+		}
+		return exitHeld, nil
+	}
+	if len(pairs) == 0 {
+		fmt.Fprintf(stdout, "gate: shard %s holds none of the %d runs\n", sh, len(selected)**seeds)
+		return exitHeld, nil
+	}
+
+	stored := map[string][]string{} // scenario -> run dirs, by seed
 	if *fromStore != "" {
 		for _, sc := range selected {
-			dirs, err := storedRunDirs(*fromStore, sc, *seeds)
+			dirs, err := storedRunDirs(strings.Split(*fromStore, ","), sc, *seeds)
 			if err != nil {
 				return exitUsage, usageError{err}
 			}
@@ -126,68 +157,73 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	var cases []reports.Case
 	var rows []*gateRow
 	interrupted := false
-	for _, sc := range selected {
-		r := &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
-		rows = append(rows, r)
-		for seed := 1; seed <= *seeds && !interrupted; seed++ {
-			var res *runner.Result
-			var err error
-			if *fromStore != "" {
-				if seed > len(stored[sc.Name]) {
-					break
-				}
-				runDir := stored[sc.Name][seed-1]
-				fmt.Fprintf(stderr, "gate: re-checking %s ...\n", runDir)
-				res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
-				if err == nil && ctx.Err() != nil {
-					err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
-				}
-			} else {
-				fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
-				res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed))
+	var r *gateRow
+	for _, p := range pairs {
+		sc, seed := p.sc, p.seed
+		if interrupted {
+			break
+		}
+		if r == nil || r.sc != sc {
+			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
+			rows = append(rows, r)
+		}
+		var res *runner.Result
+		var err error
+		if *fromStore != "" {
+			if seed > len(stored[sc.Name]) {
+				continue
 			}
-			c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
-			if res != nil && res.Results != nil {
-				c.Seed = res.Results.Seed
+			runDir := stored[sc.Name][seed-1]
+			fmt.Fprintf(stderr, "gate: re-checking %s ...\n", runDir)
+			res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
+			if err == nil && ctx.Err() != nil {
+				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
 			}
-			if res != nil {
-				c.RunDir = res.Dir
-				c.Elapsed = res.Elapsed
-				r.elapsed += res.Elapsed
-			}
-			if errors.Is(err, runner.ErrInterrupted) {
-				interrupted = true
-			}
-			if err != nil {
-				c.Err = err.Error()
-				c.Verdict = checker.Unknown
-				r.observed["error"]++
-			} else {
-				c.Verdict = res.Results.Verdict
-				c.Met = res.Results.ExpectationMet
-				c.Anomalies = anomalyKinds(withLiveness(res.Results))
-				observed := string(c.Verdict)
-				if res.Results.FaultsFailed() {
-					// The run did not do what its scenario said.
-					observed = "fault-failed"
-					for _, cr := range res.Results.Checkers {
-						if cr.Name == "nemesis" {
-							c.Err = cr.Note
-						}
+		} else {
+			fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
+			res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed))
+		}
+		c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
+		if res != nil && res.Results != nil {
+			c.Seed = res.Results.Seed
+		}
+		if res != nil {
+			c.RunDir = res.Dir
+			c.Elapsed = res.Elapsed
+			r.elapsed += res.Elapsed
+		}
+		if errors.Is(err, runner.ErrInterrupted) {
+			interrupted = true
+		}
+		if err != nil {
+			c.Err = err.Error()
+			c.Verdict = checker.Unknown
+			r.observed["error"]++
+		} else {
+			c.Verdict = res.Results.Verdict
+			c.Met = res.Results.ExpectationMet
+			c.Anomalies = anomalyKinds(withLiveness(res.Results))
+			observed := string(c.Verdict)
+			if res.Results.FaultsFailed() {
+				// The run did not do what its scenario said.
+				observed = "fault-failed"
+				for _, cr := range res.Results.Checkers {
+					if cr.Name == "nemesis" {
+						c.Err = cr.Note
 					}
 				}
-				r.observed[observed]++
-				for _, k := range c.Anomalies {
-					r.anomalies[k] = true
-				}
-				r.addProofs(res.Dir, withLiveness(res.Results))
 			}
-			r.runs++
-			if c.Met {
-				r.met++
+			r.observed[observed]++
+			for _, k := range c.Anomalies {
+				r.anomalies[k] = true
 			}
-			cases = append(cases, c)
+			r.addProofs(res.Dir, withLiveness(res.Results))
 		}
+		r.runs++
+		if c.Met {
+			r.met++
+		}
+		cases = append(cases, c)
 	}
 
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
@@ -239,27 +275,59 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 }
 
-// storedRunDirs returns the directories of the newest n runs of sc in
-// store that have a history, oldest first. A run directory without one (the
-// run died before it started) is left out.
-func storedRunDirs(store string, sc *scenarios.Scenario, n int) ([]string, error) {
-	dir := filepath.Join(store, sc.Name)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("no stored runs of %s: %w", sc.Name, err)
+// storedRunDirs returns the directories of the newest n runs of sc among
+// the stores that have a history, ordered by their seeds (as their
+// results.json gives them), then by their times; an error when no store
+// has a directory for sc. A run directory without a
+// history (the run died before it started) is left out. Run directories are
+// named by their start time, so the newest are the greatest names, whatever
+// store holds them.
+func storedRunDirs(stores []string, sc *scenarios.Scenario, n int) ([]string, error) {
+	type run struct {
+		dir, stamp string
+		seed       uint64
 	}
-	var out []string
-	for i := len(entries) - 1; i >= 0 && len(out) < n; i-- {
-		if !entries[i].IsDir() {
+	var runs []run
+	var missing []error
+	for _, store := range stores {
+		dir := filepath.Join(store, sc.Name)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			// A shard's store holds only the scenarios of its part.
+			missing = append(missing, err)
 			continue
 		}
-		runDir := filepath.Join(dir, entries[i].Name())
-		if _, err := os.Stat(filepath.Join(runDir, reports.HistoryFile)); errors.Is(err, os.ErrNotExist) {
-			continue
+		for _, e := range entries {
+			runDir := filepath.Join(dir, e.Name())
+			if !e.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(runDir, reports.HistoryFile)); errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			runs = append(runs, run{dir: runDir, stamp: e.Name()})
 		}
-		out = append(out, runDir)
 	}
-	slices.Reverse(out)
+	if len(missing) == len(stores) {
+		return nil, fmt.Errorf("no stored runs of %s: %w", sc.Name, errors.Join(missing...))
+	}
+	slices.SortStableFunc(runs, func(a, b run) int { return strings.Compare(b.stamp, a.stamp) })
+	runs = runs[:min(n, len(runs))]
+	for i := range runs {
+		if res, err := reports.ReadResults(runs[i].dir); err == nil {
+			runs[i].seed = res.Seed
+		}
+	}
+	slices.SortStableFunc(runs, func(a, b run) int {
+		if a.seed != b.seed {
+			return cmp.Compare(a.seed, b.seed)
+		}
+		return strings.Compare(a.stamp, b.stamp)
+	})
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.dir
+	}
 	return out, nil
 }
 
