@@ -25,11 +25,11 @@
 // the same node in every container, so an address a server announces to its
 // peers (ZooKeeper's election, etcd's peer URLs, Redis's replica
 // announcements) leads to the right link wherever it is dialled. The links
-// are "nJ->nK" for a Redis replica, "peers->nK" in the sentinel topology
-// (as cluster/local makes them), "nJ->nK" and "nJ->nK/election" for
-// ZooKeeper (as cluster/local makes them), and "nJ->nK" for etcd, where
-// cluster/local shares one link per member ("peers->nK") because its
-// members all dial one address.
+// are the ones cluster/local makes: "nJ->nK" for a Redis replica,
+// "peers->nK" in the sentinel topology, "nJ->nK" and "nJ->nK/election" for
+// ZooKeeper, and "nJ->nK" for etcd (cluster/local tells its members'
+// connections to one advertised address apart by their group ids; here
+// each member has relays of its own).
 package docker
 
 import (

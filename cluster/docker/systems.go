@@ -243,10 +243,10 @@ func (c *Cluster) planZooKeeper() error {
 // member ids from the advertised URLs, which must be the same everywhere):
 // its own listener in its container, and in member j's container a relay
 // over the link "nJ->nK". Each member has its own relays, so the links are
-// per pair, as ZooKeeper's are, and cutting a member's links cuts the
-// connections it dials as well as those dialled to it. (On the local
-// backend every member dials the same address, so member k's peers share
-// one link, "peers->nK"; see docs/network.md.)
+// per pair, as ZooKeeper's are and as the local backend's are (there the
+// members dial one address and the kernel tells them apart by their group
+// ids), and cutting a member's links cuts the connections it dials as well
+// as those dialled to it.
 func (c *Cluster) planEtcd() error {
 	members := len(c.nodes)
 	var initial []string

@@ -51,9 +51,8 @@ func eventually(d time.Duration, cond func() bool) bool {
 }
 
 // TestSystemsStartWithTheirLinks starts every system but Redis (tested on
-// its own) and checks the nodes, their roles and the node-to-node links:
-// the local backend's for ZooKeeper, a link per pair for etcd (where the
-// local backend shares one per member).
+// its own) and checks the nodes, their roles and the node-to-node links,
+// which must be the local backend's.
 func TestSystemsStartWithTheirLinks(t *testing.T) {
 	requireEngineAndImage(t)
 	tests := []struct {
