@@ -590,6 +590,48 @@ func TestLinkFromTellsSourcesApart(t *testing.T) {
 	})
 }
 
+// TestLinkFromThroughProxies checks that with WithProxies each per-source
+// link has a proxy of its own: latency on one source's link delays that
+// source's replies, and the heal removes it.
+func TestLinkFromThroughProxies(t *testing.T) {
+	redis := startRedis(t)
+	n, err := NewNetwork(WithProxies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	addr, err := n.LinkFrom("a->r", testGidA, redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.LinkFrom("b->r", testGidB, redis); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startSourceConn(t, testGidA, addr), startSourceConn(t, testGidB, addr)
+	if err := n.Latency([]string{"a->r"}, 300*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if r := a.do(t, "PING"); r != "+PONG" {
+		t.Fatalf("source a with latency: %q", r)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Errorf("source a's PING with 300ms latency on its link took %v", el)
+	}
+	if r := b.do(t, "PING"); r != "+PONG" {
+		t.Fatalf("source b: %q", r)
+	}
+	if got := n.Faulty(); !slices.Equal(got, []string{"a->r"}) {
+		t.Errorf("Faulty = %v, want a->r", got)
+	}
+	if err := n.Heal("a->r"); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Faulty(); len(got) != 0 {
+		t.Errorf("Faulty after the heal = %v", got)
+	}
+}
+
 // clientList returns the server's CLIENT LIST, asked on c.
 func clientList(t *testing.T, c net.Conn) string {
 	t.Helper()

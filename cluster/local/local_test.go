@@ -248,7 +248,8 @@ func TestEtcdSingle(t *testing.T) {
 // id each member runs with, then cuts every peer link of n3, the
 // connections it dials as well as those dialled to it, and checks that n3
 // turns unhealthy (it reaches no leader) while n1 and n2 stay healthy, and
-// that n3 is healthy again after the heal.
+// that n3 is healthy again after the heal; then the same with a reset of
+// those links.
 func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
 	requireBinaries(t, "etcd")
 	c, nw := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 3})
@@ -282,4 +283,15 @@ func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "n3 healthy after the heal", func() bool { return healthy(nodes[2].Addr) })
+	// A reset of the same links refuses every peer connection of n3 and
+	// resets those that carry data, in both directions.
+	if err := nw.Reset(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 turns unhealthy with every peer link reset", func() bool { return !healthy(nodes[2].Addr) })
+	waitFor(t, 30*time.Second, "n1 and n2 healthy while n3's links are reset", func() bool { return healthy(nodes[0].Addr) && healthy(nodes[1].Addr) })
+	if err := nw.Heal(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 healthy after the reset's heal", func() bool { return healthy(nodes[2].Addr) })
 }
