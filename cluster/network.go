@@ -609,7 +609,7 @@ func (n *Network) LinkFrom(name string, gid int, upstream string) (string, error
 		return "", fmt.Errorf("cluster: link needs a name and an upstream (got %q, %q)", name, upstream)
 	}
 	if gid <= 0 || gid >= 1<<32-1 {
-		return "", fmt.Errorf("cluster: per-source link %q: group id %d is not a positive group id other than -1", name, gid)
+		return "", fmt.Errorf("cluster: per-source link %q: group id %d is out of range (1 to 4294967294)", name, gid)
 	}
 	if _, ok := n.links[name]; ok {
 		return "", fmt.Errorf("cluster: link %q already exists", name)
