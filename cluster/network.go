@@ -177,7 +177,29 @@ type link struct {
 
 	kernel  map[Fault]int // the cuts and resets on the link (Kind and Direction), counted
 	latency bool
+
+	// A per-source link (LinkFrom): addr is the shared address, port the
+	// link's own reserved port, which only makes its mark unique.
+	shared *sharedAddr
+	gid    int // the primary group id of the processes whose connections it carries
 }
+
+// sharedAddr is the address the per-source links to one upstream share: a
+// port reserved like a link's, which the kernel translates only for the
+// processes of a per-source link.
+type sharedAddr struct {
+	addr    string
+	port    int
+	reserve net.Listener
+	links   int // the per-source links on it
+}
+
+// gidKey returns the per-source link's key in the maps gid_links and
+// gid_marks: its group id and the shared address.
+func (l *link) gidKey() string { return fmt.Sprintf("%d . 127.0.0.1 . %d", l.gid, l.shared.port) }
+
+// markValue returns the conntrack mark of the link's connections.
+func (l *link) markValue() uint32 { return uint32(markBase | l.port) }
 
 func (l *link) mark() string { return fmt.Sprintf("0x%08x", markBase|l.port) }
 
@@ -200,7 +222,9 @@ func (l *link) resetting() bool {
 // nothing in the data path. Faults are kernel rules on the link's
 // connections (identified by a conntrack mark set when they open): cuts
 // drop packets, resets answer with RST. With WithProxies every link also
-// passes through an embedded toxiproxy proxy, for latency. Its methods are
+// passes through an embedded toxiproxy proxy, for latency. A per-source
+// link (LinkFrom) is told apart by the process that dials: servers that
+// must all dial one address still get a link per pair. Its methods are
 // safe for concurrent use.
 type Network struct {
 	mu      sync.Mutex
@@ -208,6 +232,7 @@ type Network struct {
 	proxied bool
 	server  *toxiproxy.ApiServer
 	links   map[string]*link
+	shared  map[string]*sharedAddr // upstream -> the address its per-source links share
 	closed  bool
 
 	watching  bool          // a resetWatch runs
@@ -226,7 +251,7 @@ var tableSeq atomic.Int64
 // that dead harnesses left behind) and returns the Network with no link. It
 // needs nft and CAP_NET_ADMIN.
 func NewNetwork(opts ...NetworkOption) (*Network, error) {
-	n := &Network{links: map[string]*link{}, stop: make(chan struct{})}
+	n := &Network{links: map[string]*link{}, shared: map[string]*sharedAddr{}, stop: make(chan struct{})}
 	for _, o := range opts {
 		o(n)
 	}
@@ -240,6 +265,8 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	script := fmt.Sprintf(`table ip %[1]s {
 	map links { type ipv4_addr . inet_service : ipv4_addr . inet_service; }
 	map marks { type ipv4_addr . inet_service : mark; }
+	map gid_links { type gid . ipv4_addr . inet_service : ipv4_addr . inet_service; }
+	map gid_marks { type gid . ipv4_addr . inet_service : mark; }
 	set cut_forward { type mark; }
 	set cut_back { type mark; }
 	set sync { type mark; }
@@ -248,6 +275,8 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	chain nat_out {
 		type nat hook output priority -100; policy accept;
 		ct state new ct mark set ip daddr . tcp dport map @marks
+		ct state new ct mark set meta skgid . ip daddr . tcp dport map @gid_marks
+		dnat ip to meta skgid . ip daddr . tcp dport map @gid_links
 		dnat ip to ip daddr . tcp dport map @links
 	}
 	chain filter_in {
@@ -420,6 +449,80 @@ func killConns(ls []*link) error {
 	return nil
 }
 
+// conntrackPath is the kernel's listing of the connections it tracks
+// (CONFIG_NF_CONNTRACK_PROCFS), the one place that tells which per-source
+// link a connection to a shared address belongs to.
+const conntrackPath = "/proc/net/nf_conntrack"
+
+// trackedMarks returns the conntrack mark of every tracked TCP connection,
+// by the two ends of its original direction ("127.0.0.1:40000
+// 127.0.0.1:41000": the dialling address, then the address it dialled,
+// before translation).
+func trackedMarks() (map[string]uint32, error) {
+	f, err := os.Open(conntrackPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: the connections of a per-source link are found in %s: %w", conntrackPath, err)
+	}
+	defer f.Close()
+	out := map[string]uint32{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var src, dst, sport, dport, mark string
+		for _, field := range strings.Fields(sc.Text()) {
+			k, v, ok := strings.Cut(field, "=")
+			if !ok {
+				continue
+			}
+			// The first of each is the original direction's.
+			switch {
+			case k == "src" && src == "":
+				src = v
+			case k == "dst" && dst == "":
+				dst = v
+			case k == "sport" && sport == "":
+				sport = v
+			case k == "dport" && dport == "":
+				dport = v
+			case k == "mark":
+				mark = v
+			}
+		}
+		m, err := strconv.ParseUint(mark, 0, 32)
+		if err != nil || sport == "" || dport == "" {
+			continue
+		}
+		out[net.JoinHostPort(src, sport)+" "+net.JoinHostPort(dst, dport)] = uint32(m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("cluster: read %s: %w", conntrackPath, err)
+	}
+	return out, nil
+}
+
+// killSourceConns destroys (ss -K) the dialling ends of the per-source
+// link's connections, those to its shared address with its mark; the
+// kernel sends a RST to the other end, so both ends close.
+func killSourceConns(l *link) error {
+	marks, err := trackedMarks()
+	if err != nil {
+		return err
+	}
+	var terms []string
+	for ends, m := range marks {
+		if from, to, _ := strings.Cut(ends, " "); m == l.markValue() && to == l.addr {
+			terms = append(terms, "src "+from)
+		}
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	args := []string{"-K", "-t", "-n", "-H", "state", "connected", "dst", l.addr, "and", "( " + strings.Join(terms, " or ") + " )"}
+	if out, err := exec.Command("ss", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: ss -K: %v: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
 // ipv4 resolves addr ("host:port") to an IPv4 address and port for nft.
 func ipv4(addr string) (string, error) {
 	a, err := net.ResolveTCPAddr("tcp4", addr)
@@ -481,6 +584,104 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	return l.addr, nil
 }
 
+// LinkFrom creates the per-source link named name: it carries the
+// connections that processes whose primary group id is gid open to the
+// address that every per-source link to upstream shares, and it returns
+// that address. Servers that must all dial one advertised address of a
+// peer (etcd derives member ids from the advertised peer URLs) then still
+// get a link per pair, when each runs with a group id of its own: the
+// kernel sets the conntrack mark of a new connection from the dialling
+// socket's group id (nftables meta skgid) and the address it dials, so a
+// cut or reset of the link hits that server's connections only, in both
+// directions. The link reserves a port of its own only for the uniqueness
+// of its mark. A connection to the shared address from a process of any
+// other group id is not translated: it reaches no server (it waits in the
+// backlog of the socket that reserves the address). gid must be positive
+// (0 is root's group, the harness's own), and one group id has one link
+// to an upstream. The shared address is released with its last link.
+func (n *Network) LinkFrom(name string, gid int, upstream string) (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return "", ErrNetworkClosed
+	}
+	if name == "" || upstream == "" {
+		return "", fmt.Errorf("cluster: link needs a name and an upstream (got %q, %q)", name, upstream)
+	}
+	if gid <= 0 || gid >= 1<<32-1 {
+		return "", fmt.Errorf("cluster: per-source link %q: group id %d is out of range (1 to 4294967294)", name, gid)
+	}
+	if _, ok := n.links[name]; ok {
+		return "", fmt.Errorf("cluster: link %q already exists", name)
+	}
+	to, err := ipv4(upstream)
+	if err != nil {
+		return "", err
+	}
+	s := n.shared[upstream]
+	if s == nil {
+		reserve, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("cluster: reserve the shared address of %s: %w", upstream, err)
+		}
+		s = &sharedAddr{addr: reserve.Addr().String(), port: reserve.Addr().(*net.TCPAddr).Port, reserve: reserve}
+		n.shared[upstream] = s
+	}
+	for _, o := range n.links {
+		if o.shared == s && o.gid == gid {
+			n.releaseShared(upstream, s)
+			return "", fmt.Errorf("cluster: per-source link %q: group id %d already has the link %q to %s", name, gid, o.name, upstream)
+		}
+	}
+	reserve, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		n.releaseShared(upstream, s)
+		return "", fmt.Errorf("cluster: reserve a mark for link %q: %w", name, err)
+	}
+	l := &link{name: name, addr: s.addr, reserve: reserve, upstream: upstream, target: upstream, kernel: map[Fault]int{}, shared: s, gid: gid}
+	l.port = reserve.Addr().(*net.TCPAddr).Port
+	if n.proxied {
+		p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
+		if err := n.server.Collection.Add(p, true); err != nil {
+			reserve.Close()
+			n.releaseShared(upstream, s)
+			return "", fmt.Errorf("cluster: start the proxy of link %q: %w", name, err)
+		}
+		l.proxy = p
+		l.target = p.Listen
+		if to, err = ipv4(p.Listen); err != nil {
+			_ = n.server.Collection.Remove(name)
+			reserve.Close()
+			n.releaseShared(upstream, s)
+			return "", err
+		}
+	}
+	if err := n.sh.run(fmt.Sprintf("add element ip %[1]s gid_links { %[2]s : %[3]s }\nadd element ip %[1]s gid_marks { %[2]s : %[4]s }\n",
+		n.table, l.gidKey(), to, l.mark())); err != nil {
+		reserve.Close()
+		if l.proxy != nil {
+			_ = n.server.Collection.Remove(name)
+		}
+		n.releaseShared(upstream, s)
+		return "", fmt.Errorf("cluster: link %q: %w", name, err)
+	}
+	s.links++
+	n.links[name] = l
+	return l.addr, nil
+}
+
+// releaseShared releases the shared address of upstream when no link is on
+// it; the caller holds n.mu.
+func (n *Network) releaseShared(upstream string, s *sharedAddr) {
+	if s.links > 0 {
+		return
+	}
+	s.reserve.Close()
+	if n.shared[upstream] == s {
+		delete(n.shared, upstream)
+	}
+}
+
 // Addr returns the address the link is reached on, or "" for an unknown link.
 func (n *Network) Addr(name string) string {
 	n.mu.Lock()
@@ -510,6 +711,9 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	l, err := n.link(name)
 	if err != nil {
 		return err
+	}
+	if l.shared != nil {
+		return fmt.Errorf("cluster: set upstream of link %q: a per-source link (LinkFrom) keeps its upstream", name)
 	}
 	if l.proxy != nil {
 		l.proxy.Lock()
@@ -544,17 +748,28 @@ func (n *Network) Remove(name string) error {
 	delete(n.links, name)
 	var errs []error
 	script := fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\ndelete element ip %[1]s marks { 127.0.0.1 . %[2]d }\n", n.table, l.port)
+	if l.shared != nil {
+		script = fmt.Sprintf("delete element ip %[1]s gid_links { %[2]s }\ndelete element ip %[1]s gid_marks { %[2]s }\n", n.table, l.gidKey())
+	}
 	script += n.unfaultScript(l)
 	if err := n.sh.run(script); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: remove link %q: %w", name, err))
 	}
-	errs = append(errs, killConns([]*link{l}))
+	if l.shared != nil {
+		errs = append(errs, killSourceConns(l))
+	} else {
+		errs = append(errs, killConns([]*link{l}))
+	}
 	if l.proxy != nil {
 		if err := n.server.Collection.Remove(name); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: remove link %q: %w", name, err))
 		}
 	}
 	errs = append(errs, l.reserve.Close())
+	if l.shared != nil {
+		l.shared.links--
+		n.releaseShared(l.upstream, l.shared)
+	}
 	return errors.Join(errs...)
 }
 
@@ -613,11 +828,16 @@ func (n *Network) Apply(f Fault, names ...string) error {
 	}
 	switch f.Kind {
 	case FaultCut, FaultReset:
+		if f.Kind == FaultReset && slices.ContainsFunc(ls, func(l *link) bool { return l.shared != nil }) {
+			if _, err := trackedMarks(); err != nil {
+				return fmt.Errorf("%w: reset of a per-source link: %v", ErrUnavailable, err)
+			}
+		}
 		var b strings.Builder
 		var ends []linkEnds
 		for _, l := range ls {
 			if f.Kind == FaultReset && !l.resetting() {
-				ends = append(ends, linkEnds{l.addr, l.target})
+				ends = append(ends, l.ends())
 			}
 			for _, set := range f.sets() {
 				if !l.inSet(set) {
@@ -832,6 +1052,10 @@ func (n *Network) Close() error {
 	}
 	errs = append(errs, killConns(ls))
 	n.links = map[string]*link{}
+	for _, sa := range n.shared {
+		errs = append(errs, sa.reserve.Close())
+	}
+	clear(n.shared)
 	if n.server != nil {
 		if err := n.server.Collection.Clear(); err != nil {
 			errs = append(errs, fmt.Errorf("cluster: close network: %w", err))
@@ -877,7 +1101,7 @@ func (n *Network) resetWatch(done chan struct{}) {
 		var ends []linkEnds
 		for _, l := range n.links {
 			if l.resetting() {
-				ends = append(ends, linkEnds{l.addr, l.target})
+				ends = append(ends, l.ends())
 			}
 		}
 		if len(ends) == 0 {
@@ -896,20 +1120,54 @@ func (n *Network) resetWatch(done chan struct{}) {
 }
 
 // linkEnds are the two addresses of a link's connections: the link's own
-// (the dialling ends' peer) and its target (the accepting ends' address).
-type linkEnds struct{ addr, target string }
+// (the dialling ends' peer) and its target (the accepting ends' address),
+// and for a per-source link, whose address is shared, its mark.
+type linkEnds struct {
+	addr, target string
+	mark         uint32
+	shared       bool
+}
+
+// ends returns the link's linkEnds.
+func (l *link) ends() linkEnds {
+	return linkEnds{addr: l.addr, target: l.target, mark: l.markValue(), shared: l.shared != nil}
+}
 
 // completeResets lists the connections of the links and destroys the end
 // left of each connection that had both ends at the last look and has one
-// now. It returns the connections that have both ends now.
+// now. It returns the connections that have both ends now. When a link is
+// per-source, the connections are told apart by their conntrack marks
+// (only those of the links count), as their addresses are shared.
 func completeResets(ls []linkEnds, before map[string]bool) map[string]bool {
 	var terms []string
-	dialled := map[string]linkEnds{} // link address -> link
-	targets := map[string]linkEnds{} // target address -> link
+	dialled := map[string][]linkEnds{} // link address -> links
+	targets := map[string][]linkEnds{} // target address -> links
+	byMark := false
 	for _, l := range ls {
 		terms = append(terms, "dst "+l.addr, "src "+l.target)
-		dialled[l.addr] = l
-		targets[l.target] = l
+		dialled[l.addr] = append(dialled[l.addr], l)
+		targets[l.target] = append(targets[l.target], l)
+		byMark = byMark || l.shared
+	}
+	var marks map[string]uint32
+	if byMark {
+		var err error
+		if marks, err = trackedMarks(); err != nil {
+			return before
+		}
+	}
+	// which returns the link, among those at an address, of the connection
+	// dialled from the address from.
+	which := func(cands []linkEnds, from string) (linkEnds, bool) {
+		if marks == nil {
+			return cands[len(cands)-1], true
+		}
+		for _, l := range cands {
+			if m, ok := marks[from+" "+l.addr]; ok && m == l.mark {
+				return l, true
+			}
+		}
+		return linkEnds{}, false
 	}
 	out, err := exec.Command("ss", "-t", "-n", "-H", "state", "established", "state", "close-wait", "( "+strings.Join(terms, " or ")+" )").Output()
 	if err != nil {
@@ -926,14 +1184,22 @@ func completeResets(ls []linkEnds, before map[string]bool) map[string]bool {
 			continue
 		}
 		local, peer := f[len(f)-2], f[len(f)-1]
-		if l, ok := dialled[peer]; ok {
+		if cands, ok := dialled[peer]; ok {
+			l, ok := which(cands, local)
+			if !ok {
+				continue
+			}
 			e := conns[local]
 			if e == nil {
 				e = &ends{l: l}
 				conns[local] = e
 			}
 			e.dialling = true
-		} else if l, ok := targets[local]; ok {
+		} else if cands, ok := targets[local]; ok {
+			l, ok := which(cands, peer)
+			if !ok {
+				continue
+			}
 			e := conns[peer]
 			if e == nil {
 				e = &ends{l: l}

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -307,4 +310,347 @@ func BenchmarkCutHeal(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// dialHelperEnv names the address TestDialHelper dials when the test binary
+// runs as the helper of a process with another group id.
+const dialHelperEnv = "JEPSEN_LITE_TEST_DIAL"
+
+// TestDialHelper is not a test: run with dialHelperEnv set (by
+// startSourceConn, with a group id of its own), it dials that address and
+// then, for each Redis command on a line of its stdin, writes the command
+// and prints the first line of the reply, or "error: " and what failed
+// (within a second). Its first line is its connection's local address, or
+// the dial's error.
+func TestDialHelper(t *testing.T) {
+	addr := os.Getenv(dialHelperEnv)
+	if addr == "" {
+		t.Skip("the helper of the per-source link tests")
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	defer c.Close()
+	fmt.Println(c.LocalAddr())
+	r := bufio.NewReader(c)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write([]byte(in.Text() + "\r\n")); err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Println(strings.TrimSpace(line))
+	}
+}
+
+// sourceConn is a connection held by a helper process running with a
+// group id of its own.
+type sourceConn struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	local string // the connection's local address, or the dial's error
+}
+
+// startSourceConn starts TestDialHelper as root with primary group id gid,
+// dialling addr.
+func startSourceConn(t *testing.T, gid int, addr string) *sourceConn {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDialHelper$")
+	cmd.Env = append(os.Environ(), dialHelperEnv+"="+addr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: uint32(gid), NoSetGroups: true}, Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &sourceConn{cmd: cmd, in: in, out: bufio.NewScanner(stdout)}
+	t.Cleanup(c.close)
+	if !c.out.Scan() {
+		t.Fatalf("the helper of group %d printed nothing", gid)
+	}
+	c.local = c.out.Text()
+	return c
+}
+
+// do sends a Redis command and returns the reply's first line or "error: ...".
+func (c *sourceConn) do(t *testing.T, cmd string) string {
+	t.Helper()
+	if _, err := io.WriteString(c.in, cmd+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.out.Scan() {
+		t.Fatalf("the helper ended: %v", c.out.Err())
+	}
+	return c.out.Text()
+}
+
+func (c *sourceConn) close() {
+	c.in.Close()
+	_ = c.cmd.Wait()
+}
+
+// The group ids of the per-source link tests.
+const (
+	testGidA = 0x4a4c0 + 901
+	testGidB = 0x4a4c0 + 902
+	testGidC = 0x4a4c0 + 903
+)
+
+// TestLinkFromTellsSourcesApart runs two processes with their own group
+// ids that dial the one address of a Redis server's per-source links, and
+// checks that the kernel gives each its own link: a cut of one source's
+// link (both ways, and each direction alone) and a reset leave the other
+// source's connection alone, a connection from any other group reaches no
+// server, the heal restores, and removing the links and closing the
+// network leaves nothing.
+func TestLinkFromTellsSourcesApart(t *testing.T) {
+	redis := startRedis(t)
+	n, err := NewNetwork()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	addr, err := n.LinkFrom("a->r", testGidA, redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrB, err := n.LinkFrom("b->r", testGidB, redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrB != addr || n.Addr("a->r") != addr || n.Addr("b->r") != addr {
+		t.Fatalf("per-source links to one upstream on %s and %s, want one shared address", addr, addrB)
+	}
+	if got := n.Upstream("b->r"); got != redis {
+		t.Fatalf("Upstream = %q, want %q", got, redis)
+	}
+	if got := n.Links(); !slices.Equal(got, []string{"a->r", "b->r"}) {
+		t.Fatalf("Links = %v", got)
+	}
+	a, b := startSourceConn(t, testGidA, addr), startSourceConn(t, testGidB, addr)
+	for name, c := range map[string]*sourceConn{"a": a, "b": b} {
+		if r := c.do(t, "PING"); r != "+PONG" {
+			t.Fatalf("source %s through its link (local %s): %q", name, c.local, r)
+		}
+	}
+	t.Run("other groups reach nothing", func(t *testing.T) {
+		if _, err := ping(addr, 300*time.Millisecond); !isTimeout(err) {
+			t.Errorf("root's ping of the shared address: got %v, want a timeout", err)
+		}
+		c := startSourceConn(t, testGidC, addr)
+		if r := c.do(t, "PING"); !strings.Contains(r, "timeout") {
+			t.Errorf("a third group's ping of the shared address: got %q, want a timeout", r)
+		}
+	})
+	t.Run("cut per source", func(t *testing.T) {
+		if err := n.Cut("a->r"); err != nil {
+			t.Fatal(err)
+		}
+		if r := a.do(t, "PING"); !strings.Contains(r, "timeout") {
+			t.Errorf("source a through its cut link: got %q, want a timeout", r)
+		}
+		if r := b.do(t, "PING"); r != "+PONG" {
+			t.Errorf("source b while a's link is cut: got %q", r)
+		}
+		if c := startSourceConn(t, testGidA, addr); !strings.HasPrefix(c.local, "error:") || !strings.Contains(c.local, "timeout") {
+			t.Errorf("a new connection of source a through its cut link: %q, want a timeout", c.local)
+		}
+		if err := n.Heal("a->r"); err != nil {
+			t.Fatal(err)
+		}
+		fresh := startSourceConn(t, testGidA, addr)
+		if r := fresh.do(t, "PING"); r != "+PONG" {
+			t.Errorf("source a after the heal: got %q", r)
+		}
+	})
+	t.Run("one direction per source", func(t *testing.T) {
+		for _, tt := range []struct {
+			dir       Direction
+			delivered bool // whether the INCR reaches the server
+		}{{DirectionForward, false}, {DirectionBack, true}} {
+			before := b.do(t, "INCRBY k 0")
+			c := startSourceConn(t, testGidA, addr)
+			if err := n.Apply(Fault{Kind: FaultCut, Direction: tt.dir}, "a->r"); err != nil {
+				t.Fatal(err)
+			}
+			if r := c.do(t, "INCR k"); !strings.Contains(r, "timeout") {
+				t.Errorf("%s cut: source a's INCR got %q, want a timeout", tt.dir, r)
+			}
+			after := b.do(t, "INCRBY k 0")
+			if delivered := after != before; delivered != tt.delivered {
+				t.Errorf("%s cut of a's link: k went from %s to %s as seen by b; the INCR delivered: %v, want %v", tt.dir, before, after, delivered, tt.delivered)
+			}
+			if err := n.Heal("a->r"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("reset per source", func(t *testing.T) {
+		held := startSourceConn(t, testGidA, addr)
+		if r := held.do(t, "PING"); r != "+PONG" {
+			t.Fatalf("source a before the reset: %q", r)
+		}
+		if err := n.Reset("a->r"); err != nil {
+			t.Fatal(err)
+		}
+		if r := held.do(t, "PING"); !strings.Contains(r, "reset") {
+			t.Errorf("source a's held connection through its reset link: got %q, want a reset", r)
+		}
+		if r := b.do(t, "PING"); r != "+PONG" {
+			t.Errorf("source b while a's link is reset: got %q", r)
+		}
+		// The server's end of a's connection is destroyed too; b's stays.
+		direct, err := net.Dial("tcp", redis)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer direct.Close()
+		gone := false
+		for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			list := clientList(t, direct)
+			if !strings.Contains(list, "addr="+b.local+" ") {
+				t.Fatalf("source b's connection %s is not among the server's clients:\n%s", b.local, list)
+			}
+			gone = !strings.Contains(list, "addr="+held.local+" ")
+		}
+		if !gone {
+			t.Errorf("the server's end of source a's reset connection %s stayed", held.local)
+		}
+		if err := n.Heal("a->r"); err != nil {
+			t.Fatal(err)
+		}
+		if r := startSourceConn(t, testGidA, addr).do(t, "PING"); r != "+PONG" {
+			t.Errorf("source a after the reset's heal: got %q", r)
+		}
+		if r := b.do(t, "PING"); r != "+PONG" {
+			t.Errorf("source b after a's reset: got %q", r)
+		}
+	})
+	t.Run("refusals", func(t *testing.T) {
+		if _, err := n.LinkFrom("a2->r", testGidA, redis); err == nil {
+			t.Error("a second link of one group to one upstream accepted")
+		}
+		if _, err := n.LinkFrom("root->r", 0, redis); err == nil {
+			t.Error("a per-source link of group 0 accepted")
+		}
+		if err := n.SetUpstream("a->r", "127.0.0.1:1"); err == nil {
+			t.Error("SetUpstream of a per-source link accepted")
+		}
+	})
+	t.Run("remove closes one source's connections", func(t *testing.T) {
+		if r := a.do(t, "PING"); r != "+PONG" {
+			t.Fatalf("source a before Remove: %q", r)
+		}
+		if err := n.Remove("a->r"); err != nil {
+			t.Fatal(err)
+		}
+		if r := a.do(t, "PING"); !strings.HasPrefix(r, "error:") {
+			t.Errorf("source a's connection after its link's Remove: got %q, want an error", r)
+		}
+		if r := b.do(t, "PING"); r != "+PONG" {
+			t.Errorf("source b after a's link was removed: got %q", r)
+		}
+		if err := n.Remove("b->r"); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			t.Errorf("the shared address %s still accepts connections after its last link's Remove", addr)
+		}
+	})
+	t.Run("close leaves no table", func(t *testing.T) {
+		if _, err := n.LinkFrom("a->r", testGidA, redis); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("nft", "list", "tables").CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft list tables: %v: %s", err, out)
+		}
+		if strings.Contains(string(out), n.Table()) {
+			t.Errorf("table %s left after Close:\n%s", n.Table(), out)
+		}
+	})
+}
+
+// TestLinkFromThroughProxies checks that with WithProxies each per-source
+// link has a proxy of its own: latency on one source's link delays that
+// source's replies, and the heal removes it.
+func TestLinkFromThroughProxies(t *testing.T) {
+	redis := startRedis(t)
+	n, err := NewNetwork(WithProxies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	addr, err := n.LinkFrom("a->r", testGidA, redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.LinkFrom("b->r", testGidB, redis); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startSourceConn(t, testGidA, addr), startSourceConn(t, testGidB, addr)
+	if err := n.Latency([]string{"a->r"}, 300*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if r := a.do(t, "PING"); r != "+PONG" {
+		t.Fatalf("source a with latency: %q", r)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond {
+		t.Errorf("source a's PING with 300ms latency on its link took %v", el)
+	}
+	if r := b.do(t, "PING"); r != "+PONG" {
+		t.Fatalf("source b: %q", r)
+	}
+	if got := n.Faulty(); !slices.Equal(got, []string{"a->r"}) {
+		t.Errorf("Faulty = %v, want a->r", got)
+	}
+	if err := n.Heal("a->r"); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Faulty(); len(got) != 0 {
+		t.Errorf("Faulty after the heal = %v", got)
+	}
+}
+
+// clientList returns the server's CLIENT LIST, asked on c.
+func clientList(t *testing.T, c net.Conn) string {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("CLIENT LIST\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		t.Fatalf("CLIENT LIST: %q, %v", head, err)
+	}
+	size, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, size+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }

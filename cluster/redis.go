@@ -39,8 +39,12 @@ const SentinelMaster = "mymaster"
 
 // PeersLink is the "from" end of a link shared by every peer of a node:
 // "peers->n1". In the Redis sentinel topology replicas and sentinels learn
-// each other's addresses from the servers, and etcd derives member ids from
-// the advertised peer URLs, so per-pair links cannot be kept there.
+// each other's addresses from the servers, so every peer dials the same
+// address of a node and the link is shared. A cut of a shared link stops
+// the connections to its node, not those its node dials (docs/network.md).
+// etcd members, which also dial one advertised address per peer, get
+// per-pair links instead: the local backend tells them apart by their
+// group ids (Network.LinkFrom).
 const PeersLink = "peers"
 
 // Sentinels is the number of sentinels of the sentinel topology.

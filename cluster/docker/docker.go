@@ -26,8 +26,10 @@
 // peers (ZooKeeper's election, etcd's peer URLs, Redis's replica
 // announcements) leads to the right link wherever it is dialled. The links
 // are the ones cluster/local makes: "nJ->nK" for a Redis replica,
-// "peers->nK" in the sentinel topology and for etcd, "nJ->nK" and
-// "nJ->nK/election" for ZooKeeper.
+// "peers->nK" in the sentinel topology, "nJ->nK" and "nJ->nK/election" for
+// ZooKeeper, and "nJ->nK" for etcd (cluster/local tells its members'
+// connections to one advertised address apart by their group ids; here
+// each member has relays of its own).
 package docker
 
 import (

@@ -239,10 +239,14 @@ func (c *Cluster) planZooKeeper() error {
 }
 
 // planEtcd: a single member, or a cluster in which member k's peer URL is
-// http://127.0.0.1:etcdPeerBase+k in every member's view: its own listener
-// in its container, a relay over the shared link "peers->nK" in the others
-// (etcd derives member ids from the advertised URLs, which must be the
-// same everywhere, as on the local backend).
+// http://127.0.0.1:etcdPeerBase+k in every member's view (etcd derives
+// member ids from the advertised URLs, which must be the same everywhere):
+// its own listener in its container, and in member j's container a relay
+// over the link "nJ->nK". Each member has its own relays, so the links are
+// per pair, as ZooKeeper's are and as the local backend's are (there the
+// members dial one address and the kernel tells them apart by their group
+// ids), and cutting a member's links cuts the connections it dials as well
+// as those dialled to it.
 func (c *Cluster) planEtcd() error {
 	members := len(c.nodes)
 	var initial []string
@@ -262,7 +266,7 @@ func (c *Cluster) planEtcd() error {
 		for _, p := range c.nodes {
 			if p != n && members > 1 {
 				q := etcdPeerBase + p.index
-				n.relay(q, cluster.LinkName(cluster.PeersLink, p.Name), p, tcp(q))
+				n.relay(q, cluster.LinkName(n.Name, p.Name), p, tcp(q))
 			}
 		}
 		argv := append([]string{"etcd",

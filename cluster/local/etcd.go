@@ -7,18 +7,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
-// setupEtcd creates a single etcd node or a cluster. In a cluster every
-// member advertises the link "peers->nX" as its peer URL, so all raft traffic
-// towards nX goes through that one link. etcd derives member ids from the
-// advertised URLs, which must therefore be the same in every member's view:
-// per-pair links are impossible. Each member dials the others for its raft
-// streams, so cutting "peers->nX" silences nX (its messages to the others are
-// lost; theirs still reach it): the others elect a leader without it and nX
-// stops serving linearizable requests.
+// etcdGidBase is the base of the group ids etcd members run with in a
+// cluster: member nK runs as root with primary group id etcdGidBase+K
+// (304321 for n1), so the kernel tells the connections it dials apart from
+// the other members' (cluster.Network.LinkFrom). The range lies in
+// 65536-524287, which systemd leaves unused (no user database, container
+// or dynamic range), and needs no group entry; concurrent clusters may
+// share the ids, as a per-source link is also keyed by the shared address
+// it translates, a port reserved by its own Network.
+const etcdGidBase = 0x4a4c0
+
+// setupEtcd creates a single etcd node or a cluster. In a cluster member
+// nK's peer URL is one address in every member's view (etcd derives member
+// ids from the advertised URLs, which must be the same everywhere), shared
+// by the per-source links "nJ->nK": member nJ runs with the group id
+// etcdGidBase+J, so the kernel puts its connections to nK on its own link.
+// Cutting every link of a member ("nJ->nK" and "nK->nJ") cuts both the
+// connections it dials and those dialled to it, as on the docker backend:
+// it loses its quorum.
 func (c *Cluster) setupEtcd() error {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
@@ -34,14 +45,20 @@ func (c *Cluster) setupEtcd() error {
 		if peerPort[n.name], err = cluster.FreePort(); err != nil {
 			return err
 		}
+		if count > 1 {
+			n.cred = &syscall.Credential{Uid: 0, Gid: uint32(etcdGidBase + i + 1), NoSetGroups: true}
+		}
 	}
 	advertised := map[string]string{}
 	var initial []string
 	for _, n := range c.nodes {
 		real := "127.0.0.1:" + strconv.Itoa(peerPort[n.name])
 		adv := real
-		if count > 1 {
-			if adv, err = c.link(cluster.PeersLink, n.name, real); err != nil {
+		for j, p := range c.nodes {
+			if p == n {
+				continue
+			}
+			if adv, err = c.linkFrom(p.name, n.name, etcdGidBase+j+1, real); err != nil {
 				return err
 			}
 		}

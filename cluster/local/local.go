@@ -392,6 +392,19 @@ func (c *Cluster) link(from, to, upstream string) (string, error) {
 	return addr, nil
 }
 
+// linkFrom creates the per-source node-to-node link from -> to, carrying
+// the connections that the processes of group gid open to the address it
+// shares with the other links to upstream (cluster.Network.LinkFrom).
+func (c *Cluster) linkFrom(from, to string, gid int, upstream string) (string, error) {
+	name := cluster.LinkName(from, to)
+	addr, err := c.net.LinkFrom(name, gid, upstream)
+	if err != nil {
+		return "", fmt.Errorf("local: %w", err)
+	}
+	c.links = append(c.links, name)
+	return addr, nil
+}
+
 // launchAll starts every node's process and waits, in parallel, until all
 // of them answer.
 func (c *Cluster) launchAll(ctx context.Context) error {

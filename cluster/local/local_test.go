@@ -242,3 +242,56 @@ func TestEtcdSingle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEtcdIsolatedMemberLosesQuorum starts a three-member etcd cluster,
+// checks its links (one per pair, as on the docker backend) and the group
+// id each member runs with, then cuts every peer link of n3, the
+// connections it dials as well as those dialled to it, and checks that n3
+// turns unhealthy (it reaches no leader) while n1 and n2 stay healthy, and
+// that n3 is healthy again after the heal; then the same with a reset of
+// those links.
+func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
+	requireBinaries(t, "etcd")
+	c, nw := startCluster(t, cluster.Spec{System: cluster.Etcd, Nodes: 3})
+	if got, want := strings.Join(nw.Links(), " "), "n1->n2 n1->n3 n2->n1 n2->n3 n3->n1 n3->n2"; got != want {
+		t.Fatalf("links %s, want %s", got, want)
+	}
+	for i, n := range c.Nodes() {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pids()[n.Name]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("Gid:\t%[1]d\t%[1]d\t%[1]d\t%[1]d", etcdGidBase+i+1)
+		if !strings.Contains(string(status), want+"\n") {
+			t.Fatalf("%s runs without the group id %d:\n%s", n.Name, etcdGidBase+i+1, status)
+		}
+	}
+	nodes := c.Nodes()
+	healthy := func(addr string) bool { return cluster.EtcdReady(ctxT(t, time.Second), addr) == nil }
+	var peerLinks []string
+	for _, l := range nw.Links() {
+		if from, to, _ := cluster.SplitLinkName(l); from == "n3" || to == "n3" {
+			peerLinks = append(peerLinks, l)
+		}
+	}
+	if err := nw.Cut(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 turns unhealthy with every peer link cut", func() bool { return !healthy(nodes[2].Addr) })
+	waitFor(t, 30*time.Second, "n1 and n2 healthy while n3 is cut off", func() bool { return healthy(nodes[0].Addr) && healthy(nodes[1].Addr) })
+	if err := nw.Heal(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 healthy after the heal", func() bool { return healthy(nodes[2].Addr) })
+	// A reset of the same links refuses every peer connection of n3 and
+	// resets those that carry data, in both directions.
+	if err := nw.Reset(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 turns unhealthy with every peer link reset", func() bool { return !healthy(nodes[2].Addr) })
+	waitFor(t, 30*time.Second, "n1 and n2 healthy while n3's links are reset", func() bool { return healthy(nodes[0].Addr) && healthy(nodes[1].Addr) })
+	if err := nw.Heal(peerLinks...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n3 healthy after the reset's heal", func() bool { return healthy(nodes[2].Addr) })
+}
