@@ -822,10 +822,13 @@ var replicationPartitionsCase = testCase{"replication partitions of each shape",
 		t.Fatalf("no link %s (links %v): replication must cross the cluster.Network", link, e.nw.Links())
 	}
 	n1, n2, n3 := e.node(t, "n1"), e.node(t, "n2"), e.node(t, "n3")
-	before := replicaIDs(t, n1.Addr)
-	if len(before) != 2 {
-		t.Fatalf("n1 serves replication connections %v, want two", before)
-	}
+	var before []string
+	waitFor(t, generous, "n1 serves two replication connections", func() error {
+		if before = replicaIDs(t, n1.Addr); len(before) != 2 {
+			return fmt.Errorf("it serves %v", before)
+		}
+		return nil
+	})
 	t.Cleanup(func() { _ = e.nw.Heal(link) })
 	for i, tc := range []struct {
 		name  string
