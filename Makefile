@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -60,6 +60,11 @@ test: deps build
 BUG ?=
 test-knownbugs: deps build
 	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 30m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs
+
+# shrink on a real failing run of redis-single-random-pauses (a few
+# minutes: the search's runs and five confirmations; docs/shrink.md).
+test-shrink: deps build
+	$(GO) test -tags shrink -count=1 -timeout 30m -v -run TestShrinkRandomPauses ./cmd/jepsen-lite
 
 # BACKEND=docker runs the servers in containers; the node image is built
 # first (make images: debootstrap + docker import, no registry needed).

@@ -35,7 +35,7 @@ Exit 0 when shrunk.yaml was written, 254 when the run did not fail or the
 input is bad, 2 when interrupted.
 
 Examples:
-  jepsen-lite shrink store/redis-single-random-pauses/latest
+  jepsen-lite shrink store/latest
   jepsen-lite shrink store/redlock-gc-pause/20261127T080000.000Z --tries 5 --need 3`
 
 // ShrunkFile is the scenario shrink writes into the run directory.
