@@ -238,10 +238,7 @@ func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) 
 // on every path.
 func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, error) {
 	began := time.Now()
-	cfg := config{store: "store", backend: clusterBackend{local.Backend}}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := newConfig(opts)
 	p, err := validate(sc, &cfg)
 	if err != nil {
 		return nil, err
@@ -394,4 +391,24 @@ func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network
 		setups = append(setups, workerSetup{clock: clock, rng: wrng, target: target})
 	}
 	return setups, nil
+}
+
+// newConfig returns the configuration of opts over the defaults.
+func newConfig(opts []Option) config {
+	cfg := config{store: "store", backend: clusterBackend{local.Backend}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}
+
+// Validate runs the first stage of Run alone: it checks what Run checks
+// before a server starts (the scenario with opts' overrides, its fault
+// targets, the lock's algorithm, options and capabilities, the backend's
+// support) and returns Run's error for it, or nil. Nothing starts and
+// nothing is written.
+func Validate(sc *scenarios.Scenario, opts ...Option) error {
+	cfg := newConfig(opts)
+	_, err := validate(sc, &cfg)
+	return err
 }

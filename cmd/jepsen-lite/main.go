@@ -49,6 +49,7 @@ func commands() []command {
 		{"check", "check a stored history offline", checkCmd},
 		{"list", "list scenarios, algorithms or faults", listCmd},
 		{"gate", "run scenarios over seeds as a CI regression gate", gateCmd},
+		{"hunt", "hunt with random faults of every kind the lock's system can take", huntCmd},
 		{"shrink", "search a failing run for a smaller scenario that still fails", shrinkCmd},
 		{"report", "regenerate a run's report.html offline", reportCmd},
 		{"serve", "browse the stored runs in a web page", serveCmd},

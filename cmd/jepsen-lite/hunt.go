@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/hunt"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE]
+
+Hunts for what nobody has written down: for the lock's system and topology
+(an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
+each fault kind the system and backend can take (list --faults), N runs of
+a random schedule of that kind drawn from the run's seed (seeds S..S+N-1),
+with the workload drawn from the seed too (the lock taken by trying or by
+waiting, renewed or not), and a baseline of N runs without faults. Every
+run is stored. It prints one row per fault kind: the runs, how many were
+invalid and the anomalies they found, and the first failing run, which
+'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
+runs use that external lock client (docs/lock-protocol.md).
+
+Exit 1 when any run was invalid, 0 when none was, 2 when interrupted or out
+of its budget before every run, 254 for bad input.
+
+Examples:
+  jepsen-lite hunt redlock --runs 10
+  jepsen-lite hunt redis-single --faults client-pause,kill --runs 5
+  jepsen-lite hunt redis-single-baseline --lock-command "python3 examples/anylang/redis_py_lock.py"`
+
+func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := newFlagSet("hunt", huntUsage, stderr)
+	faults := fs.String("faults", "", "comma-separated fault kinds (default: every kind the system and backend can take)")
+	runs := fs.Int("runs", 10, "runs per fault kind")
+	budget := fs.Duration("budget", 0, "stop after this much wall time (default: none)")
+	seed := fs.Uint64("seed", 1, "the first run's seed; run i of each kind has seed+i")
+	store := fs.String("store", "store", "the store directory")
+	backend := fs.String("backend", "local", "where the servers run: local or docker")
+	lockCommand := fs.String("lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
+	markdown := fs.String("markdown", "", "write the campaign's table as Markdown to this file")
+	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return exitHeld, nil
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	if len(pos) != 1 {
+		return exitUsage, usagef("want one algorithm, scenario or scenario file")
+	}
+	if *runs < 1 {
+		return exitUsage, usagef("--runs must be at least 1")
+	}
+	base, err := huntBase(pos[0])
+	if err != nil {
+		return exitUsage, err
+	}
+	if isSet(fs, "lock-command") {
+		if base, err = withLockCommand(base, *lockCommand); err != nil {
+			return exitUsage, err
+		}
+	}
+	backendUsed, err := backendFor(*backend)
+	if err != nil {
+		return exitUsage, err
+	}
+	if err := checkBackend(backendUsed, base); err != nil {
+		return exitUsage, err
+	}
+	var want []string
+	if *faults != "" {
+		want = strings.Split(*faults, ",")
+	}
+	if _, err := hunt.Kinds(base.System.Name, backendUsed.Name, want); err != nil {
+		return exitUsage, usageError{err}
+	}
+	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed)}
+	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: stderr}, runOpts...)
+	if rep != nil {
+		printHunt(stdout, rep)
+		if *markdown != "" {
+			if werr := os.WriteFile(*markdown, []byte(huntMarkdown(rep, pos[0])), 0o644); werr != nil {
+				return exitInternal, werr
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, runner.ErrInterrupted) || (err != nil && ctx.Err() != nil):
+		fmt.Fprintln(stderr, "jepsen-lite hunt: interrupted")
+		return exitUnknown, nil
+	case err != nil:
+		return exitInternal, err
+	case rep.Found():
+		fmt.Fprintln(stdout, "hunt: FOUND invalid runs (shrink one: jepsen-lite shrink <run dir>)")
+		return exitViolated, nil
+	case rep.OutOfTime:
+		fmt.Fprintln(stdout, "hunt: out of its budget before every run; nothing found so far")
+		return exitUnknown, nil
+	}
+	fmt.Fprintln(stdout, "hunt: nothing found")
+	return exitHeld, nil
+}
+
+// huntBase returns the scenario a hunt varies: a catalog scenario, a file or
+// run directory, or for an algorithm its first lock scenario in the catalog
+// without faults (its baseline), else its first.
+func huntBase(arg string) (*scenarios.Scenario, error) {
+	names := runner.Names()
+	sc, err := scenarios.Load(arg, names)
+	if err == nil {
+		return sc, nil
+	}
+	if !errors.Is(err, scenarios.ErrUnknownScenario) {
+		return nil, usageError{err}
+	}
+	if _, aerr := clients.Lookup(arg); aerr != nil {
+		return nil, usagef("%q is neither a scenario nor an algorithm (list, list --algorithms)", arg)
+	}
+	cat, cerr := scenarios.Catalog(names)
+	if cerr != nil {
+		return nil, cerr
+	}
+	var first *scenarios.Scenario
+	for _, c := range cat {
+		if c.Lock.Algorithm != arg || (c.Workload != "" && c.Workload != scenarios.WorkloadLock) {
+			continue
+		}
+		if len(c.Nemesis.Steps) == 0 && c.Nemesis.Random == nil {
+			return c, nil // its baseline
+		}
+		if first == nil {
+			first = c
+		}
+	}
+	if first != nil {
+		return first, nil
+	}
+	return nil, usagef("no catalog scenario runs the algorithm %q; give a scenario file", arg)
+}
+
+func printHunt(w io.Writer, rep *hunt.Report) {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAULT\tRUNS\tINVALID\tUNKNOWN\tANOMALIES\tFIRST FAILING RUN")
+	for _, r := range rep.Rows {
+		if r.NotApplicable != "" && r.Runs == 0 {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\tnot applicable: %s\t\n", r.Fault, r.NotApplicable)
+			continue
+		}
+		first := "-"
+		if len(r.Failing) > 0 {
+			first = r.Failing[0]
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%s\t%s\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, orDash(strings.Join(r.Anomalies, ",")), first)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "hunt: %s: %d runs in %v\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// huntMarkdown is the campaign's table as Markdown: a safety datasheet of
+// the lock, one row per fault kind.
+func huntMarkdown(rep *hunt.Report, arg string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Hunt: %s\n\n`jepsen-lite hunt %s`: %d runs in %v.\n\n", arg, arg, rep.Runs, rep.Elapsed.Round(time.Second))
+	b.WriteString("| fault | runs | invalid | unknown | anomalies | first failing run |\n|---|---|---|---|---|---|\n")
+	for _, r := range rep.Rows {
+		if r.NotApplicable != "" && r.Runs == 0 {
+			fmt.Fprintf(&b, "| %s | - | - | - | not applicable: %s | |\n", r.Fault, strings.ReplaceAll(r.NotApplicable, "|", "/"))
+			continue
+		}
+		first := ""
+		if len(r.Failing) > 0 {
+			first = "`" + r.Failing[0] + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d/%d | %d | %s | %s |\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, orDash(strings.Join(r.Anomalies, ", ")), first)
+	}
+	return b.String()
+}

@@ -1,0 +1,275 @@
+// Package hunt owns fault campaigns: for a lock's scenario, it draws seeded
+// random fault schedules of every fault kind that the lock's system and the
+// backend can take (read from the fault declarations, nemesis.Faults), over
+// varied workloads, runs them, and tallies what each fault kind found. No
+// schedule is timed by hand: each run's schedule is a nemesis.RandomSpec of
+// one fault kind, drawn from the run's seed, so a finding names the kind that
+// caused it and replays from its stored run.
+package hunt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// NoFault is the kind of the runs without any fault, the campaign's
+// baseline.
+const NoFault = "none"
+
+// Outcome is what one run gave.
+type Outcome struct {
+	// Dir is the run's directory in the store; empty when it has none.
+	Dir string
+	// Verdict is the run's verdict; checker.Unknown for a run that did not
+	// finish or whose faults failed.
+	Verdict checker.Verdict
+	// Anomalies are the kinds of anomaly the run's checkers found.
+	Anomalies []string
+	// FaultFailed reports that a fault or heal of the run failed, so its
+	// verdict says nothing about the fault kind.
+	FaultFailed bool
+	// Unavailable, when not empty, says that the run's fault could not
+	// be made on this cluster at all (the cluster said it is unavailable:
+	// a failover without a replica): its kind is not applicable.
+	Unavailable string
+}
+
+// RunFunc runs one scenario (its seed set) and reports its outcome. An
+// error wrapping ErrNotApplicable says that the scenario cannot run here
+// (its validation refused it before anything started); any other error ends
+// the campaign.
+type RunFunc func(ctx context.Context, sc *scenarios.Scenario) (Outcome, error)
+
+// ErrNotApplicable marks a scenario that cannot run (the lock lacks a
+// capability the fault or workload needs, the topology has no replica to
+// fail over, ...): the campaign records why and goes on.
+var ErrNotApplicable = errors.New("hunt: not applicable")
+
+// Options are a campaign's settings; the zero value of each means its
+// default.
+type Options struct {
+	// Faults are the fault kinds to hunt with; every kind the system and
+	// backend can take by default. NoFault is always run first.
+	Faults []string
+	// Runs is the number of runs per fault kind; 10 by default.
+	Runs int
+	// Budget bounds the campaign's wall time; none by default. A campaign
+	// out of time stops before its next run and says so.
+	Budget time.Duration
+	// Seed is the campaign's seed: run i of a kind has seed Seed+i, so the
+	// kinds' runs are comparable; 1 by default.
+	Seed uint64
+	// Backend names the backend the runs use, for the kinds it can take.
+	Backend string
+	// Log receives one line per run; nil for none.
+	Log io.Writer
+}
+
+// Row is what one fault kind found.
+type Row struct {
+	Fault string
+	// Runs, Invalid and Unknown count the runs and those whose verdict was
+	// invalid or unknown (a fault that failed, a check out of time).
+	Runs, Invalid, Unknown int
+	// Anomalies are the kinds found by its invalid runs, sorted.
+	Anomalies []string
+	// Failing are the directories of its invalid runs.
+	Failing []string
+	// NotApplicable says why the kind could not run; empty when it ran.
+	NotApplicable string
+}
+
+// Report is a campaign's result: one row per fault kind, NoFault first.
+type Report struct {
+	Scenario string
+	Rows     []*Row
+	Runs     int
+	Elapsed  time.Duration
+	// OutOfTime reports that the budget ended the campaign early.
+	OutOfTime bool
+}
+
+// Found reports whether any run was invalid.
+func (r *Report) Found() bool {
+	return slices.ContainsFunc(r.Rows, func(row *Row) bool { return row.Invalid > 0 })
+}
+
+// Kinds returns the fault kinds a campaign on a scenario of system, on
+// backend, hunts with: every declared fault that the system's nodes and the
+// backend can take, in the declarations' order, restricted to want when it
+// is not empty. An unknown name in want is an error.
+func Kinds(system, backend string, want []string) ([]string, error) {
+	var all, out []string
+	for _, f := range nemesis.Faults() {
+		facts := f.Facts()
+		all = append(all, facts.Name)
+		if len(facts.Systems) > 0 && !slices.Contains(facts.Systems, system) {
+			continue
+		}
+		if len(facts.Backends) > 0 && backend != "" && !slices.Contains(facts.Backends, backend) {
+			continue
+		}
+		if len(want) == 0 || slices.Contains(want, facts.Name) {
+			out = append(out, facts.Name)
+		}
+	}
+	for _, w := range want {
+		if w != NoFault && !slices.Contains(all, w) {
+			return nil, fmt.Errorf("hunt: unknown fault kind %q (known: %v)", w, all)
+		}
+	}
+	return out, nil
+}
+
+// Schedule returns the random schedule of a run of fault kind on base: one
+// kind, drawn from the run's seed over the run's length, with faults of up to
+// three lease lengths (3 s for a lock without a lease), so that a pause or a
+// partition can outlive a lease.
+func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
+	ttl := base.Lock.TTL
+	if ttl <= 0 {
+		ttl = time.Second
+	}
+	return &nemesis.RandomSpec{
+		Faults:      []string{kind},
+		Start:       500 * time.Millisecond,
+		Interval:    max(time.Second, ttl),
+		MinDuration: 200 * time.Millisecond,
+		MaxDuration: 3 * ttl,
+		Targets:     targets(base),
+		Workers:     []string{"one"},
+		Offsets:     []time.Duration{-2 * ttl, 2 * ttl, 30 * time.Second},
+	}
+}
+
+// targets are the node targets drawn for node faults: one node, or for a
+// cluster of three or more also a minority or a majority of them.
+func targets(base *scenarios.Scenario) []string {
+	if base.System.Nodes >= 3 {
+		return []string{"one", "minority", "majority"}
+	}
+	return []string{"one"}
+}
+
+// Variant returns the scenario of run seed of kind on base: base with the
+// kind's schedule (none for NoFault), its seed, no expectation but a valid
+// verdict, and a workload drawn from the seed: the lock taken by trying or by
+// waiting, renewed by a watchdog or not. A workload the lock cannot run
+// (validate refuses it) falls back to base's.
+func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
+	sc := *base
+	sc.Tags = slices.Clone(base.Tags)
+	sc.Name = base.Name + "-hunt-" + kind
+	sc.Seed = seed
+	sc.Nemesis = scenarios.Nemesis{}
+	if kind != NoFault {
+		sc.Nemesis.Random = Schedule(base, kind)
+	}
+	sc.Expect = checker.Expectation{Verdict: checker.Valid}
+	if sc.Workload != "" && sc.Workload != scenarios.WorkloadLock {
+		return &sc
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x68756e74))
+	varied := sc
+	if rng.IntN(2) == 0 {
+		varied.Lock.Acquire, varied.Lock.Wait = scenarios.AcquireWait, 3*max(sc.Lock.TTL, time.Second)
+	} else {
+		varied.Lock.Acquire, varied.Lock.Wait = scenarios.AcquireTry, 0
+	}
+	if rng.IntN(2) == 0 && sc.Lock.TTL >= 300*time.Millisecond {
+		varied.Lock.Renew = (sc.Lock.TTL / 3).Round(10 * time.Millisecond)
+	} else {
+		varied.Lock.Renew = 0
+	}
+	if validate == nil || validate(&varied) == nil {
+		return &varied
+	}
+	return &sc
+}
+
+// Campaign runs the campaign on base and returns its report.
+func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, validate func(*scenarios.Scenario) error, opts Options) (*Report, error) {
+	began := time.Now()
+	if opts.Runs <= 0 {
+		opts.Runs = 10
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	kinds, err := Kinds(base.System.Name, opts.Backend, opts.Faults)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Scenario: base.Name}
+	for _, kind := range append([]string{NoFault}, kinds...) {
+		row := &Row{Fault: kind}
+		rep.Rows = append(rep.Rows, row)
+		anomalies := map[string]bool{}
+		for i := range opts.Runs {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			if opts.Budget > 0 && time.Since(began) > opts.Budget {
+				rep.OutOfTime = true
+				break
+			}
+			sc := Variant(base, kind, opts.Seed+uint64(i), validate)
+			out, err := run(ctx, sc)
+			if errors.Is(err, ErrNotApplicable) {
+				row.NotApplicable = err.Error()
+				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
+				break
+			}
+			if err != nil {
+				return rep, err
+			}
+			if out.Unavailable != "" {
+				row.NotApplicable = out.Unavailable
+				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %s (%s)\n", kind, out.Unavailable, out.Dir)
+				break
+			}
+			rep.Runs++
+			row.Runs++
+			switch {
+			case out.FaultFailed || out.Verdict == checker.Unknown:
+				row.Unknown++
+			case out.Verdict == checker.Invalid:
+				row.Invalid++
+				row.Failing = append(row.Failing, out.Dir)
+				for _, a := range out.Anomalies {
+					anomalies[a] = true
+				}
+			}
+			fmt.Fprintf(opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v): %s %v %s\n",
+				kind, i+1, opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, out.Verdict, out.Anomalies, out.Dir)
+		}
+		for a := range anomalies {
+			row.Anomalies = append(row.Anomalies, a)
+		}
+		slices.Sort(row.Anomalies)
+		if rep.OutOfTime {
+			break
+		}
+	}
+	rep.Elapsed = time.Since(began)
+	return rep, nil
+}
+
+func orTry(acquire string) string {
+	if acquire == "" {
+		return scenarios.AcquireTry
+	}
+	return acquire
+}

@@ -1,0 +1,165 @@
+package hunt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+func TestKinds(t *testing.T) {
+	tests := []struct {
+		name, system string
+		want         []string
+		has, hasNot  []string
+		err          bool
+	}{
+		{name: "redis takes every fault", system: "redis", has: []string{"client-pause", "clock-bump", "kill", "failover", "sentinel-failover", "partition", "latency"}},
+		{name: "etcd's clock cannot be skewed, nor failed over", system: "etcd", has: []string{"client-pause", "partition", "kill"}, hasNot: []string{"clock-bump", "clock-strobe", "failover"}},
+		{name: "a chosen few", system: "redis", want: []string{"kill", "partition"}, has: []string{"kill", "partition"}, hasNot: []string{"client-pause"}},
+		{name: "unknown kind", system: "redis", want: []string{"bitflip"}, err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Kinds(tt.system, "local", tt.want)
+			if (err != nil) != tt.err {
+				t.Fatalf("Kinds = %v, %v; want error %v", got, err, tt.err)
+			}
+			for _, k := range tt.has {
+				if !slices.Contains(got, k) {
+					t.Errorf("Kinds(%s) = %v lacks %s", tt.system, got, k)
+				}
+			}
+			for _, k := range tt.hasNot {
+				if slices.Contains(got, k) {
+					t.Errorf("Kinds(%s) = %v has %s", tt.system, got, k)
+				}
+			}
+		})
+	}
+	// Every kind the declarations list for every system.
+	all, _ := Kinds("redis", "", nil)
+	if len(all) != len(nemesis.Faults()) {
+		t.Errorf("redis hunts with %d kinds, the declarations have %d", len(all), len(nemesis.Faults()))
+	}
+}
+
+func base() *scenarios.Scenario {
+	return &scenarios.Scenario{Name: "b", System: scenarios.System{Name: "redis", Nodes: 3},
+		Lock: scenarios.Lock{Algorithm: "redlock", TTL: time.Second}, Workers: 4, Duration: 10 * time.Second,
+		Nemesis: scenarios.Nemesis{Steps: nemesis.Schedule{{At: time.Second, Fault: "kill"}}},
+		Expect:  checker.Expectation{Verdict: checker.Invalid}}
+}
+
+func TestVariant(t *testing.T) {
+	b := base()
+	v := Variant(b, "partition", 7, nil)
+	if v.Seed != 7 || len(v.Nemesis.Steps) != 0 || v.Nemesis.Random == nil || !slices.Equal(v.Nemesis.Random.Faults, []string{"partition"}) {
+		t.Fatalf("variant %+v: want seed 7 and a random partition schedule alone", v)
+	}
+	if v.Expect.Verdict != checker.Valid || len(v.Expect.Anomalies) != 0 {
+		t.Errorf("expectation %+v, want valid", v.Expect)
+	}
+	if again := Variant(b, "partition", 7, nil); again.Lock.Acquire != v.Lock.Acquire || again.Lock.Renew != v.Lock.Renew {
+		t.Errorf("the same seed drew two workloads: %+v and %+v", v.Lock, again.Lock)
+	}
+	if none := Variant(b, NoFault, 7, nil); none.Nemesis.Random != nil || len(none.Nemesis.Steps) != 0 {
+		t.Errorf("NoFault variant has faults: %+v", none.Nemesis)
+	}
+	if len(b.Nemesis.Steps) != 1 || b.Expect.Verdict != checker.Invalid {
+		t.Error("Variant changed its base")
+	}
+	// Workloads drawn over seeds: both acquire modes and both renewals.
+	modes := map[string]bool{}
+	for s := uint64(1); s <= 20; s++ {
+		v := Variant(b, "kill", s, nil)
+		modes[v.Lock.Acquire+fmt.Sprint(v.Lock.Renew > 0)] = true
+	}
+	if len(modes) != 4 {
+		t.Errorf("20 seeds drew workloads %v, want all four", modes)
+	}
+	// A workload the lock cannot run falls back to the base's.
+	refuse := func(sc *scenarios.Scenario) error {
+		if sc.Lock.Acquire == scenarios.AcquireWait || sc.Lock.Renew > 0 {
+			return errors.New("no")
+		}
+		return nil
+	}
+	for s := uint64(1); s <= 20; s++ {
+		if v := Variant(b, "kill", s, refuse); v.Lock.Acquire == scenarios.AcquireWait || v.Lock.Renew > 0 {
+			t.Fatalf("seed %d: refused workload kept: %+v", s, v.Lock)
+		}
+	}
+}
+
+// TestCampaign runs a campaign whose runs are invalid under client pauses
+// only, whose failovers are not applicable, and checks the rows.
+func TestCampaign(t *testing.T) {
+	var ran []string
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		kind := NoFault
+		if sc.Nemesis.Random != nil {
+			kind = sc.Nemesis.Random.Faults[0]
+		}
+		ran = append(ran, fmt.Sprintf("%s/%d", kind, sc.Seed))
+		switch kind {
+		case "failover":
+			return Outcome{}, fmt.Errorf("%w: needs the primary-replica topology", ErrNotApplicable)
+		case "client-pause":
+			if sc.Seed%2 == 1 {
+				return Outcome{Dir: fmt.Sprintf("run-%d", sc.Seed), Verdict: checker.Invalid, Anomalies: []string{"stale-write"}}, nil
+			}
+		case "kill":
+			return Outcome{Verdict: checker.Unknown, FaultFailed: true}, nil
+		case "pause":
+			return Outcome{Verdict: checker.Unknown, FaultFailed: true, Unavailable: "cluster: unavailable: cannot pause"}, nil
+		}
+		return Outcome{Verdict: checker.Valid}, nil
+	}
+	rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{"client-pause", "kill", "pause", "failover"}, Runs: 4, Seed: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"none/10", "none/11", "none/12", "none/13", "client-pause/10", "client-pause/11", "client-pause/12", "client-pause/13",
+		"kill/10", "kill/11", "kill/12", "kill/13", "pause/10", "failover/10"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("runs %v, want %v", ran, want)
+	}
+	rows := map[string]*Row{}
+	for _, r := range rep.Rows {
+		rows[r.Fault] = r
+	}
+	if r := rows["client-pause"]; r.Invalid != 2 || r.Runs != 4 || !slices.Equal(r.Anomalies, []string{"stale-write"}) || !slices.Equal(r.Failing, []string{"run-11", "run-13"}) {
+		t.Errorf("client-pause row %+v", r)
+	}
+	if r := rows["kill"]; r.Unknown != 4 || r.Invalid != 0 {
+		t.Errorf("kill row %+v: want 4 unknown", r)
+	}
+	for _, k := range []string{"failover", "pause"} {
+		if r := rows[k]; r.NotApplicable == "" || r.Runs != 0 {
+			t.Errorf("%s row %+v: want not applicable", k, r)
+		}
+	}
+	if !rep.Found() || rep.Runs != 12 {
+		t.Errorf("found %v after %d runs, want true after 12", rep.Found(), rep.Runs)
+	}
+
+	boom := errors.New("engine gone")
+	if _, err := Campaign(context.Background(), base(), func(context.Context, *scenarios.Scenario) (Outcome, error) { return Outcome{}, boom }, nil, Options{}); !errors.Is(err, boom) {
+		t.Errorf("a run's error: Campaign = %v, want %v", err, boom)
+	}
+	slow := func(context.Context, *scenarios.Scenario) (Outcome, error) {
+		time.Sleep(20 * time.Millisecond)
+		return Outcome{Verdict: checker.Valid}, nil
+	}
+	rep, err = Campaign(context.Background(), base(), slow, nil, Options{Runs: 100, Budget: 50 * time.Millisecond})
+	if err != nil || !rep.OutOfTime || rep.Found() {
+		t.Errorf("budget: %v, out of time %v; want out of time, nothing found", err, rep.OutOfTime)
+	}
+}
