@@ -344,7 +344,8 @@ func TestConcurrentRecordingRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder(w)
+	mem := &Memory{}
+	rec := NewRecorder(w, mem)
 	done := make(chan struct{})
 	for p := 0; p < 8; p++ {
 		go func() {
@@ -368,8 +369,11 @@ func TestConcurrentRecordingRoundTrip(t *testing.T) {
 	if err != nil || info.Truncated {
 		t.Fatal(err, info)
 	}
-	if !reflect.DeepEqual(h, rec.History()) {
-		t.Fatal("file and recorder disagree")
+	if !reflect.DeepEqual(h, mem.History()) {
+		t.Fatal("file and memory sink disagree")
+	}
+	if rec.History() != nil || rec.Len() != len(h) {
+		t.Fatalf("a recorder with sinks kept %d ops and counted %d, want none kept and %d counted", len(rec.History()), rec.Len(), len(h))
 	}
 	if err := Validate(h); err != nil {
 		t.Fatal(err)
