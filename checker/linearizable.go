@@ -117,6 +117,9 @@ type lockOp struct {
 	// into crash, crashIdx, freed and freedIdx. nil when those were known
 	// from the start.
 	ends *ends
+	// state is the op's state in its key's queue while the stream waits
+	// for it (slotPending, slotDone, slotDropped).
+	state uint8
 }
 
 // sync copies o's process's crash and client close, as known so far, into

@@ -41,6 +41,7 @@ type linStream struct {
 	latestLease map[procKey]int64
 	keys        map[string]*linKey
 	nemesis     []history.Op
+	chunk       []lockOp // lock ops are allocated from chunks of this
 
 	work chan piece
 	wg   sync.WaitGroup
@@ -56,24 +57,30 @@ type linStream struct {
 
 // linProc is what linStream keeps of one worker process.
 type linProc struct {
-	pending *history.Op // the outstanding invoke; nil when none
-	slot    *linSlot    // its place among its key's lock ops, nil for a read or write
-	ends    ends
+	pending history.Op // the outstanding invoke, when outstanding is set
+	// slot is the outstanding invoke's place among its key's lock ops, nil
+	// for a read or a write.
+	slot        *lockOp
+	outstanding bool
+	ends        ends
 }
 
 // linKey is what linStream keeps of one key.
 type linKey struct {
-	cut   *keyCutter
-	queue []*linSlot // lock ops in invoke order, from the earliest not yet cut
-	prev  []*lockOp  // the ops of the key's last piece
+	cut *keyCutter
+	// queue are the key's lock ops in invoke order, from the earliest not
+	// yet cut: each is filled in when it completes (slotDone), or left out
+	// when it failed (slotDropped).
+	queue []*lockOp
+	prev  []*lockOp // the ops of the key's last piece
 }
 
-// linSlot is one lock op in its key's invoke order: op is set once it has
-// completed, drop when it failed (failed ops are left out).
-type linSlot struct {
-	op   *lockOp
-	drop bool
-}
+// The states of a lock op in its key's queue.
+const (
+	slotPending uint8 = iota
+	slotDone
+	slotDropped
+)
 
 // newStream starts the streaming check; its deciders run until result.
 func (c *LinearizabilityChecker) newStream(ctx context.Context) *linStream {
@@ -124,29 +131,37 @@ func (s *linStream) add(op *history.Op) {
 		}
 	}
 	if op.Type == history.Invoke {
-		inv := *op
-		p.pending, p.slot = &inv, nil
+		p.pending, p.outstanding, p.slot = *op, true, nil
 		switch op.F {
 		case history.FAcquire, history.FRelease, history.FRenew:
-			p.slot = &linSlot{}
+			p.slot = s.newSlot()
 			k := s.key(op.Key)
 			k.queue = append(k.queue, p.slot)
 		}
 		return
 	}
-	inv, slot := p.pending, p.slot
-	p.pending, p.slot = nil, nil
-	if inv == nil || slot == nil {
+	slot := p.slot
+	p.outstanding, p.slot = false, nil
+	if slot == nil {
 		return
 	}
+	inv := &p.pending
 	if op.Type == history.Fail {
-		slot.drop = true
+		slot.state = slotDropped
 	} else {
-		lo, _ := lockOpOf(inv, op, inv.Index, i, p.ends, s.drift, s.latestLease)
-		lo.ends = &p.ends
-		slot.op = &lo
+		*slot, _ = lockOpOf(inv, op, inv.Index, i, p.ends, s.drift, s.latestLease)
+		slot.ends, slot.state = &p.ends, slotDone
 	}
 	s.advance(s.keys[inv.Key])
+}
+
+// newSlot allocates a lock op, pending.
+func (s *linStream) newSlot() *lockOp {
+	if len(s.chunk) == cap(s.chunk) {
+		s.chunk = make([]lockOp, 0, 1024)
+	}
+	s.chunk = s.chunk[:len(s.chunk)+1]
+	return &s.chunk[len(s.chunk)-1]
 }
 
 // key returns the state of key k, made on first use.
@@ -164,13 +179,13 @@ func (s *linStream) key(k string) *linKey {
 // invoked before them.
 func (s *linStream) advance(k *linKey) {
 	n := 0
-	for _, sl := range k.queue {
-		if sl.op == nil && !sl.drop {
+	for _, o := range k.queue {
+		if o.state == slotPending {
 			break
 		}
 		n++
-		if !sl.drop {
-			k.cut.add(sl.op)
+		if o.state == slotDone {
+			k.cut.add(o)
 		}
 	}
 	if n > 0 {
@@ -221,16 +236,15 @@ func (s *linStream) decide(p piece) {
 func (s *linStream) result() Result {
 	ids := make([]int, 0, len(s.procs))
 	for id, p := range s.procs {
-		if p.pending != nil && p.slot != nil {
+		if p.outstanding && p.slot != nil {
 			ids = append(ids, id)
 		}
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
 		p := s.procs[id]
-		lo, _ := lockOpOf(p.pending, &history.Op{}, p.pending.Index, -1, p.ends, s.drift, s.latestLease)
-		lo.ends = &p.ends
-		p.slot.op = &lo
+		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, p.ends, s.drift, s.latestLease)
+		p.slot.ends, p.slot.state = &p.ends, slotDone
 	}
 	names := make([]string, 0, len(s.keys))
 	for k := range s.keys {
