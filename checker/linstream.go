@@ -27,7 +27,7 @@ import (
 //   - the history's nemesis ops, for the visualization's annotations.
 //
 // So its memory is bounded by the largest open piece, not by the history's
-// length (docs/history.md §4.1, "Memory"). Pieces that are sequential are
+// length (docs/history.md §6, "Memory"). Pieces that are sequential are
 // stepped through at once; the others go to porcupine on every core.
 type linStream struct {
 	c     *LinearizabilityChecker
@@ -72,6 +72,7 @@ type linKey struct {
 	// yet cut: each is filled in when it completes (slotDone), or left out
 	// when it failed (slotDropped).
 	queue []*lockOp
+	kept  int       // len(queue) when failed ops were last taken out of it
 	prev  []*lockOp // the ops of the key's last piece
 }
 
@@ -190,6 +191,12 @@ func (s *linStream) advance(k *linKey) {
 	}
 	if n > 0 {
 		k.queue = slices.Delete(k.queue, 0, n)
+	}
+	if len(k.queue) >= 2*k.kept+64 {
+		// An op still outstanding holds back the ops behind it; the failed
+		// ones among them are left out, so they need not wait.
+		k.queue = slices.DeleteFunc(k.queue, func(o *lockOp) bool { return o.state == slotDropped })
+		k.kept = len(k.queue)
 	}
 }
 

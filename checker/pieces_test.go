@@ -299,3 +299,46 @@ func repoHistories(t *testing.T) []string {
 	}
 	return files
 }
+
+// TestStreamPieceNeverCloses checks the streaming check on the worst case
+// of docs/history.md §6: an acquire outstanding to the end holds back the
+// cutting of every later op of its key, the failed ones among them are
+// dropped as they wait, and the verdict is the batch check's, valid for a
+// lock used correctly and invalid once two grants overlap.
+func TestStreamPieceNeverCloses(t *testing.T) {
+	build := func(overlap bool) history.History {
+		var h history.History
+		add := func(p int, typ history.Type, f string, ttl time.Duration) {
+			h = append(h, history.Op{Index: len(h), Time: time.Duration(len(h)) * time.Millisecond, Process: p, Client: p, Type: typ, F: f, Key: "k", TTL: ttl})
+		}
+		add(0, history.Invoke, history.FAcquire, time.Second) // never completes
+		for i := 0; i < 300; i++ {
+			p := 1 + i%3
+			add(p, history.Invoke, history.FAcquire, time.Second)
+			if i%10 != 0 {
+				add(p, history.Fail, history.FAcquire, 0)
+				continue
+			}
+			add(p, history.OK, history.FAcquire, 0)
+			if overlap && i == 150 {
+				q := 1 + (i+1)%3
+				add(q, history.Invoke, history.FAcquire, time.Second)
+				add(q, history.OK, history.FAcquire, 0)
+			}
+			add(p, history.Invoke, history.FRelease, 0)
+			add(p, history.OK, history.FRelease, 0)
+		}
+		return h
+	}
+	for _, overlap := range []bool{false, true} {
+		h := build(overlap)
+		if err := history.Validate(h); err != nil {
+			t.Fatal(err)
+		}
+		streamAgrees(t, h, 0)
+		r := (&LinearizabilityChecker{}).checkValid(context.Background(), h)
+		if want := map[bool]Verdict{false: Valid, true: Invalid}[overlap]; r.Verdict != want {
+			t.Fatalf("overlapping grants %v: verdict %s, want %s (%+v)", overlap, r.Verdict, want, r.Anomalies)
+		}
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scanAll reads every op of a Scanner over in, and checks each against a
@@ -125,5 +127,42 @@ func TestScannerEdges(t *testing.T) {
 				t.Fatalf("Scanner %d ops %+v, Read %d ops %+v", len(h), info, len(want), wantInfo)
 			}
 		})
+	}
+}
+
+// BenchmarkScanFile1M reads a 1M-line history file op by op, checking
+// each op's well-formedness: what a streaming check pays before any
+// checker, in memory that does not grow with the file.
+func BenchmarkScanFile1M(b *testing.B) {
+	var lines []byte
+	for i := 0; i < 1_000_000; i++ {
+		op := Op{Index: i, Time: time.Duration(i) * time.Microsecond, Process: i / 2 % 16, Client: i / 2 % 16, Type: Invoke, F: FWrite, Key: "k" + strconv.Itoa(i/2%4), Token: uint64(i), Value: IntValue(int64(i))}
+		if i%2 == 1 {
+			op.Type, op.Applied = OK, op.Time
+		}
+		lines = append(AppendJSON(lines, op), '\n')
+	}
+	path := filepath.Join(b.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, lines, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		sc, closeFile, err := ScanFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		var v Validator
+		for sc.Scan() {
+			if err := v.Add(sc.Op()); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		closeFile()
+		if sc.Err() != nil || n != 1_000_000 {
+			b.Fatal(sc.Err(), n)
+		}
 	}
 }
