@@ -342,3 +342,19 @@ func TestStreamPieceNeverCloses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStreamCuts widens TestStreamCutsAsBatch to any seed and shape of
+// synthetic history, valid or with one anomaly planted.
+func FuzzStreamCuts(f *testing.F) {
+	f.Add(uint64(1), uint8(3), uint8(2), uint8(20), uint8(0))
+	f.Add(uint64(4), uint8(9), uint8(1), uint8(4), uint8(2))
+	f.Fuzz(func(t *testing.T, seed uint64, workers, keys, ttlMs, kind uint8) {
+		opts := synth.Options{Workers: 1 + int(workers%10), Keys: 1 + int(keys%4), Ops: 800,
+			TTL: time.Duration(3+int(ttlMs%60)) * time.Millisecond, InfoRate: 0.04, Tokens: seed%2 == 0, Session: seed%3 == 0}
+		h := synth.Generate(rand.New(rand.NewPCG(seed, 1)), opts)
+		streamAgrees(t, h, DefaultDrift)
+		if bad, err := synth.Inject(rand.New(rand.NewPCG(seed, 2)), h, synth.Kinds[int(kind)%len(synth.Kinds)]); err == nil {
+			streamAgrees(t, bad, 0)
+		}
+	})
+}

@@ -257,11 +257,20 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add([]byte(`{"value":[[[[{"a":"\u0000"}]]]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, _, err := Read(bytes.NewReader(data), "fuzz")
+		h, info, err := Read(bytes.NewReader(data), "fuzz")
+		sh, sinfo, serr, verr := scanAll(t, string(data), "fuzz")
+		if (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
+			t.Fatalf("Scanner's error %v, Read's %v", serr, err)
+		}
 		if err != nil {
 			return
 		}
-		_ = Validate(h)
+		if info != sinfo || len(h) != len(sh) || len(h) > 0 && !reflect.DeepEqual(h, sh) {
+			t.Fatalf("Scanner read %d ops (%+v), Read %d (%+v)", len(sh), sinfo, len(h), info)
+		}
+		if werr := Validate(h); (werr == nil) != (verr == nil) || werr != nil && werr.Error() != verr.Error() {
+			t.Fatalf("Validator says %v, Validate %v", verr, werr)
+		}
 		// Whatever decodes must re-encode to valid JSON that decodes to the
 		// same op.
 		for _, op := range h {
