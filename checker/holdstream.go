@@ -21,7 +21,7 @@ import (
 // and the overlaps found, not by the history's length.
 type holdStream struct {
 	n     int
-	procs map[int]*holdProc
+	procs procTable[holdProc]
 	open  map[string][]*streamBelief // by key: the open beliefs, in the order they started
 	// overlaps are the pairs of overlapping beliefs found so far, with
 	// candidates whose earlier belief is still open.
@@ -49,15 +49,31 @@ type streamBelief struct {
 // that started while a was open.
 type holdPair struct{ a, b *streamBelief }
 
-// holdProc is what holdStream keeps of one worker process, by key.
+// holdProc is what holdStream keeps of one worker process: the keys it was
+// granted (a process touches few keys).
 type holdProc struct {
-	beliefs map[string]*streamBelief // the open belief of each key
-	until   map[string]time.Duration // the until in force of each open belief
-	granted map[string]bool          // the process has a grant of the key
+	keys []holdKey
+}
+
+// holdKey is a process's state of one key it was granted.
+type holdKey struct {
+	key    string
+	belief *streamBelief // the open belief, nil when none
+	until  time.Duration // the until in force of the open belief
+}
+
+// of returns p's state of key k, nil when p was never granted k.
+func (p *holdProc) of(k string) *holdKey {
+	for i := range p.keys {
+		if p.keys[i].key == k {
+			return &p.keys[i]
+		}
+	}
+	return nil
 }
 
 func newHoldStream() *holdStream {
-	return &holdStream{procs: map[int]*holdProc{}, open: map[string][]*streamBelief{}}
+	return &holdStream{open: map[string][]*streamBelief{}}
 }
 
 // add feeds the history's next op.
@@ -67,10 +83,10 @@ func (s *holdStream) add(op *history.Op) {
 	if op.IsNemesis() {
 		return
 	}
-	p := s.procs[op.Process]
+	p := s.procs.get(op.Process)
 	if p == nil {
-		p = &holdProc{beliefs: map[string]*streamBelief{}, until: map[string]time.Duration{}, granted: map[string]bool{}}
-		s.procs[op.Process] = p
+		p = &holdProc{}
+		s.procs.set(op.Process, p)
 	}
 	if op.Type == history.Invoke {
 		switch op.F {
@@ -86,18 +102,15 @@ func (s *holdStream) add(op *history.Op) {
 		s.close(p, op.Key, op.Time, i, EndReacquire)
 		s.start(p, op, i)
 	case op.F == history.FRenew && op.Type == history.OK:
-		if !p.granted[op.Key] {
-			break
-		}
-		if u, open := p.until[op.Key]; open && op.Until != 0 && (u == 0 || op.Time <= u) {
-			p.until[op.Key] = op.Until
+		if hk := p.of(op.Key); hk != nil && hk.belief != nil && op.Until != 0 && (hk.until == 0 || op.Time <= hk.until) {
+			hk.until = op.Until
 		}
 	}
 	if op.Type == history.Info {
-		for k := range p.beliefs {
-			s.close(p, k, op.Time, i, EndCrash)
+		for _, hk := range p.keys {
+			s.close(p, hk.key, op.Time, i, EndCrash)
 		}
-		delete(s.procs, op.Process) // it issues nothing more
+		s.procs.set(op.Process, nil) // it issues nothing more
 	}
 }
 
@@ -107,24 +120,27 @@ func (s *holdStream) start(p *holdProc, op *history.Op, i int) {
 	for _, a := range s.open[op.Key] {
 		// a belief whose until passed before b started ends by then: no
 		// renewal that returns after its until moves it any more
-		if u := a.owner.until[a.key]; a.proc != b.proc && (u == 0 || u >= b.start) {
+		if u := a.owner.of(a.key).until; a.proc != b.proc && (u == 0 || u >= b.start) {
 			a.overlap = append(a.overlap, b)
 		}
 	}
 	s.open[op.Key] = append(s.open[op.Key], b)
-	p.beliefs[op.Key], p.until[op.Key], p.granted[op.Key] = b, op.Until, true
+	if hk := p.of(op.Key); hk != nil {
+		hk.belief, hk.until = b, op.Until
+	} else {
+		p.keys = append(p.keys, holdKey{key: op.Key, belief: b, until: op.Until})
+	}
 }
 
 // close ends p's open belief of key k, if any, at the op at index i (time
 // at), or at its until when that came first.
 func (s *holdStream) close(p *holdProc, k string, at time.Duration, i int, why EndReason) {
-	b := p.beliefs[k]
-	if b == nil {
+	hk := p.of(k)
+	if hk == nil || hk.belief == nil {
 		return
 	}
-	until := p.until[k]
-	delete(p.beliefs, k)
-	delete(p.until, k)
+	b, until := hk.belief, hk.until
+	hk.belief, hk.until = nil, 0
 	b.end, b.endOp, b.reason, b.until = at, i, why, until
 	if until != 0 && until < at {
 		b.end, b.endOp, b.reason = max(until, b.start), -1, EndUntil
@@ -153,15 +169,17 @@ func (s *holdStream) ended(b *streamBelief) {
 func (s *holdStream) result(ctx context.Context, name string) Result {
 	start := time.Now()
 	var still []*streamBelief
-	for _, p := range s.procs {
-		for k, b := range p.beliefs {
-			b.until = p.until[k]
-			if b.until != 0 {
-				b.end = max(b.until, b.start)
+	s.procs.each(func(_ int, p *holdProc) {
+		for _, hk := range p.keys {
+			if b := hk.belief; b != nil {
+				b.until = hk.until
+				if b.until != 0 {
+					b.end = max(b.until, b.start)
+				}
+				still = append(still, b)
 			}
-			still = append(still, b)
 		}
-	}
+	})
 	slices.SortFunc(still, func(x, y *streamBelief) int { return cmp.Compare(x.seq, y.seq) })
 	for _, b := range still {
 		s.ended(b)

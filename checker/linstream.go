@@ -36,7 +36,7 @@ type linStream struct {
 	drift float64
 	n     int
 
-	procs       map[int]*linProc
+	procs       procTable[linProc]
 	keptOpen    map[int][]*ends // by client: processes whose client lives on
 	latestLease map[procKey]int64
 	keys        map[string]*linKey
@@ -57,10 +57,11 @@ type linStream struct {
 
 // linProc is what linStream keeps of one worker process.
 type linProc struct {
-	pending history.Op // the outstanding invoke, when outstanding is set
+	pending history.Op // the outstanding invoke, when it is a lock op
 	// slot is the outstanding invoke's place among its key's lock ops, nil
 	// for a read or a write.
 	slot        *lockOp
+	key         *linKey // the key of the slot
 	outstanding bool
 	ends        ends
 }
@@ -90,7 +91,7 @@ func (c *LinearizabilityChecker) newStream(ctx context.Context) *linStream {
 		drift = 0
 	}
 	workers := runtime.GOMAXPROCS(0)
-	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, procs: map[int]*linProc{}, keptOpen: map[int][]*ends{},
+	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, keptOpen: map[int][]*ends{},
 		latestLease: map[procKey]int64{}, keys: map[string]*linKey{}, work: make(chan piece, 2*workers)}
 	for range workers {
 		s.wg.Add(1)
@@ -112,10 +113,10 @@ func (s *linStream) add(op *history.Op) {
 		s.nemesis = append(s.nemesis, *op)
 		return
 	}
-	p := s.procs[op.Process]
+	p := s.procs.get(op.Process)
 	if p == nil {
 		p = &linProc{ends: ends{open, open, open, open}}
-		s.procs[op.Process] = p
+		s.procs.set(op.Process, p)
 	}
 	if op.Type == history.Info && p.ends.crash == open {
 		// A kept crash leaves the client open: its sessions end at the next
@@ -132,17 +133,17 @@ func (s *linStream) add(op *history.Op) {
 		}
 	}
 	if op.Type == history.Invoke {
-		p.pending, p.outstanding, p.slot = *op, true, nil
+		p.outstanding, p.slot, p.key = true, nil, nil
 		switch op.F {
 		case history.FAcquire, history.FRelease, history.FRenew:
-			p.slot = s.newSlot()
-			k := s.key(op.Key)
-			k.queue = append(k.queue, p.slot)
+			p.pending = *op
+			p.slot, p.key = s.newSlot(), s.key(op.Key)
+			p.key.queue = append(p.key.queue, p.slot)
 		}
 		return
 	}
-	slot := p.slot
-	p.outstanding, p.slot = false, nil
+	slot, k := p.slot, p.key
+	p.outstanding, p.slot, p.key = false, nil, nil
 	if slot == nil {
 		return
 	}
@@ -153,7 +154,7 @@ func (s *linStream) add(op *history.Op) {
 		*slot, _ = lockOpOf(inv, op, inv.Index, i, p.ends, s.drift, s.latestLease)
 		slot.ends, slot.state = &p.ends, slotDone
 	}
-	s.advance(s.keys[inv.Key])
+	s.advance(k)
 }
 
 // newSlot allocates a lock op, pending.
@@ -241,15 +242,15 @@ func (s *linStream) decide(p piece) {
 // result ends the history: the ops still outstanding are of unknown
 // outcome; it cuts and decides what is left and returns the check's result.
 func (s *linStream) result() Result {
-	ids := make([]int, 0, len(s.procs))
-	for id, p := range s.procs {
+	var ids []int
+	s.procs.each(func(id int, p *linProc) {
 		if p.outstanding && p.slot != nil {
 			ids = append(ids, id)
 		}
-	}
+	})
 	sort.Ints(ids)
 	for _, id := range ids {
-		p := s.procs[id]
+		p := s.procs.get(id)
 		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, p.ends, s.drift, s.latestLease)
 		p.slot.ends, p.slot.state = &p.ends, slotDone
 	}

@@ -18,7 +18,7 @@ import (
 // highest token returned so far and the first grant of every token (which
 // token-reuse needs, one entry per distinct token); and the anomalies.
 type tokenStream struct {
-	procs map[int]*tokenProc
+	procs procTable[tokenProc]
 	keys  map[string]*tokenKey
 	reuse []Anomaly
 	// regressions are the regressions found, in the order of their
@@ -50,8 +50,26 @@ type tokenProc struct {
 	call    time.Duration
 	best    tokenEnd // the highest token of the key returned before the invoke
 	hasBest bool
-	held    map[string]uint64 // by key: the token the latest grant holds
-	granted map[string]bool   // by key: the process has a grant of it
+	// held are the keys it was granted, each with the token its latest
+	// grant holds (a process touches few keys)
+	held []heldToken
+}
+
+// heldToken is the token a process's latest grant of key holds.
+type heldToken struct {
+	key   string
+	token uint64
+}
+
+// heldOf returns the token p's latest grant of key k holds, and whether p
+// has a grant of k.
+func (p *tokenProc) heldOf(k string) (*heldToken, bool) {
+	for i := range p.held {
+		if p.held[i].key == k {
+			return &p.held[i], true
+		}
+	}
+	return nil, false
 }
 
 // tokenKey is what tokenStream keeps of one key.
@@ -70,7 +88,7 @@ type tokenRegression struct {
 }
 
 func newTokenStream() *tokenStream {
-	return &tokenStream{procs: map[int]*tokenProc{}, keys: map[string]*tokenKey{}}
+	return &tokenStream{keys: map[string]*tokenKey{}}
 }
 
 func (s *tokenStream) key(k string) *tokenKey {
@@ -87,10 +105,10 @@ func (s *tokenStream) add(op *history.Op) {
 	if op.IsNemesis() {
 		return
 	}
-	p := s.procs[op.Process]
+	p := s.procs.get(op.Process)
 	if p == nil {
-		p = &tokenProc{held: map[string]uint64{}, granted: map[string]bool{}}
-		s.procs[op.Process] = p
+		p = &tokenProc{}
+		s.procs.set(op.Process, p)
 	}
 	if op.Type == history.Invoke {
 		p.pending, p.invoke, p.call, p.hasBest = true, op.Index, op.Time, false
@@ -106,7 +124,7 @@ func (s *tokenStream) add(op *history.Op) {
 	}
 	p.pending = false
 	if op.Type == history.Info {
-		delete(s.procs, op.Process) // it issues nothing more
+		s.procs.set(op.Process, nil) // it issues nothing more
 	}
 	if op.Type != history.OK {
 		return
@@ -114,16 +132,21 @@ func (s *tokenStream) add(op *history.Op) {
 	g := tokenEnd{invoke: p.invoke, ok: op.Index, client: op.Client, call: p.call, at: op.Time, token: op.Token}
 	switch op.F {
 	case history.FAcquire:
-		p.granted[op.Key], p.held[op.Key] = true, op.Token
+		if ht, ok := p.heldOf(op.Key); ok {
+			ht.token = op.Token
+		} else {
+			p.held = append(p.held, heldToken{op.Key, op.Token})
+		}
 		if op.Token == 0 {
 			return
 		}
 	case history.FRenew:
 		// a renewal belongs to its process's latest grant of the key
-		if !p.granted[op.Key] || op.Token == 0 || op.Token == p.held[op.Key] {
+		ht, ok := p.heldOf(op.Key)
+		if !ok || op.Token == 0 || op.Token == ht.token {
 			return
 		}
-		p.held[op.Key] = op.Token
+		ht.token = op.Token
 		g.renewal = true
 	default:
 		return

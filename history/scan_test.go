@@ -24,7 +24,7 @@ func scanAll(t *testing.T, in, name string) (History, ReadInfo, error, error) {
 		op := sc.Op()
 		h = append(h, op)
 		if verr == nil {
-			verr = v.Add(op)
+			verr = v.Add(&op)
 		}
 	}
 	return h, sc.Info(), sc.Err(), verr
@@ -155,7 +155,8 @@ func BenchmarkScanFile1M(b *testing.B) {
 		n := 0
 		var v Validator
 		for sc.Scan() {
-			if err := v.Add(sc.Op()); err != nil {
+			op := sc.Op()
+			if err := v.Add(&op); err != nil {
 				b.Fatal(err)
 			}
 			n++

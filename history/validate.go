@@ -50,7 +50,7 @@ func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 func Validate(h History) error {
 	var v Validator
 	for i := range h {
-		if err := v.Add(h[i]); err != nil {
+		if err := v.Add(&h[i]); err != nil {
 			return err
 		}
 	}
@@ -80,7 +80,7 @@ type validProc struct {
 // Validate returns for the whole history when op is the first op that is
 // not well-formed, and nil otherwise. After an error the Validator's state
 // is undefined.
-func (v *Validator) Add(op Op) error {
+func (v *Validator) Add(op *Op) error {
 	i := v.n
 	v.n++
 	fail := func(format string, args ...any) error {
