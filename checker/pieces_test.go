@@ -15,6 +15,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker/synth"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/history/jepsen"
 )
 
 // This file keeps the linearizability check's cutting as it was before the
@@ -251,12 +252,8 @@ func streamAgrees(t *testing.T, h history.History, drift float64) {
 // batch one on every well-formed history stored in the repository and on
 // synthetic histories, valid and with each kind of anomaly planted.
 func TestStreamCutsAsBatch(t *testing.T) {
-	for _, path := range repoHistories(t) {
-		h, _, err := history.ReadFile(path)
-		if err != nil || history.Validate(h) != nil {
-			continue
-		}
-		t.Run(filepath.ToSlash(path), func(t *testing.T) { streamAgrees(t, h, DefaultDrift) })
+	for _, sh := range storedHistories(t) {
+		t.Run(sh.name, func(t *testing.T) { streamAgrees(t, sh.h, DefaultDrift) })
 	}
 	for seed := uint64(0); seed < 24; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -272,6 +269,42 @@ func TestStreamCutsAsBatch(t *testing.T) {
 			t.Run(fmt.Sprintf("synth-%d-%s", seed, k), func(t *testing.T) { streamAgrees(t, bad, 0) })
 		}
 	}
+}
+
+// storedHistory is a well-formed history stored in the repository, by the
+// name of its file (and, for a Jepsen history, the ttl it was read with).
+type storedHistory struct {
+	name string
+	h    history.History
+}
+
+// storedHistories reads every well-formed history stored in the
+// repository: each history file, and each Jepsen history converted with a
+// ttl of 5 s and with none (every grant a session lock).
+func storedHistories(t *testing.T) []storedHistory {
+	t.Helper()
+	var out []storedHistory
+	for _, path := range repoHistories(t) {
+		h, _, err := history.ReadFile(path)
+		if err != nil || history.Validate(h) != nil {
+			continue
+		}
+		out = append(out, storedHistory{filepath.ToSlash(path), h})
+	}
+	edn, err := filepath.Glob("../history/jepsen/testdata/*.edn")
+	if err != nil || len(edn) == 0 {
+		t.Fatalf("no Jepsen histories: %v", err)
+	}
+	for _, path := range edn {
+		for _, ttl := range []time.Duration{5 * time.Second, 0} {
+			h, err := jepsen.ReadFile(path, jepsen.Options{TTL: ttl})
+			if err != nil || history.Validate(h) != nil {
+				continue
+			}
+			out = append(out, storedHistory{fmt.Sprintf("%s-ttl-%v", filepath.ToSlash(path), ttl), h})
+		}
+	}
+	return out
 }
 
 // repoHistories lists every history file (*.jsonl but a fault schedule)
