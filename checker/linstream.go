@@ -16,8 +16,9 @@ import (
 // linStream is the linearizability check of a well-formed history fed to
 // it op by op, in order (add), whose result comes once the history has
 // ended (result). It holds only what is open:
-//   - each worker process's outstanding invoke, and its crash and client
-//     close once they happened;
+//   - each live worker process's outstanding invoke, and its crash and
+//     client close once they happened (a crashed process's, while its lock
+//     ops wait to be cut off);
 //   - each key's lock ops from its earliest one still outstanding (ops of
 //     a key are cut in invoke order, so an op still outstanding holds back
 //     the cutting of every op invoked after it), and its open piece;
@@ -63,7 +64,9 @@ type linProc struct {
 	slot        *lockOp
 	key         *linKey // the key of the slot
 	outstanding bool
-	ends        ends
+	// ends are its crash and client close, shared with its lock ops until
+	// they are cut off.
+	ends *ends
 }
 
 // linKey is what linStream keeps of one key.
@@ -115,7 +118,7 @@ func (s *linStream) add(op *history.Op) {
 	}
 	p := s.procs.get(op.Process)
 	if p == nil {
-		p = &linProc{ends: ends{open, open, open, open}}
+		p = &linProc{ends: &ends{open, open, open, open}}
 		s.procs.set(op.Process, p)
 	}
 	if op.Type == history.Info && p.ends.crash == open {
@@ -123,7 +126,7 @@ func (s *linStream) add(op *history.Op) {
 		// crash of the same worker that closes the client (docs/history.md §1).
 		p.ends.crash, p.ends.crashIdx = int64(op.Time), int64(i)
 		if op.Kept {
-			s.keptOpen[op.Client] = append(s.keptOpen[op.Client], &p.ends)
+			s.keptOpen[op.Client] = append(s.keptOpen[op.Client], p.ends)
 		} else {
 			p.ends.freed, p.ends.freedIdx = int64(op.Time), int64(i)
 			for _, k := range s.keptOpen[op.Client] {
@@ -144,6 +147,9 @@ func (s *linStream) add(op *history.Op) {
 	}
 	slot, k := p.slot, p.key
 	p.outstanding, p.slot, p.key = false, nil, nil
+	if op.Type == history.Info {
+		s.procs.set(op.Process, nil) // it issues nothing more
+	}
 	if slot == nil {
 		return
 	}
@@ -151,8 +157,8 @@ func (s *linStream) add(op *history.Op) {
 	if op.Type == history.Fail {
 		slot.state = slotDropped
 	} else {
-		*slot, _ = lockOpOf(inv, op, inv.Index, i, p.ends, s.drift, s.latestLease)
-		slot.ends, slot.state = &p.ends, slotDone
+		*slot, _ = lockOpOf(inv, op, inv.Index, i, *p.ends, s.drift, s.latestLease)
+		slot.ends, slot.state = p.ends, slotDone
 	}
 	s.advance(k)
 }
@@ -251,8 +257,8 @@ func (s *linStream) result() Result {
 	sort.Ints(ids)
 	for _, id := range ids {
 		p := s.procs.get(id)
-		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, p.ends, s.drift, s.latestLease)
-		p.slot.ends, p.slot.state = &p.ends, slotDone
+		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, *p.ends, s.drift, s.latestLease)
+		p.slot.ends, p.slot.state = p.ends, slotDone
 	}
 	names := make([]string, 0, len(s.keys))
 	for k := range s.keys {
