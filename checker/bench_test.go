@@ -3,6 +3,9 @@ package checker
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -141,4 +144,48 @@ func plainPorcupine(h history.History, limit time.Duration) (porcupine.CheckResu
 	start := time.Now()
 	res := porcupine.CheckOperationsTimeout(model, ops, limit)
 	return res, time.Since(start)
+}
+
+// BenchmarkLinearizabilityHeap1M runs the linearizability check over the
+// benchmark history and reports the most heap it used above the history
+// itself (sampled every millisecond, with the collector running after every
+// 1% of growth, so that the heap follows what is live): the pieces it
+// holds at once.
+func BenchmarkLinearizabilityHeap1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	c := &LinearizabilityChecker{Drift: DefaultDrift}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() float64 {
+		metrics.Read(sample)
+		return float64(sample[0].Value.Uint64())
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		runtime.GC()
+		base := heap()
+		peak := base
+		done := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					peak = max(peak, heap())
+				}
+			}
+		}()
+		r := c.checkValid(context.Background(), h)
+		close(done)
+		<-sampled
+		if r.Verdict != Valid {
+			b.Fatalf("verdict %s", r.Verdict)
+		}
+		b.ReportMetric((peak-base)/1e6, "MB-peak-heap")
+	}
 }

@@ -7,10 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -115,6 +112,23 @@ type lockOp struct {
 	// fromCall: a grant's lease is its ok's `lease`, counted from its
 	// call; otherwise (the invoke's ttl) it counts from its instant
 	fromCall bool
+	// ends, while a history is read as a stream (linStream), is its
+	// process's crash and client close as known so far; sync copies them
+	// into crash, crashIdx, freed and freedIdx. nil when those were known
+	// from the start.
+	ends *ends
+	// state is the op's state in its key's queue while the stream waits
+	// for it (slotPending, slotDone, slotDropped).
+	state uint8
+}
+
+// sync copies o's process's crash and client close, as known so far, into
+// o (docs/history.md §3: a crash or close is only ever compared with the
+// indexes of ops before it, so one not known yet reads as never).
+func (o *lockOp) sync() {
+	if o.ends != nil {
+		o.crash, o.crashIdx, o.freed, o.freedIdx = o.ends.crash, o.ends.crashIdx, o.ends.freed, o.ends.freedIdx
+	}
 }
 
 func (o *lockOp) isOpen() bool { return o.ret == open }
@@ -222,6 +236,9 @@ type piece struct {
 	key string
 	ops []*lockOp
 	seq bool // no two ops overlap: the only linearization is time order
+	// prev are the ops of the piece of the same key before it, if any
+	// (for the visualization).
+	prev []*lockOp
 }
 
 type pieceResult struct {
@@ -232,192 +249,30 @@ type pieceResult struct {
 }
 
 func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.History) Result {
-	start := time.Now()
-	drift := c.Drift
-	if drift < 0 || drift >= 1 {
-		drift = 0
-	}
-	pieces := splitPieces(h, drift)
-	results := make([]pieceResult, len(pieces))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(pieces)))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(pieces) || ctx.Err() != nil {
-					return
-				}
-				results[i] = checkPiece(ctx, h, pieces[i], false)
-			}
-		}()
-	}
-	wg.Wait()
-	var anomalies []Anomaly
-	unknown := 0
-	firstBad := -1
-	for i, r := range results {
-		switch {
-		case len(r.anomalies) > 0:
-			anomalies = append(anomalies, r.anomalies...)
-			if firstBad < 0 || pieces[i].ops[0].invoke < pieces[firstBad].ops[0].invoke {
-				firstBad = i
-			}
-		case r.verdict != Valid:
-			unknown++
-		}
-	}
-	note := ""
-	if firstBad >= 0 && c.OutDir != "" {
-		// Show the failing piece after the one before it on the same key,
-		// so the reader sees how the lock got there. Two consecutive pieces
-		// together are still a valid piece.
-		p := pieces[firstBad]
-		if firstBad > 0 && pieces[firstBad-1].key == p.key {
-			prev := pieces[firstBad-1]
-			p = piece{key: p.key, ops: append(slices.Clip(prev.ops), p.ops...)}
-		}
-		if err := c.visualize(ctx, h, p); err != nil {
-			note = "could not write " + VisualizationFile + ": " + err.Error()
-		} else {
-			note = fmt.Sprintf("%s shows key %s, ops %d to %d", filepath.Join(c.OutDir, VisualizationFile), p.key, p.ops[0].invoke, p.ops[len(p.ops)-1].index())
-		}
-	}
-	r := finish(c.Name(), start, anomalies, note)
-	if r.Verdict == Valid && unknown > 0 {
-		r.Verdict = Unknown
-		r.Note = fmt.Sprintf("%d of %d pieces could not be decided in time", unknown, len(pieces))
-		if ctx.Err() != nil {
-			r.Note += ": " + ctx.Err().Error()
-		}
-	}
-	return r
-}
-
-// splitPieces collects each key's lock ops and cuts them at quiescent
-// points.
-func splitPieces(h history.History, drift float64) []piece {
-	// Processes are numbered densely (ids), so the per-op work below
-	// indexes slices instead of hashing.
-	procs := map[int]int32{}
-	ids := make([]int32, len(h))
+	ls := c.newStream(ctx)
 	for i := range h {
-		p := h[i].Process
-		id, ok := procs[p]
-		if !ok {
-			id = int32(len(procs))
-			procs[p] = id
-		}
-		ids[i] = id
+		ls.add(&h[i])
 	}
-	crash := make([]int64, len(procs))
-	crashIdx := make([]int64, len(procs))
-	freed := make([]int64, len(procs))
-	freedIdx := make([]int64, len(procs))
-	for i := range crash {
-		crash[i], crashIdx[i], freed[i], freedIdx[i] = open, open, open, open
-	}
-	// A kept crash leaves the client open: its sessions end at the next
-	// crash of the same worker that closes the client (docs/history.md §1).
-	keptOpen := map[int][]int32{} // by client: processes whose client lives on
-	n := 0
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Info && crash[ids[i]] == open {
-			id := ids[i]
-			crash[id], crashIdx[id] = int64(op.Time), int64(i)
-			if op.Kept {
-				keptOpen[op.Client] = append(keptOpen[op.Client], id)
-			} else {
-				freed[id], freedIdx[id] = int64(op.Time), int64(i)
-				for _, k := range keptOpen[op.Client] {
-					freed[k], freedIdx[k] = int64(op.Time), int64(i)
-				}
-				delete(keptOpen, op.Client)
-			}
-		}
-		if op.Type != history.Invoke && op.Type != history.Fail && (op.F == history.FAcquire || op.F == history.FRenew || op.F == history.FRelease) {
-			n++
-		}
-	}
-	slab := make([]lockOp, 0, n+len(procs)) // one allocation for all lock ops
-	pending := make([]int, len(procs))
-	for i := range pending {
-		pending[i] = -1
-	}
-	latestLease := map[procKey]int64{} // each process's latest grant's lease per key
-	perKey := map[string][]*lockOp{}
-	var keys []string
-	add := func(key string, lo lockOp) {
-		slab = append(slab, lo)
-		if _, seen := perKey[key]; !seen {
-			keys = append(keys, key)
-		}
-		perKey[key] = append(perKey[key], &slab[len(slab)-1])
-	}
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		id := ids[i]
-		if op.Type == history.Invoke {
-			pending[id] = i
-			continue
-		}
-		inv := pending[id]
-		pending[id] = -1
-		if inv < 0 || op.Type == history.Fail {
-			continue
-		}
-		if lo, ok := newLockOp(h, inv, i, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
-			add(h[inv].Key, lo)
-		}
-	}
-	for id, inv := range pending {
-		if inv >= 0 {
-			if lo, ok := newLockOp(h, inv, -1, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
-				add(h[inv].Key, lo)
-			}
-		}
-	}
-	slices.Sort(keys)
-	var pieces []piece
-	for _, key := range keys {
-		ops := perKey[key]
-		slices.SortFunc(ops, func(a, b *lockOp) int { return cmp.Compare(a.invoke, b.invoke) })
-		pieces = cutKey(pieces, key, ops)
-	}
-	return pieces
+	return ls.result()
 }
 
 // ends are when a process crashed and when its client was closed (the same
 // op unless the crash kept the client), as times and history indexes.
 type ends struct{ crash, crashIdx, freed, freedIdx int64 }
 
-// newLockOp describes the lock op invoked at op inv and completed at op done
-// (-1: never), or reports that it is none (a read, a write). A grant records its process's lease in latestLease, for the
-// renewals after it.
-func newLockOp(h history.History, inv, done int, e ends, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
-	in := &h[inv]
+// lockOpOf describes the lock op whose invoke in is at history index inv
+// and whose completion out is at index done (the zero op and -1 when there
+// is none), or reports that it is none (a read, a write). A grant records
+// its process's lease in latestLease, for the renewals after it.
+func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
 	lo := lockOp{proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, retIdx: open,
 		crash: e.crash, crashIdx: e.crashIdx, freed: e.freed, freedIdx: e.freedIdx, invoke: inv, done: done}
-	var out history.Op // the completion; zero when there is none
-	if done >= 0 {
-		out = h[done]
-		if out.Type == history.OK {
-			lo.ret, lo.retIdx = int64(out.Time), int64(done)
-		}
+	if done >= 0 && out.Type == history.OK {
+		lo.ret, lo.retIdx = int64(out.Time), int64(done)
 	}
 	switch in.F {
 	case history.FAcquire:
-		lease, session := grantLease(in, &out)
+		lease, session := grantLease(in, out)
 		lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
 		lo.fromCall = out.Type == history.OK && out.Lease != 0
 		if !lo.isOpen() {
@@ -458,92 +313,120 @@ func newLockOp(h history.History, inv, done int, e ends, drift float64, latestLe
 // or renewal makes no holder, since taking effect after the cut could only
 // constrain what follows (docs/history.md §4.1, "After a culprit").
 func cutKey(pieces []piece, key string, all []*lockOp) []piece {
-	var cur []*lockOp
-	var maxEnd int64 = math.MinInt64 // the latest return index so far
-	seq := true
-	type hold struct {
-		grant *lockOp
-		bound int64 // the latest time its lease may end, in any linearization
-	}
-	holders := map[int]hold{}
-	flush := func() {
-		if len(cur) > 0 {
-			pieces = append(pieces, piece{key: key, ops: cur, seq: seq})
-		}
-		cur, seq = nil, true
-		clear(holders)
-	}
+	k := newKeyCutter(key, func(p piece) { pieces = append(pieces, p) })
 	for _, o := range all {
-		at := int64(o.invoke)
-		if len(cur) > 0 && maxEnd < at {
-			quiet := true
-			for _, hd := range holders {
-				if hd.grant.crashIdx >= at || (hd.grant.session && hd.grant.freedIdx >= at) || (!hd.grant.session && hd.bound > o.call) {
-					quiet = false
-					break
-				}
-			}
-			if quiet {
-				flush()
-			}
-		}
-		if len(cur) > 0 && maxEnd >= at {
-			seq = false
-		}
-		cur = append(cur, o)
-		end := o.retIdx
-		if o.isOpen() {
-			seq = false
-			end = o.crashIdx
-		}
-		maxEnd = max(maxEnd, end)
-		if o.isOpen() && o.kind != kindRelease {
-			continue
-		}
-		switch o.kind {
-		case kindRelease:
-			delete(holders, o.proc)
-			continue
-		case kindRenew:
-			// A renewal that took effect set the expiry from its own call.
-			if hd, ok := holders[o.proc]; ok {
-				hd.bound = open
-				if o.lease >= 0 {
-					hd.bound = satAdd(o.call, o.lease)
-				}
-				holders[o.proc] = hd
-			}
-			continue
-		}
-		// Whatever the model counts a lease from (the call, the release
-		// before it, the hold it took over) lies before the acquire
-		// returned, so ret + lease bounds its expiry in every linearization.
-		bound := open
-		if o.lease >= 0 {
-			bound = satAdd(o.ret, o.lease)
-		}
-		// A grant invoked after another one returned is linearized after it
-		// in every linearization, so that other holder has lost the lock.
-		for p, hd := range holders {
-			if p != o.proc && hd.grant.retIdx < at {
-				delete(holders, p)
-			}
-		}
-		holders[o.proc] = hold{grant: o, bound: bound}
+		k.add(o)
 	}
-	flush()
+	k.flush()
 	return pieces
+}
+
+// keyCutter is cutKey fed one op at a time: it takes one key's lock ops in
+// invoke order, each once it and every op of the key invoked before it
+// has completed (or the history has ended), and hands each piece to emit
+// as soon as the next op's invoke cuts it off, so that only the open piece
+// is held.
+type keyCutter struct {
+	key     string
+	emit    func(piece)
+	cur     []*lockOp
+	maxEnd  int64 // the latest return index so far
+	seq     bool
+	holders map[int]cutHold
+}
+
+// cutHold is a process that may hold the lock, for cutting.
+type cutHold struct {
+	grant *lockOp
+	bound int64 // the latest time its lease may end, in any linearization
+}
+
+func newKeyCutter(key string, emit func(piece)) *keyCutter {
+	return &keyCutter{key: key, emit: emit, maxEnd: math.MinInt64, seq: true, holders: map[int]cutHold{}}
+}
+
+// flush emits the open piece, if any, and starts an empty one.
+func (k *keyCutter) flush() {
+	if len(k.cur) > 0 {
+		k.emit(piece{key: k.key, ops: k.cur, seq: k.seq})
+	}
+	k.cur, k.seq = nil, true
+	clear(k.holders)
+}
+
+// add cuts before o when o's invoke is a quiescent point, then adds o to
+// the open piece.
+func (k *keyCutter) add(o *lockOp) {
+	at := int64(o.invoke)
+	if len(k.cur) > 0 && k.maxEnd < at {
+		quiet := true
+		for _, hd := range k.holders {
+			g := hd.grant
+			g.sync()
+			if g.crashIdx >= at || (g.session && g.freedIdx >= at) || (!g.session && hd.bound > o.call) {
+				quiet = false
+				break
+			}
+		}
+		if quiet {
+			k.flush()
+		}
+	}
+	if len(k.cur) > 0 && k.maxEnd >= at {
+		k.seq = false
+	}
+	k.cur = append(k.cur, o)
+	o.sync()
+	end := o.retIdx
+	if o.isOpen() {
+		k.seq = false
+		end = o.crashIdx
+	}
+	k.maxEnd = max(k.maxEnd, end)
+	if o.isOpen() && o.kind != kindRelease {
+		return
+	}
+	switch o.kind {
+	case kindRelease:
+		delete(k.holders, o.proc)
+		return
+	case kindRenew:
+		// A renewal that took effect set the expiry from its own call.
+		if hd, ok := k.holders[o.proc]; ok {
+			hd.bound = open
+			if o.lease >= 0 {
+				hd.bound = satAdd(o.call, o.lease)
+			}
+			k.holders[o.proc] = hd
+		}
+		return
+	}
+	// Whatever the model counts a lease from (the call, the release
+	// before it, the hold it took over) lies before the acquire
+	// returned, so ret + lease bounds its expiry in every linearization.
+	bound := open
+	if o.lease >= 0 {
+		bound = satAdd(o.ret, o.lease)
+	}
+	// A grant invoked after another one returned is linearized after it
+	// in every linearization, so that other holder has lost the lock.
+	for p, hd := range k.holders {
+		if p != o.proc && hd.grant.retIdx < at {
+			delete(k.holders, p)
+		}
+	}
+	k.holders[o.proc] = cutHold{grant: o, bound: bound}
 }
 
 // checkPiece decides one piece: directly when its ops are sequential, with
 // porcupine otherwise. verbose asks for porcupine's linearization info.
-func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) pieceResult {
+func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 	if p.seq && !verbose {
 		s := lockState{holder: -1}
 		for _, o := range p.ops {
 			ok, n, why := step(s, o)
 			if !ok {
-				return pieceResult{verdict: Invalid, anomalies: []Anomaly{describe(h, p, o, why)}}
+				return pieceResult{verdict: Invalid, anomalies: []Anomaly{describe(p, o, why)}}
 			}
 			s = n
 		}
@@ -556,7 +439,7 @@ func checkPiece(ctx context.Context, h history.History, p piece, verbose bool) p
 	case res:
 		return pieceResult{verdict: Valid, info: info}
 	}
-	as, unknown := culprits(ctx, h, p)
+	as, unknown := culprits(ctx, p)
 	if unknown {
 		return pieceResult{verdict: Unknown, timedOut: true, info: info}
 	}
@@ -615,7 +498,7 @@ func upTo(p piece, c int64) []*lockOp {
 // (an order of the ops as they stood at a later completion is one of those
 // as they stood at an earlier one, so the answer only goes from possible to
 // impossible). unknown is set when porcupine ran out of time.
-func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, unknown bool) {
+func culprits(ctx context.Context, p piece) (as []Anomaly, unknown bool) {
 	var done []*lockOp
 	for _, o := range p.ops {
 		if !o.isOpen() {
@@ -641,7 +524,7 @@ func culprits(ctx context.Context, h history.History, p piece) (as []Anomaly, un
 	if o.kind == kindRelease {
 		why = "foreign"
 	}
-	return []Anomaly{describe(h, p, o, why)}, false
+	return []Anomaly{describe(p, o, why)}, false
 }
 
 func pieceModel(key string) porcupine.Model {
@@ -815,7 +698,7 @@ func grantFloor(p piece, g *lockOp, before int64) int64 {
 }
 
 // describe writes the anomaly of op o that could not be placed in piece p.
-func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
+func describe(p piece, o *lockOp, why string) Anomaly {
 	key := p.key
 	who := fmt.Sprintf("worker %d", o.client)
 	at := secs(time.Duration(o.ret))
@@ -877,9 +760,10 @@ func describe(h history.History, p piece, o *lockOp, why string) Anomaly {
 }
 
 // visualize writes porcupine's visualization of piece p to OutDir, with the
-// nemesis ops during the piece as annotations.
-func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.History, p piece) error {
-	r := checkPiece(ctx, h, p, true)
+// nemesis ops during the piece (of nemesis, the history's nemesis ops in
+// order) as annotations.
+func (c *LinearizabilityChecker) visualize(ctx context.Context, nemesis []history.Op, p piece) error {
+	r := checkPiece(ctx, p, true)
 	if r.info == nil {
 		return fmt.Errorf("checker: no linearization info for key %s", p.key)
 	}
@@ -891,9 +775,9 @@ func (c *LinearizabilityChecker) visualize(ctx context.Context, h history.Histor
 	}
 	var notes []porcupine.Annotation
 	nemesisStart := map[string]history.Op{}
-	for i := range h {
-		op := h[i]
-		if !op.IsNemesis() || op.IsHeader() || int64(i) < from || int64(i) > to {
+	for _, op := range nemesis {
+		i := op.Index
+		if op.IsHeader() || int64(i) < from || int64(i) > to {
 			continue
 		}
 		if op.Type == history.Invoke {

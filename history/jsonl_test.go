@@ -257,11 +257,20 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add([]byte(`{"value":[[[[{"a":"\u0000"}]]]]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, _, err := Read(bytes.NewReader(data), "fuzz")
+		h, info, err := Read(bytes.NewReader(data), "fuzz")
+		sh, sinfo, serr, verr := scanAll(t, string(data), "fuzz")
+		if (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
+			t.Fatalf("Scanner's error %v, Read's %v", serr, err)
+		}
 		if err != nil {
 			return
 		}
-		_ = Validate(h)
+		if info != sinfo || len(h) != len(sh) || len(h) > 0 && !reflect.DeepEqual(h, sh) {
+			t.Fatalf("Scanner read %d ops (%+v), Read %d (%+v)", len(sh), sinfo, len(h), info)
+		}
+		if werr := Validate(h); (werr == nil) != (verr == nil) || werr != nil && werr.Error() != verr.Error() {
+			t.Fatalf("Validator says %v, Validate %v", verr, werr)
+		}
 		// Whatever decodes must re-encode to valid JSON that decodes to the
 		// same op.
 		for _, op := range h {
@@ -344,7 +353,8 @@ func TestConcurrentRecordingRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder(w)
+	mem := &Memory{}
+	rec := NewRecorder(w, mem)
 	done := make(chan struct{})
 	for p := 0; p < 8; p++ {
 		go func() {
@@ -368,8 +378,11 @@ func TestConcurrentRecordingRoundTrip(t *testing.T) {
 	if err != nil || info.Truncated {
 		t.Fatal(err, info)
 	}
-	if !reflect.DeepEqual(h, rec.History()) {
-		t.Fatal("file and recorder disagree")
+	if !reflect.DeepEqual(h, mem.History()) {
+		t.Fatal("file and memory sink disagree")
+	}
+	if rec.History() != nil || rec.Len() != len(h) {
+		t.Fatalf("a recorder with sinks kept %d ops and counted %d, want none kept and %d counted", len(rec.History()), rec.Len(), len(h))
 	}
 	if err := Validate(h); err != nil {
 		t.Fatal(err)

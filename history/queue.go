@@ -128,10 +128,10 @@ func StatusOf(op Op) string {
 // validateQueueOp checks the value of a queue op (capture ok, reap ok,
 // set-status invoke, task table record) and returns why it cannot be read,
 // or nil.
-func validateQueueOp(op Op) error {
+func validateQueueOp(op *Op) error {
 	switch {
 	case op.IsTasks():
-		_, err := TasksOf(op)
+		_, err := TasksOf(*op)
 		return err
 	case op.Process == NemesisProcess:
 		return nil
@@ -140,16 +140,16 @@ func validateQueueOp(op Op) error {
 			return fmt.Errorf("capture's limit %s is not a positive integer", op.Value)
 		}
 	case op.F == FCapture && op.Type == OK:
-		_, err := CapturedOf(op)
+		_, err := CapturedOf(*op)
 		return err
 	case op.F == FReap && op.Type == OK:
-		_, err := ReapedOf(op)
+		_, err := ReapedOf(*op)
 		return err
 	case op.F == FSetStatus && op.Type == Invoke:
 		if op.Key == "" {
 			return fmt.Errorf("set-status names no task")
 		}
-		if StatusOf(op) == "" {
+		if StatusOf(*op) == "" {
 			return fmt.Errorf("set-status's status %s is not a string", op.Value)
 		}
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrMalformed is matched (with errors.Is) by every error Validate returns.
@@ -47,72 +48,103 @@ func (e *OpError) Is(target error) bool { return target == ErrMalformed }
 // Nemesis ops are exempt from pairing: they may be lone info ops or
 // invoke/completion pairs.
 func Validate(h History) error {
-	type proc struct {
-		pending int // index of the outstanding invoke, -1 for none
-		crashed bool
+	var v Validator
+	for i := range h {
+		if err := v.Add(&h[i]); err != nil {
+			return err
+		}
 	}
-	procs := map[int]*proc{}
-	fail := func(i int, format string, args ...any) error {
+	return nil
+}
+
+// Validator applies Validate's rules to a history fed to it op by op, in
+// order, so that a history read as a stream (Scanner) is checked without
+// being held: it keeps, for each worker process, only its outstanding
+// invoke (index, f, key and time) and whether it crashed, and the previous
+// op's time. The zero Validator is ready for the history's first op.
+type Validator struct {
+	n     int
+	last  time.Duration
+	procs map[int]*validProc
+}
+
+// validProc is what a Validator keeps of one worker process.
+type validProc struct {
+	pending int // index of the outstanding invoke, -1 for none
+	f, key  string
+	at      time.Duration
+	crashed bool
+}
+
+// Add checks the next op of the history: it returns the *OpError that
+// Validate returns for the whole history when op is the first op that is
+// not well-formed, and nil otherwise. After an error the Validator's state
+// is undefined.
+func (v *Validator) Add(op *Op) error {
+	i := v.n
+	v.n++
+	fail := func(format string, args ...any) error {
 		return &OpError{Index: i, Line: i + 1, Err: fmt.Errorf(format, args...)}
 	}
-	for i := range h {
-		op := &h[i]
-		if op.Index != i {
-			return fail(i, "index is %d, want %d (indexes must be dense from 0)", op.Index, i)
+	if op.Index != i {
+		return fail("index is %d, want %d (indexes must be dense from 0)", op.Index, i)
+	}
+	if op.Time < 0 {
+		return fail("time %d is negative", op.Time)
+	}
+	if i > 0 && op.Time < v.last {
+		return fail("time %d is before the previous op's time %d", op.Time, v.last)
+	}
+	v.last = op.Time
+	switch op.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return fail("unknown type %q", op.Type)
+	}
+	if err := validateQueueOp(op); err != nil {
+		return fail("%v", err)
+	}
+	if op.Process == NemesisProcess {
+		return nil
+	}
+	if op.Process < 0 {
+		return fail("process %d is negative (only the nemesis, -1, is)", op.Process)
+	}
+	if op.F == "" {
+		return fail("process %d's op has no f", op.Process)
+	}
+	if v.procs == nil {
+		v.procs = map[int]*validProc{}
+	}
+	p := v.procs[op.Process]
+	if p == nil {
+		p = &validProc{pending: -1}
+		v.procs[op.Process] = p
+	}
+	if op.Type == Invoke {
+		if p.crashed {
+			return fail("process %d invokes %s after it crashed (info)", op.Process, op.F)
 		}
-		if op.Time < 0 {
-			return fail(i, "time %d is negative", op.Time)
+		if p.pending >= 0 {
+			return fail("process %d invokes %s while its %s (op %d) is outstanding", op.Process, op.F, p.f, p.pending)
 		}
-		if i > 0 && op.Time < h[i-1].Time {
-			return fail(i, "time %d is before the previous op's time %d", op.Time, h[i-1].Time)
-		}
-		switch op.Type {
-		case Invoke, OK, Fail, Info:
-		default:
-			return fail(i, "unknown type %q", op.Type)
-		}
-		if err := validateQueueOp(*op); err != nil {
-			return fail(i, "%v", err)
-		}
-		if op.Process == NemesisProcess {
-			continue
-		}
-		if op.Process < 0 {
-			return fail(i, "process %d is negative (only the nemesis, -1, is)", op.Process)
-		}
-		if op.F == "" {
-			return fail(i, "process %d's op has no f", op.Process)
-		}
-		p := procs[op.Process]
-		if p == nil {
-			p = &proc{pending: -1}
-			procs[op.Process] = p
-		}
-		if op.Type == Invoke {
-			if p.crashed {
-				return fail(i, "process %d invokes %s after it crashed (info)", op.Process, op.F)
-			}
-			if p.pending >= 0 {
-				return fail(i, "process %d invokes %s while its %s (op %d) is outstanding", op.Process, op.F, h[p.pending].F, p.pending)
-			}
-			p.pending = i
-			continue
-		}
-		if p.pending < 0 {
-			return fail(i, "process %d completes %s (%s) without an outstanding invoke", op.Process, op.F, op.Type)
-		}
-		if inv := &h[p.pending]; inv.F != op.F {
-			return fail(i, "process %d completes %s but its outstanding invoke (op %d) is %s", op.Process, op.F, p.pending, inv.F)
-		} else if inv.Key != op.Key {
-			return fail(i, "process %d completes %s of key %q but its outstanding invoke (op %d) is of key %q", op.Process, op.F, op.Key, p.pending, inv.Key)
-		}
-		if inv := &h[p.pending]; op.Applied != 0 && (op.Applied < inv.Time || op.Applied > op.Time) {
-			return fail(i, "process %d's %s was applied at %d, outside its own window from its invoke (op %d) at %d to its completion at %d", op.Process, op.F, op.Applied, p.pending, inv.Time, op.Time)
-		}
-		p.pending = -1
-		if op.Type == Info {
-			p.crashed = true
-		}
+		p.pending, p.f, p.key, p.at = i, op.F, op.Key, op.Time
+		return nil
+	}
+	if p.pending < 0 {
+		return fail("process %d completes %s (%s) without an outstanding invoke", op.Process, op.F, op.Type)
+	}
+	if p.f != op.F {
+		return fail("process %d completes %s but its outstanding invoke (op %d) is %s", op.Process, op.F, p.pending, p.f)
+	} else if p.key != op.Key {
+		return fail("process %d completes %s of key %q but its outstanding invoke (op %d) is of key %q", op.Process, op.F, op.Key, p.pending, p.key)
+	}
+	if op.Applied != 0 && (op.Applied < p.at || op.Applied > op.Time) {
+		return fail("process %d's %s was applied at %d, outside its own window from its invoke (op %d) at %d to its completion at %d", op.Process, op.F, op.Applied, p.pending, p.at, op.Time)
+	}
+	p.pending, p.f, p.key = -1, "", ""
+	if op.Type == Info {
+		p.crashed = true
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ type recorded struct {
 	// written.
 	err        error
 	lockClient *reports.LockClient
+	// historyErr says why the history could not be written or read back
+	// from its file (history is then nil).
+	historyErr error
 }
 
 // drive is the workload and nemesis stage: it runs the workers and the

@@ -50,7 +50,7 @@ func (t teardown) run() {
 func record(ctx context.Context, p *plan, st *runStore) recorded {
 	rd := execute(ctx, p, st)
 	h, err := st.finishHistory()
-	rd.history = h
+	rd.history, rd.historyErr = h, err
 	if rd.err == nil {
 		rd.err = err
 	}

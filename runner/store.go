@@ -78,18 +78,27 @@ func (st *runStore) startClock() *history.Recorder {
 	return st.rec
 }
 
-// finishHistory closes the history file and returns what was recorded
-// (nothing when the clock never started).
+// finishHistory closes the history file and reads it back: the recorder
+// keeps no op, so the file is the run's only record (nothing when the clock
+// never started). An error says the history could not be written or read
+// back; the history is then nil.
 func (st *runStore) finishHistory() (history.History, error) {
 	err := st.history.Close()
 	st.history = nil
 	if err != nil {
-		err = fmt.Errorf("runner: writing history: %w", err)
+		return nil, fmt.Errorf("runner: writing history: %w", err)
 	}
 	if st.rec == nil {
-		return nil, err
+		return nil, nil
 	}
-	return st.rec.History(), err
+	h, _, err := history.ReadFile(filepath.Join(st.dir, reports.HistoryFile))
+	if err != nil {
+		return nil, fmt.Errorf("runner: reading the history back: %w", err)
+	}
+	if len(h) != st.rec.Len() {
+		return nil, fmt.Errorf("runner: reading the history back: %d ops in the file, %d recorded", len(h), st.rec.Len())
+	}
+	return h, nil
 }
 
 // close closes what the store still has open.

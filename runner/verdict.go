@@ -34,6 +34,9 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 	case errors.Is(rd.err, ErrLockClient):
 		results.Verdict = checker.Unknown
 		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the lock client broke its protocol, so the run stopped: " + rd.err.Error()}}
+	case rd.historyErr != nil:
+		results.Verdict = checker.Unknown
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the history could not be recorded: " + rd.historyErr.Error()}}
 	case rd.interrupted:
 		results.Verdict = checker.Unknown
 		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the run was interrupted; check the stored history with `jepsen-lite check`"}}

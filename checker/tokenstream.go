@@ -1,0 +1,199 @@
+package checker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/history"
+)
+
+// tokenStream is the fencing-token check of a well-formed history fed to it
+// op by op, in order (add), whose result comes once the history has ended
+// (result). It holds, for each worker process, its outstanding acquire or
+// renewal (with the highest token of its key returned before that invoke)
+// and the token its latest grant of each key holds; for each key, the
+// highest token returned so far and the first grant of every token (which
+// token-reuse needs, one entry per distinct token); and the anomalies.
+type tokenStream struct {
+	procs procTable[tokenProc]
+	keys  map[string]*tokenKey
+	reuse []Anomaly
+	// regressions are the regressions found, in the order of their
+	// grants' oks; result groups them in the order of their invokes, as
+	// docs/history.md §4 asks.
+	regressions []tokenRegression
+}
+
+// tokenEnd is one grant of a token as the messages name it.
+type tokenEnd struct {
+	invoke, ok int
+	client     int
+	call, at   time.Duration
+	token      uint64
+	renewal    bool
+}
+
+func (g tokenEnd) verb() string {
+	if g.renewal {
+		return "renewed"
+	}
+	return "acquired"
+}
+
+// tokenProc is what tokenStream keeps of one worker process.
+type tokenProc struct {
+	pending bool
+	invoke  int
+	call    time.Duration
+	best    tokenEnd // the highest token of the key returned before the invoke
+	hasBest bool
+	// held are the keys it was granted, each with the token its latest
+	// grant holds (a process touches few keys)
+	held []heldToken
+}
+
+// heldToken is the token a process's latest grant of key holds.
+type heldToken struct {
+	key   string
+	token uint64
+}
+
+// heldOf returns the token p's latest grant of key k holds, and whether p
+// has a grant of k.
+func (p *tokenProc) heldOf(k string) (*heldToken, bool) {
+	for i := range p.held {
+		if p.held[i].key == k {
+			return &p.held[i], true
+		}
+	}
+	return nil, false
+}
+
+// tokenKey is what tokenStream keeps of one key.
+type tokenKey struct {
+	best    tokenEnd
+	hasBest bool
+	first   map[uint64]tokenEnd
+	group   map[int]int // the first grant's ok -> its reuse anomaly
+}
+
+// tokenRegression is grant b with a lower token than a, returned before
+// b's invoke.
+type tokenRegression struct {
+	key  string
+	a, b tokenEnd
+}
+
+func newTokenStream() *tokenStream {
+	return &tokenStream{keys: map[string]*tokenKey{}}
+}
+
+func (s *tokenStream) key(k string) *tokenKey {
+	tk := s.keys[k]
+	if tk == nil {
+		tk = &tokenKey{first: map[uint64]tokenEnd{}, group: map[int]int{}}
+		s.keys[k] = tk
+	}
+	return tk
+}
+
+// add feeds the history's next op.
+func (s *tokenStream) add(op *history.Op) {
+	if op.IsNemesis() {
+		return
+	}
+	p := s.procs.get(op.Process)
+	if p == nil {
+		p = &tokenProc{}
+		s.procs.set(op.Process, p)
+	}
+	if op.Type == history.Invoke {
+		p.pending, p.invoke, p.call, p.hasBest = true, op.Index, op.Time, false
+		if op.F == history.FAcquire || op.F == history.FRenew {
+			if tk := s.keys[op.Key]; tk != nil && tk.hasBest {
+				p.best, p.hasBest = tk.best, true
+			}
+		}
+		return
+	}
+	if !p.pending {
+		return
+	}
+	p.pending = false
+	if op.Type == history.Info {
+		s.procs.set(op.Process, nil) // it issues nothing more
+	}
+	if op.Type != history.OK {
+		return
+	}
+	g := tokenEnd{invoke: p.invoke, ok: op.Index, client: op.Client, call: p.call, at: op.Time, token: op.Token}
+	switch op.F {
+	case history.FAcquire:
+		if ht, ok := p.heldOf(op.Key); ok {
+			ht.token = op.Token
+		} else {
+			p.held = append(p.held, heldToken{op.Key, op.Token})
+		}
+		if op.Token == 0 {
+			return
+		}
+	case history.FRenew:
+		// a renewal belongs to its process's latest grant of the key
+		ht, ok := p.heldOf(op.Key)
+		if !ok || op.Token == 0 || op.Token == ht.token {
+			return
+		}
+		ht.token = op.Token
+		g.renewal = true
+	default:
+		return
+	}
+	s.grant(op.Key, g, p)
+}
+
+// grant takes the grant of a token g of key k, whose process p saw the
+// highest token returned before g's invoke.
+func (s *tokenStream) grant(k string, g tokenEnd, p *tokenProc) {
+	tk := s.key(k)
+	if f, seen := tk.first[g.token]; seen {
+		s.reuse = followCause(s.reuse, tk.group, f.ok, Anomaly{Kind: TokenReuse, Key: k, Ops: []int{f.ok, g.ok},
+			Message: fmt.Sprintf("worker %d %s %s with token %d at %s, and worker %d %s it with the same token at %s",
+				f.client, f.verb(), k, g.token, secs(f.at), g.client, g.verb(), secs(g.at))})
+	} else {
+		tk.first[g.token] = g
+	}
+	if p.hasBest && g.token < p.best.token {
+		s.regressions = append(s.regressions, tokenRegression{key: k, a: p.best, b: g})
+	}
+	if !tk.hasBest || g.token > tk.best.token {
+		tk.best, tk.hasBest = g, true
+	}
+}
+
+// result returns the check's result once the history has ended.
+func (s *tokenStream) result(ctx context.Context, name string) Result {
+	start := time.Now()
+	if ctx.Err() != nil {
+		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+	}
+	anomalies := s.reuse
+	slices.SortStableFunc(s.regressions, func(x, y tokenRegression) int {
+		return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.b.invoke, y.b.invoke))
+	})
+	groups := map[string]map[int]int{} // by key: the higher grant's ok -> its anomaly
+	for _, r := range s.regressions {
+		group := groups[r.key]
+		if group == nil {
+			group = map[int]int{}
+			groups[r.key] = group
+		}
+		a, b := r.a, r.b
+		anomalies = followCause(anomalies, group, a.ok, Anomaly{Kind: TokenRegression, Key: r.key, Ops: []int{a.ok, b.ok},
+			Message: fmt.Sprintf("worker %d %s %s with token %d at %s (asked at %s), after worker %d had %s it with token %d at %s",
+				b.client, b.verb(), r.key, b.token, secs(b.at), secs(b.call), a.client, a.verb(), a.token, secs(a.at))})
+	}
+	return finish(name, start, anomalies, "")
+}
