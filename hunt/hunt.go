@@ -213,6 +213,7 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 		return nil, err
 	}
 	rep := &Report{Scenario: base.Name}
+	defer func() { rep.Elapsed = time.Since(began) }()
 	for _, kind := range append([]string{NoFault}, kinds...) {
 		row := &Row{Fault: kind}
 		rep.Rows = append(rep.Rows, row)
@@ -263,7 +264,6 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 			break
 		}
 	}
-	rep.Elapsed = time.Since(began)
 	return rep, nil
 }
 
