@@ -92,8 +92,8 @@ images: $(SKEWLIB)
 
 # The container backend's tests over every system (make test runs them
 # too), then every scenario of the catalog that both backends run, on each
-# (TestBackendsAgree; make test compares the first quick scenario of each
-# system). JEPSEN_LITE_DOCKER_SYSTEMS=redis,etcd narrows both to those
+# (TestBackendsAgree; make test compares the first quick scenario of one
+# system, in turn by the day of the year). JEPSEN_LITE_DOCKER_SYSTEMS=redis,etcd narrows both to those
 # systems.
 test-docker: deps build images
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
