@@ -60,24 +60,7 @@ func TestBackendsAgree(t *testing.T) {
 	if *agreeTags != "" {
 		tags = strings.Split(*agreeTags, ",")
 	}
-	var runnable []*scenarios.Scenario
-	var systems []string
-	for _, sc := range scenarios.Select(cat, tags...) {
-		both := !slices.ContainsFunc(backends, func(b cluster.Backend) bool {
-			return b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}) != nil
-		})
-		if both && dockerTested(sc.System.Name) {
-			runnable = append(runnable, sc)
-			if !slices.Contains(systems, sc.System.Name) {
-				systems = append(systems, sc.System.Name)
-			}
-		}
-	}
-	slices.Sort(systems)
-	var today string
-	if len(systems) > 0 {
-		today = systems[time.Now().YearDay()%len(systems)]
-	}
+	runnable, today := agreeable(scenarios.Select(cat, tags...), backends)
 	for _, sc := range runnable {
 		if !*agreeAll && (sampled[sc.System.Name] || sc.System.Name != today) {
 			continue
@@ -131,4 +114,28 @@ func dockerTested(system string) bool {
 	default:
 		return slices.Contains(strings.Split(v, ","), system)
 	}
+}
+
+// agreeable returns the scenarios of selected whose system both backends
+// run and this run tests in containers, and the system whose first
+// scenario make test compares today (the systems in turn by the day of the
+// year).
+func agreeable(selected []*scenarios.Scenario, backends []cluster.Backend) (runnable []*scenarios.Scenario, today string) {
+	var systems []string
+	for _, sc := range selected {
+		both := !slices.ContainsFunc(backends, func(b cluster.Backend) bool {
+			return b.Check(cluster.Spec{System: sc.System.Name, Topology: sc.System.Topology, Nodes: sc.System.Nodes}) != nil
+		})
+		if both && dockerTested(sc.System.Name) {
+			runnable = append(runnable, sc)
+			if !slices.Contains(systems, sc.System.Name) {
+				systems = append(systems, sc.System.Name)
+			}
+		}
+	}
+	slices.Sort(systems)
+	if len(systems) > 0 {
+		today = systems[time.Now().YearDay()%len(systems)]
+	}
+	return runnable, today
 }
