@@ -2,7 +2,12 @@ package checker
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -52,45 +57,224 @@ type FileResult struct {
 	// Liveness is the liveness report; nil when the history is not
 	// well-formed.
 	Liveness *LivenessResult
-	// Ops is the number of ops in the history; Workers the number of them
-	// that are worker ops (not the nemesis's).
+	// Ops is the number of ops in the history (of a history that is not
+	// well-formed, those before the first op that is not); Workers the
+	// number of them that are worker ops (not the nemesis's).
 	Ops, Workers int
 	// Info is what reading the file found besides the ops.
 	Info history.ReadInfo
 }
 
 // CheckFile checks the history stored at path: what CheckWithLiveness says
-// of it. An error is returned only when the file cannot be read or a line
-// is not an op (a *history.LineError naming the line); a history that is
-// not well-formed gives the well-formed checker's unknown verdict, as
-// Check does.
+// of it, reading it as a stream (docs/history.md §6). The file is decoded
+// in chunks on every core; each op is checked for well-formedness and then
+// fed, in order, to each check, each on its own goroutine, so the memory
+// the reading holds is a few chunks, and each check holds what it keeps
+// open. An error is returned only when the file cannot be read or a line is
+// not an op (a *history.LineError naming the line); a history that is not
+// well-formed gives the well-formed checker's unknown verdict, as Check
+// does.
 func CheckFile(ctx context.Context, path string, opts FileOptions) (FileResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FileResult{}, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	var total int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
+	return checkReader(ctx, f, path, total, opts)
+}
+
+// checkReader is CheckFile over r, of total bytes (0: not known).
+func checkReader(ctx context.Context, r io.Reader, name string, total int64, opts FileOptions) (FileResult, error) {
 	start := time.Now()
-	report := func(phase string, ops int, bytes, total int64) {
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	report := func(phase string, ops int, bytes int64) {
 		if opts.Progress != nil {
 			opts.Progress(FileProgress{Phase: phase, Ops: ops, Bytes: bytes, Total: total, Elapsed: time.Since(start)})
 		}
 	}
-	var total int64
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
-		total = st.Size()
-	}
-	report(PhaseReading, 0, 0, total)
-	h, info, err := history.ReadFile(path)
-	if err != nil {
+	report(PhaseReading, 0, 0)
+	checkers := Checkers(opts.Options)
+	streams := newStreams(ctx, checkers, opts.Liveness)
+	var (
+		res     FileResult
+		v       history.Validator
+		bad     *history.OpError
+		badKey  string
+		lastRep time.Time
+	)
+	info, err := history.ReadChunksFrom(context.WithoutCancel(ctx), r, name, func(c *history.Chunk) error {
+		ops := c.Ops
+		for i := range ops {
+			if opts.Rewrite != nil {
+				opts.Rewrite(&ops[i])
+			}
+			if err := v.Add(&ops[i]); err != nil {
+				if !errors.As(err, &bad) {
+					bad = &history.OpError{Index: res.Ops, Line: res.Ops + 1, Err: err}
+				}
+				badKey, ops = ops[i].Key, ops[:i]
+				break
+			}
+			res.Ops++
+			if !ops[i].IsNemesis() {
+				res.Workers++
+			}
+		}
+		if bad == nil || len(ops) > 0 {
+			c.Ops = ops
+			streams.feed(c)
+		} else {
+			c.Release()
+		}
+		if now := time.Now(); now.Sub(lastRep) >= 100*time.Millisecond {
+			lastRep = now
+			report(PhaseReading, res.Ops, c.Bytes)
+		}
+		if bad != nil {
+			return errStopReading
+		}
+		return nil
+	})
+	if err != nil && err != errStopReading {
+		streams.abandon()
 		return FileResult{}, err
 	}
-	workers := 0
-	for i := range h {
-		if opts.Rewrite != nil {
-			opts.Rewrite(&h[i])
-		}
-		if !h[i].IsNemesis() {
-			workers++
+	res.Info = info
+	report(PhaseDeciding, res.Ops, total)
+	res.Results, res.Liveness = streams.results(start)
+	if bad != nil {
+		res.Results, res.Liveness = malformed(checkers, start, bad, badKey), nil
+	}
+	report(PhaseDone, res.Ops, total)
+	return res, nil
+}
+
+// errStopReading stops the reading of a history found not well-formed.
+var errStopReading = errors.New("checker: stop reading")
+
+// malformed is the results of a history that stops being well-formed at
+// bad, an op of key key: the well-formed checker's unknown verdict, and
+// every other checker's "not run", as Check gives.
+func malformed(checkers []Checker, start time.Time, bad *history.OpError, key string) []Result {
+	results := make([]Result, len(checkers))
+	results[0] = Result{Name: checkers[0].Name(), Verdict: Unknown, Elapsed: time.Since(start),
+		Anomalies: []Anomaly{{Kind: Malformed, Ops: []int{bad.Index}, Key: key, Message: bad.Error()}},
+		Note:      "the history is malformed, so nothing can be said about the lock"}
+	for i, c := range checkers[1:] {
+		results[i+1] = Result{Name: c.Name(), Verdict: Unknown, Anomalies: []Anomaly{}, Note: "not run: the history is not well-formed"}
+	}
+	return results
+}
+
+// opSink is one check fed a well-formed history op by op, in order, on
+// its own goroutine: add never keeps op itself (it copies what it keeps),
+// and end, called once after the last op, records the check's result.
+type opSink struct {
+	add func(c *history.Chunk)
+	end func()
+	in  chan *history.Chunk
+}
+
+// streams are the checks of one history, fed chunk by chunk.
+type streams struct {
+	ctx   context.Context
+	sinks []*opSink
+	wg    sync.WaitGroup
+	// results are the checkers' results in the order of Checkers, set by
+	// the sinks' ends; live is the liveness report.
+	results_ []Result
+	live     LivenessResult
+}
+
+// newStreams starts one goroutine per check of checkers (whose first is
+// the well-formed checker, which the reading itself is) and the liveness
+// report.
+func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions) *streams {
+	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
+	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
+	var parts []history.History // for the checks that still read the whole history
+	var wholeAt []int
+	for i, c := range checkers[1:] {
+		slot := &s.results_[i+1]
+		switch c := c.(type) {
+		case DoubleHoldChecker:
+			hs := newHoldStream()
+			s.add(hs.add, func() { *slot = hs.result(ctx, c.Name()) })
+		case *LinearizabilityChecker:
+			ls := c.newStream(ctx)
+			s.add(ls.add, func() { *slot = ls.result() })
+		case TokenChecker:
+			ts := newTokenStream()
+			s.add(ts.add, func() { *slot = ts.result(ctx, c.Name()) })
+		default:
+			wholeAt = append(wholeAt, i+1)
 		}
 	}
-	report(PhaseDeciding, len(h), total, total)
-	results, live := CheckWithLiveness(ctx, h, opts.Options, opts.Liveness)
-	report(PhaseDone, len(h), total, total)
-	return FileResult{Results: results, Liveness: live, Ops: len(h), Workers: workers, Info: info}, nil
+	s.addChunks(func(c *history.Chunk) { parts = append(parts, slices.Clone(c.Ops)) }, func() {
+		start := time.Now()
+		whole := slices.Concat(parts...)
+		parts = nil
+		f := Analyze(whole)
+		for _, i := range wholeAt {
+			fc := checkers[i].(factsChecker)
+			r := fc.checkFacts(ctx, whole, f)
+			r.Elapsed = time.Since(start)
+			s.results_[i] = r
+		}
+		s.live = liveness(whole, f, lopts)
+	})
+	return s
 }
+
+// add starts a sink that reads op by op.
+func (s *streams) add(add func(*history.Op), end func()) {
+	s.addChunks(func(c *history.Chunk) {
+		for i := range c.Ops {
+			add(&c.Ops[i])
+		}
+	}, end)
+}
+
+// addChunks starts a sink that reads chunk by chunk.
+func (s *streams) addChunks(add func(*history.Chunk), end func()) {
+	k := &opSink{add: add, end: end, in: make(chan *history.Chunk, 2)}
+	s.sinks = append(s.sinks, k)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for c := range k.in {
+			k.add(c)
+			c.Release()
+		}
+		k.end()
+	}()
+}
+
+// feed hands chunk c, held by the caller, to every sink.
+func (s *streams) feed(c *history.Chunk) {
+	c.Hold(len(s.sinks) - 1)
+	for _, k := range s.sinks {
+		k.in <- c
+	}
+}
+
+// results ends the history and waits for every check's result.
+func (s *streams) results(start time.Time) ([]Result, *LivenessResult) {
+	for _, k := range s.sinks {
+		close(k.in)
+	}
+	s.wg.Wait()
+	s.results_[0].Elapsed = time.Since(start)
+	return s.results_, &s.live
+}
+
+// abandon ends the sinks without using their results.
+func (s *streams) abandon() { s.results(time.Now()) }
