@@ -347,10 +347,28 @@ func injectToken(rng *rand.Rand, h history.History, reuse bool) error {
 }
 
 // WriteFile generates a history with rng and opts, writes it to path as
-// JSON Lines and returns its number of ops.
+// JSON Lines and returns its number of ops. It streams: however long the
+// history, it holds none of it.
 func WriteFile(path string, rng *rand.Rand, opts Options) (int, error) {
-	h := Generate(rng, opts)
-	return len(h), Write(path, h)
+	w, err := history.CreateFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("synth: %w", err)
+	}
+	n := 0
+	var werr error
+	Stream(rng, opts, func(op history.Op) {
+		if werr == nil {
+			werr = w.Append(op)
+			n++
+		}
+	})
+	if err := w.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return n, fmt.Errorf("synth: %w", werr)
+	}
+	return n, nil
 }
 
 // Write writes h to path as JSON Lines.

@@ -143,7 +143,8 @@ func (e *events) Pop() any {
 type sim struct {
 	o     Options
 	rng   *rand.Rand
-	h     history.History
+	n     int              // ops emitted
+	out   func(history.Op) // where they go
 	q     events
 	seq   int
 	locks map[string]*lockState
@@ -154,9 +155,17 @@ type sim struct {
 // Generate runs the simulation with rng and returns its history. The same
 // options and the same rng state give the same history.
 func Generate(rng *rand.Rand, opts Options) history.History {
+	h := make(history.History, 0, opts.withDefaults().Ops+4*opts.withDefaults().Workers)
+	Stream(rng, opts, func(op history.Op) { h = append(h, op) })
+	return h
+}
+
+// Stream runs the simulation with rng and hands its ops to out as they
+// happen, in order, holding none of them: what Generate returns, for
+// histories too long to hold.
+func Stream(rng *rand.Rand, opts Options, out func(history.Op)) {
 	o := opts.withDefaults()
-	s := &sim{o: o, rng: rng, locks: map[string]*lockState{}, regs: map[string]*register{}, ctr: map[string]uint64{}}
-	s.h = make(history.History, 0, o.Ops+4*o.Workers)
+	s := &sim{o: o, rng: rng, out: out, locks: map[string]*lockState{}, regs: map[string]*register{}, ctr: map[string]uint64{}}
 	for k := 0; k < o.Keys; k++ {
 		key := fmt.Sprintf("k%d", k)
 		s.locks[key] = &lockState{holder: -1}
@@ -171,10 +180,10 @@ func Generate(rng *rand.Rand, opts Options) history.History {
 		e := heap.Pop(&s.q).(event)
 		switch e.kind {
 		case 0:
-			if len(s.h) >= o.Ops {
+			if s.n >= o.Ops {
 				continue
 			}
-			if o.NemesisEvery > 0 && len(s.h) >= nextNemesis {
+			if o.NemesisEvery > 0 && s.n >= nextNemesis {
 				f := "partition"
 				if nextNemesis/o.NemesisEvery%2 == 1 {
 					f = "heal"
@@ -189,7 +198,6 @@ func Generate(rng *rand.Rand, opts Options) history.History {
 			s.complete(e.w, e.at)
 		}
 	}
-	return s.h
 }
 
 func (s *sim) schedule(at time.Duration, kind int, w *worker) {
@@ -203,12 +211,13 @@ func (s *sim) delay() time.Duration {
 }
 
 func (s *sim) emit(op history.Op, at time.Duration) {
-	op.Index = len(s.h)
+	op.Index = s.n
 	op.Time = at
 	if op.Process != history.NemesisProcess && op.Client == 0 {
 		op.Client = op.Process % s.o.Workers
 	}
-	s.h = append(s.h, op)
+	s.n++
+	s.out(op)
 }
 
 func (s *sim) fOf(w *worker) string {
