@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc soak-long lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -86,6 +86,12 @@ scenarios-doc: deps build
 # docs/baselines.md: every algorithm's 30 s no-fault soak baseline over seeds.
 baselines-doc: deps build
 	$(BIN) gate --tags soak --seeds $(or $(SEEDS),20) --markdown docs/baselines.md --junit build/gate-baselines.xml
+
+# An hour-long soak of the catalog (tag soak-long; SCENARIO=name picks
+# another than Redis's), with the harness's memory sampled every 10 s and
+# plotted (scripts/soak.sh, docs/performance.md). Not in CI.
+soak-long: deps build
+	bash scripts/soak.sh $(or $(SCENARIO),redis-single-soak-long)
 
 images: $(SKEWLIB)
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) CLOCKSKEW_LIB=$(SKEWLIB) images/build.sh

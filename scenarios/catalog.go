@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 )
 
@@ -34,12 +35,19 @@ func Catalog(names Names) ([]*Scenario, error) {
 	return out, nil
 }
 
+// SoakLongTag marks the hour-long soaks: Select leaves them out unless
+// asked for by this tag, so that a selection by other tags (a gate of the
+// whole catalog, of one system, of the quick scenarios) never starts an
+// hour-long run. By name they run like any scenario.
+const SoakLongTag = "soak-long"
+
 // Select returns the catalog scenarios carrying every one of tags (all when
-// tags is empty).
+// tags is empty), leaving out those tagged SoakLongTag unless tags names it.
 func Select(cat []*Scenario, tags ...string) []*Scenario {
 	var out []*Scenario
+	long := slices.Contains(tags, SoakLongTag)
 	for _, s := range cat {
-		ok := true
+		ok := long || !s.HasTag(SoakLongTag)
 		for _, t := range tags {
 			if !s.HasTag(t) {
 				ok = false

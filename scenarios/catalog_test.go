@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -52,5 +53,34 @@ func TestLoadUnknownNameListsKnown(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "redis-single-gc-pause") {
 		t.Errorf("error does not list the catalog: %v", err)
+	}
+}
+
+// TestSelectLeavesOutHourLongSoaks requires a selection by any tags but
+// soak-long to leave the hour-long soaks out, and soak-long to select
+// exactly them, one per system.
+func TestSelectLeavesOutHourLongSoaks(t *testing.T) {
+	cat, err := scenarios.Catalog(realNames())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tags := range [][]string{nil, {"redis"}, {"postgres"}, {"zookeeper"}, {"etcd"}, {"quick"}} {
+		for _, s := range scenarios.Select(cat, tags...) {
+			if s.HasTag(scenarios.SoakLongTag) {
+				t.Errorf("tags %v select %s", tags, s.Name)
+			}
+		}
+	}
+	systems := map[string]bool{}
+	for _, s := range scenarios.Select(cat, scenarios.SoakLongTag) {
+		if !s.HasTag(scenarios.SoakLongTag) || s.Duration < time.Hour {
+			t.Errorf("%s: tags %v, duration %v", s.Name, s.Tags, s.Duration)
+		}
+		systems[s.System.Name] = true
+	}
+	for _, sys := range []string{"redis", "postgres", "zookeeper", "etcd"} {
+		if !systems[sys] {
+			t.Errorf("no soak-long scenario of %s", sys)
+		}
 	}
 }
