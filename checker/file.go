@@ -61,6 +61,11 @@ type FileResult struct {
 	// well-formed, those before the first op that is not); Workers the
 	// number of them that are worker ops (not the nemesis's).
 	Ops, Workers int
+	// OK, Fail and Unknown count the worker ops completed ok, fail and
+	// info.
+	OK, Fail, Unknown int
+	// Version is the history's format version (history.Version).
+	Version int
 	// Info is what reading the file found besides the ops.
 	Info history.ReadInfo
 }
@@ -102,7 +107,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseReading, 0, 0)
 	checkers := Checkers(opts.Options)
-	streams := newStreams(ctx, checkers, opts.Liveness)
+	streams := newStreams(ctx, checkers, opts.Liveness, start)
 	var (
 		res     FileResult
 		v       history.Validator
@@ -123,10 +128,11 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 				badKey, ops = ops[i].Key, ops[:i]
 				break
 			}
-			res.Ops++
-			if !ops[i].IsNemesis() {
-				res.Workers++
+			if res.Ops == 0 {
+				res.Version = history.Version(ops[:1])
 			}
+			res.Ops++
+			res.count(&ops[i])
 		}
 		if bad == nil || len(ops) > 0 {
 			c.Ops = ops
@@ -148,6 +154,9 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		return FileResult{}, err
 	}
 	res.Info = info
+	if res.Version == 0 {
+		res.Version = history.Version(nil)
+	}
 	report(PhaseDeciding, res.Ops, total)
 	res.Results, res.Liveness = streams.results(start)
 	if bad != nil {
@@ -155,6 +164,22 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseDone, res.Ops, total)
 	return res, nil
+}
+
+// count counts op among the worker ops and their outcomes.
+func (r *FileResult) count(op *history.Op) {
+	if op.IsNemesis() {
+		return
+	}
+	r.Workers++
+	switch op.Type {
+	case history.OK:
+		r.OK++
+	case history.Fail:
+		r.Fail++
+	case history.Info:
+		r.Unknown++
+	}
 }
 
 // errStopReading stops the reading of a history found not well-formed.
@@ -196,8 +221,8 @@ type streams struct {
 
 // newStreams starts one goroutine per check of checkers (whose first is
 // the well-formed checker, which the reading itself is) and the liveness
-// report.
-func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions) *streams {
+// report; each check's Elapsed counts from start, when the reading began.
+func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions, start time.Time) *streams {
 	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	var parts []history.History // for the checks that still read the whole history
@@ -207,19 +232,18 @@ func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions) 
 		switch c := c.(type) {
 		case DoubleHoldChecker:
 			hs := newHoldStream()
-			s.add(hs.add, func() { *slot = hs.result(ctx, c.Name()) })
+			s.add(hs.add, func() { *slot = hs.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
-			s.add(ls.add, func() { *slot = ls.result() })
+			s.add(ls.add, func() { *slot = ls.result(); slot.Elapsed = time.Since(start) })
 		case TokenChecker:
 			ts := newTokenStream()
-			s.add(ts.add, func() { *slot = ts.result(ctx, c.Name()) })
+			s.add(ts.add, func() { *slot = ts.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
 		default:
 			wholeAt = append(wholeAt, i+1)
 		}
 	}
 	s.addChunks(func(c *history.Chunk) { parts = append(parts, slices.Clone(c.Ops)) }, func() {
-		start := time.Now()
 		whole := slices.Concat(parts...)
 		parts = nil
 		f := Analyze(whole)

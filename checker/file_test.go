@@ -87,7 +87,7 @@ func TestCheckFileEqualsCheck(t *testing.T) {
 				t.Fatalf("CheckFile: %v", gerr)
 			}
 			want, wantLive := CheckWithLiveness(context.Background(), h, Options{}, LivenessOptions{})
-			if got.Results[0].Verdict == Valid && (got.Ops != len(h) || got.Info != info) {
+			if got.Results[0].Verdict == Valid && (got.Ops != len(h) || got.Info != info || got.Version != history.Version(h)) {
 				t.Errorf("read %d ops %+v, want %d %+v", got.Ops, got.Info, len(h), info)
 			}
 			if g, w := comparable(t, got.Results, got.Liveness), comparable(t, want, wantLive); g != w {

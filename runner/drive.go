@@ -16,7 +16,10 @@ import (
 // recorded is what the workload hands to the check stage: what was
 // recorded and how the run ended.
 type recorded struct {
-	history history.History
+	// ops is the number of ops recorded in history.jsonl, the header
+	// included (0 when the clock never started); stats counts them.
+	ops   int
+	stats reports.Stats
 	// nem is the run's nemesis, nil when the run never got to it.
 	nem         *nemesis.Runner
 	interrupted bool
@@ -26,8 +29,7 @@ type recorded struct {
 	// written.
 	err        error
 	lockClient *reports.LockClient
-	// historyErr says why the history could not be written or read back
-	// from its file (history is then nil).
+	// historyErr says why the history could not be written.
 	historyErr error
 }
 

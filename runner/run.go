@@ -318,22 +318,29 @@ func waitUntil(ctx context.Context, t time.Time) {
 // countingSink counts ops by type for the progress line.
 type countingSink struct{ ops, ok, fail, info atomic.Int64 }
 
+// Append counts op as reports.CountStats counts it.
 func (c *countingSink) Append(op history.Op) error {
 	if op.IsHeader() {
 		return nil
 	}
 	c.ops.Add(1)
+	if op.IsNemesis() {
+		return nil
+	}
 	switch op.Type {
 	case history.OK:
 		c.ok.Add(1)
 	case history.Fail:
 		c.fail.Add(1)
 	case history.Info:
-		if !op.IsNemesis() {
-			c.info.Add(1)
-		}
+		c.info.Add(1)
 	}
 	return nil
+}
+
+// stats is what the sink counted.
+func (c *countingSink) stats() reports.Stats {
+	return reports.Stats{Ops: int(c.ops.Load()), OK: int(c.ok.Load()), Fail: int(c.fail.Load()), Info: int(c.info.Load())}
 }
 
 func reportProgress(ctx context.Context, fn func(Progress), start time.Time, total time.Duration, c *countingSink, nem *nemesis.Runner) {

@@ -49,8 +49,12 @@ func (t teardown) run() {
 // recorded.
 func record(ctx context.Context, p *plan, st *runStore) recorded {
 	rd := execute(ctx, p, st)
-	h, err := st.finishHistory()
-	rd.history, rd.historyErr = h, err
+	err := st.finishHistory()
+	rd.historyErr = err
+	if st.rec != nil {
+		rd.ops = st.rec.Len()
+		rd.stats = st.counts.stats()
+	}
 	if rd.err == nil {
 		rd.err = err
 	}

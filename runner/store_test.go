@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
@@ -24,41 +27,52 @@ func newTestStore(t *testing.T) *runStore {
 	return st
 }
 
-// TestFinishHistoryReadsTheFileBack checks that the history a run checks
+// TestCheckRecordedReadsTheFileBack checks that the history a run checks
 // is the one its recorder streamed to history.jsonl, read back (the
-// recorder keeps no op), that a run whose clock never started has none,
-// and that a file that cannot be read back is an error, not a history.
-func TestFinishHistoryReadsTheFileBack(t *testing.T) {
-	st := newTestStore(t)
-	rec := st.startClock()
-	for p := 0; p < 3; p++ {
-		rec.Record(history.Op{Process: p, Client: p, Type: history.Invoke, F: history.FAcquire, Key: "k"})
-		rec.Record(history.Op{Process: p, Client: p, Type: history.Fail, F: history.FAcquire, Key: "k"})
-	}
-	rec.Record(history.EndOp())
-	if rec.History() != nil {
-		t.Fatal("the run's recorder kept ops in memory")
-	}
-	h, err := st.finishHistory()
-	if err != nil || len(h) != rec.Len() || len(h) != 8 || !h[0].IsHeader() || history.Validate(h) != nil {
-		t.Fatalf("read back %d ops (recorded %d), err %v: %+v", len(h), rec.Len(), err, h)
-	}
-	for i, op := range h[1:7] {
-		if op.Process != i/2 || op.F != history.FAcquire {
-			t.Fatalf("op %d read back as %+v", i+1, op)
+// recorder keeps no op), counted as recorded, and that a file that cannot
+// be read back, or holds other than what was recorded, gives an unknown
+// verdict saying so, never a verdict about the lock.
+func TestCheckRecordedReadsTheFileBack(t *testing.T) {
+	record := func(st *runStore) recorded {
+		rec := st.startClock()
+		for p := 0; p < 3; p++ {
+			rec.Record(history.Op{Process: p, Client: p, Type: history.Invoke, F: history.FAcquire, Key: "k"})
+			rec.Record(history.Op{Process: p, Client: p, Type: history.Fail, F: history.FAcquire, Key: "k"})
 		}
+		rec.Record(history.EndOp())
+		if rec.History() != nil {
+			t.Fatal("the run's recorder kept ops in memory")
+		}
+		return recorded{ops: rec.Len(), stats: st.counts.stats()}
 	}
-
-	if h, err := newTestStore(t).finishHistory(); h != nil || err != nil {
-		t.Fatalf("a clock that never started: %d ops, err %v; want none and no error", len(h), err)
-	}
-
-	gone := newTestStore(t)
-	gone.startClock()
-	if err := os.Remove(filepath.Join(gone.dir, reports.HistoryFile)); err != nil {
-		t.Fatal(err)
-	}
-	if h, err := gone.finishHistory(); h != nil || err == nil || !strings.Contains(err.Error(), "reading the history back") {
-		t.Fatalf("a history file gone before it was read back: %d ops, err %v; want an error", len(h), err)
+	for _, tc := range []struct {
+		name    string
+		spoil   func(st *runStore, rd *recorded)
+		verdict checker.Verdict
+		note    string
+	}{
+		{"read back", func(*runStore, *recorded) {}, checker.Valid, ""},
+		{"file gone", func(st *runStore, _ *recorded) { os.Remove(st.historyPath()) }, checker.Unknown, "could not be read back"},
+		{"ops missing", func(_ *runStore, rd *recorded) { rd.ops++ }, checker.Unknown, "8 ops in the file, 9 recorded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newTestStore(t)
+			rd := record(st)
+			if err := st.finishHistory(); err != nil {
+				t.Fatal(err)
+			}
+			if rd.ops != 8 || rd.stats != (reports.Stats{Ops: 7, Fail: 3}) {
+				t.Fatalf("recorded %d ops, stats %+v", rd.ops, rd.stats)
+			}
+			tc.spoil(st, &rd)
+			results := &reports.Results{Expected: &checker.Expectation{Verdict: checker.Valid}}
+			checkRecorded(context.Background(), results, st, rd, checker.Options{})
+			if results.Verdict != tc.verdict || !strings.Contains(fmt.Sprint(results.Checkers), tc.note) {
+				t.Fatalf("verdict %s, checkers %+v; want %s and %q", results.Verdict, results.Checkers, tc.verdict, tc.note)
+			}
+			if tc.verdict == checker.Valid && (len(results.Checkers) != len(checker.Checkers(checker.Options{})) || results.Liveness == nil || !results.ExpectationMet) {
+				t.Fatalf("checkers %+v, liveness %v, met %v", results.Checkers, results.Liveness, results.ExpectationMet)
+			}
+		})
 	}
 }

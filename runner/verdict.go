@@ -3,21 +3,20 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
 
-// verdict is what the check stage hands to the report: the run's results
-// and the checker's analysis of its history (nil when the checkers did not
-// run or the history is not well-formed).
+// verdict is what the check stage hands to the report: the run's results.
 type verdict struct {
 	results *reports.Results
-	facts   *checker.Facts
 }
 
 // check is the check stage: it checks the recorded history (unless the run
@@ -26,10 +25,11 @@ type verdict struct {
 // judges the run by the faults that failed.
 func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 	s := &p.s
-	h := rd.history
 	expect := s.Expect
-	results := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.Version(h), Stats: reports.CountStats(h), LockClient: rd.lockClient, Expected: &expect}
-	var facts *checker.Facts
+	results := &reports.Results{Scenario: s.Name, Lock: s.Lock.Algorithm, OwnLock: s.Lock.Own, Seed: s.Seed, HistoryVersion: history.FormatVersion, Stats: rd.stats, LockClient: rd.lockClient, Expected: &expect}
+	if rd.ops == 0 {
+		results.HistoryVersion = history.Version(nil) // no header was recorded
+	}
 	switch {
 	case errors.Is(rd.err, ErrLockClient):
 		results.Verdict = checker.Unknown
@@ -46,12 +46,29 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 		if copts.Drift == 0 && s.Lock.TTL > 0 {
 			copts.Drift = float64(s.Lock.Drift) / float64(s.Lock.TTL)
 		}
-		results.Checkers, results.Liveness, facts = checker.CheckAnalyzed(context.WithoutCancel(ctx), h, copts, checker.LivenessOptions{})
-		results.Verdict = checker.Overall(results.Checkers)
-		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
+		checkRecorded(ctx, results, st, rd, copts)
 	}
 	judgeFaults(results, rd.nem, s.Nemesis.Steps, rd.interrupted, st.log)
-	return verdict{results: results, facts: facts}
+	return verdict{results: results}
+}
+
+// checkRecorded reads the run's history back from its file as a stream and
+// checks it (checker.CheckFile), so that a run of any length is checked in
+// bounded memory. A file that cannot be read back, or that holds other than
+// the ops recorded, gives an unknown verdict saying so.
+func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, rd recorded, copts checker.Options) {
+	res, err := checker.CheckFile(context.WithoutCancel(ctx), st.historyPath(), checker.FileOptions{Options: copts})
+	if err == nil && res.Results[0].Verdict == checker.Valid && res.Ops != rd.ops {
+		err = fmt.Errorf("%d ops in the file, %d recorded", res.Ops, rd.ops)
+	}
+	if err != nil {
+		results.Verdict = checker.Unknown
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the history could not be read back: " + err.Error()}}
+		return
+	}
+	results.Checkers, results.Liveness = res.Results, res.Liveness
+	results.Verdict = checker.Overall(results.Checkers)
+	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
 }
 
 // report is the report stage: it writes results.json, and report.html from
@@ -63,13 +80,22 @@ func report(p *plan, st *runStore, rd recorded, v verdict) error {
 	err := reports.WriteResults(st.dir, v.results)
 	in := reports.ReportInput{
 		Results:     *v.results,
-		History:     rd.history,
 		Description: strings.TrimSpace(p.s.Description),
 		Scenario:    string(st.scenario),
 		Links:       reports.RunLinks(st.dir),
-		Facts:       v.facts,
 	}
-	if rerr := reports.WriteReport(st.dir, in); rerr != nil {
+	rerr := error(nil)
+	if rd.ops > 0 {
+		// the report draws every op: it reads the history back whole
+		in.History, _, rerr = history.ReadFile(st.historyPath())
+		if rerr == nil && len(v.results.Checkers) > 0 && v.results.Checkers[0].Name == anomaly.CheckerWellFormed && v.results.Checkers[0].Verdict == checker.Valid {
+			in.Facts = checker.Analyze(in.History)
+		}
+	}
+	if rerr == nil {
+		rerr = reports.WriteReport(st.dir, in)
+	}
+	if rerr != nil {
 		st.log.Printf("report: %v", rerr)
 	}
 	if lerr := reports.SetLatest(p.cfg.store, st.dir); lerr != nil && err == nil {
