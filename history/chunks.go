@@ -42,12 +42,13 @@ func (c *Chunk) Release() {
 	}
 }
 
-// chunkBytes is how much of the file one chunk covers, about 40,000 ops of
+// chunkBytes is how much of the file one chunk covers, about 33,000 ops of
 // a lock history; chunksInFlight bounds the chunks read and not yet
-// released, and so the reader's memory (about 10 MB of ops per chunk).
+// released, and so the reader's memory (about 12 MB per chunk: its bytes
+// and its ops).
 const (
 	chunkBytes     = 4 << 20
-	chunksInFlight = 12
+	chunksInFlight = 8
 )
 
 // decoded is one block of lines decoded by a worker.
