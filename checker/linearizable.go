@@ -449,6 +449,7 @@ func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 // linearize runs porcupine over ops; ok is its answer, timedOut whether it
 // ran out of time.
 func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok bool, info *porcupine.LinearizationInfo, timedOut bool) {
+	ops = withoutIdleUnknownGrants(ops)
 	model := pieceModel(key)
 	pops := make([]porcupine.Operation, len(ops))
 	for i, o := range ops {
@@ -472,6 +473,51 @@ func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok
 	}
 	res, li := porcupine.CheckOperationsVerbose(model, pops, timeout)
 	return res == porcupine.Ok, &li, res == porcupine.Unknown
+}
+
+// withoutIdleUnknownGrants returns ops (in invoke order) without the
+// acquires of unknown outcome of processes that hold no lock when they
+// invoke them (no grant of theirs in ops, or their own release, ok, after
+// their last one), when no renewal may take effect after they are invoked
+// (docs/history.md §4.1, "Acquires of unknown outcome"). Such an acquire
+// can only add a holder and move the instants on: the one thing a new
+// holder makes possible is another process's renewal passing as a no-op
+// instead of extending a lease that ran out, hence the renewals' rule. It
+// can always be taken last, so leaving it out changes no answer; it spares
+// the search the places each could take, which grow exponentially with
+// their number (a server paused while workers time out leaves dozens). ops
+// is returned as it is when nothing is left out.
+func withoutIdleUnknownGrants(ops []*lockOp) []*lockOp {
+	lastRenew := int64(-1) // the latest instant at which a renewal may take effect
+	for _, o := range ops {
+		if o.kind == kindRenew {
+			lastRenew = max(lastRenew, o.ret)
+		}
+	}
+	mayHold := map[int]bool{}
+	var out []*lockOp
+	for i, o := range ops {
+		drop := false
+		switch o.kind {
+		case kindGrant:
+			drop = o.isOpen() && !mayHold[o.proc] && lastRenew < o.call
+			mayHold[o.proc] = !drop
+		case kindRelease:
+			if !o.isOpen() {
+				mayHold[o.proc] = false
+			}
+		}
+		if drop && out == nil {
+			out = append(make([]*lockOp, 0, len(ops)-1), ops[:i]...)
+		}
+		if !drop && out != nil {
+			out = append(out, o)
+		}
+	}
+	if out == nil {
+		return ops
+	}
+	return out
 }
 
 // upTo returns the ops of p as they stood at the completion of history op
