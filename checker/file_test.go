@@ -156,3 +156,35 @@ func TestCheckFileBadLine(t *testing.T) {
 		t.Fatalf("err %v, want a line error", err)
 	}
 }
+
+// FuzzCheckFile requires the streaming check of any input to say what the
+// check of the history read whole says, or to fail to read it as Read
+// does.
+func FuzzCheckFile(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.jsonl")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "h.jsonl")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h, _, rerr := history.ReadFile(path)
+		got, err := CheckFile(context.Background(), path, FileOptions{})
+		if rerr != nil || err != nil {
+			if rerr == nil || err == nil || rerr.Error() != err.Error() {
+				t.Fatalf("CheckFile: %v, reading: %v", err, rerr)
+			}
+			return
+		}
+		want, live := CheckWithLiveness(context.Background(), h, Options{}, LivenessOptions{})
+		if g, w := comparable(t, got.Results, got.Liveness), comparable(t, want, live); g != w {
+			t.Fatalf("CheckFile says\n%s\nCheck says\n%s", g, w)
+		}
+	})
+}
