@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -77,8 +78,7 @@ type resourceStream struct {
 	drift float64
 	// compactMin is the fewest events of a key between two compactions.
 	compactMin int
-	n          int
-	now        time.Duration
+	now        time.Duration // the time of the last op
 	procs      procTable[resProc]
 	keys       map[string]*resKey
 	// kept are, by worker, the grants of crashed processes whose client
@@ -176,6 +176,8 @@ type holdStep struct {
 	session bool
 }
 
+// newResourceStream starts the resource check under drift d in [0, 1), as
+// ResourceChecker.Drift.
 func newResourceStream(drift float64) *resourceStream {
 	return &resourceStream{drift: drift, compactMin: 64, keys: map[string]*resKey{}, kept: map[int][]*resGrant{}}
 }
@@ -192,7 +194,6 @@ func (s *resourceStream) key(k string) *resKey {
 
 // add feeds the history's next op.
 func (s *resourceStream) add(op *history.Op) {
-	s.n++
 	s.now = op.Time
 	if op.IsNemesis() {
 		return
@@ -571,6 +572,7 @@ type resFinding struct {
 	u, n           *Anomaly
 }
 
+// newResKey starts the state of key name, compacted after budget events.
 func newResKey(name string, budget int) *resKey {
 	return &resKey{name: name, latest: map[int]*resGrant{}, vals: map[int64]*resVal{}, watched: map[int64][]*resFinding{}, budget: budget}
 }
@@ -623,6 +625,7 @@ func (k *resKey) read(inv *resInvoke, op *history.Op) {
 	}
 }
 
+// newResVal starts the state of a value with no read of it.
 func newResVal() *resVal {
 	return &resVal{orphanMin: Forever, aggRet: Forever, aggCall: never}
 }
@@ -751,17 +754,21 @@ func (k *resKey) orphanMin() time.Duration {
 // valueSet is a set of values, kept as sorted runs of consecutive values.
 type valueSet struct{ runs []valueRun }
 
+// valueRun is the values from lo to hi, both included.
 type valueRun struct{ lo, hi int64 }
 
+// find returns the first run that ends at or after v.
 func (s *valueSet) find(v int64) int {
 	return sort.Search(len(s.runs), func(i int) bool { return s.runs[i].hi >= v })
 }
 
+// has reports whether v is in the set.
 func (s *valueSet) has(v int64) bool {
 	i := s.find(v)
 	return i < len(s.runs) && s.runs[i].lo <= v
 }
 
+// add puts v in the set, joining the runs it touches.
 func (s *valueSet) add(v int64) {
 	i := s.find(v)
 	if i < len(s.runs) && s.runs[i].lo <= v {
@@ -843,7 +850,7 @@ func hiMinOf(w *resWrite) time.Duration {
 // of its value agrees with time when it was invoked at or before S.
 func sealTimes(ws []*resWrite, sc *resScratch) []time.Duration {
 	byLo := append(sc.byLo[:0], ws...)
-	slices.SortFunc(byLo, func(a, b *resWrite) int { return cmpDur(a.lo, b.lo) })
+	slices.SortFunc(byLo, func(a, b *resWrite) int { return cmp.Compare(a.lo, b.lo) })
 	minHiFrom := slices.Grow(sc.minHi[:0], len(byLo)+1)[:len(byLo)+1]
 	minHiFrom[len(byLo)] = Forever
 	for i := len(byLo) - 1; i >= 0; i-- {
@@ -856,16 +863,6 @@ func sealTimes(ws []*resWrite, sc *resScratch) []time.Duration {
 		out[i] = minHiFrom[j]
 	}
 	return out
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // tighten returns w's hi and after by the reads of its value (unique to
@@ -1046,7 +1043,7 @@ type grantIndex struct {
 // build indexes gs by key, reusing x's buffers.
 func (x *grantIndex) build(gs []*resGrant, key func(*resGrant) time.Duration) {
 	sorted := append(x.sorted[:0], gs...)
-	slices.SortFunc(sorted, func(a, b *resGrant) int { return cmpDur(key(a), key(b)) })
+	slices.SortFunc(sorted, func(a, b *resGrant) int { return cmp.Compare(key(a), key(b)) })
 	x.sorted = sorted
 	x.keys = slices.Grow(x.keys[:0], len(sorted))[:len(sorted)]
 	x.top = slices.Grow(x.top[:0], len(sorted))[:len(sorted)]
@@ -1317,7 +1314,7 @@ func (k *resKey) retire(v *resView, plan []resCand) {
 			rf = append(rf, &plan[i])
 		}
 	}
-	slices.SortFunc(rf, func(a, b *resCand) int { return cmpDur(a.w.hi, b.w.hi) })
+	slices.SortFunc(rf, func(a, b *resCand) int { return cmp.Compare(a.w.hi, b.w.hi) })
 	v.s.sc.rf = rf
 	lo := slices.Grow(v.s.sc.lo[:0], len(rf)+1)[:len(rf)+1] // the smallest lo from each on
 	v.s.sc.lo = lo
@@ -1409,6 +1406,7 @@ func (k *resKey) merge(v *resView, now time.Duration) {
 	k.grants = kept
 }
 
+// mergeable reports whether the grant g may retire (merge's rule).
 func (k *resKey) mergeable(v *resView, g *resGrant, now time.Duration) bool {
 	if len(g.writes) > 0 || g.latestLive || g.retFirst == nil || !g.laterKnown(math.MaxInt) {
 		return false
@@ -1470,7 +1468,7 @@ func (k *resKey) judge(s *resourceStream) []Anomaly {
 		}
 	}
 	slices.SortFunc(found, func(a, b stale) int {
-		if c := cmpDur(a.after, b.after); c != 0 {
+		if c := cmp.Compare(a.after, b.after); c != 0 {
 			return c
 		}
 		return a.order - b.order
