@@ -189,3 +189,65 @@ func BenchmarkLinearizabilityHeap1M(b *testing.B) {
 		b.ReportMetric((peak-base)/1e6, "MB-peak-heap")
 	}
 }
+
+// BenchmarkResourceHeap1M runs the resource check over the benchmark
+// history and reports the most heap it used above the history itself,
+// sampled as BenchmarkLinearizabilityHeap1M samples it (which counts the
+// garbage the collector has not yet reached), and the heap it holds once
+// the last op is in, after a collection: what it keeps.
+func BenchmarkResourceHeap1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	b.ResetTimer()
+	for b.Loop() {
+		var r Result
+		var held float64
+		peak := peakHeap(func(heap func() float64) {
+			rs := newResourceStream(DefaultDrift)
+			for i := range h {
+				rs.add(&h[i])
+			}
+			runtime.GC()
+			held = heap()
+			r = rs.result(context.Background(), ResourceChecker{}.Name())
+		})
+		if r.Verdict != Valid {
+			b.Fatalf("verdict %s", r.Verdict)
+		}
+		b.ReportMetric(peak/1e6, "MB-peak-heap")
+		b.ReportMetric(held/1e6, "MB-held")
+	}
+}
+
+// peakHeap runs run and returns the most heap in use above what was in use
+// before it, sampled every millisecond with the collector running after
+// every 1% of growth, so that the heap follows what is live; run may read
+// the heap above that base itself.
+func peakHeap(run func(heap func() float64)) float64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() float64 {
+		metrics.Read(sample)
+		return float64(sample[0].Value.Uint64())
+	}
+	runtime.GC()
+	base := heap()
+	peak := base
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				peak = max(peak, heap())
+			}
+		}
+	}()
+	run(func() float64 { return heap() - base })
+	close(done)
+	<-sampled
+	return peak - base
+}
