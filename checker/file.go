@@ -239,6 +239,9 @@ func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions, 
 		case TokenChecker:
 			ts := newTokenStream()
 			s.add(ts.add, func() { *slot = ts.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
+		case ResourceChecker:
+			rs := newResourceStream(c.Drift)
+			s.add(rs.add, func() { *slot = rs.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
 		default:
 			wholeAt = append(wholeAt, i+1)
 		}
