@@ -154,3 +154,19 @@ func TestNothingOnAPipe(t *testing.T) {
 		})
 	}
 }
+
+// TestLineCountsDownBetweenUnits updates a line of runs: the time left
+// is measured from the last time a run finished, so that it counts down
+// while the next goes on, however often the same count is told again.
+func TestLineCountsDownBetweenUnits(t *testing.T) {
+	l, buf, clock := newTestLine()
+	l.Update(Status{Phase: "gate", Done: 0, Total: 4, Unit: "runs"})
+	clock.advance(10 * time.Second)
+	l.Update(Status{Phase: "gate", Done: 1, Total: 4, Unit: "runs"})
+	clock.advance(5 * time.Second)
+	l.Update(Status{Phase: "gate", Done: 1, Total: 4, Unit: "runs", Note: "seed 2: running"})
+	l.draw()
+	if got, want := takeOutput(buf), "\r      gate [=>        ]  25%  1/4 runs  0:15 elapsed  ETA 0:25  seed 2: running\x1b[K"; got != want {
+		t.Fatalf("drew %q, want %q", got, want)
+	}
+}

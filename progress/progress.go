@@ -90,9 +90,10 @@ type Line struct {
 }
 
 // phaseStart is where the current phase began: its time and its Done and
-// Count then, from which the rates are measured.
+// Count then, from which the rates are measured; doneAt is when Done last
+// changed.
 type phaseStart struct {
-	at          time.Time
+	at, doneAt  time.Time
 	done, count int64
 }
 
@@ -165,8 +166,12 @@ func (l *Line) Update(s Status) {
 	if l.done {
 		return
 	}
-	if !l.have || s.Phase != l.cur.Phase {
-		l.phase = phaseStart{at: l.now(), done: s.Done, count: s.Count}
+	now := l.now()
+	switch {
+	case !l.have || s.Phase != l.cur.Phase:
+		l.phase = phaseStart{at: now, doneAt: now, done: s.Done, count: s.Count}
+	case s.Done != l.cur.Done:
+		l.phase.doneAt = now
 	}
 	l.cur, l.have = s, true
 }
@@ -179,7 +184,7 @@ func (l *Line) draw() {
 		return
 	}
 	now := l.now()
-	f := frame{s: l.cur, elapsed: now.Sub(l.start), inPhase: now.Sub(l.phase.at), doneBase: l.phase.done, countBase: l.phase.count}
+	f := frame{s: l.cur, elapsed: now.Sub(l.start), inPhase: now.Sub(l.phase.at), sinceDone: now.Sub(l.phase.doneAt), doneBase: l.phase.done, countBase: l.phase.count}
 	text := render(f, l.width())
 	if text == l.shown {
 		return

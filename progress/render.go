@@ -9,19 +9,21 @@ import (
 )
 
 // frame is what one drawing of a line is made of: the status, the time
-// since the line was made and since the phase began, and the status's Done
-// and Count when the phase began.
+// since the line was made, since the phase began and since Done last
+// changed, and the status's Done and Count when the phase began.
 type frame struct {
-	s                   Status
-	elapsed, inPhase    time.Duration
-	doneBase, countBase int64
+	s                           Status
+	elapsed, inPhase, sinceDone time.Duration
+	doneBase, countBase         int64
 }
 
 // The bar's widths: at most maxBar cells inside its brackets, and none at
-// all when fewer than minBar fit.
+// all when fewer than minBar fit; a note is not drawn in fewer than
+// minNote columns.
 const (
-	maxBar = 25
-	minBar = 6
+	maxBar  = 25
+	minBar  = 6
+	minNote = 4
 )
 
 // phaseWidth is the width the phase is right-aligned to, as cargo aligns
@@ -32,8 +34,10 @@ const phaseWidth = 10
 // more than width-1 runes (a line that reaches the last column wraps on
 // some terminals): the phase, then the bar when the total is known, the
 // percent and the amounts, the count with its rate, the time elapsed, the
-// time left, and the note, cut first when the line is too wide; the bar
-// narrows before the rest is cut.
+// time left, and the note. When the line is too wide the bar narrows to
+// make room for the whole note, down to minBar cells; a note that does
+// not fit even then is cut instead. A terminal too narrow for the rest
+// loses the bar, then the note, then the end of the line.
 func render(f frame, width int) string {
 	avail := width - 1
 	head := fmt.Sprintf("%*s", phaseWidth, f.s.Phase)
@@ -41,7 +45,11 @@ func render(f frame, width int) string {
 	line := head
 	if f.s.Total > 0 {
 		pct := fmt.Sprintf("%3d%%", percent(f.s.Done, f.s.Total))
-		bw := min(maxBar, avail-runes(head)-runes(pct)-runes(rest)-6) // " [" + "] " + "  "
+		room := avail - runes(head) - runes(pct) - runes(rest) - 6 // " [" + "] " + "  "
+		bw := min(maxBar, room)
+		if fit := room - 2 - runes(f.s.Note); f.s.Note != "" && fit >= minBar {
+			bw = min(bw, fit)
+		}
 		if bw >= minBar {
 			line += " [" + bar(float64(f.s.Done)/float64(f.s.Total), bw) + "]"
 		}
@@ -49,7 +57,7 @@ func render(f frame, width int) string {
 	}
 	line += "  " + rest
 	if note := f.s.Note; note != "" {
-		if room := avail - runes(line) - 2; room >= 4 {
+		if room := avail - runes(line) - 2; room >= minNote {
 			line += "  " + cut(note, room)
 		}
 	}
@@ -91,15 +99,25 @@ func (f frame) rate(n, base int64) float64 {
 	return float64(n-base) / f.inPhase.Seconds()
 }
 
-// left estimates the time left in the phase from the rate of Done since
-// it began; ok is false when there is no total or no rate yet.
+// left estimates the time left in the phase, rounded up to the second,
+// from the time Done took to grow since the phase began: the time each
+// unit took, for each unit left, less the time since Done last grew (a
+// count of runs counts down while a run goes on), but never less than the
+// time of the units left after the current one. ok is false when there is
+// no total, no unit done yet, or no time left by that estimate.
 func (f frame) left() (time.Duration, bool) {
 	s := f.s
-	if s.Total <= 0 || s.Done >= s.Total || s.Done <= f.doneBase || f.inPhase <= 0 {
+	took := f.inPhase - f.sinceDone
+	if s.Total <= 0 || s.Done >= s.Total || s.Done <= f.doneBase || took <= 0 {
 		return 0, false
 	}
-	per := float64(f.inPhase) / float64(s.Done-f.doneBase)
-	return time.Duration(per * float64(s.Total-s.Done)), true
+	per := float64(took) / float64(s.Done-f.doneBase)
+	units := float64(s.Total - s.Done)
+	left := max(time.Duration(per*units)-f.sinceDone, time.Duration(per*(units-1)))
+	if left <= 0 {
+		return 0, false
+	}
+	return (left + time.Second - 1).Truncate(time.Second), true // up: never 0:00 before the end
 }
 
 // percent returns done of total in whole percent, in [0, 100].

@@ -48,8 +48,8 @@ equal to an unsharded gate's (docs/ci.md). --list prints the pairs that
 would run, one "scenario seed" per line, and runs nothing.
 
 ` + progressHelp + ` For a gate: the runs done of all, the invalid runs
-and those not as expected so far, and the current run with its phase; the
-time left is estimated from the runs done.
+so far (and those not as expected, when there are), and the current run
+with its phase; the time left is estimated from the runs done.
 
 Examples:
   jepsen-lite gate --tags quick
@@ -173,7 +173,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if interrupted {
 			break
 		}
-		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), i, len(pairs), fmt.Sprintf("%d invalid, %d unmet", invalid, unmet))
+		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), i, len(pairs), gateFound(invalid, unmet))
 		if r == nil || r.sc != sc {
 			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
 			rows = append(rows, r)

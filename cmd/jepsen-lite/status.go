@@ -39,28 +39,38 @@ func fileStatus(p checker.FileProgress) progress.Status {
 }
 
 // runStatus is the status line of a run: its phase, and while it runs the
-// time of its duration with its ops recorded, their types and the faults
-// in force.
+// time of its duration with its ops recorded, the faults in force and the
+// workers' ops by type.
 func runStatus(p runner.Progress) progress.Status {
 	s := progress.Status{Phase: p.Phase}
 	if p.Phase == runner.PhaseRunning {
 		s.Done, s.Total, s.Unit = int64(p.Elapsed), int64(p.Total), progress.Time
 		s.Count, s.CountUnit = p.Ops, "ops"
-		s.Note = fmt.Sprintf("ok %s  fail %s  info %s", progress.Thousands(p.OK), progress.Thousands(p.Fail), progress.Thousands(p.Inf))
+		counts := fmt.Sprintf("ok %s  fail %s  info %s", progress.Thousands(p.OK), progress.Thousands(p.Fail), progress.Thousands(p.Inf))
+		s.Note = counts
 		if len(p.Faults) > 0 {
-			s.Note += "  faults: " + strings.Join(p.Faults, "; ")
+			s.Note = "faults: " + strings.Join(p.Faults, "; ") + "  " + counts
 		}
 	}
 	return s
 }
 
 // runNote says in a few words where a run of a batch is: "running
-// 3.2s/7.0s, 1,234 ops".
+// 3.2s/7.0s".
 func runNote(p runner.Progress) string {
 	if p.Phase != runner.PhaseRunning {
 		return p.Phase
 	}
-	return fmt.Sprintf("running %.1fs/%.1fs, %s ops", p.Elapsed.Seconds(), p.Total.Seconds(), progress.Thousands(p.Ops))
+	return fmt.Sprintf("running %.1fs/%.1fs", p.Elapsed.Seconds(), p.Total.Seconds())
+}
+
+// gateFound says what the runs of a gate found so far: "2 invalid", with
+// ", 1 unmet" when a run did not end as its scenario expected.
+func gateFound(invalid, unmet int) string {
+	if unmet == 0 {
+		return fmt.Sprintf("%d invalid", invalid)
+	}
+	return fmt.Sprintf("%d invalid, %d unmet", invalid, unmet)
 }
 
 // batchStatus is the status line of a command that carries out many runs
@@ -73,7 +83,8 @@ type batchStatus struct {
 
 	mu          sync.Mutex
 	done, total int
-	// found says what the runs finished found so far ("1 invalid").
+	// found says what the runs finished found so far ("1 invalid"),
+	// drawn first.
 	found string
 	// current names the current run ("redlock-gc-pause seed 2"), at names
 	// its phase.
@@ -106,7 +117,10 @@ func (b *batchStatus) run(p runner.Progress) {
 }
 
 // show updates the line; b.mu is held or b not yet shared.
-func (b *batchStatus) show() {
+func (b *batchStatus) show() { b.line.Update(b.status()) }
+
+// status is what the line shows; b.mu is held or b not yet shared.
+func (b *batchStatus) status() progress.Status {
 	var note []string
 	if b.found != "" {
 		note = append(note, b.found)
@@ -118,5 +132,5 @@ func (b *batchStatus) show() {
 		}
 		note = append(note, run)
 	}
-	b.line.Update(progress.Status{Phase: b.phase, Done: int64(b.done), Total: int64(b.total), Unit: "runs", Note: strings.Join(note, " · ")})
+	return progress.Status{Phase: b.phase, Done: int64(b.done), Total: int64(b.total), Unit: "runs", Note: strings.Join(note, " · ")}
 }
