@@ -72,6 +72,22 @@ type Options struct {
 	Backend string
 	// Log receives one line per run; nil for none.
 	Log io.Writer
+	// Progress, when set, is called before each run with how far the
+	// campaign has come; none by default.
+	Progress func(Progress)
+}
+
+// Progress is how far a campaign has come, told before each run.
+type Progress struct {
+	// Kind is the fault kind of the run about to start and Seed its seed.
+	Kind string
+	Seed uint64
+	// Done counts the runs finished, of Total, the runs the campaign
+	// plans: Runs for each kind, less those of a kind found not
+	// applicable.
+	Done, Total int
+	// Invalid counts the finished runs whose verdict was invalid.
+	Invalid int
 }
 
 // Row is what one fault kind found.
@@ -214,7 +230,9 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 	}
 	rep := &Report{Scenario: base.Name}
 	defer func() { rep.Elapsed = time.Since(began) }()
-	for _, kind := range append([]string{NoFault}, kinds...) {
+	all := append([]string{NoFault}, kinds...)
+	told := Progress{Total: len(all) * opts.Runs}
+	for _, kind := range all {
 		row := &Row{Fault: kind}
 		rep.Rows = append(rep.Rows, row)
 		anomalies := map[string]bool{}
@@ -227,10 +245,15 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 				break
 			}
 			sc := Variant(base, kind, opts.Seed+uint64(i), validate)
+			if opts.Progress != nil {
+				told.Kind, told.Seed = kind, sc.Seed
+				opts.Progress(told)
+			}
 			out, err := run(ctx, sc)
 			if errors.Is(err, ErrNotApplicable) {
 				row.NotApplicable = err.Error()
 				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
+				told.Total -= opts.Runs - i
 				break
 			}
 			if err != nil {
@@ -239,8 +262,10 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 			if out.Unavailable != "" {
 				row.NotApplicable = out.Unavailable
 				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %s (%s)\n", kind, out.Unavailable, out.Dir)
+				told.Total -= opts.Runs - i
 				break
 			}
+			told.Done++
 			rep.Runs++
 			row.Runs++
 			switch {
@@ -248,6 +273,7 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 				row.Unknown++
 			case out.Verdict == checker.Invalid:
 				row.Invalid++
+				told.Invalid++
 				row.Failing = append(row.Failing, out.Dir)
 				for _, a := range out.Anomalies {
 					anomalies[a] = true

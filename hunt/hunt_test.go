@@ -163,3 +163,38 @@ func TestCampaign(t *testing.T) {
 		t.Errorf("budget: %v, out of time %v; want out of time, nothing found", err, rep.OutOfTime)
 	}
 }
+
+// TestCampaignProgress follows a campaign through its Progress: told
+// before each run, with the runs done, the runs planned (less those of a
+// kind found not applicable) and the invalid runs so far.
+func TestCampaignProgress(t *testing.T) {
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		switch {
+		case sc.Nemesis.Random == nil:
+			return Outcome{Verdict: checker.Valid}, nil
+		case sc.Nemesis.Random.Faults[0] == "pause":
+			return Outcome{Verdict: checker.Unknown, FaultFailed: true, Unavailable: "cluster: unavailable: cannot pause"}, nil
+		case sc.Nemesis.Random.Faults[0] == "failover":
+			return Outcome{}, fmt.Errorf("%w: needs the primary-replica topology", ErrNotApplicable)
+		case sc.Seed%2 == 1:
+			return Outcome{Verdict: checker.Invalid}, nil
+		}
+		return Outcome{Verdict: checker.Valid}, nil
+	}
+	var told []Progress
+	opts := Options{Faults: []string{"client-pause", "pause", "failover"}, Runs: 2, Seed: 10, Progress: func(p Progress) { told = append(told, p) }}
+	if _, err := Campaign(context.Background(), base(), run, nil, opts); err != nil {
+		t.Fatal(err)
+	}
+	want := []Progress{
+		{Kind: NoFault, Seed: 10, Done: 0, Total: 8},
+		{Kind: NoFault, Seed: 11, Done: 1, Total: 8},
+		{Kind: "client-pause", Seed: 10, Done: 2, Total: 8},
+		{Kind: "client-pause", Seed: 11, Done: 3, Total: 8},
+		{Kind: "pause", Seed: 10, Done: 4, Total: 8, Invalid: 1},
+		{Kind: "failover", Seed: 10, Done: 4, Total: 6, Invalid: 1},
+	}
+	if !slices.Equal(told, want) {
+		t.Fatalf("told\n%+v\nwant\n%+v", told, want)
+	}
+}

@@ -52,12 +52,36 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Progress is a snapshot of a running run, for live display.
+// Progress is a snapshot of a run, for live display.
 type Progress struct {
-	Elapsed, Total     time.Duration
+	// Phase is the stage the run is in: PhaseStarting, PhaseRunning,
+	// PhaseStopping, PhaseChecking or PhaseReporting.
+	Phase string
+	// Elapsed is the time since the run's clock started, of Total, the
+	// scenario's duration and quiet period; both are 0 before the clock
+	// starts.
+	Elapsed, Total time.Duration
+	// Ops counts the ops recorded so far (the header aside), OK, Fail and
+	// Inf those of the workers by type.
 	Ops, OK, Fail, Inf int64
-	Faults             []string // the faults active now
+	Faults             []string // the faults active now (PhaseRunning)
 }
+
+// The phases of a run (Progress.Phase), in order.
+const (
+	// PhaseStarting is starting the network, the servers and the lock
+	// clients.
+	PhaseStarting = "starting servers"
+	// PhaseRunning is the workload and the nemesis, for the scenario's
+	// duration and its quiet period.
+	PhaseRunning = "running"
+	// PhaseStopping is stopping the clients and the servers.
+	PhaseStopping = "stopping servers"
+	// PhaseChecking is checking the history.
+	PhaseChecking = "checking"
+	// PhaseReporting is writing results.json and report.html.
+	PhaseReporting = "writing report"
+)
 
 // StartFunc starts a cluster for a spec; a cluster.Backend's Start fits.
 type StartFunc = cluster.StartFunc
@@ -169,7 +193,10 @@ func WithClusterBackend(b cluster.Backend) Option {
 // it runs (SpecChecker).
 func WithBackendOf(b Backend) Option { return func(c *config) { c.backend = b } }
 
-// WithProgress has fn called about four times a second with a snapshot.
+// WithProgress has fn called with a snapshot of the run at the start of
+// each of its phases (Progress.Phase) and about four times a second while
+// its workload runs; it is called from one goroutine at a time and must
+// return quickly. By default there is none.
 func WithProgress(fn func(Progress)) Option { return func(c *config) { c.progress = fn } }
 
 // WithLog copies run.log's lines to w as well.
@@ -257,8 +284,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, 
 		st.failedSetup(p, rd.err)
 		return res, rd.err
 	}
+	p.cfg.phase(PhaseChecking, st.counts)
 	v := check(ctx, p, st, rd)
 	res.Results = v.results
+	p.cfg.phase(PhaseReporting, st.counts)
 	err = report(p, st, rd, v)
 	res.Elapsed = time.Since(began)
 	st.log.Printf("verdict %s (expected %s, met %v) in %v", v.results.Verdict, p.s.Expect.Verdict, v.results.ExpectationMet, res.Elapsed.Round(time.Millisecond))
@@ -343,6 +372,21 @@ func (c *countingSink) stats() reports.Stats {
 	return reports.Stats{Ops: int(c.ops.Load()), OK: int(c.ok.Load()), Fail: int(c.fail.Load()), Info: int(c.info.Load())}
 }
 
+// counted returns a snapshot of the run in phase with c's counts.
+func (c *countingSink) counted(phase string) Progress {
+	return Progress{Phase: phase, Ops: c.ops.Load(), OK: c.ok.Load(), Fail: c.fail.Load(), Inf: c.info.Load()}
+}
+
+// phase tells the progress callback, if any, that the run begins phase,
+// with the counts of c so far.
+func (cfg *config) phase(phase string, c *countingSink) {
+	if cfg.progress != nil {
+		cfg.progress(c.counted(phase))
+	}
+}
+
+// reportProgress calls fn, if not nil, with a snapshot of the running
+// workload four times a second, and once more when ctx ends.
 func reportProgress(ctx context.Context, fn func(Progress), start time.Time, total time.Duration, c *countingSink, nem *nemesis.Runner) {
 	if fn == nil {
 		<-ctx.Done()
@@ -356,8 +400,11 @@ func reportProgress(ctx context.Context, fn func(Progress), start time.Time, tot
 			faults = append(faults, st.Fault+" "+strings.Join(st.Targets, ","))
 		}
 		sort.Strings(faults)
-		return Progress{Elapsed: time.Since(start), Total: total, Ops: c.ops.Load(), OK: c.ok.Load(), Fail: c.fail.Load(), Inf: c.info.Load(), Faults: faults}
+		p := c.counted(PhaseRunning)
+		p.Elapsed, p.Total, p.Faults = time.Since(start), total, faults
+		return p
 	}
+	fn(snap())
 	for {
 		select {
 		case <-t.C:

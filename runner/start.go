@@ -66,11 +66,14 @@ func record(ctx context.Context, p *plan, st *runStore) recorded {
 func execute(ctx context.Context, p *plan, st *runStore) recorded {
 	run := &started{}
 	defer func() { run.down.run() }() // what start pushed by then
+	p.cfg.phase(PhaseStarting, st.counts)
 	interrupted, err := start(ctx, p, st, run)
 	if err != nil {
 		return recorded{interrupted: interrupted, err: err, lockClient: run.lockClient}
 	}
-	return drive(ctx, p, st, run)
+	rd := drive(ctx, p, st, run)
+	p.cfg.phase(PhaseStopping, st.counts)
+	return rd
 }
 
 // start is the start stage: the network, the cluster on it and the

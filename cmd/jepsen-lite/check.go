@@ -14,6 +14,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/history/jepsen"
+	"github.com/jepsen-lite/jepsen-lite/progress"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
 
@@ -37,6 +38,9 @@ With --format jepsen it reads a Jepsen or Knossos EDN history of a lock
 workload instead (docs/history.md §5); --ttl, required then, is the lease
 every grant got.
 
+` + progressHelp + ` For a jsonl history: the part of the file read, the ops read
+and their rate, then the deciding of what the ops left open.
+
 Examples:
   jepsen-lite check store/latest
   jepsen-lite check store/redis-single-gc-pause/20261122T031500.000Z --json
@@ -50,6 +54,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	drift := fs.Float64("drift", 0, "clock drift allowance as a fraction of the lease, in [0, 1); 0 means none (default: from the run's scenario.yaml, else 0.01)")
 	format := fs.String("format", formatJSONL, "the history's format: jsonl (this project's history.jsonl) or jepsen (a Jepsen/Knossos EDN history)")
 	ttl := fs.Duration("ttl", 0, "with --format jepsen (required there): the lease every grant got, set as the ttl of each acquire")
+	quiet := fs.Bool("quiet", false, quietUsage)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -85,29 +90,18 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	var run *storedRun
+	var res *reports.Results
+	var ops int
 	if *format == formatJepsen {
-		if st.IsDir() {
-			path = filepath.Join(path, jepsen.HistoryFile)
-		}
-		h, err := jepsen.ReadFile(path, jepsen.Options{TTL: *ttl})
-		if err != nil {
-			return exitUsage, usageError{err}
-		}
-		if err := judgeable(path, h, history.ReadInfo{}); err != nil {
-			return exitUsage, usageError{err}
-		}
-		run = &storedRun{h: h}
+		res, ops, path, err = checkJepsen(ctx, path, st.IsDir(), *ttl, *drift, driftSet, *timeout)
 	} else {
-		if run, err = readStored(path, st.IsDir()); err != nil {
-			return exitUsage, usageError{err}
-		}
-		if st.IsDir() {
-			path = filepath.Join(path, reports.HistoryFile)
-		}
+		line := newStatusLine(stderr, *quiet)
+		res, ops, path, err = checkJSONL(ctx, path, st.IsDir(), *drift, driftSet, *timeout, line)
+		line.Done()
 	}
-	h, info := run.h, run.info
-	res := run.check(ctx, run.options(*drift, driftSet, checker.Options{Timeout: *timeout}))
+	if err != nil {
+		return exitUsage, usageError{err}
+	}
 	if wf := res.Checkers[0]; wf.Verdict != checker.Valid && len(wf.Anomalies) > 0 {
 		// not well-formed: bad input, not a verdict about the lock
 		return exitUsage, usagef("%s: %s", path, wf.Anomalies[0].Message)
@@ -119,9 +113,9 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 			return exitInternal, err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s: %d ops\n", path, len(h))
-		if info.Truncated {
-			fmt.Fprintf(stdout, "  the last line was incomplete and was left out: checked the %d complete lines before it\n", len(h))
+		fmt.Fprintf(stdout, "%s: %d ops\n", path, ops)
+		if res.Truncated {
+			fmt.Fprintf(stdout, "  the last line was incomplete and was left out: checked the %d complete lines before it\n", ops)
 		}
 		printCheckers(stdout, res.Checkers)
 		printLiveness(stdout, res.Liveness)
@@ -135,4 +129,35 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	default:
 		return exitUnknown, nil
 	}
+}
+
+// checkJepsen checks a Jepsen or Knossos EDN history (a file, or the one
+// of a Jepsen store directory), read whole, and returns the results, the
+// number of ops and the file's path.
+func checkJepsen(ctx context.Context, path string, isDir bool, ttl time.Duration, drift float64, driftSet bool, timeout time.Duration) (*reports.Results, int, string, error) {
+	if isDir {
+		path = filepath.Join(path, jepsen.HistoryFile)
+	}
+	h, err := jepsen.ReadFile(path, jepsen.Options{TTL: ttl})
+	if err != nil {
+		return nil, 0, path, err
+	}
+	if err := judgeable(path, tallyOf(h), history.ReadInfo{}); err != nil {
+		return nil, 0, path, err
+	}
+	run := &storedRun{h: h}
+	return run.check(ctx, run.options(drift, driftSet, checker.Options{Timeout: timeout})), len(h), path, nil
+}
+
+// checkJSONL checks a history.jsonl (a file, or a run directory's) as it
+// reads it, showing how far it has come on line, and returns the results,
+// the number of ops and the file's path.
+func checkJSONL(ctx context.Context, path string, isDir bool, drift float64, driftSet bool, timeout time.Duration, line *progress.Line) (*reports.Results, int, string, error) {
+	run, file, err := openStored(path, isDir)
+	if err != nil {
+		return nil, 0, path, err
+	}
+	show := func(p checker.FileProgress) { line.Update(fileStatus(p)) }
+	res, ops, err := run.checkFile(ctx, file, run.options(drift, driftSet, checker.Options{Timeout: timeout}), show)
+	return res, ops, file, err
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [--shard i/n] [--list] [scenario ...]
+const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [--shard i/n] [--list] [--quiet] [scenario ...]
 
 Runs the selected scenarios (by default every built-in one carrying all of
 --tags) with seeds 1..N each, prints a table (scenario, expected, observed,
@@ -47,6 +47,10 @@ Each machine keeps its own --store; one job then merges them with
 equal to an unsharded gate's (docs/ci.md). --list prints the pairs that
 would run, one "scenario seed" per line, and runs nothing.
 
+` + progressHelp + ` For a gate: the runs done of all, the invalid runs
+so far (and those not as expected, when there are), and the current run
+with its phase; the time left is estimated from the runs done.
+
 Examples:
   jepsen-lite gate --tags quick
   jepsen-lite gate --seeds 20 --junit gate.xml
@@ -69,6 +73,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	list := fs.Bool("list", false, "print the scenario × seed pairs that would run, and run nothing")
 	lockCommand := fs.String("lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
+	quiet := fs.Bool("quiet", false, quietUsage)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -158,11 +163,17 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	var rows []*gateRow
 	interrupted := false
 	var r *gateRow
-	for _, p := range pairs {
+	line := newStatusLine(stderr, *quiet)
+	defer line.Done()
+	status := newBatchStatus(line, "gate", len(pairs))
+	say := line.Writer()
+	invalid, unmet := 0, 0
+	for i, p := range pairs {
 		sc, seed := p.sc, p.seed
 		if interrupted {
 			break
 		}
+		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), i, len(pairs), gateFound(invalid, unmet))
 		if r == nil || r.sc != sc {
 			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
 			rows = append(rows, r)
@@ -174,14 +185,15 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				continue
 			}
 			runDir := stored[sc.Name][seed-1]
-			fmt.Fprintf(stderr, "gate: re-checking %s ...\n", runDir)
+			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
+			status.run(runner.Progress{Phase: runner.PhaseChecking})
 			res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
 			}
 		} else {
-			fmt.Fprintf(stderr, "gate: %s seed %d ...\n", sc.Name, seed)
-			res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed))
+			fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
+			res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
 		}
 		c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
 		if res != nil && res.Results != nil {
@@ -222,9 +234,15 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		r.runs++
 		if c.Met {
 			r.met++
+		} else {
+			unmet++
+		}
+		if c.Verdict == checker.Invalid {
+			invalid++
 		}
 		cases = append(cases, c)
 	}
+	line.Done()
 
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tOBSERVED\tANOMALIES\tDETECTION\tTIME")

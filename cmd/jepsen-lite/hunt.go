@@ -17,7 +17,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -29,6 +29,10 @@ run is stored. It prints one row per fault kind: the runs, how many were
 invalid and the anomalies they found, and the first failing run, which
 'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
 runs use that external lock client (docs/lock-protocol.md).
+
+` + progressHelp + ` For a hunt: the runs done of all, the invalid runs so
+far, and the current run (its fault kind and seed) with its phase; the
+time left is estimated from the runs done.
 
 Exit 1 when any run was invalid, 0 when none was, 2 when interrupted or out
 of its budget before every run, 254 for bad input.
@@ -49,6 +53,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	lockCommand := fs.String("lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
 	markdown := fs.String("markdown", "", "write the campaign's table as Markdown to this file")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	quiet := fs.Bool("quiet", false, quietUsage)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -85,8 +90,14 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if _, err := hunt.Kinds(base.System.Name, backendUsed.Name, want); err != nil {
 		return exitUsage, usageError{err}
 	}
-	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed)}
-	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: stderr}, runOpts...)
+	line := newStatusLine(stderr, *quiet)
+	status := newBatchStatus(line, "hunt", 0)
+	told := func(p hunt.Progress) {
+		status.start(fmt.Sprintf("%s seed %d", p.Kind, p.Seed), p.Done, p.Total, fmt.Sprintf("%d invalid", p.Invalid))
+	}
+	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
+	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: line.Writer(), Progress: told}, runOpts...)
+	line.Done()
 	if rep != nil {
 		printHunt(stdout, rep)
 		if *markdown != "" {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
@@ -29,6 +26,10 @@ operation in store/<scenario>/<timestamp>/history.jsonl, checks it, and exits
 0 when the scenario ended as it expected (1: it did not, 2: unknown, also
 when a fault or heal failed that its step did not expect: expect-failure).
 
+` + progressHelp + ` For a run: starting servers, then the time of its
+duration with the ops recorded and the faults in force, then stopping
+servers, checking and writing the report.
+
 Examples:
   jepsen-lite run redis-single-gc-pause
   jepsen-lite run redis-single-gc-pause --seed 3 --time-limit 10s
@@ -47,6 +48,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	verbose := fs.Bool("v", false, "print run.log's lines as they are written")
 	backend := fs.String("backend", "local", "where the servers run: local (processes on 127.0.0.1) or docker (containers; make images first)")
 	lockCommand := fs.String("lock-command", "", "run the scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
+	quiet := fs.Bool("quiet", false, quietUsage)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -92,13 +94,13 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if *workers > 0 {
 		opts = append(opts, runner.WithWorkers(*workers))
 	}
+	line := newStatusLine(stderr, *quiet)
 	if *verbose {
-		opts = append(opts, runner.WithLog(stderr))
+		opts = append(opts, runner.WithLog(line.Writer()))
 	}
-	live := newProgressLine(stderr)
-	opts = append(opts, runner.WithProgress(live.update))
+	opts = append(opts, runner.WithProgress(func(p runner.Progress) { line.Update(runStatus(p)) }))
 	res, err := runner.Run(ctx, sc, opts...)
-	live.done()
+	line.Done()
 	if res != nil && res.Results != nil {
 		printSummary(stdout, sc, res)
 	}
@@ -272,45 +274,4 @@ func livenessWord(l *checker.LivenessResult) string {
 		return strings.ToUpper(l.Summary())
 	}
 	return l.Summary()
-}
-
-// progressLine shows a single live line on a terminal and plain lines
-// every few seconds otherwise.
-type progressLine struct {
-	w        io.Writer
-	tty      bool
-	last     time.Time
-	lastText string
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
-	return &progressLine{w: w, tty: tty}
-}
-
-func (p *progressLine) update(pr runner.Progress) {
-	faults := "none"
-	if len(pr.Faults) > 0 {
-		faults = strings.Join(pr.Faults, "; ")
-	}
-	text := fmt.Sprintf("[%5.1fs/%5.1fs] ops %d  ok %d  fail %d  info %d  faults: %s",
-		pr.Elapsed.Seconds(), pr.Total.Seconds(), pr.Ops, pr.OK, pr.Fail, pr.Inf, faults)
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", text)
-		p.lastText = text
-		return
-	}
-	if time.Since(p.last) >= 2*time.Second {
-		fmt.Fprintln(p.w, text)
-		p.last = time.Now()
-	}
-}
-
-func (p *progressLine) done() {
-	if p.tty && p.lastText != "" {
-		fmt.Fprintln(p.w)
-	}
 }

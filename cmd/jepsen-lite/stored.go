@@ -27,6 +27,27 @@ type storedRun struct {
 	failed []reports.FailedFault
 }
 
+// openStored reads what a run directory says about its history (nothing,
+// for a bare history file: isDir false) and returns the history file's
+// path. A run directory whose setup failed is an error
+// (errNothingToJudge): there is no verdict to give about it.
+func openStored(path string, isDir bool) (*storedRun, string, error) {
+	r := &storedRun{}
+	if !isDir {
+		return r, path, nil
+	}
+	if res, err := reports.ReadResults(path); err == nil {
+		if res.SetupError != "" {
+			return nil, "", fmt.Errorf("%s: %w: the run's setup failed: %s", path, errNothingToJudge, res.SetupError)
+		}
+		r.failed = res.FailedFaults
+	}
+	if sc, err := scenarios.Load(path, runner.Names()); err == nil {
+		r.sc = sc
+	}
+	return r, filepath.Join(path, reports.HistoryFile), nil
+}
+
 // readStored reads a run directory's history (or a bare history file) and
 // its scenario. A version 1 history of a register kept in the locked system
 // recorded the reply's time as `applied`; that time is not the moment the
@@ -36,32 +57,25 @@ type storedRun struct {
 // A run directory whose setup failed, and a history with no worker op, are
 // errors (errNothingToJudge): there is no verdict to give about them.
 func readStored(path string, isDir bool) (*storedRun, error) {
-	file := path
-	if isDir {
-		file = filepath.Join(path, reports.HistoryFile)
-		if res, err := reports.ReadResults(path); err == nil && res.SetupError != "" {
-			return nil, fmt.Errorf("%s: %w: the run's setup failed: %s", path, errNothingToJudge, res.SetupError)
-		}
+	r, file, err := openStored(path, isDir)
+	if err != nil {
+		return nil, err
 	}
 	h, info, err := history.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	if err := judgeable(file, h, info); err != nil {
+	if err := judgeable(file, tallyOf(h), info); err != nil {
 		return nil, err
 	}
-	r := &storedRun{h: h, info: info}
-	if isDir {
-		if res, err := reports.ReadResults(path); err == nil {
-			r.failed = res.FailedFaults
-		}
-		if sc, err := scenarios.Load(path, runner.Names()); err == nil {
-			r.sc = sc
-		}
-	}
-	history.DropReplyTimes(r.h, r.sc != nil && r.sc.Resource == scenarios.Guarded)
+	r.h, r.info = h, info
+	history.DropReplyTimes(r.h, r.guarded())
 	return r, nil
 }
+
+// guarded reports whether the run's register was kept in the locked
+// system (resource: guarded).
+func (r *storedRun) guarded() bool { return r.sc != nil && r.sc.Resource == scenarios.Guarded }
 
 // options returns the checker options for the run: the scenario's drift
 // (drift / ttl) unless drift is set (≥ 0; 0 means none).
@@ -83,41 +97,121 @@ func (r *storedRun) options(drift float64, driftSet bool, opts checker.Options) 
 // expectation when the run has one.
 func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Results {
 	res := &reports.Results{Stats: reports.CountStats(r.h), Truncated: r.info.Truncated, HistoryVersion: history.Version(r.h)}
+	res.Checkers, res.Liveness = checker.CheckWithLiveness(ctx, r.h, opts, checker.LivenessOptions{})
+	r.judge(res)
+	return res
+}
+
+// checkFile is check for the history file of the run (openStored), read
+// by checker.CheckFile, which tells progress how far it has come: the ops
+// are counted, and their reply times dropped by readStored's rule, as they
+// are read. It returns the results document and the number of ops; a file
+// that cannot be read, a line that is not an op and a history with nothing
+// to judge are errors, as for readStored.
+func (r *storedRun) checkFile(ctx context.Context, file string, opts checker.Options, progress func(checker.FileProgress)) (*reports.Results, int, error) {
+	t := tally{version: 1}
+	guarded := r.guarded()
+	rewrite := func(op *history.Op) {
+		t.add(op)
+		if guarded && t.version < 2 && op.F == history.FWrite {
+			op.Applied = 0 // history.DropReplyTimes, op by op
+		}
+	}
+	fr, err := checker.CheckFile(ctx, file, checker.FileOptions{Options: opts, Progress: progress, Rewrite: rewrite})
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := judgeable(file, t, fr.Info); err != nil {
+		return nil, 0, err
+	}
+	res := &reports.Results{Stats: t.stats, Truncated: fr.Info.Truncated, HistoryVersion: t.version}
+	res.Checkers, res.Liveness = fr.Results, fr.Liveness
+	r.judge(res)
+	return res, fr.Ops, nil
+}
+
+// judge completes res, whose checkers have run: the scenario and its
+// expectation when the run has one, the verdict, whether the expectation
+// was met, and the faults that failed.
+func (r *storedRun) judge(res *reports.Results) {
 	if r.sc != nil {
 		res.Scenario, res.Seed = r.sc.Name, r.sc.Seed
 		exp := r.sc.Expect
 		res.Expected = &exp
 	}
-	res.Checkers, res.Liveness = checker.CheckWithLiveness(ctx, r.h, opts, checker.LivenessOptions{})
 	res.Verdict = checker.Overall(res.Checkers)
 	if res.Expected != nil {
 		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers, res.Liveness)
 	}
 	res.FailedFaults = r.failed
 	res.JudgeFailedFaults(nil)
-	return res
+}
+
+// tally is what the check of a stored history counts of its ops, one at a
+// time, in the order of the file.
+type tally struct {
+	// ops and workers count the ops and the worker ops among them.
+	ops, workers int
+	// headerFirst reports whether the first op is the header op.
+	headerFirst bool
+	// version is the history's format version (history.Version): the
+	// header's, 1 without one.
+	version int
+	// stats are reports.CountStats's counts.
+	stats reports.Stats
+}
+
+// add counts op, the next of the history.
+func (t *tally) add(op *history.Op) {
+	if t.ops == 0 && op.IsHeader() {
+		t.headerFirst = true
+		t.version = history.Version(history.History{*op})
+	} else {
+		t.stats.Ops++
+	}
+	t.ops++
+	if op.IsNemesis() {
+		return
+	}
+	t.workers++
+	switch op.Type {
+	case history.OK:
+		t.stats.OK++
+	case history.Fail:
+		t.stats.Fail++
+	case history.Info:
+		t.stats.Info++
+	}
+}
+
+// tallyOf returns the tally of h.
+func tallyOf(h history.History) tally {
+	t := tally{version: 1}
+	for i := range h {
+		t.add(&h[i])
+	}
+	return t
 }
 
 // errNothingToJudge reports a history that gives no verdict at all: it holds
 // no worker op, or it comes from a run whose setup failed.
 var errNothingToJudge = errors.New("nothing to judge")
 
-// judgeable returns an error wrapping errNothingToJudge, naming file, when h
-// holds no worker op (an empty file, a header alone, nemesis ops alone, or a
-// file whose only line was incomplete and was left out).
-func judgeable(file string, h history.History, info history.ReadInfo) error {
-	for _, op := range h {
-		if !op.IsNemesis() {
-			return nil
-		}
+// judgeable returns an error wrapping errNothingToJudge, naming file, when
+// the history, as t counted it, holds no worker op (an empty file, a header
+// alone, nemesis ops alone, or a file whose only line was incomplete and
+// was left out).
+func judgeable(file string, t tally, info history.ReadInfo) error {
+	if t.workers > 0 {
+		return nil
 	}
 	why := "the history has no worker op"
 	switch {
-	case len(h) == 0 && info.Truncated:
+	case t.ops == 0 && info.Truncated:
 		why = "its only line was incomplete and was left out, and nothing is left"
-	case len(h) == 0:
+	case t.ops == 0:
 		why = "the file holds no op"
-	case len(h) == 1 && h[0].IsHeader():
+	case t.ops == 1 && t.headerFirst:
 		why = "the history holds only its header"
 	}
 	return fmt.Errorf("%s: %w: %s", file, errNothingToJudge, why)
