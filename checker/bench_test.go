@@ -251,3 +251,47 @@ func peakHeap(run func(heap func() float64)) float64 {
 	<-sampled
 	return peak - base
 }
+
+// BenchmarkQueueCheck1M measures the queue check alone, without the
+// well-formedness check: on the benchmark history, which has no queue ops,
+// and on a queue history of about as many ops (benchQueue); each as the
+// check reads it now (stream: op by op) and as it read it before (batch:
+// over the shared definitions of the whole history, Analyze), with the
+// most heap one check used above the history (peakHeap, outside the
+// timing) and, for the stream, what it holds once it has read the last op
+// (queueHeld).
+func BenchmarkQueueCheck1M(b *testing.B) {
+	histories := []struct {
+		name string
+		h    history.History
+	}{
+		{"lock", benchHistory(b, bigOptions)},
+		{"queue", synthQueue(rand.New(rand.NewPCG(1, 1)), benchQueue)},
+	}
+	checks := []struct {
+		name  string
+		check func(history.History) Result
+	}{
+		{"stream", func(h history.History) Result { return QueueChecker{}.checkValid(context.Background(), h) }},
+		{"batch", func(h history.History) Result { return batchQueue(context.Background(), h, Analyze(h)) }},
+	}
+	for _, hs := range histories {
+		for _, c := range checks {
+			b.Run(hs.name+"/"+c.name, func(b *testing.B) {
+				var r Result
+				peak := peakHeap(func(func() float64) { r = c.check(hs.h) })
+				if r.Verdict != Valid {
+					b.Fatalf("verdict %s: %s", r.Verdict, r.Note)
+				}
+				for b.Loop() {
+					c.check(hs.h)
+				}
+				b.ReportMetric(float64(len(hs.h)), "ops")
+				b.ReportMetric(peak/1e6, "MB-peak-heap")
+				if c.name == "stream" {
+					b.ReportMetric(queueHeld(hs.h)/1e6, "MB-held-at-end")
+				}
+			})
+		}
+	}
+}
