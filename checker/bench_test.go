@@ -295,3 +295,90 @@ func BenchmarkQueueCheck1M(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLivenessEach1M measures the liveness report alone over the
+// benchmark history, as CheckEach1M measures each checker: plain (the
+// history as it is, without a header: the unavailable rule judges only
+// before its first nemesis op), all-up (a version 3 header in front: every
+// node up throughout, so the rule judges every stretch) and over-facts (the
+// step of CheckWithLiveness, whose facts are already analyzed); each also
+// as it was before it read the history op by op (batch-..., with its own
+// Analyze where Liveness had it). The peak-heap ones report the most heap
+// the report held above the history (sampled every millisecond, the
+// collector running after every 1% of growth).
+func BenchmarkLivenessEach1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	up := withHeader(h)
+	f := Analyze(h)
+	check := func(b *testing.B, l LivenessResult) {
+		if l.Verdict == Invalid || l.Grants == 0 {
+			b.Fatalf("liveness %s with %d grants: %+v", l.Verdict, l.Grants, l.Anomalies)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		run  func() LivenessResult
+	}{
+		{"plain", func() LivenessResult { return Liveness(h, LivenessOptions{}) }},
+		{"all-up", func() LivenessResult { return Liveness(up, LivenessOptions{}) }},
+		{"over-facts", func() LivenessResult { return liveness(h, f, LivenessOptions{}) }},
+		{"batch-plain", func() LivenessResult { return batchLiveness(h, Analyze(h), LivenessOptions{}) }},
+		{"batch-all-up", func() LivenessResult { return batchLiveness(up, Analyze(up), LivenessOptions{}) }},
+		{"batch-over-facts", func() LivenessResult { return batchLiveness(h, f, LivenessOptions{}) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				check(b, c.run())
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		run  func() LivenessResult
+	}{
+		{"peak-heap", func() LivenessResult { return Liveness(up, LivenessOptions{}) }},
+		{"batch-peak-heap", func() LivenessResult { return batchLiveness(up, Analyze(up), LivenessOptions{}) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				var l LivenessResult
+				b.ReportMetric(peakHeapMB(func() { l = c.run() }), "MB-peak-heap")
+				check(b, l)
+			}
+		})
+	}
+}
+
+// peakHeapMB runs f and returns the most heap, in MB, that it held above
+// what was live before it (sampled every millisecond, the collector
+// running after every 1% of growth, so that the heap follows what is
+// live).
+func peakHeapMB(f func()) float64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() float64 {
+		metrics.Read(sample)
+		return float64(sample[0].Value.Uint64())
+	}
+	runtime.GC()
+	base := heap()
+	peak := base
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				peak = max(peak, heap())
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	return (peak - base) / 1e6
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -225,39 +224,31 @@ type streams struct {
 func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions, start time.Time) *streams {
 	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
-	var parts []history.History // for the checks that still read the whole history
-	var wholeAt []int
 	for i, c := range checkers[1:] {
 		slot := &s.results_[i+1]
+		done := func(r Result) { *slot = r; slot.Elapsed = time.Since(start) }
 		switch c := c.(type) {
 		case DoubleHoldChecker:
 			hs := newHoldStream()
-			s.add(hs.add, func() { *slot = hs.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
+			s.add(hs.add, func() { done(hs.result(ctx, c.Name())) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
-			s.add(ls.add, func() { *slot = ls.result(); slot.Elapsed = time.Since(start) })
+			s.add(ls.add, func() { done(ls.result()) })
 		case TokenChecker:
 			ts := newTokenStream()
-			s.add(ts.add, func() { *slot = ts.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
+			s.add(ts.add, func() { done(ts.result(ctx, c.Name())) })
 		case ResourceChecker:
 			rs := newResourceStream(c.Drift)
-			s.add(rs.add, func() { *slot = rs.result(ctx, c.Name()); slot.Elapsed = time.Since(start) })
+			s.add(rs.add, func() { done(rs.result(ctx, c.Name())) })
+		case QueueChecker:
+			qs := newQueueStream()
+			s.add(qs.add, func() { done(qs.result(ctx, c.Name())) })
 		default:
-			wholeAt = append(wholeAt, i+1)
+			panic(fmt.Sprintf("checker: %s does not read a history as a stream", c.Name()))
 		}
 	}
-	s.addChunks(func(c *history.Chunk) { parts = append(parts, slices.Clone(c.Ops)) }, func() {
-		whole := slices.Concat(parts...)
-		parts = nil
-		f := Analyze(whole)
-		for _, i := range wholeAt {
-			fc := checkers[i].(factsChecker)
-			r := fc.checkFacts(ctx, whole, f)
-			r.Elapsed = time.Since(start)
-			s.results_[i] = r
-		}
-		s.live = liveness(whole, f, lopts)
-	})
+	lv := newLiveStream(lopts)
+	s.add(lv.add, func() { s.live = lv.result() })
 	return s
 }
 

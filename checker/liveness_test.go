@@ -80,135 +80,148 @@ func (b *livenessHistory) failed(ms int, f string) *livenessHistory {
 	return b.add(ms, op)
 }
 
-func TestLiveness(t *testing.T) {
-	never, second := history.NoLease, time.Second
-	both := []string{Stuck, Unavailable}
-	tests := []struct {
-		name    string
-		h       *livenessHistory
-		verdict Verdict
-		kinds   []string // exactly the anomaly kinds, sorted
-		note    string   // a part of the note, when there must be one
-	}{
-		{"a lock that never expires, its holder crashed: stuck, and unavailable with every node up",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fails(100, 2500),
-			Invalid, both, ""},
-		{"grants until the end: not stuck, but unavailable between them",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FRelease, history.OK).fails(100, 1000).grant(1500, 1, never, false).op(1510, 1, history.FRelease, history.OK).fails(1600, 2300).grant(2400, 2, never, false).op(2410, 2, history.FRelease, history.OK),
-			Invalid, []string{Unavailable}, ""},
-		{"grants less than a second apart: neither",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(1000, 1, never, false).op(1010, 1, history.FRelease, history.OK).fails(1100, 1900).grant(2000, 2, never, false).op(2010, 2, history.FRelease, history.OK),
-			Valid, nil, ""},
-		{"a live holder of a lock that never expires: held, not stuck",
-			new(livenessHistory).grant(0, 0, never, false).fails(100, 2500),
-			Valid, nil, "held at the end"},
-		{"a live session holder: held, not stuck",
-			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 2500),
-			Valid, nil, "held at the end"},
-		{"a ttl lock whose holder crashed, refused long after its lease: stuck",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 3500),
-			Invalid, both, ""},
-		{"a ttl lock refused only within its lease and a little after: not stuck",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 1800),
-			Valid, nil, ""},
-		{"a crashed session's lease counts from the crash",
-			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 3500),
-			Valid, nil, ""},
-		{"a crashed session refused long after its lease: stuck",
-			new(livenessHistory).grant(0, 0, 2*second, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 4500),
-			Invalid, both, ""},
-		{"a crashed session holder of a lock without a lease frees it at the crash",
-			new(livenessHistory).grant(0, 0, never, true).op(10, 0, history.FWrite, history.Info).fails(100, 2000),
-			Invalid, both, ""},
-		{"an acquire of unknown outcome may hold the lock for its ttl",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).op(100, 5, history.FAcquire, history.Info).fails(200, 1600),
-			Valid, nil, ""},
-		{"the last fault and the longest lease leave too little of the run, and the history does not say which nodes were up",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FWrite, history.Info).fails(100, 800).fault(900, "heal").fails(1000, 2800),
-			Unknown, nil, "not judged"},
-		{"too few attempts",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).op(100, 1, history.FAcquire, history.Fail).op(2000, 2, history.FAcquire, history.Fail),
-			Valid, nil, ""},
-		{"a live session holder superseded by later grants does not hold it",
-			new(livenessHistory).grant(0, 0, 2*second, true).grant(3000, 1, never, false).op(3010, 1, history.FRelease, history.OK).fails(3100, 5000),
-			Invalid, both, ""},
-		{"no grant at all",
-			new(livenessHistory).fails(0, 2000),
-			Invalid, both, "no acquire succeeded"},
-		{"workers still waiting at the end behind a crashed holder that never frees it: stuck",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).waits(100).op(2500, 4, history.FRead, history.OK),
-			Invalid, []string{Stuck}, ""},
-		{"workers waiting for less than the window at the end: not stuck",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).waits(1800).op(2500, 4, history.FRead, history.OK),
-			Valid, nil, ""},
-		{"workers waiting behind a live holder: held, not stuck",
-			new(livenessHistory).grant(0, 0, never, false).waits(100).op(2500, 0, history.FRead, history.OK),
-			Valid, nil, "held at the end"},
-		{"a kept crash ends the holder's process: its session lives on, but nobody rightly holds the lock",
-			new(livenessHistory).grant(0, 0, 2*second, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FRelease, Key: "k"}).
-				add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FRelease, Key: "k", Kept: true}).fails(100, 3500),
-			Invalid, both, ""},
+// noExpiry, oneSecond and bothKinds shorten livenessCases: a lease that
+// never expires, one of a second, and the two liveness kinds of a lock.
+var (
+	noExpiry  = history.NoLease
+	oneSecond = time.Second
+	bothKinds = []string{Stuck, Unavailable}
+)
 
-		// unavailable, with the nemesis's availability records
-		{"refused for 3 s with every node up and nobody holding it: unavailable, not stuck",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 3100).grant(3200, 1, second, false).op(3210, 1, history.FRelease, history.OK),
-			Invalid, []string{Unavailable}, ""},
-		{"the same refusals while a worker's clock is skewed: its lease may outlast what was recorded, not judged",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fault(50, "client-clock").fails(100, 3100).fault(3150, "client-clock-reset").grant(3200, 1, second, false).op(3210, 1, history.FRelease, history.OK),
-			Valid, nil, ""},
-		{"refusals more than the longest lease after the clock was reset are judged again",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fault(20, "clock-bump").fault(40, "clock-reset").fails(100, 3100).grant(3200, 1, second, false).op(3210, 1, history.FRelease, history.OK),
-			Invalid, []string{Unavailable}, ""},
-		{"Redlock with 3 of 5 masters killed during the refusals: no majority, nothing to judge there",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2", "n3").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
-			Unknown, nil, ""},
-		{"2 of 5 masters killed: a majority is up, so the refusals count",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
-			Invalid, []string{Unavailable}, "not judged for stuck"},
-		{"refusals excused by a live holder's lease",
-			new(livenessHistory).header().grant(0, 0, 5*second, false).fails(100, 3100).op(3200, 0, history.FRelease, history.OK).grant(3300, 1, second, false).op(3310, 1, history.FRelease, history.OK),
-			Valid, nil, ""},
-		{"refused for less than the bound",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(950, 1, second, false).op(960, 1, history.FRelease, history.OK).fails(1000, 1900).grant(1900, 2, second, false).op(1910, 2, history.FRelease, history.OK),
-			Valid, nil, ""},
-		// A fault in force at the end (here with the majority down) leaves
-		// the refusals after it unexplained either way: not judged for
-		// stuck (this case was stuck when "the last fault plus the longest
-		// lease" was taken as the end of the faults' effects).
-		{"a stuck tail with a fault in force at the end is not judged",
-			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fails(100, 2500),
-			Unknown, nil, "still in force at the end"},
-		{"a restart that failed leaves the kill in force: not judged for stuck",
-			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "kill").failed(50, "start").fails(100, 2500),
-			Unknown, nil, "still in force at the end"},
-		{"a kill that failed was never in force, and the last fault or heal that took effect is the restart of another",
-			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1").fault(21, "kill").fault(30, "start").avail(31, 3).failed(50, "kill").fails(100, 2500),
-			Invalid, both, ""},
-		{"a Jepsen history's stop ends every fault in force",
-			new(livenessHistory).grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fault(21, "partition").fault(30, JepsenStop).fails(100, 2500),
-			Invalid, []string{Stuck}, "unavailable judged only before its first fault"},
-		{"heal-all ends every fault in force",
-			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).fault(21, "latency").fault(22, "clock-bump").fault(30, history.FHealAll).fails(100, 2500),
-			Invalid, both, ""},
-		{"a clock fault in force excuses refusals within the longest lease after its heal",
-			new(livenessHistory).header().grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fault(21, "clock-bump").fails(100, 1400).fault(1450, "clock-reset").fails(1500, 2400).grant(2500, 1, second, false).op(2510, 1, history.FRelease, history.OK),
-			Valid, nil, ""},
-		{"a kept crash ends the rightful hold of a lock without a lease, although its session lives on",
-			new(livenessHistory).grant(0, 0, never, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FWrite, Key: "k"}).add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FWrite, Key: "k", Kept: true}).fails(100, 2000),
-			Invalid, both, ""},
-		{"waiters still pending at the end, invoked before the release: stuck",
-			new(livenessHistory).grant(0, 0, never, false).waits(50).op(100, 0, history.FRelease, history.OK).op(2000, 0, history.FRead, history.OK),
-			Invalid, []string{Stuck}, ""},
-		{"a stuck tail after the partition healed, is stuck, and unavailable once the majority is back",
-			new(livenessHistory).header().grant(0, 0, never, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fault(50, "heal").avail(51, 3).fails(100, 2500),
-			Invalid, []string{Stuck, Unavailable}, ""},
-		{"a history before version 3 with faults: unavailable judged only before its first fault",
-			new(livenessHistory).grant(0, 0, second, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).fault(950, "kill").fails(1000, 3000).fault(3050, "start").grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
-			Unknown, nil, "does not record which nodes were up"},
-		{"a record that cannot be read: nothing known until the next",
-			new(livenessHistory).header().add(50, history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FAvailability, Value: []byte(`{"down":["n1"]}`)}).fails(100, 3000).avail(3050, 3).grant(3100, 1, second, false).op(3110, 1, history.FRelease, history.OK),
-			Valid, nil, ""},
-	}
+// livenessCase is a history TestLiveness judges, with the verdict, the
+// anomaly kinds and a part of the note it must get.
+type livenessCase struct {
+	name    string
+	h       *livenessHistory
+	verdict Verdict
+	kinds   []string // exactly the anomaly kinds, sorted
+	note    string   // a part of the note, when there must be one
+}
+
+// livenessCases are TestLiveness's cases.
+var livenessCases = []livenessCase{
+	{"a lock that never expires, its holder crashed: stuck, and unavailable with every node up",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).fails(100, 2500),
+		Invalid, bothKinds, ""},
+	{"grants until the end: not stuck, but unavailable between them",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FRelease, history.OK).fails(100, 1000).grant(1500, 1, noExpiry, false).op(1510, 1, history.FRelease, history.OK).fails(1600, 2300).grant(2400, 2, noExpiry, false).op(2410, 2, history.FRelease, history.OK),
+		Invalid, []string{Unavailable}, ""},
+	{"grants less than a second apart: neither",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(1000, 1, noExpiry, false).op(1010, 1, history.FRelease, history.OK).fails(1100, 1900).grant(2000, 2, noExpiry, false).op(2010, 2, history.FRelease, history.OK),
+		Valid, nil, ""},
+	{"a live holder of a lock that never expires: held, not stuck",
+		new(livenessHistory).grant(0, 0, noExpiry, false).fails(100, 2500),
+		Valid, nil, "held at the end"},
+	{"a live session holder: held, not stuck",
+		new(livenessHistory).grant(0, 0, 2*oneSecond, true).fails(100, 2500),
+		Valid, nil, "held at the end"},
+	{"a ttl lock whose holder crashed, refused long after its lease: stuck",
+		new(livenessHistory).grant(0, 0, oneSecond, false).op(10, 0, history.FWrite, history.Info).fails(100, 3500),
+		Invalid, bothKinds, ""},
+	{"a ttl lock refused only within its lease and a little after: not stuck",
+		new(livenessHistory).grant(0, 0, oneSecond, false).op(10, 0, history.FWrite, history.Info).fails(100, 1800),
+		Valid, nil, ""},
+	{"a crashed session's lease counts from the crash",
+		new(livenessHistory).grant(0, 0, 2*oneSecond, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 3500),
+		Valid, nil, ""},
+	{"a crashed session refused long after its lease: stuck",
+		new(livenessHistory).grant(0, 0, 2*oneSecond, true).fails(100, 900).op(1000, 0, history.FWrite, history.Info).fails(1100, 4500),
+		Invalid, bothKinds, ""},
+	{"a crashed session holder of a lock without a lease frees it at the crash",
+		new(livenessHistory).grant(0, 0, noExpiry, true).op(10, 0, history.FWrite, history.Info).fails(100, 2000),
+		Invalid, bothKinds, ""},
+	{"an acquire of unknown outcome may hold the lock for its ttl",
+		new(livenessHistory).grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).op(100, 5, history.FAcquire, history.Info).fails(200, 1600),
+		Valid, nil, ""},
+	{"the last fault and the longest lease leave too little of the run, and the history does not say which nodes were up",
+		new(livenessHistory).grant(0, 0, oneSecond, false).op(10, 0, history.FWrite, history.Info).fails(100, 800).fault(900, "heal").fails(1000, 2800),
+		Unknown, nil, "not judged"},
+	{"too few attempts",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).op(100, 1, history.FAcquire, history.Fail).op(2000, 2, history.FAcquire, history.Fail),
+		Valid, nil, ""},
+	{"a live session holder superseded by later grants does not hold it",
+		new(livenessHistory).grant(0, 0, 2*oneSecond, true).grant(3000, 1, noExpiry, false).op(3010, 1, history.FRelease, history.OK).fails(3100, 5000),
+		Invalid, bothKinds, ""},
+	{"no grant at all",
+		new(livenessHistory).fails(0, 2000),
+		Invalid, bothKinds, "no acquire succeeded"},
+	{"workers still waiting at the end behind a crashed holder that never frees it: stuck",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).waits(100).op(2500, 4, history.FRead, history.OK),
+		Invalid, []string{Stuck}, ""},
+	{"workers waiting for less than the window at the end: not stuck",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).waits(1800).op(2500, 4, history.FRead, history.OK),
+		Valid, nil, ""},
+	{"workers waiting behind a live holder: held, not stuck",
+		new(livenessHistory).grant(0, 0, noExpiry, false).waits(100).op(2500, 0, history.FRead, history.OK),
+		Valid, nil, "held at the end"},
+	{"a kept crash ends the holder's process: its session lives on, but nobody rightly holds the lock",
+		new(livenessHistory).grant(0, 0, 2*oneSecond, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FRelease, Key: "k"}).
+			add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FRelease, Key: "k", Kept: true}).fails(100, 3500),
+		Invalid, bothKinds, ""},
+
+	// unavailable, with the nemesis's availability records
+	{"refused for 3 s with every node up and nobody holding it: unavailable, not stuck",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fails(100, 3100).grant(3200, 1, oneSecond, false).op(3210, 1, history.FRelease, history.OK),
+		Invalid, []string{Unavailable}, ""},
+	{"the same refusals while a worker's clock is skewed: its lease may outlast what was recorded, not judged",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fault(50, "client-clock").fails(100, 3100).fault(3150, "client-clock-reset").grant(3200, 1, oneSecond, false).op(3210, 1, history.FRelease, history.OK),
+		Valid, nil, ""},
+	{"refusals more than the longest lease after the clock was reset are judged again",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fault(20, "clock-bump").fault(40, "clock-reset").fails(100, 3100).grant(3200, 1, oneSecond, false).op(3210, 1, history.FRelease, history.OK),
+		Invalid, []string{Unavailable}, ""},
+	{"Redlock with 3 of 5 masters killed during the refusals: no majority, nothing to judge there",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2", "n3").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, oneSecond, false).op(3310, 1, history.FRelease, history.OK),
+		Unknown, nil, ""},
+	{"2 of 5 masters killed: a majority is up, so the refusals count",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).avail(50, 5, "n1", "n2").fault(51, "kill").fails(100, 3100).avail(3150, 5).fault(3151, "start").grant(3300, 1, oneSecond, false).op(3310, 1, history.FRelease, history.OK),
+		Invalid, []string{Unavailable}, "not judged for stuck"},
+	{"refusals excused by a live holder's lease",
+		new(livenessHistory).header().grant(0, 0, 5*oneSecond, false).fails(100, 3100).op(3200, 0, history.FRelease, history.OK).grant(3300, 1, oneSecond, false).op(3310, 1, history.FRelease, history.OK),
+		Valid, nil, ""},
+	{"refused for less than the bound",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).grant(950, 1, oneSecond, false).op(960, 1, history.FRelease, history.OK).fails(1000, 1900).grant(1900, 2, oneSecond, false).op(1910, 2, history.FRelease, history.OK),
+		Valid, nil, ""},
+	// A fault in force at the end (here with the majority down) leaves
+	// the refusals after it unexplained either way: not judged for
+	// stuck (this case was stuck when "the last fault plus the longest
+	// lease" was taken as the end of the faults' effects).
+	{"a stuck tail with a fault in force at the end is not judged",
+		new(livenessHistory).header().grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fails(100, 2500),
+		Unknown, nil, "still in force at the end"},
+	{"a restart that failed leaves the kill in force: not judged for stuck",
+		new(livenessHistory).header().grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "kill").failed(50, "start").fails(100, 2500),
+		Unknown, nil, "still in force at the end"},
+	{"a kill that failed was never in force, and the last fault or heal that took effect is the restart of another",
+		new(livenessHistory).header().grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1").fault(21, "kill").fault(30, "start").avail(31, 3).failed(50, "kill").fails(100, 2500),
+		Invalid, bothKinds, ""},
+	{"a Jepsen history's stop ends every fault in force",
+		new(livenessHistory).grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).fault(21, "partition").fault(30, JepsenStop).fails(100, 2500),
+		Invalid, []string{Stuck}, "unavailable judged only before its first fault"},
+	{"heal-all ends every fault in force",
+		new(livenessHistory).header().grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).fault(21, "latency").fault(22, "clock-bump").fault(30, history.FHealAll).fails(100, 2500),
+		Invalid, bothKinds, ""},
+	{"a clock fault in force excuses refusals within the longest lease after its heal",
+		new(livenessHistory).header().grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fault(21, "clock-bump").fails(100, 1400).fault(1450, "clock-reset").fails(1500, 2400).grant(2500, 1, oneSecond, false).op(2510, 1, history.FRelease, history.OK),
+		Valid, nil, ""},
+	{"a kept crash ends the rightful hold of a lock without a lease, although its session lives on",
+		new(livenessHistory).grant(0, 0, noExpiry, true).add(10, history.Op{Process: 0, Client: 0, Type: history.Invoke, F: history.FWrite, Key: "k"}).add(15, history.Op{Process: 0, Client: 0, Type: history.Info, F: history.FWrite, Key: "k", Kept: true}).fails(100, 2000),
+		Invalid, bothKinds, ""},
+	{"waiters still pending at the end, invoked before the release: stuck",
+		new(livenessHistory).grant(0, 0, noExpiry, false).waits(50).op(100, 0, history.FRelease, history.OK).op(2000, 0, history.FRead, history.OK),
+		Invalid, []string{Stuck}, ""},
+	{"a stuck tail after the partition healed, is stuck, and unavailable once the majority is back",
+		new(livenessHistory).header().grant(0, 0, noExpiry, false).op(10, 0, history.FWrite, history.Info).avail(20, 3, "n1", "n2").fault(21, "partition").fault(50, "heal").avail(51, 3).fails(100, 2500),
+		Invalid, []string{Stuck, Unavailable}, ""},
+	{"a history before version 3 with faults: unavailable judged only before its first fault",
+		new(livenessHistory).grant(0, 0, oneSecond, false).op(10, 0, history.FRelease, history.OK).fails(100, 900).fault(950, "kill").fails(1000, 3000).fault(3050, "start").grant(3100, 1, oneSecond, false).op(3110, 1, history.FRelease, history.OK),
+		Unknown, nil, "does not record which nodes were up"},
+	{"a record that cannot be read: nothing known until the next",
+		new(livenessHistory).header().add(50, history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FAvailability, Value: []byte(`{"down":["n1"]}`)}).fails(100, 3000).avail(3050, 3).grant(3100, 1, oneSecond, false).op(3110, 1, history.FRelease, history.OK),
+		Valid, nil, ""},
+}
+
+func TestLiveness(t *testing.T) {
+	tests := livenessCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := history.Validate(tt.h.h); err != nil {
