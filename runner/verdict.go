@@ -48,6 +48,9 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 		}
 		results.Checkers, results.Liveness, facts = checker.CheckAnalyzed(context.WithoutCancel(ctx), h, copts, checker.LivenessOptions{})
 		results.Verdict = checker.Overall(results.Checkers)
+		if facts != nil {
+			results.Margins = checker.Margins(h, copts.EffectiveDrift())
+		}
 		results.ExpectationMet = expect.Met(results.Verdict, results.Checkers, results.Liveness)
 	}
 	judgeFaults(results, rd.nem, s.Nemesis.Steps, rd.interrupted, st.log)
