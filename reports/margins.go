@@ -80,7 +80,7 @@ func marginParts(m checker.Margin) []marginPart {
 		}
 		size := signedDuration(t.m.Margin)
 		if t.m.Lease > 0 && t.m.Margin != -checker.Forever {
-			size += fmt.Sprintf(" (%+.3f of its %v lease)", float64(t.m.Margin)/float64(t.m.Lease), t.m.Lease)
+			size += fmt.Sprintf(" (%+.3f of its %v lease)", float64(t.m.Margin)/float64(t.m.Lease), t.m.Lease.Round(time.Millisecond))
 		}
 		out = append(out, marginPart{What: t.what, Size: size, Ops: opList(t.m.Ops), Bad: t.m.Margin < 0, ops: t.m.Ops})
 	}
@@ -90,16 +90,17 @@ func marginParts(m checker.Margin) []marginPart {
 	return out
 }
 
-// signedDuration renders a margin with its sign ("+20ms", "-1.5s"), and
-// the margin of a hold that could not end as "-∞".
+// signedDuration renders a margin to a tenth of a millisecond, with its
+// sign ("+20ms", "-988.3ms"), and the margin of a hold that could not end
+// as "-∞".
 func signedDuration(d time.Duration) string {
 	switch {
 	case d == -checker.Forever:
 		return "-∞"
 	case d < 0:
-		return d.String()
+		return d.Round(100 * time.Microsecond).String()
 	}
-	return "+" + d.String()
+	return "+" + d.Round(100*time.Microsecond).String()
 }
 
 func opList(ops []int) string {
