@@ -357,3 +357,17 @@ func marginText(ms []Margin) string {
 	}
 	return b.String()
 }
+
+// BenchmarkMargins1M measures the margins of the benchmark history of
+// BenchmarkCheck1M (a million ops, four keys, fenced), which a run computes
+// beside its check.
+func BenchmarkMargins1M(b *testing.B) {
+	h := benchHistory(b, bigOptions)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if ms := Margins(h, DefaultDrift); len(ms) != bigOptions.Keys {
+			b.Fatalf("margins of %d keys, want %d", len(ms), bigOptions.Keys)
+		}
+	}
+}
