@@ -203,10 +203,13 @@ type marginGrant struct {
 	finalized bool
 }
 
+// newMarginStream returns the margins of a history under drift d, before
+// its first op.
 func newMarginStream(d float64) *marginStream {
 	return &marginStream{d: d, keys: map[string]*marginKey{}, kept: map[int][]*marginGrant{}}
 }
 
+// key returns what the stream keeps of key k, made on first use.
 func (s *marginStream) key(k string) *marginKey {
 	mk := s.keys[k]
 	if mk == nil {

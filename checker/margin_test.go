@@ -343,6 +343,7 @@ func TestNormalized(t *testing.T) {
 	}
 }
 
+// tmText renders a time margin for a test's message.
 func tmText(m *TimeMargin) string {
 	if m == nil {
 		return "none"
@@ -350,6 +351,7 @@ func tmText(m *TimeMargin) string {
 	return fmt.Sprintf("%v (lease %v, ops %v)", m.Margin, m.Lease, m.Ops)
 }
 
+// marginText renders margins for a test's message.
 func marginText(ms []Margin) string {
 	var b strings.Builder
 	for _, m := range ms {

@@ -301,6 +301,7 @@ func other(rng *rand.Rand, choices, current []string) string {
 	return rest[rng.IntN(len(rest))]
 }
 
+// sameStep reports whether two steps are the same fault, in one line.
 func sameStep(a, b nemesis.Step) bool { return a.String() == b.String() }
 
 // Mutant returns the scenario of a steered run: parent's (its workload

@@ -103,6 +103,7 @@ func signedDuration(d time.Duration) string {
 	return "+" + d.Round(100*time.Microsecond).String()
 }
 
+// opList renders op indexes as "0, 1, 3".
 func opList(ops []int) string {
 	s := make([]string, len(ops))
 	for i, o := range ops {
