@@ -56,6 +56,9 @@ type FileResult struct {
 	// Liveness is the liveness report; nil when the history is not
 	// well-formed.
 	Liveness *LivenessResult
+	// Margins are the history's safety margins (docs/history.md §4.8);
+	// nil when it is not well-formed.
+	Margins []Margin
 	// Ops is the number of ops in the history (of a history that is not
 	// well-formed, those before the first op that is not); Workers the
 	// number of them that are worker ops (not the nemesis's).
@@ -106,7 +109,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseReading, 0, 0)
 	checkers := Checkers(opts.Options)
-	streams := newStreams(ctx, checkers, opts.Liveness, start)
+	streams := newStreams(ctx, checkers, opts.Options, opts.Liveness, start)
 	var (
 		res     FileResult
 		v       history.Validator
@@ -157,9 +160,9 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		res.Version = history.Version(nil)
 	}
 	report(PhaseDeciding, res.Ops, total)
-	res.Results, res.Liveness = streams.results(start)
+	res.Results, res.Liveness, res.Margins = streams.results(start)
 	if bad != nil {
-		res.Results, res.Liveness = malformed(checkers, start, bad, badKey), nil
+		res.Results, res.Liveness, res.Margins = malformed(checkers, start, bad, badKey), nil, nil
 	}
 	report(PhaseDone, res.Ops, total)
 	return res, nil
@@ -216,12 +219,13 @@ type streams struct {
 	// the sinks' ends; live is the liveness report.
 	results_ []Result
 	live     LivenessResult
+	margins  []Margin
 }
 
 // newStreams starts one goroutine per check of checkers (whose first is
 // the well-formed checker, which the reading itself is) and the liveness
 // report; each check's Elapsed counts from start, when the reading began.
-func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions, start time.Time) *streams {
+func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
 	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	for i, c := range checkers[1:] {
@@ -249,6 +253,8 @@ func newStreams(ctx context.Context, checkers []Checker, lopts LivenessOptions, 
 	}
 	lv := newLiveStream(lopts)
 	s.add(lv.add, func() { s.live = lv.result() })
+	ms := newMarginStream(opts.drift())
+	s.add(ms.add, func() { s.margins = ms.result() })
 	return s
 }
 
@@ -284,14 +290,15 @@ func (s *streams) feed(c *history.Chunk) {
 	}
 }
 
-// results ends the history and waits for every check's result.
-func (s *streams) results(start time.Time) ([]Result, *LivenessResult) {
+// results ends the history and waits for every check's result, the
+// liveness report and the margins.
+func (s *streams) results(start time.Time) ([]Result, *LivenessResult, []Margin) {
 	for _, k := range s.sinks {
 		close(k.in)
 	}
 	s.wg.Wait()
 	s.results_[0].Elapsed = time.Since(start)
-	return s.results_, &s.live
+	return s.results_, &s.live, s.margins
 }
 
 // abandon ends the sinks without using their results.

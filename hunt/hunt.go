@@ -1,10 +1,13 @@
 // Package hunt owns fault campaigns: for a lock's scenario, it draws seeded
 // random fault schedules of every fault kind that the lock's system and the
 // backend can take (read from the fault declarations, nemesis.Faults), over
-// varied workloads, runs them, and tallies what each fault kind found. No
-// schedule is timed by hand: each run's schedule is a nemesis.RandomSpec of
-// one fault kind, drawn from the run's seed, so a finding names the kind that
-// caused it and replays from its stored run.
+// varied workloads, runs them, and tallies what each fault kind found and
+// how close its runs came to a violation (their safety margins,
+// checker.Margins). No schedule is timed by hand: each run's schedule is a
+// nemesis.RandomSpec of one fault kind, drawn from the run's seed, or, in a
+// steered campaign (Options.Steer), a mutation of the schedule of one of
+// the kind's earlier runs with the smallest margins; either way a finding
+// names the kind that caused it and replays from its stored run.
 package hunt
 
 import (
@@ -41,6 +44,9 @@ type Outcome struct {
 	// be made on this cluster at all (the cluster said it is unavailable:
 	// a failover without a replica): its kind is not applicable.
 	Unavailable string
+	// Margins are the run's safety margins per key (checker.Margins): how
+	// close it came to a violation; the steering orders runs by them.
+	Margins []checker.Margin
 }
 
 // RunFunc runs one scenario (its seed set) and reports its outcome. An
@@ -72,6 +78,11 @@ type Options struct {
 	Backend string
 	// Log receives one line per run; nil for none.
 	Log io.Writer
+	// Steer mutates, with probability SteerProbability, the schedule of
+	// one of the SteerBest runs of the kind so far with the smallest
+	// margins instead of drawing a random one (steer.go); random by
+	// default.
+	Steer bool
 	// Progress, when set, is called before each run with how far the
 	// campaign has come; none by default.
 	Progress func(Progress)
@@ -102,6 +113,14 @@ type Row struct {
 	Failing []string
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string
+	// Steered counts the runs whose schedule mutated an earlier run's.
+	Steered int
+	// Margin is the smallest normalised margin (Score) of its runs, and
+	// MarginRun the directory of the run that had it; HasMargin is false
+	// when no margin applied to any of them.
+	Margin    float64
+	HasMargin bool
+	MarginRun string
 }
 
 // Report is a campaign's result: one row per fault kind, NoFault first.
@@ -112,6 +131,8 @@ type Report struct {
 	Elapsed  time.Duration
 	// OutOfTime reports that the budget ended the campaign early.
 	OutOfTime bool
+	// Steer reports that the campaign was steered (Options.Steer).
+	Steer bool
 }
 
 // Found reports whether any run was invalid.
@@ -228,69 +249,135 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Scenario: base.Name}
-	defer func() { rep.Elapsed = time.Since(began) }()
+	c := &campaign{base: base, run: run, validate: validate, opts: opts, began: began, rep: &Report{Scenario: base.Name, Steer: opts.Steer}}
+	if opts.Steer {
+		c.rng = rand.New(rand.NewPCG(opts.Seed, steerStream))
+	}
+	defer func() { c.rep.Elapsed = time.Since(began) }()
 	all := append([]string{NoFault}, kinds...)
-	told := Progress{Total: len(all) * opts.Runs}
+	c.told = Progress{Total: len(all) * opts.Runs}
 	for _, kind := range all {
 		row := &Row{Fault: kind}
-		rep.Rows = append(rep.Rows, row)
-		anomalies := map[string]bool{}
-		for i := range opts.Runs {
-			if err := ctx.Err(); err != nil {
-				return rep, err
-			}
-			if opts.Budget > 0 && time.Since(began) > opts.Budget {
-				rep.OutOfTime = true
-				break
-			}
-			sc := Variant(base, kind, opts.Seed+uint64(i), validate)
-			if opts.Progress != nil {
-				told.Kind, told.Seed = kind, sc.Seed
-				opts.Progress(told)
-			}
-			out, err := run(ctx, sc)
-			if errors.Is(err, ErrNotApplicable) {
-				row.NotApplicable = err.Error()
-				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
-				told.Total -= opts.Runs - i
-				break
-			}
-			if err != nil {
-				return rep, err
-			}
-			if out.Unavailable != "" {
-				row.NotApplicable = out.Unavailable
-				fmt.Fprintf(opts.Log, "hunt: %s: not applicable: %s (%s)\n", kind, out.Unavailable, out.Dir)
-				told.Total -= opts.Runs - i
-				break
-			}
-			told.Done++
-			rep.Runs++
-			row.Runs++
-			switch {
-			case out.FaultFailed || out.Verdict == checker.Unknown:
-				row.Unknown++
-			case out.Verdict == checker.Invalid:
-				row.Invalid++
-				told.Invalid++
-				row.Failing = append(row.Failing, out.Dir)
-				for _, a := range out.Anomalies {
-					anomalies[a] = true
-				}
-			}
-			fmt.Fprintf(opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v): %s %v %s\n",
-				kind, i+1, opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, out.Verdict, out.Anomalies, out.Dir)
+		c.rep.Rows = append(c.rep.Rows, row)
+		if err := c.hunt(ctx, row); err != nil {
+			return c.rep, err
 		}
-		for a := range anomalies {
-			row.Anomalies = append(row.Anomalies, a)
-		}
-		slices.Sort(row.Anomalies)
-		if rep.OutOfTime {
+		if c.rep.OutOfTime {
 			break
 		}
 	}
-	return rep, nil
+	return c.rep, nil
+}
+
+// campaign is a campaign under way.
+type campaign struct {
+	base     *scenarios.Scenario
+	run      RunFunc
+	validate func(*scenarios.Scenario) error
+	opts     Options
+	// rng draws the steering's choices, from the campaign's seed; nil for
+	// a random campaign.
+	rng   *rand.Rand
+	began time.Time
+	rep   *Report
+	// told is how far the campaign has come (Options.Progress).
+	told Progress
+}
+
+// hunt makes the runs of row's fault kind and tallies them in row.
+func (c *campaign) hunt(ctx context.Context, row *Row) error {
+	kind := row.Fault
+	anomalies := map[string]bool{}
+	var corpus Corpus
+	var sp Space
+	if kind != NoFault {
+		sp = NewSpace(c.base, kind)
+	}
+	for i := range c.opts.Runs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if c.opts.Budget > 0 && time.Since(c.began) > c.opts.Budget {
+			c.rep.OutOfTime = true
+			break
+		}
+		sc, how := c.next(kind, i, &corpus, sp)
+		if c.opts.Progress != nil {
+			c.told.Kind, c.told.Seed = kind, sc.Seed
+			c.opts.Progress(c.told)
+		}
+		out, err := c.run(ctx, sc)
+		if errors.Is(err, ErrNotApplicable) {
+			row.NotApplicable = err.Error()
+			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
+			c.told.Total -= c.opts.Runs - i
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if out.Unavailable != "" {
+			row.NotApplicable = out.Unavailable
+			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %s (%s)\n", kind, out.Unavailable, out.Dir)
+			c.told.Total -= c.opts.Runs - i
+			break
+		}
+		c.told.Done++
+		c.rep.Runs++
+		score, has := c.tally(row, out, anomalies)
+		if how != "" {
+			row.Steered++
+		}
+		if !out.FaultFailed {
+			corpus.Add(Entry{Scenario: sc, Schedule: Resolved(sc), Margin: score, HasMargin: has, Order: i, Dir: out.Dir})
+		}
+		if how == "" {
+			how = "random"
+		}
+		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, %s): %s %v margin %s %s\n",
+			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+	}
+	for a := range anomalies {
+		row.Anomalies = append(row.Anomalies, a)
+	}
+	slices.Sort(row.Anomalies)
+	return nil
+}
+
+// next returns the scenario of run i of kind, and how its schedule was
+// made when it mutated an earlier run's (empty for a random one).
+func (c *campaign) next(kind string, i int, corpus *Corpus, sp Space) (*scenarios.Scenario, string) {
+	seed := c.opts.Seed + uint64(i)
+	if c.rng != nil && kind != NoFault && corpus.Len() > 0 && c.rng.Float64() < SteerProbability {
+		best := corpus.Best(SteerBest)
+		parent := best[c.rng.IntN(len(best))]
+		if steps, what, ok := Mutate(c.rng, parent.Schedule, sp); ok {
+			return Mutant(parent.Scenario, steps, seed), fmt.Sprintf("run %d mutated (margin %s): %s", parent.Order+1, FormatMargin(parent.Margin, parent.HasMargin), what)
+		}
+	}
+	return Variant(c.base, kind, seed, c.validate), ""
+}
+
+// tally counts the outcome out of a run in row, and returns the run's
+// smallest normalised margin (Score).
+func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (float64, bool) {
+	row.Runs++
+	switch {
+	case out.FaultFailed || out.Verdict == checker.Unknown:
+		row.Unknown++
+	case out.Verdict == checker.Invalid:
+		row.Invalid++
+		c.told.Invalid++
+		row.Failing = append(row.Failing, out.Dir)
+		for _, a := range out.Anomalies {
+			anomalies[a] = true
+		}
+	}
+	score, has := Score(out.Margins, c.base.Lock.TTL)
+	if has && (!row.HasMargin || score < row.Margin) {
+		row.Margin, row.HasMargin, row.MarginRun = score, true, out.Dir
+	}
+	return score, has
 }
 
 func orTry(acquire string) string {

@@ -187,15 +187,17 @@ func followersText(a anomalyJSON) string {
 
 // reportView is the data of report.html.tmpl.
 type reportView struct {
-	In         ReportInput
-	Title      string
-	Duration   time.Duration
-	Verdict    checker.Verdict
-	Expected   string
-	Met        bool
-	HasExpect  bool
-	Checkers   []checker.Result
-	Anomalies  []anomalyJSON
+	In        ReportInput
+	Title     string
+	Duration  time.Duration
+	Verdict   checker.Verdict
+	Expected  string
+	Met       bool
+	HasExpect bool
+	Checkers  []checker.Result
+	Anomalies []anomalyJSON
+	// Margins are the lines of the run's margins, a line per key.
+	Margins    []marginLine
 	Throughput *plot
 	Latency    []plot
 	// Tasks is the task view of a queue run; nil for a lock run.
@@ -258,6 +260,9 @@ var bandLabels = []legendEntry{
 type reportData struct {
 	Timeline  timelineJSON  `json:"timeline"`
 	Anomalies []anomalyJSON `json:"anomalies"`
+	// Margins are the ops and windows of the margins, in the order of
+	// their parts (marginPart.Q).
+	Margins []anomalyJSON `json:"margins,omitempty"`
 }
 
 // RenderHTML writes a self-contained report.html for in to w: every style,
@@ -275,14 +280,8 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		// (the checker's) are shaded on the timeline.
 		checkers = append(slices.Clip(checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
 	}
-	named := map[int]bool{}
-	for _, r := range checkers {
-		for _, a := range r.Anomalies {
-			for _, i := range a.Ops {
-				named[i] = true
-			}
-		}
-	}
+	margins := marginResult(in.Results.Margins)
+	named := namedOps(append(slices.Clip(checkers), margins))
 	v := reportView{
 		In:        in,
 		Title:     in.Results.Scenario,
@@ -291,6 +290,7 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		Met:       in.Results.ExpectationMet,
 		Checkers:  checkers,
 		Anomalies: anomalyWindows(checkers, in.History, tl),
+		Margins:   marginLines(in.Results.Margins),
 	}
 	v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
 	v.Tasks = buildTaskView(in.History, tl.facts.Queue, tl.End, tl.Nemesis, v.Anomalies)
@@ -337,7 +337,7 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	data, err := json.Marshal(reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies})
+	data, err := json.Marshal(reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies, Margins: anomalyWindows([]checker.Result{margins}, in.History, tl)})
 	if err != nil {
 		return fmt.Errorf("reports: encoding report data: %w", err)
 	}

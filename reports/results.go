@@ -68,6 +68,11 @@ type Results struct {
 	// when the run was interrupted.
 	Liveness *checker.LivenessResult `json:"liveness,omitempty"`
 	Stats    Stats                   `json:"stats"`
+	// Margins are the run's safety margins, one entry per key granted or
+	// written (checker.Margins, docs/history.md §4.8): how close it came
+	// to a violation, by the checkers' own definitions. Absent when the
+	// history was not checked.
+	Margins []checker.Margin `json:"margins,omitempty"`
 	// Truncated is set when the history ended in an incomplete line that was
 	// left out of the check.
 	Truncated bool `json:"truncated,omitempty"`

@@ -46,6 +46,7 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			return out, err
 		}
 		out.Verdict = res.Results.Verdict
+		out.Margins = res.Results.Margins
 		out.FaultFailed = res.Results.FaultsFailed()
 		for _, f := range res.Results.FailedFaults {
 			if !f.Expected && strings.Contains(f.Error, cluster.ErrUnavailable.Error()) {

@@ -66,7 +66,7 @@ func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, 
 		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the history could not be read back: " + err.Error()}}
 		return
 	}
-	results.Checkers, results.Liveness = res.Results, res.Liveness
+	results.Checkers, results.Liveness, results.Margins = res.Results, res.Liveness, res.Margins
 	results.Verdict = checker.Overall(results.Checkers)
 	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
 }

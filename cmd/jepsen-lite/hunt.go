@@ -17,7 +17,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--steer] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -29,6 +29,13 @@ run is stored. It prints one row per fault kind: the runs, how many were
 invalid and the anomalies they found, and the first failing run, which
 'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
 runs use that external lock client (docs/lock-protocol.md).
+
+Every run reports its safety margin (docs/history.md §4.8): how close it
+came to a violation, in lease lengths; the MARGIN column is each kind's
+smallest. With --steer, a run of a fault kind mutates, with probability
+0.8, the schedule of one of the kind's 3 runs so far with the smallest
+margins (a fault shifted, retargeted, added or dropped) instead of drawing
+a random one (docs/hunt.md); random by default.
 
 ` + progressHelp + ` For a hunt: the runs done of all, the invalid runs so
 far, and the current run (its fault kind and seed) with its phase; the
@@ -54,6 +61,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	markdown := fs.String("markdown", "", "write the campaign's table as Markdown to this file")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	quiet := fs.Bool("quiet", false, quietUsage)
+	steer := fs.Bool("steer", false, "mutate the schedules of the runs with the smallest margins instead of drawing every schedule at random")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -96,7 +104,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		status.start(fmt.Sprintf("%s seed %d", p.Kind, p.Seed), p.Done, p.Total, fmt.Sprintf("%d invalid", p.Invalid))
 	}
 	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
-	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: line.Writer(), Progress: told}, runOpts...)
+	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: line.Writer(), Progress: told, Steer: *steer}, runOpts...)
 	line.Done()
 	if rep != nil {
 		printHunt(stdout, rep)
@@ -162,20 +170,20 @@ func huntBase(arg string) (*scenarios.Scenario, error) {
 
 func printHunt(w io.Writer, rep *hunt.Report) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULT\tRUNS\tINVALID\tUNKNOWN\tANOMALIES\tFIRST FAILING RUN")
+	fmt.Fprintln(tw, "FAULT\tRUNS\tINVALID\tUNKNOWN\tMARGIN\tANOMALIES\tFIRST FAILING RUN")
 	for _, r := range rep.Rows {
 		if r.NotApplicable != "" && r.Runs == 0 {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\tnot applicable: %s\t\n", r.Fault, r.NotApplicable)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\tnot applicable: %s\t\n", r.Fault, r.NotApplicable)
 			continue
 		}
 		first := "-"
 		if len(r.Failing) > 0 {
 			first = r.Failing[0]
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%s\t%s\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, orDash(strings.Join(r.Anomalies, ",")), first)
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "hunt: %s: %d runs in %v\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
 }
 
 func orDash(s string) string {
@@ -189,18 +197,32 @@ func orDash(s string) string {
 // the lock, one row per fault kind.
 func huntMarkdown(rep *hunt.Report, arg string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Hunt: %s\n\n`jepsen-lite hunt %s`: %d runs in %v.\n\n", arg, arg, rep.Runs, rep.Elapsed.Round(time.Second))
-	b.WriteString("| fault | runs | invalid | unknown | anomalies | first failing run |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "# Hunt: %s\n\n`jepsen-lite hunt %s`: %d runs in %v, %s.\n\n", arg, arg, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
+	b.WriteString("| fault | runs | invalid | unknown | margin | anomalies | first failing run |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
 		if r.NotApplicable != "" && r.Runs == 0 {
-			fmt.Fprintf(&b, "| %s | - | - | - | not applicable: %s | |\n", r.Fault, strings.ReplaceAll(r.NotApplicable, "|", "/"))
+			fmt.Fprintf(&b, "| %s | - | - | - | - | not applicable: %s | |\n", r.Fault, strings.ReplaceAll(r.NotApplicable, "|", "/"))
 			continue
 		}
 		first := ""
 		if len(r.Failing) > 0 {
 			first = "`" + r.Failing[0] + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d/%d | %d | %s | %s |\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, orDash(strings.Join(r.Anomalies, ", ")), first)
+		fmt.Fprintf(&b, "| %s | %d | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
 	}
+	b.WriteString("\nmargin: the smallest safety margin of the kind's runs, in lease lengths (docs/history.md §4.8); negative: a violation.\n")
 	return b.String()
+}
+
+// huntMode says which schedules the campaign ran: random, or steered with
+// how many runs mutated an earlier run's schedule.
+func huntMode(rep *hunt.Report) string {
+	if !rep.Steer {
+		return "random schedules"
+	}
+	steered := 0
+	for _, r := range rep.Rows {
+		steered += r.Steered
+	}
+	return fmt.Sprintf("steered (%d of %d runs mutated one of the %d runs of their kind with the smallest margins, with probability %.1f)", steered, rep.Runs, hunt.SteerBest, hunt.SteerProbability)
 }

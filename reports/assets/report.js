@@ -381,7 +381,16 @@
     tip.style.top = (e.clientY - bx.top + box.offsetTop + 14) + "px";
   }
 
-  // Anomalies: a click zooms to the anomaly's ops and highlights them.
+  // Anomalies and margins: a click zooms to the ops they name and
+  // highlights them.
+  function zoomTo(a) {
+    if (a.from >= 0) {
+      var w = Math.max(a.to - a.from, 1000), pad = Math.max(w * 0.25, 2000);
+      setView(a.from - pad, a.to + pad);
+    } else schedule();
+    render(); pending = false; // draw now, so the DOM reflects the selection
+    document.querySelector(".timeline-section").scrollIntoView({ behavior: "auto", block: "start" });
+  }
   function selectAnomaly(q) {
     var a = anomalies[q];
     if (!a) return;
@@ -394,13 +403,22 @@
     document.querySelectorAll(".tasks [data-anomaly]").forEach(function (el) {
       el.classList.toggle("selected", +el.dataset.anomaly === q);
     });
-    if (a.from >= 0) {
-      var w = Math.max(a.to - a.from, 1000), pad = Math.max(w * 0.25, 2000);
-      setView(a.from - pad, a.to + pad);
-    } else schedule();
-    render(); pending = false; // draw now, so the DOM reflects the selection
-    document.querySelector(".timeline-section").scrollIntoView({ behavior: "auto", block: "start" });
+    zoomTo(a);
   }
+  var margins = data.margins || [];
+  function selectMargin(q) {
+    var m = margins[q];
+    if (!m) return;
+    selected = new Set(m.ops);
+    selectedNemesis = selected;
+    selectedAnomaly = -1;
+    document.querySelectorAll("li.anomaly.selected, .tasks .selected").forEach(function (el) { el.classList.remove("selected"); });
+    zoomTo(m);
+  }
+  document.querySelectorAll("[data-margin]").forEach(function (el) {
+    el.addEventListener("click", function () { selectMargin(+el.dataset.margin); });
+    el.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectMargin(+el.dataset.margin); } });
+  });
   // An anomaly's mark in the task view selects it too.
   document.querySelectorAll(".tasks [data-anomaly]").forEach(function (el) {
     el.addEventListener("click", function () { selectAnomaly(+el.dataset.anomaly); });
@@ -414,5 +432,5 @@
   } else {
     render();
   }
-  window.jepsenLiteReport = { selectAnomaly: selectAnomaly, setView: setView, view: view, render: render };
+  window.jepsenLiteReport = { selectAnomaly: selectAnomaly, selectMargin: selectMargin, setView: setView, view: view, render: render };
 })();
