@@ -71,6 +71,11 @@ func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, 
 	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
 }
 
+// maxDrawnOps is the longest history whose report draws its timeline: the
+// report reads the history whole (some 380 bytes an op), which an hour's
+// soak must not.
+const maxDrawnOps = 2_000_000
+
 // report is the report stage: it writes results.json, and report.html from
 // what the run holds in memory (its results, history, scenario and the
 // checker's analysis; the offline `report` command reads the same back
@@ -85,7 +90,10 @@ func report(p *plan, st *runStore, rd recorded, v verdict) error {
 		Links:       reports.RunLinks(st.dir),
 	}
 	rerr := error(nil)
-	if rd.ops > 0 {
+	switch {
+	case rd.ops > maxDrawnOps:
+		st.log.Printf("report: the history's %d ops are more than the report draws (%d): its timeline is left out; the verdict, the anomalies and their ops are in results.json", rd.ops, maxDrawnOps)
+	case rd.ops > 0:
 		// the report draws every op: it reads the history back whole
 		in.History, _, rerr = history.ReadFile(st.historyPath())
 		if rerr == nil && len(v.results.Checkers) > 0 && v.results.Checkers[0].Name == anomaly.CheckerWellFormed && v.results.Checkers[0].Verdict == checker.Valid {
