@@ -16,7 +16,8 @@ import (
 // renewal (with the highest token of its key returned before that invoke)
 // and the token its latest grant of each key holds; for each key, the
 // highest token returned so far and the first grant of every token (which
-// token-reuse needs, one entry per distinct token); and the anomalies.
+// token-reuse needs, one 32-byte entry per distinct token: tokenFirsts);
+// and the anomalies.
 type tokenStream struct {
 	procs procTable[tokenProc]
 	keys  map[string]*tokenKey
@@ -76,7 +77,7 @@ func (p *tokenProc) heldOf(k string) (*heldToken, bool) {
 type tokenKey struct {
 	best    tokenEnd
 	hasBest bool
-	first   map[uint64]tokenEnd
+	first   tokenFirsts
 	group   map[int]int // the first grant's ok -> its reuse anomaly
 }
 
@@ -94,7 +95,7 @@ func newTokenStream() *tokenStream {
 func (s *tokenStream) key(k string) *tokenKey {
 	tk := s.keys[k]
 	if tk == nil {
-		tk = &tokenKey{first: map[uint64]tokenEnd{}, group: map[int]int{}}
+		tk = &tokenKey{first: tokenFirsts{out: map[uint64]tokenFirst{}}, group: map[int]int{}}
 		s.keys[k] = tk
 	}
 	return tk
@@ -158,12 +159,12 @@ func (s *tokenStream) add(op *history.Op) {
 // highest token returned before g's invoke.
 func (s *tokenStream) grant(k string, g tokenEnd, p *tokenProc) {
 	tk := s.key(k)
-	if f, seen := tk.first[g.token]; seen {
+	if f, seen := tk.first.get(g.token); seen {
 		s.reuse = followCause(s.reuse, tk.group, f.ok, Anomaly{Kind: TokenReuse, Key: k, Ops: []int{f.ok, g.ok},
 			Message: fmt.Sprintf("worker %d %s %s with token %d at %s, and worker %d %s it with the same token at %s",
 				f.client, f.verb(), k, g.token, secs(f.at), g.client, g.verb(), secs(g.at))})
 	} else {
-		tk.first[g.token] = g
+		tk.first.put(g)
 	}
 	if p.hasBest && g.token < p.best.token {
 		s.regressions = append(s.regressions, tokenRegression{key: k, a: p.best, b: g})
@@ -196,4 +197,48 @@ func (s *tokenStream) result(ctx context.Context, name string) Result {
 				b.client, b.verb(), r.key, b.token, secs(b.at), secs(b.call), a.client, a.verb(), a.token, secs(a.at))})
 	}
 	return finish(name, start, anomalies, "")
+}
+
+// tokenFirst is what a reuse's message needs of the first grant of a
+// token: 32 bytes, for every distinct token of the history.
+type tokenFirst struct {
+	token   uint64
+	ok      int64
+	at      time.Duration
+	client  int32
+	renewal bool
+}
+
+// tokenFirsts are the first grants of a key's tokens. Tokens mostly grow,
+// so they are kept in a slice in token order, appended to, and looked up
+// by binary search; a token below the highest already kept (a regression)
+// goes to a map instead.
+type tokenFirsts struct {
+	inOrder []tokenFirst
+	out     map[uint64]tokenFirst
+}
+
+// get returns the first grant of token t, and whether there is one.
+func (f *tokenFirsts) get(t uint64) (tokenEnd, bool) {
+	i, ok := slices.BinarySearchFunc(f.inOrder, t, func(e tokenFirst, t uint64) int { return cmp.Compare(e.token, t) })
+	var e tokenFirst
+	switch {
+	case ok:
+		e = f.inOrder[i]
+	default:
+		if e, ok = f.out[t]; !ok {
+			return tokenEnd{}, false
+		}
+	}
+	return tokenEnd{ok: int(e.ok), client: int(e.client), at: e.at, token: e.token, renewal: e.renewal}, true
+}
+
+// put keeps g as the first grant of its token, which has none yet.
+func (f *tokenFirsts) put(g tokenEnd) {
+	e := tokenFirst{token: g.token, ok: int64(g.ok), at: g.at, client: int32(g.client), renewal: g.renewal}
+	if n := len(f.inOrder); n == 0 || g.token > f.inOrder[n-1].token {
+		f.inOrder = append(f.inOrder, e)
+		return
+	}
+	f.out[g.token] = e
 }
