@@ -170,3 +170,25 @@ func TestLineCountsDownBetweenUnits(t *testing.T) {
 		t.Fatalf("drew %q, want %q", got, want)
 	}
 }
+
+// TestLineBarOnlyNarrowsInAPhase draws a line whose note grows, then
+// shrinks: the bar narrows to make room for the longer note and stays that
+// narrow, until a new phase.
+func TestLineBarOnlyNarrowsInAPhase(t *testing.T) {
+	l, buf, _ := newTestLine()
+	steps := []struct {
+		phase, note, want string
+	}{
+		{"gate", "a", "\r      gate [=========>               ]  40%  2/5 runs  0:00 elapsed  a\x1b[K"},
+		{"gate", "a longer note", "\r      gate [=======>              ]  40%  2/5 runs  0:00 elapsed  a longer note\x1b[K"},
+		{"gate", "a", "\r      gate [=======>              ]  40%  2/5 runs  0:00 elapsed  a\x1b[K"},
+		{"hunt", "a", "\r      hunt [=========>               ]  40%  2/5 runs  0:00 elapsed  a\x1b[K"},
+	}
+	for _, st := range steps {
+		l.Update(Status{Phase: st.phase, Done: 2, Total: 5, Unit: "runs", Note: st.note})
+		l.draw()
+		if got := takeOutput(buf); got != st.want {
+			t.Fatalf("%s with the note %q: drew %q, want %q", st.phase, st.note, got, st.want)
+		}
+	}
+}

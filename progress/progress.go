@@ -91,10 +91,13 @@ type Line struct {
 
 // phaseStart is where the current phase began: its time and its Done and
 // Count then, from which the rates are measured; doneAt is when Done last
-// changed.
+// changed, and bar the cells of the bar last drawn in the phase: the bar
+// only narrows within a phase (as the counts and the note grow), so that
+// it does not jump back and forth.
 type phaseStart struct {
 	at, doneAt  time.Time
 	done, count int64
+	bar         int
 }
 
 // Option configures New.
@@ -184,8 +187,11 @@ func (l *Line) draw() {
 		return
 	}
 	now := l.now()
-	f := frame{s: l.cur, elapsed: now.Sub(l.start), inPhase: now.Sub(l.phase.at), sinceDone: now.Sub(l.phase.doneAt), doneBase: l.phase.done, countBase: l.phase.count}
-	text := render(f, l.width())
+	f := frame{s: l.cur, elapsed: now.Sub(l.start), inPhase: now.Sub(l.phase.at), sinceDone: now.Sub(l.phase.doneAt), doneBase: l.phase.done, countBase: l.phase.count, barLimit: l.phase.bar}
+	text, bw := layout(f, l.width())
+	if bw > 0 {
+		l.phase.bar = bw
+	}
 	if text == l.shown {
 		return
 	}

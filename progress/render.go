@@ -10,11 +10,13 @@ import (
 
 // frame is what one drawing of a line is made of: the status, the time
 // since the line was made, since the phase began and since Done last
-// changed, and the status's Done and Count when the phase began.
+// changed, the status's Done and Count when the phase began, and the most
+// cells the bar may take (0: maxBar).
 type frame struct {
 	s                           Status
 	elapsed, inPhase, sinceDone time.Duration
 	doneBase, countBase         int64
+	barLimit                    int
 }
 
 // The bar's widths: at most maxBar cells inside its brackets, and none at
@@ -34,23 +36,36 @@ const phaseWidth = 10
 // more than width-1 runes (a line that reaches the last column wraps on
 // some terminals): the phase, then the bar when the total is known, the
 // percent and the amounts, the count with its rate, the time elapsed, the
-// time left, and the note. When the line is too wide the bar narrows to
-// make room for the whole note, down to minBar cells; a note that does
-// not fit even then is cut instead. A terminal too narrow for the rest
+// time left, and the note. The bar takes at most maxBar cells, and at
+// most f.barLimit when it is set. When the line is too wide the bar
+// narrows to make room for the whole note, down to minBar cells; a note
+// that does not fit even then is cut instead. A terminal too narrow for the rest
 // loses the bar, then the note, then the end of the line.
 func render(f frame, width int) string {
+	line, _ := layout(f, width)
+	return line
+}
+
+// layout returns render's text and the cells of its bar, 0 when it has
+// none.
+func layout(f frame, width int) (string, int) {
 	avail := width - 1
 	head := fmt.Sprintf("%*s", phaseWidth, f.s.Phase)
 	rest := strings.Join(f.parts(), "  ")
-	line := head
+	line, bw := head, 0
 	if f.s.Total > 0 {
 		pct := fmt.Sprintf("%3d%%", percent(f.s.Done, f.s.Total))
 		room := avail - runes(head) - runes(pct) - runes(rest) - 6 // " [" + "] " + "  "
-		bw := min(maxBar, room)
+		bw = min(maxBar, room)
+		if f.barLimit > 0 {
+			bw = min(bw, f.barLimit)
+		}
 		if fit := room - 2 - runes(f.s.Note); f.s.Note != "" && fit >= minBar {
 			bw = min(bw, fit)
 		}
-		if bw >= minBar {
+		if bw < minBar {
+			bw = 0
+		} else {
 			line += " [" + bar(float64(f.s.Done)/float64(f.s.Total), bw) + "]"
 		}
 		line += " " + pct
@@ -61,7 +76,7 @@ func render(f frame, width int) string {
 			line += "  " + cut(note, room)
 		}
 	}
-	return cut(line, avail)
+	return cut(line, avail), bw
 }
 
 // parts returns the pieces of f's line after its bar and percent, in
