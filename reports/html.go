@@ -50,6 +50,11 @@ type ReportInput struct {
 	// Facts is the checker's analysis of History (checker.CheckAnalyzed)
 	// when the caller has it; nil has the report analyze History itself.
 	Facts *checker.Facts
+	// Summary, when set, is the history in summary (SummarizeFile), for a
+	// long one (more than LongHistoryOps ops): the report draws it
+	// downsampled, with the full detail around every anomaly, and reads
+	// neither History nor Facts.
+	Summary *Summary
 }
 
 // WriteHTML writes <runDir>/report.html from the run's results.json,
@@ -92,7 +97,9 @@ func WriteReport(runDir string, in ReportInput) error {
 	return nil
 }
 
-// LoadReportInput reads what WriteHTML renders from a run directory.
+// LoadReportInput reads what WriteHTML renders from a run directory: its
+// history whole, or, for a history longer than LongHistoryOps ops, in
+// summary (SummarizeFile), read op by op.
 func LoadReportInput(runDir string) (ReportInput, error) {
 	var in ReportInput
 	b, err := os.ReadFile(filepath.Join(runDir, ResultsFile))
@@ -102,19 +109,33 @@ func LoadReportInput(runDir string) (ReportInput, error) {
 	if err := json.Unmarshal(b, &in.Results); err != nil {
 		return in, fmt.Errorf("reports: %s: %w", ResultsFile, err)
 	}
-	h, err := readHistory(filepath.Join(runDir, HistoryFile))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return in, err
-	}
-	in.History = h
+	guarded := false
 	if b, err := os.ReadFile(filepath.Join(runDir, ScenarioFile)); err == nil {
 		in.Scenario = string(b)
 		in.Description = scenarioDescription(b)
 		// the timeline draws the checker's apply intervals, so it drops
 		// what the checkers drop
-		history.DropReplyTimes(in.History, scenarioField(b, "resource") == "guarded")
+		guarded = scenarioField(b, "resource") == "guarded"
+	}
+	path := filepath.Join(runDir, HistoryFile)
+	long, err := isLong(path, &in.Results)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return in, fmt.Errorf("reports: %w", err)
+	case long:
+		s, err := SummarizeFile(path, &in.Results, guarded)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return in, err
+		}
+		in.Summary = s
+	default:
+		h, err := readHistory(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return in, err
+		}
+		in.History = h
+		history.DropReplyTimes(in.History, guarded)
 	}
 	in.Links = RunLinks(runDir)
 	return in, nil
@@ -212,6 +233,11 @@ type reportView struct {
 	CSS          template.CSS
 	JS           template.JS
 	Data         template.JS
+	// Long is set when the timeline is drawn in summary; LongOps is then
+	// the history's length and DetailOps the number of ops drawn in full
+	// detail.
+	Long               bool
+	LongOps, DetailOps int
 }
 
 type legendEntry struct{ Class, Label string }
@@ -267,21 +293,56 @@ type reportData struct {
 
 // RenderHTML writes a self-contained report.html for in to w: every style,
 // script and figure is inline, so the file opens from disk with no network.
+// A history given in summary (in.Summary) is drawn downsampled, with the
+// full detail around every anomaly.
 func RenderHTML(w io.Writer, in ReportInput) error {
-	facts := in.Facts
-	if facts == nil {
-		facts = checker.Analyze(in.History)
-	}
-	tl := timelineOf(in.History, facts)
-	checkers := in.Results.Checkers
-	if l := in.Results.Liveness; l != nil && len(l.Anomalies) > 0 {
-		// A stuck key and an unavailable window are listed like
-		// anomalies, under their own checker's name, and their windows
-		// (the checker's) are shaded on the timeline.
-		checkers = append(slices.Clip(checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
-	}
+	checkers := reportCheckers(in.Results)
 	margins := marginResult(in.Results.Margins)
 	named := namedOps(append(slices.Clip(checkers), margins))
+	var v reportView
+	var data reportData
+	if s := in.Summary; s != nil {
+		s.finish()
+		tl := s.tl
+		v = newReportView(in, checkers, tl, s.detail.ops)
+		v.Long, v.LongOps, v.DetailOps = true, s.ops, len(s.detail.ops)
+		v.Throughput, v.Latency = s.plots.plots(tl.Last, mergedNemesis(tl.Nemesis, tl.Last/1200))
+		tasks, err := s.taskView(tl, v.Anomalies)
+		if err != nil {
+			return err
+		}
+		v.Tasks = tasks
+		data = reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies, Margins: anomalyWindows([]checker.Result{margins}, s.detail.ops, tl)}
+		data.Timeline.Summary = s.json()
+	} else {
+		facts := in.Facts
+		if facts == nil {
+			facts = checker.Analyze(in.History)
+		}
+		tl := timelineOf(in.History, facts)
+		v = newReportView(in, checkers, tl, in.History)
+		v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
+		v.Tasks = buildTaskView(in.History, tl.facts.Queue, tl.End, tl.Nemesis, v.Anomalies)
+		data = reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies, Margins: anomalyWindows([]checker.Result{margins}, in.History, tl)}
+	}
+	return renderView(w, v, data)
+}
+
+// reportCheckers returns the checkers' results of r that the report lists,
+// with the liveness report's stuck keys and unavailable windows listed
+// like anomalies, under their own checker's name.
+func reportCheckers(r Results) []checker.Result {
+	checkers := r.Checkers
+	if l := r.Liveness; l != nil && len(l.Anomalies) > 0 {
+		// their windows (the checker's) are shaded on the timeline
+		checkers = append(slices.Clip(checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: l.Verdict, Anomalies: l.Anomalies, Note: "apart from the verdict"})
+	}
+	return checkers
+}
+
+// newReportView returns the view of in whose timeline is tl, drawn from
+// the ops of h (the whole history, or the detail windows of a summary).
+func newReportView(in ReportInput, checkers []checker.Result, tl timeline, h history.History) reportView {
 	v := reportView{
 		In:        in,
 		Title:     in.Results.Scenario,
@@ -289,11 +350,9 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 		Verdict:   in.Results.Verdict,
 		Met:       in.Results.ExpectationMet,
 		Checkers:  checkers,
-		Anomalies: anomalyWindows(checkers, in.History, tl),
+		Anomalies: anomalyWindows(checkers, h, tl),
 		Margins:   marginLines(in.Results.Margins),
 	}
-	v.Throughput, v.Latency = buildPlots(in.History, tl.Last, tl.Nemesis)
-	v.Tasks = buildTaskView(in.History, tl.facts.Queue, tl.End, tl.Nemesis, v.Anomalies)
 	if v.Title == "" {
 		v.Title = "run"
 	}
@@ -329,6 +388,11 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 			v.Bands = append(v.Bands, l)
 		}
 	}
+	return v
+}
+
+// renderView writes the page of v with the data report.js reads.
+func renderView(w io.Writer, v reportView, data reportData) error {
 	css, err := assets.ReadFile("assets/report.css")
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
@@ -337,11 +401,11 @@ func RenderHTML(w io.Writer, in ReportInput) error {
 	if err != nil {
 		return fmt.Errorf("reports: %w", err)
 	}
-	data, err := json.Marshal(reportData{Timeline: tl.compact(named), Anomalies: v.Anomalies, Margins: anomalyWindows([]checker.Result{margins}, in.History, tl)})
+	b, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("reports: encoding report data: %w", err)
 	}
-	v.CSS, v.JS, v.Data = template.CSS(css), template.JS(js), template.JS(data)
+	v.CSS, v.JS, v.Data = template.CSS(css), template.JS(js), template.JS(b)
 	if err := reportTemplate.Execute(w, v); err != nil {
 		return fmt.Errorf("reports: rendering %s: %w", ReportFile, err)
 	}

@@ -176,6 +176,12 @@ func latencySamples(h history.History) (map[string][]latencySample, []string) {
 		}
 		out[op.F] = append(out[op.F], latencySample{at: inv.Time, lat: max(op.Time-inv.Time, time.Microsecond), out: outcomeOf(op.Type)})
 	}
+	return out, orderFs(fs)
+}
+
+// orderFs sorts fs, in place, in the order of their plots: acquire, read,
+// write, release, renew, then the others in the order given.
+func orderFs(fs []string) []string {
 	order := map[string]int{history.FAcquire: 0, history.FRead: 1, history.FWrite: 2, history.FRelease: 3, history.FRenew: 4}
 	sort.SliceStable(fs, func(a, b int) bool {
 		oa, ok := order[fs[a]]
@@ -188,7 +194,7 @@ func latencySamples(h history.History) (map[string][]latencySample, []string) {
 		}
 		return oa < ob
 	})
-	return out, fs
+	return fs
 }
 
 var outcomeClass = [...]string{"ok", "fail", "info", "open"}
@@ -200,6 +206,37 @@ func latencyPlot(f string, samples []latencySample, end time.Duration, nem []nem
 	for _, s := range samples {
 		lo, hi = min(lo, s.lat), max(hi, s.lat)
 	}
+	p := latencyFrame(f, lo, hi, end, nem)
+	// Points, de-duplicated per cell; fail and info drawn last, on top.
+	cells := newCellSet(p)
+	for _, s := range samples {
+		cells.add(s.at, s.lat, s.out)
+	}
+	cells.draw()
+	// Per-bucket quantiles of every outcome together.
+	w := bucketWidth(end)
+	nb := int(end/w) + 1
+	buckets := make([][]time.Duration, nb)
+	for _, s := range samples {
+		b := min(int(s.at/w), nb-1)
+		buckets[b] = append(buckets[b], s.lat)
+	}
+	for _, lats := range buckets {
+		slices.Sort(lats)
+	}
+	p.quantileLines(w, nb, func(b int, q float64) (time.Duration, bool) {
+		lats := buckets[b]
+		if len(lats) == 0 {
+			return 0, false
+		}
+		return lats[min(int(q*float64(len(lats))), len(lats)-1)], true
+	})
+	return plot{Title: fmt.Sprintf("%s latency (%d ops; lines: p50, p99 per %v)", f, len(samples), w), SVG: p.end_()}
+}
+
+// latencyFrame begins the latency plot of f, whose latencies run from lo
+// to hi, on a log scale of whole decades.
+func latencyFrame(f string, lo, hi, end time.Duration, nem []nemesisInterval) *plotFrame {
 	yLo := math.Pow(10, math.Floor(math.Log10(float64(lo))))
 	yHi := math.Pow(10, math.Ceil(math.Log10(float64(hi))))
 	if yHi <= yLo {
@@ -210,59 +247,72 @@ func latencyPlot(f string, samples []latencySample, end time.Duration, nem []nem
 	for v := yLo; v <= yHi*1.001; v *= 10 {
 		p.yTick(v, fmtLatency(time.Duration(v)))
 	}
-	// Points, de-duplicated per cell; fail and info drawn last, on top.
-	type cell struct {
-		x, y int
-		o    outcome
+	return p
+}
+
+// cell is one (pixel column, row, outcome) cell of a latency plot.
+type cell struct {
+	x, y int
+	o    outcome
+}
+
+// cellSet is the occupied cells of a latency plot, in the order first
+// occupied, by outcome.
+type cellSet struct {
+	p    *plotFrame
+	seen map[cell]bool
+	pts  [4][]cell
+}
+
+func newCellSet(p *plotFrame) *cellSet { return &cellSet{p: p, seen: map[cell]bool{}} }
+
+// add marks the cell of an op invoked at at that took lat.
+func (cs *cellSet) add(at, lat time.Duration, o outcome) {
+	p := cs.p
+	c := cell{int(p.x(at)), int(p.y(float64(lat)) * latencyRows / p.h), o}
+	if !cs.seen[c] {
+		cs.seen[c] = true
+		cs.pts[o] = append(cs.pts[o], c)
 	}
-	seen := map[cell]bool{}
-	var pts [4][]cell
-	for _, s := range samples {
-		c := cell{int(p.x(s.at)), int(p.y(float64(s.lat)) * latencyRows / p.h), s.out}
-		if !seen[c] {
-			seen[c] = true
-			pts[s.out] = append(pts[s.out], c)
-		}
-	}
-	for o, cs := range pts {
-		if len(cs) == 0 {
+}
+
+// draw draws one dot per cell, an outcome's dots in one path.
+func (cs *cellSet) draw() {
+	p := cs.p
+	for o, cells := range cs.pts {
+		if len(cells) == 0 {
 			continue
 		}
 		fmt.Fprintf(&p.b, `<path class="pts pt-%s" d="`, outcomeClass[o])
-		for _, c := range cs {
+		for _, c := range cells {
 			y := (float64(c.y) + 0.5) * p.h / latencyRows
 			fmt.Fprintf(&p.b, "M%d %.1fh0", c.x, y)
 		}
 		p.b.WriteString(`"/>`)
 	}
-	// Per-bucket quantiles of every outcome together.
-	w := bucketWidth(end)
-	nb := int(end/w) + 1
-	buckets := make([][]time.Duration, nb)
-	for _, s := range samples {
-		b := min(int(s.at/w), nb-1)
-		buckets[b] = append(buckets[b], s.lat)
-	}
+}
+
+// quantileLines draws the p50 and p99 lines over the nb buckets of width
+// w; value returns a bucket's quantile, false for an empty bucket.
+func (p *plotFrame) quantileLines(w time.Duration, nb int, value func(b int, q float64) (time.Duration, bool)) {
 	for _, q := range []struct {
 		name string
 		q    float64
 	}{{"p50", 0.5}, {"p99", 0.99}} {
 		var d strings.Builder
 		cmd := "M"
-		for b, lats := range buckets {
-			if len(lats) == 0 {
+		for b := range nb {
+			v, ok := value(b, q.q)
+			if !ok {
 				cmd = "M"
 				continue
 			}
-			slices.Sort(lats)
-			v := lats[min(int(q.q*float64(len(lats))), len(lats)-1)]
 			t := time.Duration(b)*w + w/2
-			fmt.Fprintf(&d, "%s%.1f %.1f", cmd, p.x(min(t, end)), p.y(float64(v)))
+			fmt.Fprintf(&d, "%s%.1f %.1f", cmd, p.x(min(t, p.end)), p.y(float64(v)))
 			cmd = "L"
 		}
 		fmt.Fprintf(&p.b, `<path class="q q-%s" d="%s"/>`, q.name, d.String())
 	}
-	return plot{Title: fmt.Sprintf("%s latency (%d ops; lines: p50, p99 per %v)", f, len(samples), w), SVG: p.end_()}
 }
 
 // throughputPlot draws completions per second by outcome, per bucket.
@@ -276,6 +326,12 @@ func throughputPlot(h history.History, end time.Duration, nem []nemesisInterval)
 		}
 		counts[outcomeOf(op.Type)][min(int(op.Time/w), nb-1)]++
 	}
+	return throughputPlotOf(counts, w, end, nem)
+}
+
+// throughputPlotOf draws the completions counted by outcome in buckets of
+// width w.
+func throughputPlotOf(counts [3][]int, w, end time.Duration, nem []nemesisInterval) plot {
 	peak := 1.0
 	per := w.Seconds()
 	for _, c := range counts {

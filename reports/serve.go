@@ -2,6 +2,7 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,12 +13,22 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
 )
+
+// DetailEndpoint is the name, in a run's directory, under which serve
+// returns the full detail of a time window of the run.
+const DetailEndpoint = "detail.json"
+
+// maxServedOps is the most ops the detail endpoint returns for one window
+// of a run.
+const maxServedOps = 100_000
 
 // DefaultServeAddr is where Serve listens when given no address.
 const DefaultServeAddr = "127.0.0.1:8080"
@@ -214,7 +225,11 @@ type runsView struct {
 //     and verdict;
 //   - "/runs/<scenario>/<timestamp>/<file>" serves a run's files, never
 //     anything outside storeDir; report.html is generated on first request
-//     when the run has none.
+//     when the run has none;
+//   - "/runs/<scenario>/<timestamp>/detail.json?from=<µs>&to=<µs>" returns
+//     the full detail (ops and holds) of a time window of the run, read on
+//     demand from its history.jsonl (readWindow), for the timeline of a
+//     long run's report.
 func NewStoreHandler(storeDir string) (http.Handler, error) {
 	abs, err := filepath.Abs(storeDir)
 	if err != nil {
@@ -233,6 +248,7 @@ func NewStoreHandler(storeDir string) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.list)
 	mux.HandleFunc("GET /runs/", s.file)
+	mux.HandleFunc("GET /runs/{scenario}/{run}/"+DetailEndpoint, s.detail)
 	return mux, nil
 }
 
@@ -310,4 +326,44 @@ func (s *storeServer) ensureReport(rel string) error {
 	}
 	// rel stays inside the store: the root has just resolved it.
 	return WriteHTML(filepath.Join(s.dir, filepath.FromSlash(rel)))
+}
+
+// detail returns the full detail of the window ?from=<µs>&to=<µs> of a
+// run as JSON (windowJSON), read from its history.jsonl op by op.
+func (s *storeServer) detail(w http.ResponseWriter, r *http.Request) {
+	rel := r.PathValue("scenario") + "/" + r.PathValue("run")
+	if !fs.ValidPath(rel) || strings.HasPrefix(rel, ".") {
+		http.Error(w, "bad path", http.StatusBadRequest)
+		return
+	}
+	from, err1 := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	to, err2 := strconv.ParseInt(r.URL.Query().Get("to"), 10, 64)
+	if err1 != nil || err2 != nil || from < 0 || to < from {
+		http.Error(w, "want ?from=<µs>&to=<µs>, 0 <= from <= to", http.StatusBadRequest)
+		return
+	}
+	var res Results
+	if b, err := s.root.ReadFile(path.Join(rel, ResultsFile)); err != nil || json.Unmarshal(b, &res) != nil {
+		http.Error(w, "no such run", http.StatusNotFound)
+		return
+	}
+	guarded := false
+	if b, err := s.root.ReadFile(path.Join(rel, ScenarioFile)); err == nil {
+		guarded = scenarioField(b, "resource") == "guarded"
+	}
+	f, err := s.root.Open(path.Join(rel, HistoryFile))
+	if err != nil {
+		http.Error(w, "the run has no history", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	out, err := readWindow(history.NewScanner(f, HistoryFile), time.Duration(from)*time.Microsecond, time.Duration(to)*time.Microsecond, maxServedOps, guarded, namedOps(reportCheckers(res)))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		return // the client went away
+	}
 }

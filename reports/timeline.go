@@ -327,50 +327,95 @@ func timelineOf(h history.History, facts *checker.Facts) timeline {
 	}
 	tl.Nemesis = buildNemesis(h, tl.End)
 	tl.Availability = buildAvailability(h, tl.End)
+	tl.Rows, tl.Spans = drawLanes(h, facts.Writes, beliefHolds(h, facts), tl.End)
+	return tl
+}
 
-	type proc struct {
-		client int
-		first  time.Duration
-		last   time.Duration // the end of anything drawn for it
-		spans  []span
-	}
-	procs := map[int]*proc{}
-	var order []int
-	getProc := func(op *history.Op) *proc {
-		p := procs[op.Process]
-		if p == nil {
-			p = &proc{client: op.Client, first: op.Time}
-			procs[op.Process] = p
-			order = append(order, op.Process)
+// drawnHold is a belief as the timeline draws it: its grant's process,
+// worker, key and token, its interval (End is checker.Forever for a belief
+// that nothing ended), the until in force when it ended, and the indexes of
+// the grant's ok (I) and of the op that ended it (J, -1 for none).
+type drawnHold struct {
+	Process, Client   int
+	Key               string
+	Token             uint64
+	Start, End, Until time.Duration
+	I, J              int
+}
+
+// beliefHolds returns the checker's beliefs of h (facts) as drawn holds.
+func beliefHolds(h history.History, facts *checker.Facts) []drawnHold {
+	out := make([]drawnHold, 0, len(facts.Beliefs))
+	for _, b := range facts.Beliefs {
+		g := &facts.Grants[b.Grant]
+		d := drawnHold{Process: g.Process, Client: g.Client, Key: g.Key, Token: g.Token, Start: b.Start, End: b.End, Until: b.Until, I: h[g.OK].Index, J: -1}
+		if b.EndOp >= 0 {
+			d.J = h[b.EndOp].Index
 		}
-		return p
+		out = append(out, d)
 	}
+	return out
+}
+
+// laneProc is what the lanes draw of one worker process.
+type laneProc struct {
+	client int
+	first  time.Duration
+	last   time.Duration // the end of anything drawn for it
+	spans  []span
+}
+
+// laneBuilder collects the spans of each process before they are laid out
+// on rows.
+type laneBuilder struct {
+	end   time.Duration
+	procs map[int]*laneProc
+	order []int
+}
+
+// drawLanes lays out the client ops of h (with writes, the checker's
+// writes of h, for their apply intervals) and the holds on rows, up to
+// end: the spans, sorted by start, and the rows they are drawn on.
+func drawLanes(h history.History, writes []checker.Write, holds []drawnHold, end time.Duration) ([]row, []span) {
+	lb := &laneBuilder{end: end, procs: map[int]*laneProc{}}
+	lb.ops(h, writes)
+	lb.holds(holds)
+	return lb.layout()
+}
+
+func (lb *laneBuilder) proc(process, client int, first time.Duration) *laneProc {
+	p := lb.procs[process]
+	if p == nil {
+		p = &laneProc{client: client, first: first}
+		lb.procs[process] = p
+		lb.order = append(lb.order, process)
+	}
+	return p
+}
+
+// ops draws the client ops of h: each invoke with its completion, a
+// lease-lost as a mark, an acquire of unknown outcome's maybe-held span,
+// and the ops still in flight at the end of h, run to the end.
+func (lb *laneBuilder) ops(h history.History, writes []checker.Write) {
 	// The checker's writes are in the order of their completions, those
 	// that never completed last; next is the first not yet drawn.
 	next := 0
 	writeDoneAt := func(done int) *checker.Write {
-		for next < len(facts.Writes) && facts.Writes[next].Done >= 0 && facts.Writes[next].Done < done {
+		for next < len(writes) && writes[next].Done >= 0 && writes[next].Done < done {
 			next++
 		}
-		if next < len(facts.Writes) && facts.Writes[next].Done == done {
-			return &facts.Writes[next]
+		if next < len(writes) && writes[next].Done == done {
+			return &writes[next]
 		}
 		return nil
 	}
-	pendingWrites := map[int]*checker.Write{} // by invoke position
-	for k := range facts.Writes {
-		if w := &facts.Writes[k]; w.Done < 0 {
-			pendingWrites[w.Invoke] = w
-		}
-	}
-
 	inflight := map[int]int{} // process -> position of its outstanding invoke
 	for i := range h {
 		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
-		p := getProc(op)
+		p := lb.proc(op.Process, op.Client, op.Time)
 		p.last = max(p.last, op.Time)
 		if op.Type == history.Invoke {
 			inflight[op.Process] = i
@@ -382,73 +427,95 @@ func timelineOf(h history.History, facts *checker.Facts) timeline {
 		} else {
 			at = i // a completion without its invoke: draw it as a point
 		}
-		inv := &h[at]
-		if op.F == history.FLeaseLost {
-			p.spans = append(p.spans, span{Kind: kindLeaseLost, Out: outcomeOf(op.Type), Start: op.Time, End: op.Time,
-				I: op.Index, J: -1, Key: op.Key})
-			continue
+		lb.completion(p, h, at, i, writeDoneAt)
+	}
+	lb.inflight(h, writes, inflight)
+}
+
+// completion draws the op of process p invoked at position at of h and
+// completed at position i (at == i: a completion without its invoke,
+// drawn as a point). writeDoneAt returns the checker's write completed at
+// a position.
+func (lb *laneBuilder) completion(p *laneProc, h history.History, at, i int, writeDoneAt func(int) *checker.Write) {
+	inv, op, alone := &h[at], &h[i], at == i
+	if op.F == history.FLeaseLost {
+		p.spans = append(p.spans, span{Kind: kindLeaseLost, Out: outcomeOf(op.Type), Start: op.Time, End: op.Time,
+			I: op.Index, J: -1, Key: op.Key})
+		return
+	}
+	s := span{Kind: kindOf(op.F), Out: outcomeOf(op.Type), Start: inv.Time, End: op.Time,
+		I: inv.Index, J: op.Index, Token: op.Token, Key: op.Key, Err: op.Error}
+	if alone {
+		s.J = -1
+	}
+	if s.Token == 0 {
+		s.Token = inv.Token
+	}
+	switch {
+	case op.F == history.FWrite && !alone:
+		if w := writeDoneAt(i); w != nil && w.Invoke == at {
+			s.setApply(w)
 		}
-		s := span{Kind: kindOf(op.F), Out: outcomeOf(op.Type), Start: inv.Time, End: op.Time,
-			I: inv.Index, J: op.Index, Token: op.Token, Key: op.Key, Err: op.Error}
-		if at == i {
-			s.J = -1
+	case op.F == history.FAcquire:
+		s.Mark = op.Until
+	}
+	p.spans = append(p.spans, s)
+	if op.F == history.FAcquire && op.Type == history.Info {
+		maybeEnd := lb.end
+		if inv.TTL > 0 {
+			maybeEnd = min(inv.Time+inv.TTL, lb.end)
 		}
-		if s.Token == 0 {
-			s.Token = inv.Token
-		}
-		switch {
-		case op.F == history.FWrite && at != i:
-			if w := writeDoneAt(i); w != nil && w.Invoke == at {
-				s.setApply(w)
-			}
-		case op.F == history.FAcquire:
-			s.Mark = op.Until
-		}
-		p.spans = append(p.spans, s)
-		if op.F == history.FAcquire && op.Type == history.Info {
-			maybeEnd := tl.End
-			if inv.TTL > 0 {
-				maybeEnd = min(inv.Time+inv.TTL, tl.End)
-			}
-			if maybeEnd > op.Time {
-				p.spans = append(p.spans, span{Kind: kindMaybe, Out: outInfo, Start: op.Time, End: maybeEnd,
-					I: inv.Index, J: op.Index, Key: op.Key})
-				p.last = max(p.last, maybeEnd)
-			}
+		if maybeEnd > op.Time {
+			p.spans = append(p.spans, span{Kind: kindMaybe, Out: outInfo, Start: op.Time, End: maybeEnd,
+				I: inv.Index, J: op.Index, Key: op.Key})
+			p.last = max(p.last, maybeEnd)
 		}
 	}
-	// Ops still in flight run to the end.
-	for _, pid := range order {
+}
+
+// inflight draws the ops still in flight at the end of h (inflight: the
+// position of each process's outstanding invoke), running to the end.
+func (lb *laneBuilder) inflight(h history.History, writes []checker.Write, inflight map[int]int) {
+	pendingWrites := map[int]*checker.Write{} // by invoke position
+	for k := range writes {
+		if w := &writes[k]; w.Done < 0 {
+			pendingWrites[w.Invoke] = w
+		}
+	}
+	for _, pid := range lb.order {
 		at, ok := inflight[pid]
 		if !ok {
 			continue
 		}
-		p, inv := procs[pid], &h[at]
-		s := span{Kind: kindOf(inv.F), Out: outOpen, Start: inv.Time, End: tl.End,
+		p, inv := lb.procs[pid], &h[at]
+		s := span{Kind: kindOf(inv.F), Out: outOpen, Start: inv.Time, End: lb.end,
 			I: inv.Index, J: -1, Token: inv.Token, Key: inv.Key}
 		if w := pendingWrites[at]; w != nil && inv.F == history.FWrite {
 			s.setApply(w)
 		}
 		p.spans = append(p.spans, s)
-		p.last = tl.End
+		p.last = lb.end
 	}
-	// Holds: the checker's beliefs, on the rows of their grants' processes.
-	for _, b := range facts.Beliefs {
-		g := &facts.Grants[b.Grant]
-		p := procs[g.Process]
-		s := span{Kind: kindHold, Out: outOK, Start: b.Start, End: b.End, I: h[g.OK].Index, J: -1,
-			Mark: b.Until, Token: g.Token, Key: g.Key}
-		if b.EndOp >= 0 {
-			s.J = h[b.EndOp].Index
-		}
+}
+
+// holds draws the holds on the rows of their grants' processes.
+func (lb *laneBuilder) holds(holds []drawnHold) {
+	for _, b := range holds {
+		p := lb.proc(b.Process, b.Client, b.Start)
+		s := span{Kind: kindHold, Out: outOK, Start: b.Start, End: b.End, I: b.I, J: b.J,
+			Mark: b.Until, Token: b.Token, Key: b.Key}
 		if b.End == checker.Forever {
-			s.Out, s.End = outOpen, tl.End
+			s.Out, s.End = outOpen, lb.end
 		}
 		p.spans = append(p.spans, s)
 		p.last = max(p.last, s.End)
 	}
+}
 
-	// Lanes: clients in order; rows packed greedily per client.
+// layout puts the processes on rows: clients in order; rows packed
+// greedily per client.
+func (lb *laneBuilder) layout() ([]row, []span) {
+	order, procs := lb.order, lb.procs
 	sort.SliceStable(order, func(a, b int) bool {
 		pa, pb := procs[order[a]], procs[order[b]]
 		if pa.client != pb.client {
@@ -456,30 +523,32 @@ func timelineOf(h history.History, facts *checker.Facts) timeline {
 		}
 		return pa.first < pb.first
 	})
+	var rows []row
+	var spans []span
 	for _, pid := range order {
 		p := procs[pid]
 		r := -1
-		for i := range tl.Rows {
-			if tl.Rows[i].Client == p.client && tl.Rows[i].busyUntil <= p.first {
+		for i := range rows {
+			if rows[i].Client == p.client && rows[i].busyUntil <= p.first {
 				r = i
 				break
 			}
 		}
 		if r < 0 {
-			tl.Rows = append(tl.Rows, row{Client: p.client})
-			r = len(tl.Rows) - 1
+			rows = append(rows, row{Client: p.client})
+			r = len(rows) - 1
 		}
-		tl.Rows[r].Processes = append(tl.Rows[r].Processes, pid)
-		tl.Rows[r].busyUntil = max(p.last, p.first)
+		rows[r].Processes = append(rows[r].Processes, pid)
+		rows[r].busyUntil = max(p.last, p.first)
 		for _, s := range p.spans {
 			s.Row = r
-			tl.Spans = append(tl.Spans, s)
+			spans = append(spans, s)
 		}
 	}
 	// Rows of one client must be adjacent; they are, as long as rows are
 	// created in client order, which the sort above guarantees.
-	sort.SliceStable(tl.Spans, func(a, b int) bool { return tl.Spans[a].Start < tl.Spans[b].Start })
-	return tl
+	sort.SliceStable(spans, func(a, b int) bool { return spans[a].Start < spans[b].Start })
+	return rows, spans
 }
 
 // setApply gives a write span the checker's apply interval of w: the moment
@@ -560,6 +629,9 @@ type timelineJSON struct {
 	// Named lists the spans (by index) that an anomaly names; report.js
 	// never folds them into an aggregate.
 	Named []int `json:"named"`
+	// Summary is set when the history is drawn in summary: the spans are
+	// then those of its detail windows.
+	Summary *summaryJSON `json:"summary,omitempty"`
 }
 
 type rowJSON struct {

@@ -3,46 +3,19 @@
 // list to it. Everything is drawn as SVG; at any zoom at most a few elements
 // per pixel column are drawn, because short spans that touch are folded into
 // one aggregate, except spans that an anomaly names, which are always drawn.
+// A long run's timeline (T.summary, reports/summary.go) adds a lane per key
+// drawn from per-bucket bars and counts; its worker rows then hold the ops
+// of the detail windows, and, when the page is served by `jepsen-lite
+// serve`, the full detail of any narrow window, fetched from detail.json.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("report-data").textContent);
   var T = data.timeline, anomalies = data.anomalies || [];
+  var S = T.summary || null;
   var KINDS = T.kinds;
   var K = {}; KINDS.forEach(function (k, i) { K[k] = i; });
   var OUT = ["ok", "fail", "info", "open"];
-  var n = T.s.length;
-
-  // Decode the columns.
-  var start = new Float64Array(n), end = new Float64Array(n);
-  var code = new Int32Array(n), I = new Int32Array(n), J = new Int32Array(n);
-  var t = 0, idx = 0;
-  for (var k = 0; k < n; k++) {
-    t += T.s[k]; start[k] = t; end[k] = t + T.d[k];
-    code[k] = T.c[k];
-    idx += T.i[k]; I[k] = idx; J[k] = T.j[k] ? idx + T.j[k] : -1;
-  }
-  function sparse(spans, vals) {
-    var m = new Map(), at = 0;
-    for (var q = 0; q < spans.length; q++) { at += spans[q]; m.set(at, vals[q]); }
-    return m;
-  }
-  var marks = sparse(T.ms, T.mv), tokens = sparse(T.ts, T.tv), errs = sparse(T.es, T.ev);
-  // A write's apply interval (the checker's): [lo, hi], hi -1 when it has no
-  // end (a write of unknown outcome may take effect any time, or never).
-  var applies = new Map();
-  (function () {
-    var at = 0, as = T.as || [];
-    for (var q = 0; q < as.length; q++) {
-      at += as[q];
-      var lo = start[at] + T.al[q];
-      applies.set(at, [lo, T.ad[q] < 0 ? -1 : lo + T.ad[q]]);
-    }
-  })();
-  var keys = T.keys ? sparse(T.ks, T.kv) : null;
-  var named = new Set(T.named);
-  var rowOf = function (k) { return code[k] >> 6; };
-  var kindOf = function (k) { return (code[k] >> 2) & 15; };
-  var outOf = function (k) { return code[k] & 3; };
+  var runEnd = Math.max(T.end, 1);
 
   // Layers of a row: 0 holds (hold, maybe-held), 1 ops, 2 writes (with
   // their apply intervals), 3 lease-lost marks.
@@ -52,25 +25,61 @@
     if (kind === K["lease-lost"]) return 3;
     return 1;
   }
-  var runEnd = Math.max(T.end, 1);
-  // reachOf is how far right a span is drawn: a write's apply interval may
-  // run past its completion (to the end, for a write of unknown outcome).
-  function reachOf(k) {
-    var ap = applies.get(k);
-    if (!ap) return end[k];
-    return Math.max(end[k], ap[1] < 0 ? runEnd : ap[1]);
+  function sparse(spans, vals) {
+    var m = new Map(), at = 0;
+    for (var q = 0; q < spans.length; q++) { at += spans[q]; m.set(at, vals[q]); }
+    return m;
   }
-  var rows = T.rows || [];
-  var lists = rows.map(function () { return [[], [], [], []]; });
-  for (k = 0; k < n; k++) lists[rowOf(k)][layerOf(kindOf(k))].push(k);
-  // prefix maxima of ends, to find the first span that reaches a time.
-  var reach = lists.map(function (ls) {
-    return ls.map(function (l) {
-      var a = new Float64Array(l.length), m = -Infinity;
-      for (var q = 0; q < l.length; q++) { m = Math.max(m, reachOf(l[q])); a[q] = m; }
-      return a;
+  // decode reads the spans of a timeline (the page's, or a window's
+  // fetched from serve) into the arrays the drawing reads.
+  function decode(T) {
+    var n = T.s.length, d = { T: T, n: n };
+    var start = d.start = new Float64Array(n), end = d.end = new Float64Array(n);
+    var code = d.code = new Int32Array(n), I = d.I = new Int32Array(n), J = d.J = new Int32Array(n);
+    var t = 0, idx = 0;
+    for (var k = 0; k < n; k++) {
+      t += T.s[k]; start[k] = t; end[k] = t + T.d[k];
+      code[k] = T.c[k];
+      idx += T.i[k]; I[k] = idx; J[k] = T.j[k] ? idx + T.j[k] : -1;
+    }
+    d.marks = sparse(T.ms, T.mv); d.tokens = sparse(T.ts, T.tv); d.errs = sparse(T.es, T.ev);
+    // A write's apply interval (the checker's): [lo, hi], hi -1 when it has
+    // no end (a write of unknown outcome may take effect any time, or never).
+    var applies = d.applies = new Map();
+    var at = 0, as = T.as || [];
+    for (var q = 0; q < as.length; q++) {
+      at += as[q];
+      var lo = start[at] + T.al[q];
+      applies.set(at, [lo, T.ad[q] < 0 ? -1 : lo + T.ad[q]]);
+    }
+    d.keys = T.keys ? sparse(T.ks, T.kv) : null;
+    d.named = new Set(T.named);
+    d.rows = T.rows || [];
+    var lists = d.lists = d.rows.map(function () { return [[], [], [], []]; });
+    for (k = 0; k < n; k++) lists[code[k] >> 6][layerOf((code[k] >> 2) & 15)].push(k);
+    // prefix maxima of ends, to find the first span that reaches a time.
+    d.reach = lists.map(function (ls) {
+      return ls.map(function (l) {
+        var a = new Float64Array(l.length), m = -Infinity;
+        for (var q = 0; q < l.length; q++) { m = Math.max(m, reachOfIn(d, l[q])); a[q] = m; }
+        return a;
+      });
     });
-  });
+    return d;
+  }
+  // reachOfIn is how far right a span is drawn: a write's apply interval
+  // may run past its completion (to the end, for a write of unknown outcome).
+  function reachOfIn(d, k) {
+    var ap = d.applies.get(k);
+    if (!ap) return d.end[k];
+    return Math.max(d.end[k], ap[1] < 0 ? runEnd : ap[1]);
+  }
+  var base = decode(T), cur = null;
+  var n, start, end, code, I, J, marks, tokens, errs, applies, keys, named, rows, lists, reach;
+  function reachOf(k) { return reachOfIn(cur, k); }
+  var rowOf = function (k) { return code[k] >> 6; };
+  var kindOf = function (k) { return (code[k] >> 2) & 15; };
+  var outOf = function (k) { return code[k] & 3; };
 
   var view = { t0: 0, t1: runEnd };
   var selected = null; // Set of op indexes of the selected anomaly
@@ -95,20 +104,38 @@
   var TOP = AXIS + AVROW + liveKinds.length * BAND;
   // Nemesis bands: overlapping faults get their own band row above the lanes.
   var nemesis = T.nemesis || [], bandEnds = [];
+  // A long run's faults get a band row per class instead.
+  var classes = [];
   var bandOf = nemesis.map(function (nv) {
+    if (S) {
+      var c = classes.indexOf(nv.c);
+      if (c < 0) { c = classes.length; classes.push(nv.c); bandEnds[c] = 0; }
+      return c;
+    }
     for (var b = 0; b < bandEnds.length; b++) if (bandEnds[b] <= nv.s) break;
     bandEnds[b] = Math.max(nv.e, nv.s + runEndGuess() * 0.06);
     return b;
   });
   function runEndGuess() { return Math.max(T.end, 1); }
   var NEMROW = nemesis.length ? bandEnds.length * BAND + 4 : 0;
-  // A worker's first row gets a gap above it so lanes read as groups.
-  var rowY = [], y = TOP + NEMROW;
-  rows.forEach(function (r, i) {
-    if (i > 0 && rows[i - 1].w !== r.w) y += 6;
-    rowY.push(y); y += ROWH;
-  });
-  var height = y + 4;
+  // A long run's key lanes come next, then the worker rows.
+  var LANEH = 30, SUMTOP = TOP + NEMROW, SUMH = S ? S.lanes.length * LANEH + 10 : 0;
+  var rowY = [], height = 0;
+  // setData draws the rows of the dataset d from now on.
+  function setData(d) {
+    cur = d; n = d.n; start = d.start; end = d.end; code = d.code; I = d.I; J = d.J;
+    marks = d.marks; tokens = d.tokens; errs = d.errs; applies = d.applies; keys = d.keys;
+    named = d.named; rows = d.rows; lists = d.lists; reach = d.reach;
+    // A worker's first row gets a gap above it so lanes read as groups.
+    var y = SUMTOP + SUMH;
+    rowY = [];
+    rows.forEach(function (r, i) {
+      if (i > 0 && rows[i - 1].w !== r.w) y += 6;
+      rowY.push(y); y += ROWH;
+    });
+    height = y + 4;
+  }
+  setData(base);
 
   function fmtS(us) {
     var s = us / 1e6, span = (view.t1 - view.t0) / 1e6, d = 3;
@@ -136,7 +163,201 @@
     return lo;
   }
 
+  // A long run's key lanes: each lane's bars (holds, maybe-held spans) and
+  // completion counts per bucket, decoded from T.summary.
+  var lanesData = S ? S.lanes.map(function (l) {
+    function bars(b) {
+      var out = [], bk = 0, i = 0;
+      for (var q = 0; q < b.b.length; q++) {
+        bk += b.b[q]; i += b.i[q];
+        var lo = bk * S.w + b.s[q];
+        out.push({ lo: lo, hi: lo + b.d[q], n: b.n[q], o: b.o[q], u: b.u[q], i: i, j: i + b.j[q] });
+      }
+      return out;
+    }
+    var counts = [], bk = 0, peak = 1;
+    for (var q = 0; q < l.cb.length; q++) {
+      bk += l.cb[q];
+      var c = { b: bk, ok: l.c[0][q], fail: l.c[1][q], info: l.c[2][q], lost: l.c[3][q] };
+      peak = Math.max(peak, c.ok + c.fail + c.info);
+      counts.push(c);
+    }
+    return { key: l.key, keys: l.keys, holds: bars(l.holds), maybe: bars(l.maybe), counts: counts, peak: peak };
+  }) : [];
+  // drawLanes draws the key lanes of a long run into out.
+  function drawLanes(out, X, t0, t1, W) {
+    lanesData.forEach(function (l, li) {
+      var ly = SUMTOP + li * LANEH;
+      [["holds", "hold sum-bar"], ["maybe", "hold k-maybe-held sum-bar"]].forEach(function (kb) {
+        l[kb[0]].forEach(function (b, q) {
+          if (b.hi < t0 || b.lo > t1) return;
+          var x0 = X(b.lo), x1 = X(b.hi), op = b.hi > b.lo ? 0.35 + 0.65 * Math.min(1, b.u / (b.hi - b.lo)) : 1;
+          out.push('<rect class="' + kb[1] + '" data-bar="' + li + ' ' + kb[0] + ' ' + q + '" x="' + x0 + '" y="' + (ly + 3) + '" width="' + Math.max(x1 - x0, 1.5) +
+            '" height="9"' + (kb[0] === "holds" ? ' fill-opacity="' + op.toFixed(2) + '"' : '') + '/>');
+        });
+      });
+      // completions per bucket, stacked: ok, fail, info; lease-lost as a tick
+      var paths = { ok: "", fail: "", info: "", lost: "" }, base = ly + LANEH - 3, H = 13;
+      l.counts.forEach(function (c) {
+        var a = c.b * S.w, b = a + S.w;
+        if (b < t0 || a > t1) return;
+        var x0 = X(a), wd = Math.max(X(b) - x0, 0.8), y = base;
+        ["ok", "fail", "info"].forEach(function (o) {
+          if (!c[o]) return;
+          var h = Math.max(c[o] / l.peak * H, 0.8);
+          paths[o] += "M" + x0.toFixed(1) + " " + y.toFixed(1) + "h" + wd.toFixed(1) + "v-" + h.toFixed(1) + "h-" + wd.toFixed(1) + "z";
+          y -= h;
+        });
+        if (c.lost) paths.lost += "M" + (x0 + wd / 2).toFixed(1) + " " + (ly + 13) + "v4";
+      });
+      ["ok", "fail", "info"].forEach(function (o) {
+        if (paths[o]) out.push('<path class="sum-count o-' + o + '" d="' + paths[o] + '"/>');
+      });
+      if (paths.lost) out.push('<path class="sum-lost" d="' + paths.lost + '"/>');
+      out.push('<rect class="sum-strip" data-lane="' + li + '" x="0" y="' + (ly + 13) + '" width="' + W + '" height="' + (LANEH - 14) + '"/>');
+    });
+    // where the worker rows hold the full detail
+    var marks = (S.detail || []).map(function (e) { return [e[0], e[1], "detail-mark"]; });
+    if (fetched) marks.push([fetched.t0, fetched.t1, "detail-mark served"]);
+    marks.forEach(function (m) {
+      if (m[1] < t0 || m[0] > t1) return;
+      var x0 = X(m[0]), x1 = X(m[1]);
+      out.push('<rect class="' + m[2] + '" x="' + x0 + '" y="' + (SUMTOP + SUMH - 7) + '" width="' + Math.max(x1 - x0, 2) + '" height="4"><title>' +
+        (m[2] === "detail-mark" ? "ops around an anomaly: drawn in full detail in the worker rows" : "loaded from the stored history: drawn in full detail in the worker rows") + '</title></rect>');
+    });
+  }
+  // laneLabels draws the key lanes' labels in the gutter.
+  function laneLabels(out, W) {
+    lanesData.forEach(function (l, li) {
+      var ly = SUMTOP + li * LANEH;
+      out.push('<rect class="lane-bg sum-lane' + (li % 2 ? " odd" : "") + '" x="0" y="' + ly + '" width="' + W + '" height="' + LANEH + '"/>');
+      out.push('<text class="lane-label" x="6" y="' + (ly + 12) + '">key ' + esc(l.key) + (l.keys > 1 ? " +" + (l.keys - 1) : "") + '</text>');
+      out.push('<text class="lane-procs" x="6" y="' + (ly + 24) + '">summary</text>');
+    });
+  }
+  // barText and countText are the tooltips of a bar and of a bucket.
+  function barText(li, kind, q) {
+    var b = lanesData[li][kind][q], what = kind === "holds" ? "hold" : "maybe-held span";
+    var lines = ["<b>" + b.n + " " + what + (b.n === 1 ? "" : "s") + "</b> · key " + esc(lanesData[li].key),
+      "from " + fmtS(b.lo) + " to " + fmtS(b.hi) + " (" + fmtDur(b.hi - b.lo) + ")",
+      "union: " + fmtDur(b.u) + (b.hi > b.lo ? " (" + (100 * b.u / (b.hi - b.lo)).toFixed(0) + "% of it)" : ""),
+      "ops " + b.i + (b.j !== b.i ? " … " + b.j : "")];
+    if (b.o) lines.push(b.o + " never ended");
+    lines.push("zoom in for the detail" + (served ? "" : " (served by jepsen-lite serve)"));
+    return lines.join("<br>");
+  }
+  function countText(li, tt) {
+    var l = lanesData[li], bk = Math.floor(tt / S.w);
+    var c = l.counts[lowerBoundBy(l.counts, bk)];
+    if (!c || c.b !== bk) return "no completions in " + fmtS(bk * S.w) + " – " + fmtS((bk + 1) * S.w);
+    return "<b>completions</b> · key " + esc(l.key) + "<br>" + fmtS(bk * S.w) + " – " + fmtS((bk + 1) * S.w) +
+      "<br>" + c.ok + " ok, " + c.fail + " fail, " + c.info + " info" + (c.lost ? ", " + c.lost + " lease-lost" : "");
+  }
+  function lowerBoundBy(a, bk) {
+    var lo = 0, hi = a.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (a[mid].b < bk) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+
+  // The full detail of a window, fetched from serve's detail.json when the
+  // view is narrower than the summary's resolution shows and holds few
+  // enough ops; a page opened as a file shows the summary and the anomaly
+  // windows.
+  var served = !!S && /^https?:$/.test(location.protocol);
+  var fetched = null, fetchFailed = false, fetchTimer = null, fetching = false;
+  function opsIn(a, b) {
+    var total = 0;
+    lanesData.forEach(function (l) {
+      for (var q = lowerBoundBy(l.counts, Math.floor(a / S.w)); q < l.counts.length && l.counts[q].b * S.w <= b; q++) {
+        var c = l.counts[q];
+        total += 2 * (c.ok + c.fail + c.info + c.lost);
+      }
+    });
+    return total;
+  }
+  function wantDetail(plotW) {
+    if (!served || fetchFailed) return null;
+    var t0 = view.t0, t1 = view.t1;
+    if (fetched && fetched.t0 <= t0 && fetched.t1 >= t1) return null;
+    if ((t1 - t0) / S.w > plotW / 4 || opsIn(t0, t1) > S.serveOps / 2) return null;
+    var pad = (t1 - t0) / 2, a = Math.max(0, t0 - pad), b = Math.min(runEnd, t1 + pad);
+    if (opsIn(a, b) > S.serveOps / 2) { a = t0; b = t1; }
+    return [Math.floor(a), Math.ceil(b)];
+  }
+  function fetchDetail(plotW) {
+    var w = wantDetail(plotW);
+    clearTimeout(fetchTimer);
+    if (!w) return;
+    fetchTimer = setTimeout(function () {
+      fetching = true;
+      fetch("detail.json?from=" + w[0] + "&to=" + w[1]).then(function (r) {
+        if (!r.ok) throw new Error("detail.json: " + r.status);
+        return r.json();
+      }).then(function (T2) {
+        fetched = { t0: w[0], t1: w[1], ds: decode(T2), more: !!T2.more };
+      }).catch(function () { fetchFailed = true; }).then(function () { fetching = false; schedule(); });
+    }, 150);
+  }
+  function detailWord() {
+    if (!S) return "";
+    if (cur !== base) return " · full detail loaded from the stored history" + (fetched.more ? " (its first " + S.serveOps + " ops)" : "");
+    if (fetching) return " · loading the detail…";
+    if (served && !fetchFailed) return " · zoom in to load the full detail";
+    return "";
+  }
+
+  // drawFault draws the fault nemesis[q]: shaded across the lanes, and on
+  // its band row.
+  function drawFault(out, q, X, clampX) {
+    var nv = nemesis[q], by = TOP + bandOf[q] * BAND;
+    var hl = selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j)) ? " highlight" : "";
+    var title = esc(nv.f + (nv.v ? " " + nv.v : "") + " — " + fmtS(nv.s) + (nv.pt ? "" : " → " + (nv.open ? "end (never healed)" : fmtS(nv.e))));
+    var di = ' data-index="' + nv.i + (nv.j >= 0 ? " " + nv.j : "") + '" data-nemesis="' + q + '"';
+    if (nv.pt) {
+      var xp = X(nv.s);
+      out.push('<line class="nemesis-point nem-' + nv.c + hl + '"' + di + ' x1="' + xp + '" x2="' + xp + '" y1="' + AXIS + '" y2="' + height + '"><title>' + title + '</title></line>');
+      out.push('<text class="nem-label" x="' + (xp + 3) + '" y="' + (by + 10) + '">' + esc(nv.f) + '</text>');
+      return;
+    }
+    var x0 = clampX(X(nv.s)), x1 = clampX(X(nv.e));
+    out.push('<rect class="nemesis nem-' + nv.c + (nv.open ? " open" : "") + hl + '"' + di + ' x="' + x0 + '" y="' + AXIS + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (height - AXIS) + '"><title>' + title + '</title></rect>');
+    out.push('<rect class="nem-band nem-' + nv.c + '" x="' + x0 + '" y="' + by + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (BAND - 2) + '"/>');
+    if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (by + 10) + '">' + esc(nv.f + (nv.open ? " (never healed)" : "")) + '</text>');
+  }
+  // drawFaultsMerged draws the faults of a long run: those of one class
+  // less than a pixel apart are drawn as one shape that says how many it
+  // holds (zoom in to see each); none is left out.
+  function drawFaultsMerged(out, X, clampX, t0, t1) {
+    var open = {};
+    function flush(c) {
+      var m = open[c];
+      if (!m) return;
+      delete open[c];
+      if (m.qs.length === 1) { drawFault(out, m.qs[0], X, clampX); return; }
+      var first = nemesis[m.qs[0]], names = [], hl = "", last = first.s;
+      m.qs.forEach(function (q) {
+        var nv = nemesis[q];
+        if (names.indexOf(nv.f) < 0) names.push(nv.f);
+        if (selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j))) hl = " highlight";
+        last = Math.max(last, nv.pt ? nv.s : nv.e);
+      });
+      var x0 = clampX(m.x0), x1 = clampX(m.x1), by = TOP + bandOf[m.qs[0]] * BAND, wd = Math.max(x1 - x0, 2);
+      var title = esc(m.qs.length + " faults (" + names.join(", ") + ") from " + fmtS(first.s) + " to " + fmtS(last) + ": zoom in to see each");
+      out.push('<rect class="nemesis nem-' + c + ' merged' + hl + '" data-faults="' + m.qs.length + '" x="' + x0 + '" y="' + AXIS + '" width="' + wd + '" height="' + (height - AXIS) + '"><title>' + title + '</title></rect>');
+      out.push('<rect class="nem-band nem-' + c + '" x="' + x0 + '" y="' + by + '" width="' + wd + '" height="' + (BAND - 2) + '"/>');
+    }
+    nemesis.forEach(function (nv, q) {
+      if (nv.e < t0 || nv.s > t1) return;
+      var x0 = X(nv.s), x1 = nv.pt ? x0 : X(nv.e), m = open[nv.c];
+      if (m && x0 <= m.x1 + 1) { m.x1 = Math.max(m.x1, x1); m.qs.push(q); return; }
+      flush(nv.c);
+      open[nv.c] = { x0: x0, x1: x1, qs: [q] };
+    });
+    Object.keys(open).forEach(flush);
+  }
+
   function render() {
+    if (S) setData(fetched && fetched.t0 <= view.t0 && fetched.t1 >= view.t1 ? fetched.ds : base);
     var W = Math.max(box.clientWidth, 400), plotW = W - GUTTER - RIGHT;
     var t0 = view.t0, t1 = view.t1, scale = plotW / (t1 - t0);
     var X = function (tt) { return GUTTER + (tt - t0) * scale; };
@@ -153,6 +374,7 @@
       out.push('<text class="lane-label" x="6" y="' + (rowY[i] + 12) + '">' + (first ? "worker " + r.w : "  ↳ after crash") + '</text>');
       out.push('<text class="lane-procs" x="6" y="' + (rowY[i] + 23) + '"><title>processes ' + esc(r.p.join(", ")) + '</title>p' + esc(procs) + '</text>');
     });
+    if (S) laneLabels(out, W);
     out.push('<g clip-path="url(#plot-clip)">');
     // nodes down, by the availability records
     avail.forEach(function (b) {
@@ -174,23 +396,9 @@
       if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (by + 10) + '">' + esc(w.kind + (w.key ? " " + w.key : "")) + '</text>');
     });
     // nemesis shading
-    nemesis.forEach(function (nv, q) {
-      var by = TOP + bandOf[q] * BAND;
-      if (nv.e < t0 || nv.s > t1) return;
-      var hl = selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j)) ? " highlight" : "";
-      var title = esc(nv.f + (nv.v ? " " + nv.v : "") + " — " + fmtS(nv.s) + (nv.pt ? "" : " → " + (nv.open ? "end (never healed)" : fmtS(nv.e))));
-      var di = ' data-index="' + nv.i + (nv.j >= 0 ? " " + nv.j : "") + '" data-nemesis="' + q + '"';
-      if (nv.pt) {
-        var xp = X(nv.s);
-        out.push('<line class="nemesis-point nem-' + nv.c + hl + '"' + di + ' x1="' + xp + '" x2="' + xp + '" y1="' + AXIS + '" y2="' + height + '"><title>' + title + '</title></line>');
-        out.push('<text class="nem-label" x="' + (xp + 3) + '" y="' + (by + 10) + '">' + esc(nv.f) + '</text>');
-        return;
-      }
-      var x0 = clampX(X(nv.s)), x1 = clampX(X(nv.e));
-      out.push('<rect class="nemesis nem-' + nv.c + (nv.open ? " open" : "") + hl + '"' + di + ' x="' + x0 + '" y="' + AXIS + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (height - AXIS) + '"><title>' + title + '</title></rect>');
-      out.push('<rect class="nem-band nem-' + nv.c + '" x="' + x0 + '" y="' + by + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (BAND - 2) + '"/>');
-      if (x1 - x0 > 30) out.push('<text class="nem-label" x="' + (Math.max(x0, GUTTER) + 3) + '" y="' + (by + 10) + '">' + esc(nv.f + (nv.open ? " (never healed)" : "")) + '</text>');
-    });
+    if (S) drawFaultsMerged(out, X, clampX, t0, t1);
+    else nemesis.forEach(function (nv, q) { if (nv.e >= t0 && nv.s <= t1) drawFault(out, q, X, clampX); });
+    if (S) drawLanes(out, X, t0, t1, W);
     // spans
     var drawn = 0, folded = 0;
     function spanAttrs(k) {
@@ -298,7 +506,8 @@
     box.dataset.drawn = drawn;
     box.dataset.folded = folded;
     label.textContent = "showing " + fmtS(t0) + " – " + fmtS(t1) + " of " + (runEnd / 1e6).toFixed(3) + "s" +
-      (folded ? " · " + folded + " short ops folded (zoom in to separate them)" : "");
+      (folded ? " · " + folded + " short ops folded (zoom in to separate them)" : "") + detailWord();
+    if (S) fetchDetail(plotW);
   }
 
   var pending = false;
@@ -354,6 +563,12 @@
   window.addEventListener("resize", schedule);
 
   function showTip(e) {
+    var bar = e.target.closest ? e.target.closest("[data-bar],[data-lane]") : null;
+    if (bar) {
+      var bp = (bar.dataset.bar || "").split(" ");
+      placeTip(e, bar.dataset.bar ? barText(+bp[0], bp[1], +bp[2]) : countText(+bar.dataset.lane, timeAt(e.clientX)));
+      return;
+    }
     var el = e.target.closest ? e.target.closest("[data-span]") : null;
     if (!el) { tip.hidden = true; return; }
     var k = +el.dataset.span, kind = KINDS[kindOf(k)], r = rows[rowOf(k)];
@@ -363,7 +578,7 @@
     lines.push("<b>" + esc(head) + "</b> · worker " + r.w);
     lines.push(fmtS(start[k]) + " → " + fmtS(end[k]) + " (" + fmtDur(end[k] - start[k]) + ")");
     lines.push("ops " + I[k] + (J[k] >= 0 ? ", " + J[k] : ""));
-    if (keys && keys.has(k)) lines.push("key " + esc(T.keys[keys.get(k)]));
+    if (keys && keys.has(k)) lines.push("key " + esc(cur.T.keys[keys.get(k)]));
     if (tokens.has(k)) lines.push("token " + tokens.get(k));
     if (marks.has(k)) lines.push("until " + fmtS(marks.get(k)));
     if (kind === "write") {
@@ -373,8 +588,11 @@
       else if (ap[1] < 0) lines.push("may take effect any time from " + fmtS(ap[0]) + " on, or never");
       else lines.push("took effect between " + fmtS(ap[0]) + " and " + fmtS(ap[1]));
     }
-    if (errs.has(k)) lines.push("error: " + esc(T.errors[errs.get(k)]));
-    tip.innerHTML = lines.join("<br>");
+    if (errs.has(k)) lines.push("error: " + esc(cur.T.errors[errs.get(k)]));
+    placeTip(e, lines.join("<br>"));
+  }
+  function placeTip(e, html) {
+    tip.innerHTML = html;
     tip.hidden = false;
     var bx = box.getBoundingClientRect();
     tip.style.left = Math.min(e.clientX - bx.left + 14, bx.width - 260) + "px";
@@ -427,10 +645,11 @@
     li.addEventListener("click", function () { selectAnomaly(+li.dataset.anomaly); });
     li.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); selectAnomaly(+li.dataset.anomaly); } });
   });
-  if (!rows.length) {
+  if (!rows.length && !S) {
     box.innerHTML = '<p class="none">No client ops in this history.</p>';
   } else {
     render();
   }
-  window.jepsenLiteReport = { selectAnomaly: selectAnomaly, selectMargin: selectMargin, setView: setView, view: view, render: render };
+  window.jepsenLiteReport = { selectAnomaly: selectAnomaly, selectMargin: selectMargin, setView: setView, view: view, render: render,
+    detail: function () { return fetched && { t0: fetched.t0, t1: fetched.t1, spans: fetched.ds.n, shown: cur === fetched.ds }; } };
 })();
