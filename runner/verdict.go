@@ -71,16 +71,13 @@ func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, 
 	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
 }
 
-// maxDrawnOps is the longest history whose report draws its timeline: the
-// report reads the history whole (some 380 bytes an op), which an hour's
-// soak must not.
-const maxDrawnOps = 2_000_000
-
 // report is the report stage: it writes results.json, and report.html from
-// what the run holds in memory (its results, history, scenario and the
-// checker's analysis; the offline `report` command reads the same back
-// from the store), and points the store's latest link at the run. A
-// report that cannot be written is logged: the verdict stands without it.
+// the run's results and scenario and its history read back from
+// history.jsonl: whole, with the checker's analysis, or, for a history of
+// more than reports.LongHistoryOps ops, in summary, op by op (the offline
+// `report` command reads the same from the store); and points the store's
+// latest link at the run. A report that cannot be written is logged: the
+// verdict stands without it.
 func report(p *plan, st *runStore, rd recorded, v verdict) error {
 	err := reports.WriteResults(st.dir, v.results)
 	in := reports.ReportInput{
@@ -91,8 +88,10 @@ func report(p *plan, st *runStore, rd recorded, v verdict) error {
 	}
 	rerr := error(nil)
 	switch {
-	case rd.ops > maxDrawnOps:
-		st.log.Printf("report: the history's %d ops are more than the report draws (%d): its timeline is left out; the verdict, the anomalies and their ops are in results.json", rd.ops, maxDrawnOps)
+	case rd.ops > reports.LongHistoryOps:
+		// drawn in summary, read op by op; the run's history is of this
+		// version: no reply times to drop
+		in.Summary, rerr = reports.SummarizeFile(st.historyPath(), v.results, false)
 	case rd.ops > 0:
 		// the report draws every op: it reads the history back whole
 		in.History, _, rerr = history.ReadFile(st.historyPath())

@@ -12,14 +12,18 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
 
-const reportUsage = `Usage: jepsen-lite report <run dir>
+var reportUsage = fmt.Sprintf(`Usage: jepsen-lite report <run dir>
 
 Regenerates report.html in a run directory, offline, from its stored
-history.jsonl, results.json and scenario.yaml.
+history.jsonl, results.json and scenario.yaml. A history of more than
+%d ops is read op by op and drawn in summary: the whole run
+downsampled, every fault, anomaly and liveness window exactly, and the
+full detail around every anomaly (served by "jepsen-lite serve", the
+report loads the detail of any window on demand).
 
 Examples:
   jepsen-lite report store/latest
-  jepsen-lite check store/latest --json > /dev/null && jepsen-lite report store/latest`
+  jepsen-lite check store/latest --json > /dev/null && jepsen-lite report store/latest`, reports.LongHistoryOps)
 
 func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("report", reportUsage, stderr)
