@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +361,95 @@ func TestLongQueueReport(t *testing.T) {
 	}
 	if last := sum.Lanes[len(sum.Lanes)-1]; len(sum.Lanes) != maxSummaryLanes || keys != 5101 || last.Keys != keys-maxSummaryLanes+1 {
 		t.Errorf("%d lanes for %d keys, the last shared by %d", len(sum.Lanes), keys, last.Keys)
+	}
+}
+
+// countingFile counts the bytes read from a file.
+type countingFile struct {
+	*os.File
+	n int64
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestReadWindowFromCheckpoints: a window read from the latest checkpoint
+// before it is the window read from the history's first op, and reading
+// it reads less of the file.
+func TestReadWindowFromCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	h, r := longRun(t, dir, 5, checker.DoubleHold)
+	named := namedOps(reportCheckers(r))
+	f, err := os.Open(filepath.Join(dir, HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	file := &countingFile{File: f}
+	last := h[len(h)-1].Time
+	idx := &windowIndex{every: 997}
+	if _, err := readWindow(file, last, last, maxServedOps, false, named, idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.points) < len(h)/997-1 {
+		t.Fatalf("%d checkpoints of %d lines, every 997", len(idx.points), len(h))
+	}
+	for k := range 16 {
+		at := (2*k + 1) * len(h) / 24
+		if k >= 12 {
+			at = 997 * (5*k - 50) // the first op after a checkpoint
+		}
+		from := h[at].Time
+		to := from + time.Duration(k*k%50)*time.Millisecond
+		read := func(idx *windowIndex) (windowJSON, int64) {
+			file.n = 0
+			if _, err := file.Seek(0, 0); err != nil {
+				t.Fatal(err)
+			}
+			w, err := readWindow(file, from, to, maxServedOps, false, named, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w, file.n
+		}
+		want, whole := read(nil)
+		got, part := read(idx)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("window %v..%v: read from a checkpoint, %d spans; from the first op, %d", from, to, len(got.S), len(want.S))
+		}
+		if k > 2 && part > whole/2 {
+			t.Errorf("window %v..%v: %d bytes read from a checkpoint, %d from the first op", from, to, part, whole)
+		}
+	}
+}
+
+// TestServeIndexFollowsTheFile: serve keeps a run's window index while its
+// history file stays the same, and starts a new one when it changes.
+func TestServeIndexFollowsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), HistoryFile)
+	stat := func(content string) os.FileInfo {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	s := &storeServer{}
+	first := stat("a\n")
+	x := s.index("run", first)
+	if s.index("run", first) != x {
+		t.Error("the index of an unchanged file was not kept")
+	}
+	if s.index("run", stat("a\nb\n")) == x {
+		t.Error("the index of a file that grew was kept")
+	}
+	if s.index("other", first) == x {
+		t.Error("two runs share an index")
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
 // DetailEndpoint is the name, in a run's directory, under which serve
@@ -228,8 +227,9 @@ type runsView struct {
 //     when the run has none;
 //   - "/runs/<scenario>/<timestamp>/detail.json?from=<µs>&to=<µs>" returns
 //     the full detail (ops and holds) of a time window of the run, read on
-//     demand from its history.jsonl (readWindow), for the timeline of a
-//     long run's report.
+//     demand from its history.jsonl (readWindow; from the latest
+//     checkpoint before the window of the run's windowIndex, built as
+//     windows are read), for the timeline of a long run's report.
 func NewStoreHandler(storeDir string) (http.Handler, error) {
 	abs, err := filepath.Abs(storeDir)
 	if err != nil {
@@ -257,6 +257,26 @@ type storeServer struct {
 	root  *os.Root
 	files http.Handler
 	mu    sync.Mutex // serialises report generation
+	// indexes are the window indexes of the runs whose detail was asked
+	// for, by run directory.
+	imu     sync.Mutex
+	indexes map[string]*windowIndex
+}
+
+// index returns the window index of the history of run rel, whose file is
+// st: a new one when the file is not the one indexed.
+func (s *storeServer) index(rel string, st fs.FileInfo) *windowIndex {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	x := s.indexes[rel]
+	if x == nil || x.size != st.Size() || !x.mod.Equal(st.ModTime()) {
+		x = &windowIndex{size: st.Size(), mod: st.ModTime()}
+		if s.indexes == nil {
+			s.indexes = map[string]*windowIndex{}
+		}
+		s.indexes[rel] = x
+	}
+	return x
 }
 
 func (s *storeServer) list(w http.ResponseWriter, r *http.Request) {
@@ -357,7 +377,12 @@ func (s *storeServer) detail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	out, err := readWindow(history.NewScanner(f, HistoryFile), time.Duration(from)*time.Microsecond, time.Duration(to)*time.Microsecond, maxServedOps, guarded, namedOps(reportCheckers(res)))
+	st, err := f.Stat()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out, err := readWindow(f, time.Duration(from)*time.Microsecond, time.Duration(to)*time.Microsecond, maxServedOps, guarded, namedOps(reportCheckers(res)), s.index(rel, st))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -28,11 +28,11 @@ func SummarizeFile(path string, r *Results, guarded bool) (*Summary, error) {
 	defer closeFile()
 	s := newSummary(detailRanges(reportCheckers(*r)))
 	s.path, s.guarded = path, guarded
-	drop := replyTimesRule(guarded)
+	rule := replyRule{guarded: guarded}
 	var op history.Op // one for every line: the summary keeps none
 	for sc.Scan() {
 		op = sc.Op()
-		drop(&op)
+		rule.apply(&op)
 		s.add(&op)
 	}
 	if err := sc.Err(); err != nil {
@@ -42,20 +42,21 @@ func SummarizeFile(path string, r *Results, guarded bool) (*Summary, error) {
 	return s, nil
 }
 
-// replyTimesRule returns history.DropReplyTimes's rule applied op by op: a
-// history of version 1 (no header op with a later version first) of a
-// register kept in the locked system has its writes' applied times
-// cleared.
-func replyTimesRule(guarded bool) func(op *history.Op) {
-	first, drop := true, false
-	return func(op *history.Op) {
-		if first {
-			first = false
-			drop = guarded && history.Version(history.History{*op}) < 2
-		}
-		if drop && op.F == history.FWrite {
-			op.Applied = 0
-		}
+// replyRule is history.DropReplyTimes's rule applied op by op: a history
+// of version 1 (no header op with a later version first) of a register
+// kept in the locked system has its writes' applied times cleared.
+type replyRule struct {
+	guarded, seen, drop bool
+}
+
+// apply applies the rule to the history's next op.
+func (r *replyRule) apply(op *history.Op) {
+	if !r.seen {
+		r.seen = true
+		r.drop = r.guarded && history.Version(history.History{*op}) < 2
+	}
+	if r.drop && op.F == history.FWrite {
+		op.Applied = 0
 	}
 }
 
