@@ -51,7 +51,10 @@ const serveUsage = `Usage: jepsen-lite serve [--store DIR] [--addr 127.0.0.1:808
 
 Serves a page listing the stored runs (scenario, time, verdict, expectation,
 anomalies; filter by scenario and verdict; newest first) with links to each
-report and file. Binds to loopback unless --allow-remote is given.
+report and file. A long run's report, served, loads the full detail of
+the window it is zoomed into from the run's stored history
+(runs/<scenario>/<timestamp>/detail.json?from=<µs>&to=<µs>). Binds to
+loopback unless --allow-remote is given.
 
 Examples:
   jepsen-lite serve
