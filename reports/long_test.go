@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func longRun(t testing.TB, dir string, seed uint64, kind string) (history.Histor
 		h = bad
 	}
 	r := checkedResults(h)
-	r.Scenario = "long"
+	r.Scenario, r.Margins = "long", checker.Margins(h, checker.DefaultDrift)
 	writeRunDir(t, dir, h, r, "name: long\n")
 	return h, r
 }
@@ -49,7 +50,8 @@ func reportDataOf(t *testing.T, dir string) (string, reportData) {
 
 // TestLongReportListsEveryAnomaly: the report of a long history, drawn in
 // summary, lists every anomaly of every kind, and draws every op each
-// names in full detail, never folded, with its window.
+// anomaly and each safety margin names in full detail, never folded, with
+// its window.
 func TestLongReportListsEveryAnomaly(t *testing.T) {
 	for i, kind := range synth.Kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -71,7 +73,10 @@ func TestLongReportListsEveryAnomaly(t *testing.T) {
 				t.Fatalf("%d anomalies in the data, %d listed, the checkers found %d", len(d.Anomalies), strings.Count(page, `<li class="anomaly"`), n)
 			}
 			drawn := namedSpanOps(d.Timeline)
-			for _, a := range d.Anomalies {
+			if len(d.Margins) == 0 {
+				t.Error("no margin in the report")
+			}
+			for _, a := range append(slices.Clip(d.Anomalies), d.Margins...) {
 				if a.From < 0 || a.To < a.From {
 					t.Errorf("%s %v: no window (%d..%d)", a.Kind, a.Ops, a.From, a.To)
 				}
@@ -382,7 +387,7 @@ func (c *countingFile) Read(p []byte) (int, error) {
 func TestReadWindowFromCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	h, r := longRun(t, dir, 5, checker.DoubleHold)
-	named := namedOps(reportCheckers(r))
+	named := namedOps(drawnResults(r))
 	f, err := os.Open(filepath.Join(dir, HistoryFile))
 	if err != nil {
 		t.Fatal(err)

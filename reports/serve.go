@@ -382,7 +382,7 @@ func (s *storeServer) detail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	out, err := readWindow(f, time.Duration(from)*time.Microsecond, time.Duration(to)*time.Microsecond, maxServedOps, guarded, namedOps(reportCheckers(res)), s.index(rel, st))
+	out, err := readWindow(f, time.Duration(from)*time.Microsecond, time.Duration(to)*time.Microsecond, maxServedOps, guarded, namedOps(drawnResults(res)), s.index(rel, st))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -16,7 +16,8 @@ import (
 
 // SummarizeFile reads the history stored at path op by op (history.Scanner)
 // into a Summary of it, with the full detail of the ops around every
-// anomaly of r (its checkers' and its liveness report's). guarded is whether
+// anomaly of r (its checkers' and its liveness report's) and around the
+// ops of its safety margins. guarded is whether
 // the run's register was kept in the locked system (history.DropReplyTimes's
 // rule, applied op by op). An incomplete last line is left out, as
 // history.ReadFile leaves it out; a line that is not an op is an error.
@@ -26,7 +27,7 @@ func SummarizeFile(path string, r *Results, guarded bool) (*Summary, error) {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
 	defer closeFile()
-	s := newSummary(detailRanges(reportCheckers(*r)))
+	s := newSummary(detailRanges(drawnResults(*r)))
 	s.path, s.guarded = path, guarded
 	rule := replyRule{guarded: guarded}
 	var op history.Op // one for every line: the summary keeps none
@@ -40,6 +41,13 @@ func SummarizeFile(path string, r *Results, guarded bool) (*Summary, error) {
 	}
 	s.finish()
 	return s, nil
+}
+
+// drawnResults are the results whose ops a report draws in full detail:
+// the checkers' anomalies, the liveness report's, and the ops of the
+// safety margins.
+func drawnResults(r Results) []checker.Result {
+	return append(reportCheckers(r), marginResult(r.Margins))
 }
 
 // replyRule is history.DropReplyTimes's rule applied op by op: a history
