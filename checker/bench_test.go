@@ -342,43 +342,9 @@ func BenchmarkLivenessEach1M(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				var l LivenessResult
-				b.ReportMetric(peakHeapMB(func() { l = c.run() }), "MB-peak-heap")
+				b.ReportMetric(peakHeap(func(func() float64) { l = c.run() })/1e6, "MB-peak-heap")
 				check(b, l)
 			}
 		})
 	}
-}
-
-// peakHeapMB runs f and returns the most heap, in MB, that it held above
-// what was live before it (sampled every millisecond, the collector
-// running after every 1% of growth, so that the heap follows what is
-// live).
-func peakHeapMB(f func()) float64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	heap := func() float64 {
-		metrics.Read(sample)
-		return float64(sample[0].Value.Uint64())
-	}
-	runtime.GC()
-	base := heap()
-	peak := base
-	done, sampled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				peak = max(peak, heap())
-			}
-		}
-	}()
-	f()
-	close(done)
-	<-sampled
-	return (peak - base) / 1e6
 }
