@@ -118,9 +118,7 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 	results := make([]Result, len(checkers))
 	results[0] = checkers[0].Check(ctx, h)
 	if results[0].Verdict != Valid {
-		for i, c := range checkers[1:] {
-			results[i+1] = Result{Name: c.Name(), Verdict: Unknown, Anomalies: []Anomaly{}, Note: "not run: the history is not well-formed"}
-		}
+		notRun(checkers, results)
 		return results, nil
 	}
 	var facts *Facts
@@ -150,6 +148,14 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 	wg.Wait()
 	<-factsReady
 	return results, facts
+}
+
+// notRun fills results[1:] with the unknown verdicts of checkers that did
+// not run because the history is not well-formed.
+func notRun(checkers []Checker, results []Result) {
+	for i, c := range checkers[1:] {
+		results[i+1] = Result{Name: c.Name(), Verdict: Unknown, Anomalies: []Anomaly{}, Note: "not run: the history is not well-formed"}
+	}
 }
 
 // runValidated validates h and then runs check, timing it; a malformed

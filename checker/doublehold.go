@@ -27,15 +27,24 @@ func (WellFormed) Check(ctx context.Context, h history.History) Result {
 	if err == nil {
 		return Result{Name: anomaly.CheckerWellFormed, Verdict: Valid, Elapsed: time.Since(start), Anomalies: []Anomaly{}}
 	}
-	a := Anomaly{Kind: Malformed, Ops: []int{}, Message: err.Error()}
+	key := ""
+	var oe *history.OpError
+	if errors.As(err, &oe) && oe.Index < len(h) {
+		key = h[oe.Index].Key
+	}
+	return malformedResult(err, key, time.Since(start))
+}
+
+// malformedResult is the well-formed checker's unknown verdict on a
+// history that stops being well-formed with err (an *history.OpError names
+// the op, of key key).
+func malformedResult(err error, key string, elapsed time.Duration) Result {
+	a := Anomaly{Kind: Malformed, Ops: []int{}, Key: key, Message: err.Error()}
 	var oe *history.OpError
 	if errors.As(err, &oe) {
 		a.Ops = []int{oe.Index}
-		if oe.Index < len(h) {
-			a.Key = h[oe.Index].Key
-		}
 	}
-	return Result{Name: anomaly.CheckerWellFormed, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{a},
+	return Result{Name: anomaly.CheckerWellFormed, Verdict: Unknown, Elapsed: elapsed, Anomalies: []Anomaly{a},
 		Note: "the history is malformed, so nothing can be said about the lock"}
 }
 

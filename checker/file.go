@@ -60,12 +60,8 @@ type FileResult struct {
 	// nil when it is not well-formed.
 	Margins []Margin
 	// Ops is the number of ops in the history (of a history that is not
-	// well-formed, those before the first op that is not); Workers the
-	// number of them that are worker ops (not the nemesis's).
-	Ops, Workers int
-	// OK, Fail and Unknown count the worker ops completed ok, fail and
-	// info.
-	OK, Fail, Unknown int
+	// well-formed, those before the first op that is not).
+	Ops int
 	// Version is the history's format version (history.Version).
 	Version int
 	// Info is what reading the file found besides the ops.
@@ -134,7 +130,6 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 				res.Version = history.Version(ops[:1])
 			}
 			res.Ops++
-			res.count(&ops[i])
 		}
 		if bad == nil || len(ops) > 0 {
 			c.Ops = ops
@@ -168,22 +163,6 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	return res, nil
 }
 
-// count counts op among the worker ops and their outcomes.
-func (r *FileResult) count(op *history.Op) {
-	if op.IsNemesis() {
-		return
-	}
-	r.Workers++
-	switch op.Type {
-	case history.OK:
-		r.OK++
-	case history.Fail:
-		r.Fail++
-	case history.Info:
-		r.Unknown++
-	}
-}
-
 // errStopReading stops the reading of a history found not well-formed.
 var errStopReading = errors.New("checker: stop reading")
 
@@ -192,12 +171,8 @@ var errStopReading = errors.New("checker: stop reading")
 // every other checker's "not run", as Check gives.
 func malformed(checkers []Checker, start time.Time, bad *history.OpError, key string) []Result {
 	results := make([]Result, len(checkers))
-	results[0] = Result{Name: checkers[0].Name(), Verdict: Unknown, Elapsed: time.Since(start),
-		Anomalies: []Anomaly{{Kind: Malformed, Ops: []int{bad.Index}, Key: key, Message: bad.Error()}},
-		Note:      "the history is malformed, so nothing can be said about the lock"}
-	for i, c := range checkers[1:] {
-		results[i+1] = Result{Name: c.Name(), Verdict: Unknown, Anomalies: []Anomaly{}, Note: "not run: the history is not well-formed"}
-	}
+	results[0] = malformedResult(bad, key, time.Since(start))
+	notRun(checkers, results)
 	return results
 }
 
