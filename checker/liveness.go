@@ -43,6 +43,12 @@ type LivenessOptions struct {
 	// UnavailableWindow is the shortest unavailable window;
 	// DefaultUnavailableWindow when 0.
 	UnavailableWindow time.Duration
+	// RetransmitFirst and RetransmitMax bound how long a cut may hold an
+	// acquire's request back (docs/history.md §4.5, "Acquires held back by
+	// a cut"): TCP's first retransmission timeout (DefaultRetransmitFirst
+	// when 0) and its longest interval between retransmissions
+	// (DefaultRetransmitMax when 0).
+	RetransmitFirst, RetransmitMax time.Duration
 }
 
 // LivenessResult is a run's liveness verdict, kept apart from its safety
@@ -141,6 +147,25 @@ func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult 
 		}
 		return true, len(f.Queue.Holds), lostTasks(h, f.Queue)
 	})
+}
+
+// DefaultRetransmitFirst is the longest first retransmission timeout of
+// TCP (Linux's initial timeout, before a round trip is measured; 200 ms
+// once one is), and DefaultRetransmitMax the longest interval between two
+// retransmissions (Linux's TCP_RTO_MAX). Each retransmission of data that
+// a cut drops waits twice as long as the one before, up to the longest.
+const (
+	DefaultRetransmitFirst = time.Second
+	DefaultRetransmitMax   = 120 * time.Second
+)
+
+// heldUntil is the latest moment a request sent at invoke, which a cut
+// dropped until heal, arrives: at the first retransmission after the heal.
+// The backoff doubles, so that comes less than heal − invoke plus the
+// first timeout after the heal, and no later than the longest interval
+// after it.
+func (o LivenessOptions) heldUntil(invoke, heal time.Duration) time.Duration {
+	return heal + min(heal-invoke+o.RetransmitFirst, o.RetransmitMax)
 }
 
 // span is a half-open stretch of harness time [from, to).

@@ -54,6 +54,7 @@ type faultState struct {
 	last    time.Duration // the last fault or heal that took effect
 	inForce []int         // the indexes of the faults still in force at the end
 	skews   []span        // the stretches in which a clock fault was in force
+	cuts    []span        // the stretches in which a cut was in force
 }
 
 // faultsOf follows the faults and heals of h that took effect, in order: a
@@ -64,7 +65,10 @@ type faultState struct {
 // skews a clock.
 func faultsOf(h history.History, nemesis []int, version int, end time.Duration) faultState {
 	var fs faultState
-	var skewSince time.Duration
+	var skewSince, cutSince time.Duration
+	cutting := func() bool {
+		return slices.ContainsFunc(fs.inForce, func(i int) bool { return h[i].HoldsRequests(version) })
+	}
 	skewing := func() bool {
 		for _, i := range fs.inForce {
 			if _, class := h[i].FaultOf(version); class.SkewsClocks() {
@@ -79,7 +83,7 @@ func faultsOf(h history.History, nemesis []int, version int, end time.Duration) 
 			continue
 		}
 		fs.any, fs.last = true, op.Time
-		before := skewing()
+		before, cutBefore := skewing(), cutting()
 		if op.IsHealOp(version) || op.F == JepsenStop {
 			fs.inForce = slices.DeleteFunc(fs.inForce, func(j int) bool {
 				return op.F == JepsenStop || op.Heals(h[j], version)
@@ -94,9 +98,18 @@ func faultsOf(h history.History, nemesis []int, version int, end time.Duration) 
 		case before && !after:
 			fs.skews = append(fs.skews, span{skewSince, op.Time})
 		}
+		switch after := cutting(); {
+		case !cutBefore && after:
+			cutSince = op.Time
+		case cutBefore && !after:
+			fs.cuts = append(fs.cuts, span{cutSince, op.Time})
+		}
 	}
 	if skewing() {
 		fs.skews = append(fs.skews, span{skewSince, end})
+	}
+	if cutting() {
+		fs.cuts = append(fs.cuts, span{cutSince, end})
 	}
 	return fs
 }
@@ -113,6 +126,12 @@ func batchLiveness(h history.History, f *Facts, opts LivenessOptions) LivenessRe
 	if opts.UnavailableWindow <= 0 {
 		opts.UnavailableWindow = DefaultUnavailableWindow
 	}
+	if opts.RetransmitFirst <= 0 {
+		opts.RetransmitFirst = DefaultRetransmitFirst
+	}
+	if opts.RetransmitMax <= 0 {
+		opts.RetransmitMax = DefaultRetransmitMax
+	}
 	res := LivenessResult{Grants: len(f.Grants), Anomalies: []Anomaly{}}
 	if len(h) == 0 {
 		res.Verdict, res.Note = Unknown, "the history is empty"
@@ -121,7 +140,7 @@ func batchLiveness(h history.History, f *Facts, opts LivenessOptions) LivenessRe
 	end := h[len(h)-1].Time
 	sc := scanLiveness(h)
 	faults := faultsOf(h, sc.nemesis, f.Version, end)
-	keys := batchKeys(h, f, sc, faults)
+	keys := batchKeys(h, f, sc, faults, opts)
 	names := make([]string, 0, len(keys))
 	for k := range keys {
 		names = append(names, k)
@@ -224,7 +243,7 @@ func scanLiveness(h history.History) livenessScan {
 
 // batchKeys gathers what batchLiveness judges each key asked for by: its
 // grants and their leases, its waiting acquires, and its excuses.
-func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState) map[string]*keyLiveness {
+func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, opts LivenessOptions) map[string]*keyLiveness {
 	holds := grantHolds(h, f)
 	keys := map[string]*keyLiveness{}
 	state := func(k string) *keyLiveness {
@@ -265,7 +284,7 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState) 
 			if h[a.done].Type != history.Info {
 				continue
 			}
-			to := unknownAcquireEnd(h, a, s, sc.closed)
+			to := unknownAcquireEnd(h, a, s, sc.closed, faults.cuts, opts)
 			s.excused = append(s.excused, span{h[a.invoke].Time, to})
 			if to == Forever && s.held == "" {
 				s.held = fmt.Sprintf("worker %d's acquire of unknown outcome at %s may have taken it for ever", h[a.invoke].Client, secs(h[a.invoke].Time))
@@ -350,8 +369,12 @@ func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead boo
 // expires (its invoke has no ttl, or some grant of k has lease -1), until
 // its process's client was closed when it is a session lock (no ttl, or
 // every grant of k with lease -1 is a session lock) and for ever otherwise;
-// else its completion plus the larger of its ttl and the longest lease of k.
-func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[int]time.Duration) time.Duration {
+// else its latest arrival plus the larger of its ttl and the longest lease
+// of k: its completion, or, when a cut in force at some moment from its
+// invoke to its latest arrival held its request back, that cut's heal plus
+// as long again as from the invoke, plus RetransmitFirst, at most
+// RetransmitMax (cuts are in order, and the latest arrival only grows).
+func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[int]time.Duration, cuts []span, opts LivenessOptions) time.Duration {
 	inv := &h[a.invoke]
 	if inv.TTL <= 0 || s.never {
 		if inv.TTL <= 0 || s.sessions {
@@ -361,7 +384,16 @@ func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[
 		}
 		return Forever
 	}
-	return h[a.done].Time + max(inv.TTL, s.longest)
+	arrive := h[a.done].Time
+	for _, c := range cuts {
+		if c.from > arrive {
+			break
+		}
+		if c.to >= inv.Time {
+			arrive = max(arrive, c.to+min(c.to-inv.Time+opts.RetransmitFirst, opts.RetransmitMax))
+		}
+	}
+	return arrive + max(inv.TTL, s.longest)
 }
 
 // stuckAnomaly judges whether key k is stuck at the end of the history. It

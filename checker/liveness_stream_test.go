@@ -14,13 +14,14 @@ import (
 
 // generatedLivenessOptions are the bounds under which the small generated
 // histories (a few hundred milliseconds to seconds long) are judged: the
-// defaults, and bounds short enough for their stretches.
+// defaults, and bounds short enough for their stretches (and for what a
+// cut holds back: TCP's timeouts scaled down with them).
 var generatedLivenessOptions = []checker.LivenessOptions{
 	{},
 	{Window: 50 * time.Millisecond, UnavailableWindow: 50 * time.Millisecond, Attempts: 1},
 	{Window: 100 * time.Millisecond, UnavailableWindow: 80 * time.Millisecond, Attempts: 2},
-	{Window: 200 * time.Millisecond, UnavailableWindow: 150 * time.Millisecond, Attempts: 3},
-	{Window: 30 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2},
+	{Window: 200 * time.Millisecond, UnavailableWindow: 150 * time.Millisecond, Attempts: 3, RetransmitFirst: 5 * time.Millisecond, RetransmitMax: 60 * time.Millisecond},
+	{Window: 30 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2, RetransmitFirst: time.Millisecond, RetransmitMax: 20 * time.Millisecond},
 }
 
 // generatedHistory returns the small history of shape and seed: a lock

@@ -22,8 +22,10 @@ import (
 // excuses that are certain whatever comes: a grant's from its call to its
 // return while its holder may still hold it, and to its end once its
 // process released it, crashed or took k again (or a later grant caps it);
-// an acquire of unknown outcome's from its invoke to its completion, or to
-// its client's close once known; a clock fault's to its end plus the
+// an acquire of unknown outcome's from its invoke to its latest arrival as
+// far as it is known (a cut in force holds it until the heal; it is late,
+// and holds compaction back, while its arrival may move), or to its
+// client's close once known; a clock fault's to its end plus the
 // longest lease known for good (liveUnknown.certain). Every refused acquire
 // of k that nothing certain covers is kept, about 40 bytes, in a region: a
 // stretch between certain excuses (liveRegion). A region that has ended
@@ -142,6 +144,17 @@ type liveFaults struct {
 	skewing bool
 	since   time.Duration
 	skews   []span // the stretches in which a clock fault was in force, ended ones
+	// cutting is set while a cut (history.Op.HoldsRequests) is in force,
+	// since cutSince; cuts are the ended stretches in which one was, in
+	// order.
+	cutting  bool
+	cutSince time.Duration
+	cuts     []span
+	// late are the acquires of unknown outcome whose latest arrival may
+	// still move (liveUnknown.late), lateMin the earliest arrival among
+	// those no cut holds now.
+	late    []*liveUnknown
+	lateMin time.Duration
 }
 
 // liveAvail follows the majority periods (docs/history.md §4.6).
@@ -162,8 +175,14 @@ func newLiveStream(opts LivenessOptions) *liveStream {
 	if opts.UnavailableWindow <= 0 {
 		opts.UnavailableWindow = DefaultUnavailableWindow
 	}
+	if opts.RetransmitFirst <= 0 {
+		opts.RetransmitFirst = DefaultRetransmitFirst
+	}
+	if opts.RetransmitMax <= 0 {
+		opts.RetransmitMax = DefaultRetransmitMax
+	}
 	return &liveStream{opts: opts, version: 1, kept: map[int]*liveClient{}, keys: map[string]*liveKey{},
-		avail: liveAvail{cur: &upPeriod{}}, queue: &liveQueue{}}
+		avail: liveAvail{cur: &upPeriod{}}, queue: &liveQueue{}, faults: liveFaults{lateMin: Forever}}
 }
 
 // add feeds the history's next op.
@@ -171,6 +190,9 @@ func (s *liveStream) add(op *history.Op) {
 	i := s.n
 	s.n++
 	s.end, s.now = op.Time, op.Time
+	if len(s.faults.late) > 0 && op.Time > s.faults.lateMin {
+		s.arrived()
+	}
 	if i == 0 {
 		s.version = history.Version(history.History{*op})
 	}
@@ -476,13 +498,20 @@ type liveUnknown struct {
 	ttl           time.Duration
 	client        int
 	cl            *liveClient // its process's client
+	// arrive is its latest arrival (docs/history.md §4.5): its completion,
+	// or later when a cut may have held its request back. It moves while
+	// late: while a cut holds it (held) or a cut that begins before the
+	// history passes arrive could.
+	arrive time.Duration
+	late   bool
+	held   bool
 }
 
 // final is u's excuse end (docs/history.md §4.5) under reading rg.
 func (u *liveUnknown) final(rg liveRegime) time.Duration {
 	switch {
 	case u.ttl > 0 && !rg.never:
-		return u.doneAt + max(u.ttl, rg.L)
+		return u.arrive + max(u.ttl, rg.L)
 	case u.ttl <= 0 || rg.sessions:
 		if u.cl.closed {
 			return u.cl.at
@@ -508,7 +537,7 @@ func (u *liveUnknown) certain(k *liveKey) time.Duration {
 		end = closeAt
 	}
 	if !k.never {
-		end = min(end, u.doneAt+max(u.ttl, k.lfixed))
+		end = min(end, u.arrive+max(u.ttl, k.lfixed))
 	}
 	return end
 }
@@ -519,18 +548,22 @@ func (u *liveUnknown) certain(k *liveKey) time.Duration {
 // does not).
 type liveReach struct {
 	any     bool
-	doneTTL time.Duration
-	done    time.Duration
+	doneTTL time.Duration // the latest arrival plus ttl
+	done    time.Duration // the latest arrival
 	closed  time.Duration
-	pending []*liveClient // clients not closed when their acquire was added
+	pending []*liveClient  // clients not closed when their acquire was added
+	late    []*liveUnknown // acquires whose arrival could still move when added
 }
 
 func (r *liveReach) add(u *liveUnknown) {
 	if !r.any {
 		r.any, r.doneTTL, r.done, r.closed = true, minTime, minTime, minTime
 	}
-	r.doneTTL = max(r.doneTTL, u.doneAt+u.ttl)
-	r.done = max(r.done, u.doneAt)
+	r.doneTTL = max(r.doneTTL, u.arrive+u.ttl)
+	r.done = max(r.done, u.arrive)
+	if u.late {
+		r.late = append(slices.Clip(r.late), u)
+	}
 	switch {
 	case u.cl.closed:
 		r.closed = max(r.closed, u.cl.at)
@@ -545,7 +578,7 @@ func (r *liveReach) final(rg liveRegime) time.Duration {
 	case !r.any:
 		return minTime
 	case !rg.never:
-		return max(r.doneTTL, r.done+rg.L)
+		return r.arrivals(rg.L)
 	case !rg.sessions:
 		return Forever
 	}
@@ -574,7 +607,18 @@ func (r *liveReach) certain(k *liveKey) time.Duration {
 		}
 	}
 	if !k.never {
-		end = min(end, max(r.doneTTL, r.done+k.lfixed))
+		end = min(end, r.arrivals(k.lfixed))
+	}
+	return end
+}
+
+// arrivals is how far the reach's acquires excuse a lock that expires,
+// with L the longest lease: the latest arrival plus the larger of its ttl
+// and L.
+func (r *liveReach) arrivals(L time.Duration) time.Duration {
+	end := max(r.doneTTL, r.done+L)
+	for _, u := range r.late {
+		end = max(end, u.arrive+max(u.ttl, L))
 	}
 	return end
 }
@@ -956,6 +1000,11 @@ func (k *liveKey) stable(s *liveStream) time.Duration {
 			f = min(f, u.invAt)
 		}
 	}
+	for _, u := range s.faults.late {
+		if u.key == k {
+			f = min(f, u.invAt)
+		}
+	}
 	if s.faults.skewing {
 		f = min(f, s.faults.since)
 	}
@@ -1124,7 +1173,9 @@ func (s *liveStream) acquired(p *liveProc, op *history.Op, inv livePending, i in
 	case history.Fail:
 		k.fail(liveFail{at: op.Time, inv: inv.index, done: i, client: inv.client})
 	case history.Info:
-		k.unknown(s, &liveUnknown{key: k, inv: inv.index, done: i, invAt: inv.at, doneAt: op.Time, ttl: inv.ttl, client: inv.client, cl: p.cl})
+		u := &liveUnknown{key: k, inv: inv.index, done: i, invAt: inv.at, doneAt: op.Time, ttl: inv.ttl, client: inv.client, cl: p.cl}
+		s.arrival(u)
+		k.unknown(s, u)
 	case history.OK:
 		s.granted(p, k, op, inv, i)
 	}
@@ -1220,6 +1271,81 @@ func (s *liveStream) nemesis(op *history.Op) {
 			k.cover(s, sk.from, sk.to+k.lfixed)
 		}
 	}
+	cutting := slices.ContainsFunc(fs.inForce, func(f history.Op) bool { return f.HoldsRequests(s.version) })
+	switch {
+	case !fs.cutting && cutting:
+		fs.cutting, fs.cutSince = true, op.Time
+		for _, u := range fs.late {
+			u.held = true
+		}
+	case fs.cutting && !cutting:
+		fs.cutting = false
+		fs.cuts = append(fs.cuts, span{fs.cutSince, op.Time})
+		s.healed(op.Time)
+	}
+}
+
+// arrival sets the latest arrival of the acquire of unknown outcome u,
+// completed now (docs/history.md §4.5, "Acquires held back by a cut"):
+// its completion, moved on by every ended cut in force at some moment
+// from its invoke to its arrival; a cut in force now holds it until its
+// heal. It stays late while its arrival may still move.
+func (s *liveStream) arrival(u *liveUnknown) {
+	fs := &s.faults
+	u.arrive = u.doneAt
+	i, _ := slices.BinarySearchFunc(fs.cuts, u.invAt, func(c span, t time.Duration) int { return cmpDur(c.to, t) })
+	for _, c := range fs.cuts[i:] {
+		if c.from > u.arrive {
+			break
+		}
+		u.arrive = max(u.arrive, s.opts.heldUntil(u.invAt, c.to))
+	}
+	u.held = fs.cutting
+	if u.held || u.arrive > s.now {
+		u.late = true
+		fs.late = append(fs.late, u)
+		if !u.held {
+			fs.lateMin = min(fs.lateMin, u.arrive)
+		}
+	}
+}
+
+// healed moves on, at the heal of the cuts in force, the arrival of every
+// acquire they held, and takes what that excuses.
+func (s *liveStream) healed(at time.Duration) {
+	fs := &s.faults
+	var keys []*liveKey
+	for _, u := range fs.late {
+		if !u.held {
+			continue
+		}
+		u.held = false
+		u.arrive = max(u.arrive, s.opts.heldUntil(u.invAt, at))
+		if !slices.Contains(keys, u.key) {
+			keys = append(keys, u.key)
+		}
+	}
+	s.arrived()
+	for _, k := range keys {
+		k.recertify(s)
+	}
+}
+
+// arrived takes the acquires whose arrival the history has passed, with no
+// cut holding them, off the late list: nothing moves it any more.
+func (s *liveStream) arrived() {
+	fs := &s.faults
+	fs.lateMin = Forever
+	fs.late = slices.DeleteFunc(fs.late, func(u *liveUnknown) bool {
+		if u.held || u.arrive >= s.now && !s.ended {
+			if !u.held {
+				fs.lateMin = min(fs.lateMin, u.arrive)
+			}
+			return false
+		}
+		u.late = false
+		return true
+	})
 }
 
 // availability follows the majority periods (docs/history.md §4.6).
@@ -1356,6 +1482,12 @@ func (s *liveStream) finishAll() {
 		}
 	})
 	s.ended = true
+	if s.faults.cutting {
+		s.faults.cutting = false
+		s.faults.cuts = append(s.faults.cuts, span{s.faults.cutSince, s.end})
+		s.healed(s.end)
+	}
+	s.arrived()
 	for _, k := range s.keys {
 		slices.SortFunc(k.waiting, func(a, b livePending) int { return a.index - b.index })
 		for _, g := range slices.Clone(k.open) {

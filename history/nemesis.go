@@ -170,6 +170,19 @@ func (o Op) Heals(fault Op, version int) bool {
 	return heal != "" && o.F == heal
 }
 
+// HoldsRequests reports whether the fault op o, of a history of format
+// version version, cuts links by dropping what crosses them: a fault of
+// class network named partition (in an imported history also one whose
+// name begins with partition, isolate or drop). What was sent across a
+// cut link is not lost: TCP retransmits it, and it arrives after the heal
+// (docs/history.md §4.5, "Acquires held back by a cut").
+func (o Op) HoldsRequests(version int) bool {
+	if _, class := o.FaultOf(version); class != ClassNetwork {
+		return false
+	}
+	return strings.HasPrefix(o.F, "partition") || o.F == "isolate" || o.F == "drop"
+}
+
 // LegacyFault returns the heal and class that a history of format version 1
 // to 5, whose fault ops carry neither, gives the fault named f: the fault
 // kinds of those versions by name (pause → resume, kill → start, clock-bump

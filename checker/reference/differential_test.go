@@ -38,8 +38,8 @@ const differentialHistories = 10000
 var livenessBounds = []checker.LivenessOptions{
 	{Window: 50 * time.Millisecond, UnavailableWindow: 50 * time.Millisecond, Attempts: 1},
 	{Window: 100 * time.Millisecond, UnavailableWindow: 80 * time.Millisecond, Attempts: 2},
-	{Window: 200 * time.Millisecond, UnavailableWindow: 150 * time.Millisecond, Attempts: 3},
-	{Window: 30 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2},
+	{Window: 200 * time.Millisecond, UnavailableWindow: 150 * time.Millisecond, Attempts: 3, RetransmitFirst: 5 * time.Millisecond, RetransmitMax: 60 * time.Millisecond},
+	{Window: 30 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2, RetransmitFirst: time.Millisecond, RetransmitMax: 20 * time.Millisecond},
 }
 
 // mismatch is how the fast checkers and the reference disagree on one
@@ -64,7 +64,8 @@ func mismatch(h history.History, drift, bounds int) (string, []checker.Result, r
 func livenessOf(h history.History, bounds int) (checker.LivenessResult, reference.LivenessResult, []reference.Finding, error) {
 	o := livenessBounds[bounds]
 	fast := checker.Liveness(h, o)
-	ref, err := reference.Liveness(h, reference.LivenessOptions{Window: o.Window, UnavailableWindow: o.UnavailableWindow, Attempts: o.Attempts})
+	ref, err := reference.Liveness(h, reference.LivenessOptions{Window: o.Window, UnavailableWindow: o.UnavailableWindow, Attempts: o.Attempts,
+		RetransmitFirst: o.RetransmitFirst, RetransmitMax: o.RetransmitMax})
 	var got []reference.Finding
 	for _, a := range fast.Anomalies {
 		got = append(got, reference.Finding{Kind: a.Kind, Key: a.Key, Start: int64(a.Window.Start), End: int64(a.Window.End)})

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,6 +18,10 @@ import (
 type LivenessOptions struct {
 	Window, UnavailableWindow time.Duration
 	Attempts                  int
+	// RetransmitFirst and RetransmitMax are TCP's first retransmission
+	// timeout and longest interval between retransmissions (§4.5, "Acquires
+	// held back by a cut"): checker's defaults when 0.
+	RetransmitFirst, RetransmitMax time.Duration
 }
 
 // Finding is one liveness anomaly: its kind, its key and its window.
@@ -70,7 +75,7 @@ func Liveness(h history.History, opts LivenessOptions) (LivenessResult, error) {
 	periods := majorities(h, version, end)
 	judged := false
 	for _, k := range keys {
-		excuses, longest := x.excusesOf(k, faults)
+		excuses, longest := x.excusesOf(k, faults, end, opts)
 		// §4.5: stuck.
 		if ok, f := x.stuck(k, excuses, longest, faults, end, opts); ok {
 			judged = true
@@ -115,6 +120,7 @@ type stretch struct{ from, to int64 }
 type fault struct {
 	f        string
 	skews    bool // a clock fault (its class)
+	cut      bool // a cut (history.Op.HoldsRequests)
 	moment   bool // a fault without a heal: in force at its time only
 	from, to int64
 }
@@ -133,6 +139,56 @@ func tookEffect(h history.History, i int, version int) bool {
 	return op.IsNemesis() && !op.IsRecord() && op.Type != history.Invoke && !op.NemesisFailed(version)
 }
 
+// latestArrival is the latest arrival of the acquire of unknown outcome c
+// (§4.5, "Acquires held back by a cut"), literally: the least A at or after
+// its completion such that for every stretch in which a cut was in force
+// that began at or before A and ended at H at or after its invoke, H +
+// min(H − invoke + RetransmitFirst, RetransmitMax) ≤ A, found by raising A
+// until no stretch asks for more. A cut never healed ends at the end of
+// the history.
+func latestArrival(c *opCall, fs faultsSeen, end int64, opts LivenessOptions) int64 {
+	first, most := int64(checker.DefaultRetransmitFirst), int64(checker.DefaultRetransmitMax)
+	if opts.RetransmitFirst > 0 {
+		first = int64(opts.RetransmitFirst)
+	}
+	if opts.RetransmitMax > 0 {
+		most = int64(opts.RetransmitMax)
+	}
+	// The stretches: a cut's start to the moment no cut is in force.
+	var cuts []stretch
+	for _, f := range fs.faults {
+		if !f.cut {
+			continue
+		}
+		to := f.to
+		if to == never {
+			to = end
+		}
+		cuts = append(cuts, stretch{f.from, to})
+	}
+	slices.SortFunc(cuts, func(a, b stretch) int { return cmp.Compare(a.from, b.from) })
+	var merged []stretch
+	for _, s := range cuts {
+		if n := len(merged); n > 0 && s.from <= merged[n-1].to {
+			merged[n-1].to = max(merged[n-1].to, s.to)
+			continue
+		}
+		merged = append(merged, s)
+	}
+	a := c.ret
+	for raised := true; raised; {
+		raised = false
+		for _, s := range merged {
+			if s.from <= a && s.to >= c.call {
+				if v := s.to + min(s.to-c.call+first, most); v > a {
+					a, raised = v, true
+				}
+			}
+		}
+	}
+	return a
+}
+
 // nemesisFaults finds every fault that took effect and the first later heal
 // that took effect and heals it (the heal its op names, heal-all, or a
 // Jepsen history's stop).
@@ -147,7 +203,7 @@ func nemesisFaults(h history.History, version int) faultsSeen {
 			continue
 		}
 		heal, class := op.FaultOf(version)
-		ft := fault{f: op.F, skews: class.SkewsClocks(), from: int64(op.Time), to: never}
+		ft := fault{f: op.F, skews: class.SkewsClocks(), cut: op.HoldsRequests(version), from: int64(op.Time), to: never}
 		if heal == "" {
 			ft.to, ft.moment = ft.from, true
 		}
@@ -218,7 +274,7 @@ func lastMajority(h history.History) bool {
 }
 
 // excusesOf lists the excuses of key k (§4.5) and k's longest lease.
-func (x *parsed) excusesOf(k string, fs faultsSeen) ([]stretch, int64) {
+func (x *parsed) excusesOf(k string, fs faultsSeen, end int64, opts LivenessOptions) ([]stretch, int64) {
 	var grants []*grant
 	for _, g := range x.grants {
 		if g.key == k {
@@ -263,7 +319,7 @@ func (x *parsed) excusesOf(k string, fs faultsSeen) ([]stretch, int64) {
 		var to int64
 		switch {
 		case ttl > 0 && !never1:
-			to = c.ret + max(ttl, longest)
+			to = latestArrival(c, fs, end, opts) + max(ttl, longest)
 		case ttl <= 0 || sessions:
 			to = x.freedOf(c.proc)
 		default:
