@@ -48,15 +48,16 @@ import (
 //     which a later grant whose lease is −1 would leave unexcused), and ones
 //     with their refusals (those a longer lease could still change: in a
 //     majority period that came back, or after a clock fault);
-//   - the faults in force, every clock fault's stretch, and every majority
-//     period with its availability records.
+//   - the faults in force, every clock fault's and every cut's stretch, the
+//     acquires of unknown outcome whose latest arrival may still move, and
+//     every majority period with its availability records.
 //
 // Its worst case is a key that nobody takes any more, or that its holder
 // keeps to the end: every refusal from then on is kept, since the holder's
 // excuse may end anywhere after its grant, and a longer lease learned later
-// moves the start of the stuck window past any of them. A queue history
-// (one with a capture op) also keeps its queue ops, copied, for the
-// lost-task rule.
+// moves the start of the stuck window past any of them. The lost-task rule
+// reads a queue stream of its own (queueStream.lost), which holds what
+// docs/history.md §6 says of the queue check.
 type liveStream struct {
 	opts    LivenessOptions // with the defaults filled in
 	n       int
@@ -70,7 +71,7 @@ type liveStream struct {
 	ended   bool // the history has ended (result)
 	faults  liveFaults
 	avail   liveAvail
-	queue   *liveQueue // nil when the caller judges the queue from its own facts
+	queue   *queueStream // the queue's stream, for lost-task; nil when the caller judges the queue from its own facts
 }
 
 // minTime is a moment before every moment of a history.
@@ -182,7 +183,7 @@ func newLiveStream(opts LivenessOptions) *liveStream {
 		opts.RetransmitMax = DefaultRetransmitMax
 	}
 	return &liveStream{opts: opts, version: 1, kept: map[int]*liveClient{}, keys: map[string]*liveKey{},
-		avail: liveAvail{cur: &upPeriod{}}, queue: &liveQueue{}, faults: liveFaults{lateMin: Forever}}
+		avail: liveAvail{cur: &upPeriod{}}, queue: newQueueStream(), faults: liveFaults{lateMin: Forever}}
 }
 
 // add feeds the history's next op.
@@ -197,7 +198,7 @@ func (s *liveStream) add(op *history.Op) {
 		s.version = history.Version(history.History{*op})
 	}
 	if s.queue != nil {
-		s.queue.add(op, i)
+		s.queue.add(op)
 	}
 	if op.IsNemesis() {
 		s.nemesis(op)
@@ -1379,7 +1380,7 @@ func (s *liveStream) availability(op *history.Op) {
 
 // result ends the history and returns its liveness report.
 func (s *liveStream) result() LivenessResult {
-	return s.report(func() (bool, int, []Anomaly) { return s.queue.lost(s.end) })
+	return s.report(s.queue.lost)
 }
 
 // report ends the history and returns its liveness report, the queue's
@@ -1803,64 +1804,4 @@ func (s *liveStream) stretchAnomaly(k *liveKey, st liveStretch) Anomaly {
 		Message: fmt.Sprintf("%s unavailable from %s to %s with %s: %s by %s failed and none succeeded, with no lease left, no acquire of unknown outcome in doubt and nobody believing it held %s; %s",
 			k.name, secs(st.from), secs(st.to), s.avail.periods[st.period].nodesText(st.from, st.to), plural(st.n, "acquire"), plural(st.workers, "worker"), k.name, before),
 	}
-}
-
-// liveQueue keeps the queue ops of a history (and the crashes of the
-// processes that captured), copied, for the lost-task rule (§4.7).
-type liveQueue struct {
-	ops       history.History
-	index     []int // the index in the history of each op of ops
-	capturers map[int]bool
-	tasks     bool
-}
-
-func (q *liveQueue) keep(op *history.Op, i int) {
-	c := *op
-	c.Value = slices.Clone(op.Value)
-	q.ops = append(q.ops, c)
-	q.index = append(q.index, i)
-}
-
-// add takes the history's op at index i.
-func (q *liveQueue) add(op *history.Op, i int) {
-	switch {
-	case op.IsNemesis():
-		if op.IsTasks() && !q.tasks {
-			q.tasks = true
-			q.keep(op, i)
-		}
-	case op.F == history.FCapture || op.F == history.FSetStatus || op.F == history.FReap:
-		if op.F == history.FCapture && op.Type == history.OK {
-			if q.capturers == nil {
-				q.capturers = map[int]bool{}
-			}
-			q.capturers[op.Process] = true
-		}
-		q.keep(op, i)
-	case op.Type == history.Info && q.capturers[op.Process]:
-		// its crash: analyzeQueue reads it as the completion of an invoke
-		q.keep(&history.Op{Process: op.Process, Client: op.Client, Type: history.Invoke, F: op.F, Key: op.Key, Time: op.Time}, i)
-		q.keep(op, i)
-	}
-}
-
-// lost returns whether the history has a capture op, how many tasks its
-// capture oks returned, and the lost tasks of the history that ended at
-// end.
-func (q *liveQueue) lost(end time.Duration) (bool, int, []Anomaly) {
-	if len(q.ops) == 0 {
-		return false, 0, nil
-	}
-	h := append(q.ops, history.Op{Process: history.NemesisProcess, Type: history.Info, F: history.FEnd, Time: end})
-	qf := analyzeQueue(h)
-	if !qf.Captured() {
-		return false, 0, nil
-	}
-	as := lostTasks(h, qf)
-	for i := range as {
-		for j, x := range as[i].Ops {
-			as[i].Ops[j] = q.index[x]
-		}
-	}
-	return true, len(qf.Holds), as
 }

@@ -1003,6 +1003,17 @@ func (pr *queuePair) undoing() (statusEntry, bool) {
 	return pr.best, pr.hasBest
 }
 
+// lost ends the history and returns what the liveness report reads of the
+// queue: whether the history has a capture op (completed, or pending at the
+// end), how many tasks its capture oks returned, and its lost tasks.
+func (s *queueStream) lost() (bool, int, []Anomaly) {
+	s.close()
+	if !s.captured {
+		return false, 0, nil
+	}
+	return true, s.holds, s.lostTasks()
+}
+
 // lostTasks ends the history and returns its lost tasks, as lostTasks
 // finds them over the whole history.
 func (s *queueStream) lostTasks() []Anomaly {
