@@ -86,6 +86,75 @@ type Options struct {
 	// Progress, when set, is called before each run with how far the
 	// campaign has come; none by default.
 	Progress func(Progress)
+	// Shard restricts the campaign to one part of its runs, for a fleet of
+	// machines that each run one; the whole campaign by default.
+	Shard Shard
+}
+
+// Shard is part Index (1 to Count) of Count of a campaign's runs. The zero
+// Shard is the whole campaign.
+type Shard struct{ Index, Count int }
+
+// has reports whether run i of the campaign's kind at position k (NoFault
+// first, then Kinds' order) belongs to s. The split depends on the kinds,
+// the runs per kind and whether the campaign steers, so every machine of a
+// fleet given the same arguments computes the same parts, and together the
+// parts hold every run once. The runs of a random campaign are
+// independent, so its runs in order (kind by kind) go to the parts in turn;
+// a steered campaign's runs of a kind learn from the kind's earlier runs,
+// so whole kinds go to the parts in turn.
+func (s Shard) has(k, i, runs int, steer bool) bool {
+	if s.Count <= 1 {
+		return true
+	}
+	n := k*runs + i
+	if steer {
+		n = k
+	}
+	return n%s.Count == s.Index-1
+}
+
+// Planned is one run a campaign plans: its fault kind and its seed (a
+// steered run's schedule is known only when it runs).
+type Planned struct {
+	Kind string
+	Seed uint64
+}
+
+// Plan returns the runs a campaign with opts plans for a lock of system
+// on opts.Backend, in the order it makes them: every applicable kind's
+// runs, less those of other shards. A kind that turns out not applicable
+// when it runs (the cluster cannot make its fault) is planned all the
+// same.
+func Plan(system string, opts Options) ([]Planned, error) {
+	opts = opts.withDefaults()
+	kinds, err := Kinds(system, opts.Backend, opts.Faults)
+	if err != nil {
+		return nil, err
+	}
+	var out []Planned
+	for k, kind := range append([]string{NoFault}, kinds...) {
+		for i := range opts.Runs {
+			if opts.Shard.has(k, i, opts.Runs, opts.Steer) {
+				out = append(out, Planned{Kind: kind, Seed: opts.Seed + uint64(i)})
+			}
+		}
+	}
+	return out, nil
+}
+
+// withDefaults fills in the defaults of the zero fields.
+func (o Options) withDefaults() Options {
+	if o.Runs <= 0 {
+		o.Runs = 10
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
 }
 
 // Progress is how far a campaign has come, told before each run.
@@ -236,16 +305,12 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 // Campaign runs the campaign on base and returns its report.
 func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, validate func(*scenarios.Scenario) error, opts Options) (*Report, error) {
 	began := time.Now()
-	if opts.Runs <= 0 {
-		opts.Runs = 10
-	}
-	if opts.Seed == 0 {
-		opts.Seed = 1
-	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
+	opts = opts.withDefaults()
 	kinds, err := Kinds(base.System.Name, opts.Backend, opts.Faults)
+	if err != nil {
+		return nil, err
+	}
+	planned, err := Plan(base.System.Name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -255,8 +320,9 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 	}
 	defer func() { c.rep.Elapsed = time.Since(began) }()
 	all := append([]string{NoFault}, kinds...)
-	c.told = Progress{Total: len(all) * opts.Runs}
-	for _, kind := range all {
+	c.told = Progress{Total: len(planned)}
+	for k, kind := range all {
+		c.kind = k
 		row := &Row{Fault: kind}
 		c.rep.Rows = append(c.rep.Rows, row)
 		if err := c.hunt(ctx, row); err != nil {
@@ -282,6 +348,8 @@ type campaign struct {
 	rep   *Report
 	// told is how far the campaign has come (Options.Progress).
 	told Progress
+	// kind is the position of the kind being hunted (NoFault first).
+	kind int
 }
 
 // hunt makes the runs of row's fault kind and tallies them in row.
@@ -293,7 +361,16 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	if kind != NoFault {
 		sp = NewSpace(c.base, kind)
 	}
+	left := 0 // this shard's runs of the kind not yet made
 	for i := range c.opts.Runs {
+		if c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
+			left++
+		}
+	}
+	for i := range c.opts.Runs {
+		if !c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -310,7 +387,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if errors.Is(err, ErrNotApplicable) {
 			row.NotApplicable = err.Error()
 			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
-			c.told.Total -= c.opts.Runs - i
+			c.told.Total -= left
 			break
 		}
 		if err != nil {
@@ -319,9 +396,10 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if out.Unavailable != "" {
 			row.NotApplicable = out.Unavailable
 			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %s (%s)\n", kind, out.Unavailable, out.Dir)
-			c.told.Total -= c.opts.Runs - i
+			c.told.Total -= left
 			break
 		}
+		left--
 		c.told.Done++
 		c.rep.Runs++
 		score, has := c.tally(row, out, anomalies)

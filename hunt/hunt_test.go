@@ -198,3 +198,98 @@ func TestCampaignProgress(t *testing.T) {
 		t.Fatalf("told\n%+v\nwant\n%+v", told, want)
 	}
 }
+
+// TestCampaignShards splits a campaign into shards: each runs exactly what
+// Plan says it plans, the parts are disjoint and together make the whole
+// campaign's runs, random campaigns deal single runs in turn and steered
+// ones whole kinds (a steered kind learns from its own earlier runs), and
+// the rows of the parts add up to the whole's.
+func TestCampaignShards(t *testing.T) {
+	kinds := []string{"client-pause", "kill", "partition"}
+	run := func(ran *[]Planned) RunFunc {
+		return func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+			kind := NoFault
+			if sc.Nemesis.Random != nil {
+				kind = sc.Nemesis.Random.Faults[0]
+			} else if len(sc.Nemesis.Steps) > 0 {
+				kind = sc.Nemesis.Steps[0].Fault // a steered mutant
+			}
+			*ran = append(*ran, Planned{Kind: kind, Seed: sc.Seed})
+			if kind == "client-pause" && sc.Seed%2 == 0 {
+				return Outcome{Verdict: checker.Invalid, Anomalies: []string{"stale-write"}}, nil
+			}
+			return Outcome{Verdict: checker.Valid}, nil
+		}
+	}
+	for _, steer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("steer=%v", steer), func(t *testing.T) {
+			whole := Options{Faults: kinds, Runs: 5, Seed: 3, Steer: steer}
+			all, err := Plan("redis", whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 4*5 {
+				t.Fatalf("the whole campaign plans %d runs, want 20", len(all))
+			}
+			var ranWhole []Planned
+			wholeRep, err := Campaign(context.Background(), base(), run(&ranWhole), nil, whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ranWhole, all) {
+				t.Fatalf("the whole campaign ran %v, planned %v", ranWhole, all)
+			}
+			for _, n := range []int{2, 3, 7} {
+				var union []Planned
+				invalid := 0
+				for i := 1; i <= n; i++ {
+					opts := whole
+					opts.Shard = Shard{Index: i, Count: n}
+					plan, err := Plan("redis", opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ran []Planned
+					rep, err := Campaign(context.Background(), base(), run(&ran), nil, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(ran, plan) {
+						t.Errorf("shard %d/%d ran %v, planned %v", i, n, ran, plan)
+					}
+					if rep.Runs != len(plan) {
+						t.Errorf("shard %d/%d reports %d runs, planned %d", i, n, rep.Runs, len(plan))
+					}
+					for _, r := range rep.Rows {
+						invalid += r.Invalid
+					}
+					if steer {
+						kindsOf := map[string]int{}
+						for _, p := range plan {
+							kindsOf[p.Kind]++
+						}
+						for k, c := range kindsOf {
+							if c != whole.Runs {
+								t.Errorf("steered shard %d/%d has %d of kind %s's %d runs, want all", i, n, c, k, whole.Runs)
+							}
+						}
+					}
+					union = append(union, plan...)
+				}
+				slices.SortFunc(union, func(a, b Planned) int {
+					return slices.Index(all, a) - slices.Index(all, b)
+				})
+				if !slices.Equal(union, all) {
+					t.Errorf("%d shards ran %v together, want each of %v once", n, union, all)
+				}
+				wholeInvalid := 0
+				for _, r := range wholeRep.Rows {
+					wholeInvalid += r.Invalid
+				}
+				if !steer && invalid != wholeInvalid {
+					t.Errorf("%d shards found %d invalid runs together, the whole %d", n, invalid, wholeInvalid)
+				}
+			}
+		})
+	}
+}

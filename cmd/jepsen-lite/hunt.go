@@ -17,7 +17,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--steer] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--steer] [--shard i/n] [--list] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -36,6 +36,14 @@ smallest. With --steer, a run of a fault kind mutates, with probability
 0.8, the schedule of one of the kind's 3 runs so far with the smallest
 margins (a fault shifted, retargeted, added or dropped) instead of drawing
 a random one (docs/hunt.md); random by default.
+
+With --shard i/n it makes part i of n of the campaign's runs, for a fleet
+of machines that each run one: every machine given the same arguments
+computes the same split and the parts together hold every run once. A
+random campaign's runs, kind by kind, go to the parts in turn; a steered
+one's whole kinds do (a steered kind learns from its own earlier runs).
+Each part prints the table of its own runs. --list prints the runs that
+would be made, one "kind seed" per line, and runs nothing.
 
 ` + progressHelp + ` For a hunt: the runs done of all, the invalid runs so
 far, and the current run (its fault kind and seed) with its phase; the
@@ -62,6 +70,8 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	quiet := fs.Bool("quiet", false, quietUsage)
 	steer := fs.Bool("steer", false, "mutate the schedules of the runs with the smallest margins instead of drawing every schedule at random")
+	shardArg := fs.String("shard", "", "make part i of n (i/n) of the campaign's runs, for a fleet of machines")
+	list := fs.Bool("list", false, "print the runs that would be made, one \"kind seed\" per line, and run nothing")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -95,8 +105,20 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if *faults != "" {
 		want = strings.Split(*faults, ",")
 	}
-	if _, err := hunt.Kinds(base.System.Name, backendUsed.Name, want); err != nil {
+	sh, err := parseShard(*shardArg)
+	if err != nil {
+		return exitUsage, err
+	}
+	opts := hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Steer: *steer, Shard: hunt.Shard{Index: sh.index, Count: sh.count}}
+	plan, err := hunt.Plan(base.System.Name, opts)
+	if err != nil {
 		return exitUsage, usageError{err}
+	}
+	if *list {
+		for _, p := range plan {
+			fmt.Fprintf(stdout, "%s %d\n", p.Kind, p.Seed)
+		}
+		return exitHeld, nil
 	}
 	line := newStatusLine(stderr, *quiet)
 	status := newBatchStatus(line, "hunt", 0)
@@ -104,7 +126,8 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		status.start(fmt.Sprintf("%s seed %d", p.Kind, p.Seed), p.Done, p.Total, fmt.Sprintf("%d invalid", p.Invalid))
 	}
 	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
-	rep, err := runner.Hunt(ctx, base, hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Log: line.Writer(), Progress: told, Steer: *steer}, runOpts...)
+	opts.Log, opts.Progress = line.Writer(), told
+	rep, err := runner.Hunt(ctx, base, opts, runOpts...)
 	line.Done()
 	if rep != nil {
 		printHunt(stdout, rep)

@@ -213,3 +213,44 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 		t.Errorf("Markdown differs:\nwhole:\n%s\nmerged:\n%s", m1, m2)
 	}
 }
+
+// TestHuntListShards lists a campaign's runs whole and in three parts
+// through the command: the parts are disjoint and together the whole, and
+// a shard out of range is bad input.
+func TestHuntListShards(t *testing.T) {
+	for _, steer := range []string{"", "--steer"} {
+		args := []string{"hunt", "redlock", "--runs", "4", "--list"}
+		if steer != "" {
+			args = append(args, steer)
+		}
+		code, whole, errOut := runCLI(t, args...)
+		if code != exitHeld {
+			t.Fatalf("%v: exit %d, %s", args, code, errOut)
+		}
+		want := strings.Split(strings.TrimSpace(whole), "\n")
+		if len(want) < 4*5 || !strings.HasPrefix(want[0], "none 1") {
+			t.Fatalf("%v listed %q: want every kind's 4 runs, the baseline first", args, want)
+		}
+		seen := map[string]int{}
+		for i := 1; i <= 3; i++ {
+			code, part, errOut := runCLI(t, append(args, "--shard", fmt.Sprintf("%d/3", i))...)
+			if code != exitHeld {
+				t.Fatalf("shard %d/3: exit %d, %s", i, code, errOut)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(part), "\n") {
+				seen[l]++
+			}
+		}
+		for _, l := range want {
+			if seen[l] != 1 {
+				t.Errorf("%s: run %q is in %d of the 3 parts, want 1", steer, l, seen[l])
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("%s: the parts list %d runs, the whole %d", steer, len(seen), len(want))
+		}
+	}
+	if code, _, errOut := runCLI(t, "hunt", "redlock", "--list", "--shard", "4/3"); code != exitUsage || !strings.Contains(errOut, "--shard") {
+		t.Errorf("--shard 4/3: exit %d, %q; want %d naming --shard", code, errOut, exitUsage)
+	}
+}
