@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [--shard i/n] [--list] [--quiet] [scenario ...]
+const gateUsage = `Usage: jepsen-lite gate [--tags quick] [--seeds N] [--junit FILE] [--shard i/n] [--list] [--parallel N] [--quiet] [scenario ...]
 
 Runs the selected scenarios (by default every built-in one carrying all of
 --tags) with seeds 1..N each, prints a table (scenario, expected, observed,
@@ -46,6 +48,12 @@ Each machine keeps its own --store; one job then merges them with
 --from-store store1,store2,... into one table, JUnit file and Markdown,
 equal to an unsharded gate's (docs/ci.md). --list prints the pairs that
 would run, one "scenario seed" per line, and runs nothing.
+
+With --parallel N it runs N pairs side by side, in the gate's order, and
+takes their outcomes in that order: the table, the JUnit file and the
+Markdown are those of the same runs made one after another. Runs side by
+side share the machine, and a scenario timed against its lease may fare
+otherwise under that load (docs/scenarios.md says what 2 changed).
 
 ` + progressHelp + ` For a gate: the runs done of all, the invalid runs
 so far (and those not as expected, when there are), and the current run
@@ -74,6 +82,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	lockCommand := fs.String("lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
 	quiet := fs.Bool("quiet", false, quietUsage)
+	parallel := fs.Int("parallel", 1, "run this many scenario × seed pairs side by side")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -87,6 +96,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	}
 	if *seeds < 1 {
 		return exitUsage, usagef("--seeds must be at least 1")
+	}
+	if *parallel < 1 {
+		return exitUsage, usagef("--parallel must be at least 1")
 	}
 	sh, err := parseShard(*shardArg)
 	if err != nil {
@@ -167,22 +179,18 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	defer line.Done()
 	status := newBatchStatus(line, "gate", len(pairs))
 	say := line.Writer()
-	invalid, unmet := 0, 0
-	for i, p := range pairs {
-		sc, seed := p.sc, p.seed
-		if interrupted {
-			break
-		}
-		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), i, len(pairs), gateFound(invalid, unmet))
-		if r == nil || r.sc != sc {
-			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
-			rows = append(rows, r)
-		}
-		var res *runner.Result
-		var err error
+	var mu sync.Mutex // guards invalid, unmet and done, which the runs read as they start
+	invalid, unmet, done := 0, 0, 0
+	// runPair runs (or re-checks) pair i; skip when a stored gate has no
+	// run of its seed.
+	runPair := func(i int) (res *runner.Result, err error, skip bool) {
+		sc, seed := pairs[i].sc, pairs[i].seed
+		mu.Lock()
+		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), done, len(pairs), gateFound(invalid, unmet))
+		mu.Unlock()
 		if *fromStore != "" {
 			if seed > len(stored[sc.Name]) {
-				continue
+				return nil, nil, true
 			}
 			runDir := stored[sc.Name][seed-1]
 			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
@@ -191,10 +199,61 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
 			}
-		} else {
-			fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
-			res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
+			return res, err, false
 		}
+		fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
+		res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
+		return res, err, false
+	}
+	// The runs go side by side, --parallel at a time, in the gate's order;
+	// their outcomes are taken in that order too, so the table, the JUnit
+	// file and the Markdown are those of runs made one after another.
+	type outcome struct {
+		res           *runner.Result
+		err           error
+		skip, stopped bool
+	}
+	outcomes := make([]chan outcome, len(pairs))
+	for i := range outcomes {
+		outcomes[i] = make(chan outcome, 1)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		slots := make(chan struct{}, *parallel)
+		for i := range pairs {
+			slots <- struct{}{}
+			if stop.Load() || ctx.Err() != nil {
+				outcomes[i] <- outcome{stopped: true}
+				<-slots
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				res, err, skip := runPair(i)
+				outcomes[i] <- outcome{res: res, err: err, skip: skip}
+			}()
+		}
+	}()
+	for i, p := range pairs {
+		o := <-outcomes[i]
+		if interrupted || o.stopped {
+			continue
+		}
+		sc, seed := p.sc, p.seed
+		if r == nil || r.sc != sc {
+			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
+			rows = append(rows, r)
+		}
+		if o.skip {
+			continue
+		}
+		res, err := o.res, o.err
 		c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
 		if res != nil && res.Results != nil {
 			c.Seed = res.Results.Seed
@@ -206,6 +265,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		}
 		if errors.Is(err, runner.ErrInterrupted) {
 			interrupted = true
+			stop.Store(true)
 		}
 		if err != nil {
 			c.Err = err.Error()
@@ -232,16 +292,21 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			r.addProofs(res.Dir, withLiveness(res.Results))
 		}
 		r.runs++
-		if c.Met {
-			r.met++
-		} else {
+		mu.Lock()
+		if !c.Met {
 			unmet++
 		}
 		if c.Verdict == checker.Invalid {
 			invalid++
 		}
+		done++
+		mu.Unlock()
+		if c.Met {
+			r.met++
+		}
 		cases = append(cases, c)
 	}
+	wg.Wait()
 	line.Done()
 
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)

@@ -114,7 +114,8 @@ var runStamp = regexp.MustCompile(`\d{8}T\d{6}\.\d{3}Z-x`)
 // would (each part's runs timed from the start, so that their times do not
 // follow their seeds), and requires the gate re-checked from the two stores to print the
 // same table and write the same JUnit and Markdown (but for the stores'
-// names) as from the one store.
+// names) as from the one store; so must the gate that re-checks the one
+// store three runs at a time (--parallel 3).
 func TestGateShardsMergeFromStores(t *testing.T) {
 	const name = "redis-failover-async"
 	const seeds = 4
@@ -167,7 +168,7 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 	if placed != seeds {
 		t.Fatalf("the parts hold %d runs, want %d", placed, seeds)
 	}
-	gate := func(from, tag string) (table, junit, md string) {
+	gate := func(from, tag string, extra ...string) (table, junit, md string) {
 		t.Helper()
 		out := filepath.Join(root, "out-"+tag)
 		if err := os.Mkdir(out, 0o755); err != nil {
@@ -175,7 +176,7 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 		}
 		j, m := filepath.Join(out, "gate.xml"), filepath.Join(out, "scenarios.md")
 		var stdout, stderr bytes.Buffer
-		code, err := gateCmd(context.Background(), []string{name, "--seeds", fmt.Sprint(seeds), "--from-store", from, "--junit", j, "--markdown", m}, &stdout, &stderr)
+		code, err := gateCmd(context.Background(), append([]string{name, "--seeds", fmt.Sprint(seeds), "--from-store", from, "--junit", j, "--markdown", m}, extra...), &stdout, &stderr)
 		if err != nil || code != exitViolated {
 			t.Fatalf("gate --from-store %s: exit %d, %v (want %d: the two valid runs miss the expectation)\n%s%s", from, code, err, exitViolated, stdout.String(), stderr.String())
 		}
@@ -200,6 +201,10 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 	}
 	t1, j1, m1 := gate(whole, "whole")
 	t2, j2, m2 := gate(strings.Join(parts, ","), "merged")
+	t3, j3, m3 := gate(whole, "parallel", "--parallel", "3")
+	if t1 != t3 || j1 != j3 || m1 != m3 {
+		t.Errorf("--parallel 3 differs from one at a time:\n%s\n%s\n%s\nwant\n%s\n%s\n%s", t3, j3, m3, t1, j1, m1)
+	}
 	if !strings.Contains(t1, "valid×2 invalid×2") {
 		t.Errorf("the whole store's table lacks the four runs:\n%s", t1)
 	}
