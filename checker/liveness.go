@@ -43,11 +43,11 @@ type LivenessOptions struct {
 	// UnavailableWindow is the shortest unavailable window;
 	// DefaultUnavailableWindow when 0.
 	UnavailableWindow time.Duration
-	// RetransmitFirst and RetransmitMax bound how long a cut may hold an
-	// acquire's request back (docs/history.md §4.5, "Acquires held back by
-	// a cut"): TCP's first retransmission timeout (DefaultRetransmitFirst
-	// when 0) and its longest interval between retransmissions
-	// (DefaultRetransmitMax when 0).
+	// RetransmitFirst and RetransmitMax bound how long a cut may hold a
+	// request of unknown outcome back (docs/history.md §4.5, "Requests held
+	// back by a cut"): TCP's first retransmission timeout
+	// (DefaultRetransmitFirst when 0) and its longest interval between
+	// retransmissions (DefaultRetransmitMax when 0).
 	RetransmitFirst, RetransmitMax time.Duration
 }
 

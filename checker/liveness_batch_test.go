@@ -244,7 +244,7 @@ func scanLiveness(h history.History) livenessScan {
 // batchKeys gathers what batchLiveness judges each key asked for by: its
 // grants and their leases, its waiting acquires, and its excuses.
 func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, opts LivenessOptions) map[string]*keyLiveness {
-	holds := grantHolds(h, f)
+	holds := grantHolds(h, f, faults.cuts, opts)
 	keys := map[string]*keyLiveness{}
 	state := func(k string) *keyLiveness {
 		if s, ok := keys[k]; ok {
@@ -384,16 +384,26 @@ func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[
 		}
 		return Forever
 	}
-	arrive := h[a.done].Time
+	return latestArrival(inv.Time, h[a.done].Time, cuts, opts) + max(inv.TTL, s.longest)
+}
+
+// latestArrival is the latest arrival of a request invoked at inv and
+// completed at done (§4.5, "Requests held back by a cut"): done, moved on
+// by each cut stretch that began at or before the arrival so far and ended
+// at or after inv to its heal plus as long again as from inv, plus
+// RetransmitFirst, at most RetransmitMax (cuts are in order, and the
+// arrival only grows).
+func latestArrival(inv, done time.Duration, cuts []span, opts LivenessOptions) time.Duration {
+	arrive := done
 	for _, c := range cuts {
 		if c.from > arrive {
 			break
 		}
-		if c.to >= inv.Time {
-			arrive = max(arrive, c.to+min(c.to-inv.Time+opts.RetransmitFirst, opts.RetransmitMax))
+		if c.to >= inv {
+			arrive = max(arrive, c.to+min(c.to-inv+opts.RetransmitFirst, opts.RetransmitMax))
 		}
 	}
-	return arrive + max(inv.TTL, s.longest)
+	return arrive
 }
 
 // stuckAnomaly judges whether key k is stuck at the end of the history. It
@@ -644,7 +654,7 @@ func unavailableIn(h history.History, f *Facts, s *keyLiveness, k string, as []a
 // lease-lost or of its release refused "not held" (NotHeldError), and the
 // renewals of unknown outcome (info, or pending at the end), each before
 // the process's next grant of the key.
-func grantHolds(h history.History, f *Facts) []holdFacts {
+func grantHolds(h history.History, f *Facts, cuts []span, opts LivenessOptions) []holdFacts {
 	out := make([]holdFacts, len(f.Grants))
 	for i := range out {
 		out[i] = holdFacts{released: -1, lost: -1, extended: -1}
@@ -657,7 +667,9 @@ func grantHolds(h history.History, f *Facts) []holdFacts {
 	renewing := map[pk]int{}   // the index of an outstanding renew invoke
 	releasing := map[pk]bool{} // an outstanding release of the grant in force
 	next := 0                  // grants are in order of their ok
-	unknown := func(g, inv int) { unknownRenewal(&out[g], h[inv], f.Grants[g].Lease) }
+	unknown := func(g, inv int, done time.Duration) {
+		unknownRenewal(&out[g], h[inv], f.Grants[g].Lease, latestArrival(h[inv].Time, done, cuts, opts))
+	}
 	for i := range h {
 		op := &h[i]
 		for next < len(f.Grants) && f.Grants[next].OK == i {
@@ -701,7 +713,7 @@ func grantHolds(h history.History, f *Facts) []holdFacts {
 				renewing[at] = i
 			case history.Info:
 				if inv, ok := renewing[at]; ok {
-					unknown(g, inv)
+					unknown(g, inv, op.Time)
 				}
 				delete(renewing, at)
 			default:
@@ -712,22 +724,22 @@ func grantHolds(h history.History, f *Facts) []holdFacts {
 	// A renewal still outstanding at the end is of unknown outcome.
 	for at, inv := range renewing {
 		if g, ok := current[at]; ok && f.Grants[g].OK < inv {
-			unknown(g, inv)
+			unknown(g, inv, h[len(h)-1].Time)
 		}
 	}
 	return out
 }
 
 // unknownRenewal takes into hf a renewal of unknown outcome of a grant
-// whose lease is grant, invoked by inv.
-func unknownRenewal(hf *holdFacts, inv history.Op, grant time.Duration) {
+// whose lease is grant, invoked by inv, whose latest arrival is arrive.
+func unknownRenewal(hf *holdFacts, inv history.Op, grant, arrive time.Duration) {
 	lease := inv.TTL
 	if lease <= 0 {
 		lease = grant
 	}
 	to := Forever
 	if lease >= 0 {
-		to = inv.Time + lease
+		to = arrive + lease
 	}
 	if !hf.renewed || lease < 0 || hf.unknownLease >= 0 && lease > hf.unknownLease {
 		hf.unknownLease = lease

@@ -151,11 +151,24 @@ type liveFaults struct {
 	cutting  bool
 	cutSince time.Duration
 	cuts     []span
-	// late are the acquires of unknown outcome whose latest arrival may
-	// still move (liveUnknown.late), lateMin the earliest arrival among
-	// those no cut holds now.
-	late    []*liveUnknown
+	// late are the requests of unknown outcome whose latest arrival may
+	// still move, lateMin the earliest arrival among those no cut holds
+	// now.
+	late    []*liveLate
 	lateMin time.Duration
+}
+
+// liveLate is a request of unknown outcome, an acquire or a renewal, whose
+// latest arrival (docs/history.md §4.5, "Requests held back by a cut") may
+// still move: while a cut holds it, or until the history passes it
+// without a cut beginning.
+type liveLate struct {
+	invAt, arrive time.Duration
+	held          bool
+	key           *liveKey
+	u             *liveUnknown // the acquire, or
+	g             *liveGrant   // the grant the renewal renews, with
+	ttl           time.Duration
 }
 
 // liveAvail follows the majority periods (docs/history.md §4.6).
@@ -310,7 +323,7 @@ func (s *liveStream) lockOp(p *liveProc, op *history.Op, inv livePending) {
 			}
 		case history.Info:
 			if renewing {
-				g.unknownRenewal(pk.renewAt, pk.renewTTL)
+				s.unknownRenewal(g, pk.renewAt, op.Time, pk.renewTTL)
 			}
 		}
 	}
@@ -413,8 +426,9 @@ type liveGrant struct {
 	leaseFinal     bool
 }
 
-// unknownRenewal takes a renewal of g of unknown outcome invoked at at
-// with ttl ttl (docs/history.md §4.5: it may have moved the lease's end).
+// unknownRenewal takes a renewal of g of unknown outcome whose latest
+// arrival is at, with ttl ttl (docs/history.md §4.5: it may have moved the
+// lease's end to at plus its lease).
 func (g *liveGrant) unknownRenewal(at, ttl time.Duration) {
 	lease := ttl
 	if lease <= 0 {
@@ -501,11 +515,9 @@ type liveUnknown struct {
 	cl            *liveClient // its process's client
 	// arrive is its latest arrival (docs/history.md §4.5): its completion,
 	// or later when a cut may have held its request back. It moves while
-	// late: while a cut holds it (held) or a cut that begins before the
-	// history passes arrive could.
+	// late (liveLate).
 	arrive time.Duration
 	late   bool
-	held   bool
 }
 
 // final is u's excuse end (docs/history.md §4.5) under reading rg.
@@ -922,6 +934,32 @@ func (k *liveKey) settle(s *liveStream, g *liveGrant, end time.Duration) {
 	k.cover(s, g.call, end)
 }
 
+// extended takes what a renewal of grant g of unknown outcome, held back by
+// a cut, moved on: g's x, and its excuse end when that was already taken.
+func (k *liveKey) extended(s *liveStream, g *liveGrant) {
+	if !g.xKnown {
+		return
+	}
+	x := g.holdX()
+	if x <= g.x {
+		return
+	}
+	g.x = x
+	if !g.settled {
+		k.trySettle(s, g)
+		return
+	}
+	end := x
+	if g.capped {
+		end = max(min(x, g.cap), g.ret)
+	}
+	if end > g.end {
+		g.end = end
+		k.maxEnd = max(k.maxEnd, end)
+		k.cover(s, g.call, end)
+	}
+}
+
 // leaseKnown takes grant g's lease, which nothing changes any more, into
 // the longest lease of its key.
 func (k *liveKey) leaseKnown(s *liveStream, g *liveGrant) {
@@ -1001,9 +1039,12 @@ func (k *liveKey) stable(s *liveStream) time.Duration {
 			f = min(f, u.invAt)
 		}
 	}
-	for _, u := range s.faults.late {
-		if u.key == k {
-			f = min(f, u.invAt)
+	for _, l := range s.faults.late {
+		switch {
+		case l.u != nil && l.key == k:
+			f = min(f, l.invAt)
+		case l.g != nil && l.key == k:
+			f = min(f, l.g.call)
 		}
 	}
 	if s.faults.skewing {
@@ -1276,8 +1317,8 @@ func (s *liveStream) nemesis(op *history.Op) {
 	switch {
 	case !fs.cutting && cutting:
 		fs.cutting, fs.cutSince = true, op.Time
-		for _, u := range fs.late {
-			u.held = true
+		for _, l := range fs.late {
+			l.held = true
 		}
 	case fs.cutting && !cutting:
 		fs.cutting = false
@@ -1286,65 +1327,101 @@ func (s *liveStream) nemesis(op *history.Op) {
 	}
 }
 
-// arrival sets the latest arrival of the acquire of unknown outcome u,
-// completed now (docs/history.md §4.5, "Acquires held back by a cut"):
-// its completion, moved on by every ended cut in force at some moment
-// from its invoke to its arrival; a cut in force now holds it until its
-// heal. It stays late while its arrival may still move.
-func (s *liveStream) arrival(u *liveUnknown) {
+// arrivalOf returns the latest arrival, as far as the cuts that have ended
+// tell, of a request invoked at invAt and completed at doneAt
+// (docs/history.md §4.5, "Requests held back by a cut"): its completion,
+// moved on by every ended cut in force at some moment from its invoke to
+// its arrival. A cut in force now may hold it further (healed).
+func (s *liveStream) arrivalOf(invAt, doneAt time.Duration) time.Duration {
 	fs := &s.faults
-	u.arrive = u.doneAt
-	i, _ := slices.BinarySearchFunc(fs.cuts, u.invAt, func(c span, t time.Duration) int { return cmpDur(c.to, t) })
+	arrive := doneAt
+	i, _ := slices.BinarySearchFunc(fs.cuts, invAt, func(c span, t time.Duration) int { return cmpDur(c.to, t) })
 	for _, c := range fs.cuts[i:] {
-		if c.from > u.arrive {
+		if c.from > arrive {
 			break
 		}
-		u.arrive = max(u.arrive, s.opts.heldUntil(u.invAt, c.to))
+		arrive = max(arrive, s.opts.heldUntil(invAt, c.to))
 	}
-	u.held = fs.cutting
-	if u.held || u.arrive > s.now {
+	return arrive
+}
+
+// arrival sets the latest arrival of the acquire of unknown outcome u,
+// completed now, and keeps it late while it may still move.
+func (s *liveStream) arrival(u *liveUnknown) {
+	u.arrive = s.arrivalOf(u.invAt, u.doneAt)
+	if s.faults.cutting || u.arrive > s.now {
 		u.late = true
-		fs.late = append(fs.late, u)
-		if !u.held {
-			fs.lateMin = min(fs.lateMin, u.arrive)
-		}
+		s.late(&liveLate{invAt: u.invAt, arrive: u.arrive, held: s.faults.cutting, key: u.key, u: u})
+	}
+}
+
+// unknownRenewal takes a renewal of grant g of unknown outcome, invoked at
+// invAt with ttl and completed at doneAt (the end of the history when it
+// is still pending): its lease may run from its latest arrival.
+func (s *liveStream) unknownRenewal(g *liveGrant, invAt, doneAt, ttl time.Duration) {
+	arrive := s.arrivalOf(invAt, doneAt)
+	g.unknownRenewal(arrive, ttl)
+	if s.faults.cutting || arrive > s.now {
+		s.late(&liveLate{invAt: invAt, arrive: arrive, held: s.faults.cutting, key: g.key, g: g, ttl: ttl})
+	}
+}
+
+// late keeps l among the requests whose arrival may still move.
+func (s *liveStream) late(l *liveLate) {
+	s.faults.late = append(s.faults.late, l)
+	if !l.held {
+		s.faults.lateMin = min(s.faults.lateMin, l.arrive)
 	}
 }
 
 // healed moves on, at the heal of the cuts in force, the arrival of every
-// acquire they held, and takes what that excuses.
+// request they held, and takes what that excuses.
 func (s *liveStream) healed(at time.Duration) {
 	fs := &s.faults
 	var keys []*liveKey
-	for _, u := range fs.late {
-		if !u.held {
+	var grants []*liveGrant
+	for _, l := range fs.late {
+		if !l.held {
 			continue
 		}
-		u.held = false
-		u.arrive = max(u.arrive, s.opts.heldUntil(u.invAt, at))
-		if !slices.Contains(keys, u.key) {
-			keys = append(keys, u.key)
+		l.held = false
+		l.arrive = max(l.arrive, s.opts.heldUntil(l.invAt, at))
+		if l.u != nil {
+			l.u.arrive = l.arrive
+			if !slices.Contains(keys, l.key) {
+				keys = append(keys, l.key)
+			}
+		} else {
+			l.g.unknownRenewal(l.arrive, l.ttl)
+			if !slices.Contains(grants, l.g) {
+				grants = append(grants, l.g)
+			}
 		}
 	}
 	s.arrived()
+	for _, g := range grants {
+		g.key.extended(s, g)
+	}
 	for _, k := range keys {
 		k.recertify(s)
 	}
 }
 
-// arrived takes the acquires whose arrival the history has passed, with no
+// arrived takes the requests whose arrival the history has passed, with no
 // cut holding them, off the late list: nothing moves it any more.
 func (s *liveStream) arrived() {
 	fs := &s.faults
 	fs.lateMin = Forever
-	fs.late = slices.DeleteFunc(fs.late, func(u *liveUnknown) bool {
-		if u.held || u.arrive >= s.now && !s.ended {
-			if !u.held {
-				fs.lateMin = min(fs.lateMin, u.arrive)
+	fs.late = slices.DeleteFunc(fs.late, func(l *liveLate) bool {
+		if l.held || l.arrive >= s.now && !s.ended {
+			if !l.held {
+				fs.lateMin = min(fs.lateMin, l.arrive)
 			}
 			return false
 		}
-		u.late = false
+		if l.u != nil {
+			l.u.late = false
+		}
 		return true
 	})
 }
@@ -1464,7 +1541,7 @@ func (s *liveStream) finishAll() {
 				continue
 			}
 			if p.pending.ok && p.pending.f == history.FRenew && p.pending.key == pk.key.name && pk.renewing && g.ok < p.pending.index {
-				g.unknownRenewal(pk.renewAt, pk.renewTTL)
+				s.unknownRenewal(g, pk.renewAt, s.end, pk.renewTTL)
 			}
 			if pk.open {
 				g.beliefEnd = Forever

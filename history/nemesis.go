@@ -175,7 +175,7 @@ func (o Op) Heals(fault Op, version int) bool {
 // class network named partition (in an imported history also one whose
 // name begins with partition, isolate or drop). What was sent across a
 // cut link is not lost: TCP retransmits it, and it arrives after the heal
-// (docs/history.md §4.5, "Acquires held back by a cut").
+// (docs/history.md §4.5, "Requests held back by a cut").
 func (o Op) HoldsRequests(version int) bool {
 	if _, class := o.FaultOf(version); class != ClassNetwork {
 		return false

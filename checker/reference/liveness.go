@@ -139,9 +139,10 @@ func tookEffect(h history.History, i int, version int) bool {
 	return op.IsNemesis() && !op.IsRecord() && op.Type != history.Invoke && !op.NemesisFailed(version)
 }
 
-// latestArrival is the latest arrival of the acquire of unknown outcome c
-// (§4.5, "Acquires held back by a cut"), literally: the least A at or after
-// its completion such that for every stretch in which a cut was in force
+// latestArrival is the latest arrival of the request of unknown outcome c,
+// an acquire or a renewal (§4.5, "Requests held back by a cut"), literally:
+// the least A at or after its completion (the end of the history when it
+// is pending) such that for every stretch in which a cut was in force
 // that began at or before A and ended at H at or after its invoke, H +
 // min(H − invoke + RetransmitFirst, RetransmitMax) ≤ A, found by raising A
 // until no stretch asks for more. A cut never healed ends at the end of
@@ -176,6 +177,9 @@ func latestArrival(c *opCall, fs faultsSeen, end int64, opts LivenessOptions) in
 		merged = append(merged, s)
 	}
 	a := c.ret
+	if a == never {
+		a = end // pending at the end
+	}
 	for raised := true; raised; {
 		raised = false
 		for _, s := range merged {
@@ -300,7 +304,7 @@ func (x *parsed) excusesOf(k string, fs faultsSeen, end int64, opts LivenessOpti
 	}
 	var out []stretch
 	for _, g := range grants {
-		to := max(g.ret, x.holdEnd(g))
+		to := max(g.ret, x.holdEnd(g, fs, end, opts))
 		if b := x.beliefOf(g); b.end != never {
 			to = max(to, b.end)
 		}
@@ -351,7 +355,7 @@ func (x *parsed) latestRenewal(g *grant) *opCall {
 }
 
 // holdEnd is the hold end of g (§4.5), literally.
-func (x *parsed) holdEnd(g *grant) int64 {
+func (x *parsed) holdEnd(g *grant, fs faultsSeen, histEnd int64, opts LivenessOptions) int64 {
 	lease := g.lease
 	var e int64
 	if g.doneOp.Lease != 0 {
@@ -369,7 +373,7 @@ func (x *parsed) holdEnd(g *grant) int64 {
 			continue
 		}
 		l := x.renewLease(c)
-		e = max(e, scaled(c.call, l, 0))
+		e = max(e, scaled(latestArrival(c, fs, histEnd, opts), l, 0))
 		if lease != -1 && (l == -1 || l > lease) {
 			lease = l
 		}

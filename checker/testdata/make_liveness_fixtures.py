@@ -78,7 +78,7 @@ if __name__ == "__main__":
     # first retransmission after the heal, by 4 s + (4 s - 1.5 s) + 1 s =
     # 7.5 s at the latest, when it takes the lock for its ttl: the refusals
     # from 6 s to 7.5 s may be that, and are excused (docs/history.md §4.5,
-    # "Acquires held back by a cut").
+    # "Requests held back by a cut").
     fx("unknown-acquire-held-by-cut", [],
        acquire(0, 0, "ok", lease=1000) + release(10, 0)
        + [avail(1000, 1, ["n1"]), nemesis(1001, "partition", {"nodes": ["n1"]})]
@@ -108,6 +108,19 @@ if __name__ == "__main__":
        + [avail(6000, 1, ["n1"]), nemesis(6001, "partition", {"nodes": ["n1"]})]
        + [avail(8000, 1, []), nemesis(8001, "heal", {"nodes": ["n1"]})]
        + refusals(10000, 11500) + acquire(11600, 5, "ok", lease=1000) + release(11610, 5))
+
+    # Worker 0 holds the lock (1 s lease) and renews it at 0.6 s, during a cut
+    # of the one node from 0.5 s to 3.5 s; the renewal times out (unknown
+    # outcome). TCP holds it until the first retransmission after the heal,
+    # by 3.501 s + (3.501 s - 0.6 s) + 1 s = 7.402 s, when it may set the
+    # lease to run 1 s more: the refusals from 5 s to 8 s are excused.
+    fx("renewal-held-by-cut", [],
+       acquire(0, 0, "ok", lease=1000)
+       + [avail(500, 1, ["n1"]), nemesis(501, "partition", {"nodes": ["n1"]}),
+          (600, 0, "invoke", "renew", {"key": "k", "ttl": 1000*MS}),
+          (1100, 0, "info", "renew", {"key": "k", "error": "timeout"}),
+          avail(3500, 1, []), nemesis(3501, "heal", {"nodes": ["n1"]})]
+       + refusals(5000, 8000) + acquire(8500, 5, "ok", lease=1000) + release(8510, 5))
 
     # Redlock over 5 masters, 3 of them killed during the refusals: no majority,
     # so the refusals prove nothing. After the start, the lock is granted again
