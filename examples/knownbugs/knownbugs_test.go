@@ -70,10 +70,13 @@ var bugs = []knownBug{
 		// 3.5.0 reads the waiter's key, not its lease: a lease that
 		// expired but is not revoked yet still has its key. The
 		// scenario's cuts (4 s on a 1 s lease) let etcd revoke the lease
-		// well before the heal, so that window stays shut and the fixed
-		// client must never show the bug (docs/knownbugs.md, "The fix is
-		// not complete").
-		fixedMax: 0,
+		// well before the heal on an idle machine, but a loaded one
+		// delays the revocation, and the window opens now and then (in 1
+		// of 5 runs once, with an hour's soak beside the test): the fix
+		// is partial, and the fixed client may show the bug once in the
+		// five runs, never as often as the buggy one (docs/knownbugs.md,
+		// "The fix is not complete").
+		fixedMax: 1,
 		shows:    grantedAfterLeaseCut,
 	},
 	{
