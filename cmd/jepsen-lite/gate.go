@@ -53,7 +53,8 @@ With --parallel N it runs N pairs side by side, in the gate's order, and
 takes their outcomes in that order: the table, the JUnit file and the
 Markdown are those of the same runs made one after another. Runs side by
 side share the machine, and a scenario timed against its lease may fare
-otherwise under that load (docs/scenarios.md says what 2 changed).
+otherwise under that load (docs/ci.md: 2 changed no detection of the
+quick set).
 
 ` + progressHelp + ` For a gate: the runs done of all, the invalid runs
 so far (and those not as expected, when there are), and the current run
