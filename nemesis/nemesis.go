@@ -209,7 +209,13 @@ type active struct {
 // Runner executes a schedule against an Env, recording every fault and heal,
 // and, through the faults, every change of the nodes' availability.
 type Runner struct {
-	env    *Env
+	env *Env
+	// acting is held while a fault or a heal acts: like Jepsen's nemesis,
+	// the runner carries out one at a time, so a fault due while a heal
+	// is still acting (a node's restart on a loaded machine) waits for it
+	// rather than striking the node as it starts, and each is recorded
+	// when it took effect.
+	acting sync.Mutex
 	mu     sync.Mutex
 	active []*active
 	errs   []error
@@ -238,7 +244,8 @@ func (r *Runner) begin() { r.beginOnce.Do(func() { close(r.begun) }) }
 
 // Run executes schedule, each step at its time since start, until the
 // schedule is done or ctx ends. Faults with a Duration are healed when it
-// elapses. Run does not heal the faults still active when it returns; call
+// elapses. One fault or heal acts at a time: a step or a heal due while
+// another acts begins when that one is done (and is recorded then). Run does not heal the faults still active when it returns; call
 // HealAll for that (the runner does, in a defer). A fault or heal that
 // failed is recorded in the history as failed (or, when it took effect in
 // part, as a fault in force with its error); the errors of every fault and
@@ -301,6 +308,8 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 		r.record(op)
 		return nil, &FailedError{Step: step, Err: err}
 	}
+	r.acting.Lock()
+	defer r.acting.Unlock()
 	heal, desc, err := f.Inject(ctx, r.env, step)
 	// The op names the heal only when a heal op will follow.
 	op := facts.op(history.Info, history.JSONValue(desc), heal != nil)
@@ -352,6 +361,8 @@ func (e *FailedError) Unwrap() error { return e.Err }
 
 // heal runs a's heal once and records it.
 func (r *Runner) heal(ctx context.Context, a *active) error {
+	r.acting.Lock()
+	defer r.acting.Unlock()
 	r.mu.Lock()
 	found := false
 	for i, x := range r.active {

@@ -249,3 +249,57 @@ func TestAvailabilityRecordTime(t *testing.T) {
 		t.Fatalf("the nemesis's history is not well-formed: %v", err)
 	}
 }
+
+// slowStartCluster is a stoppableCluster whose starts take a while, as a
+// node's restart does on a loaded machine; it notes when each begins and
+// ends.
+type slowStartCluster struct {
+	*stoppableCluster
+	startTakes time.Duration
+}
+
+func (c *slowStartCluster) Start(ctx context.Context, n string) error {
+	c.note("start " + n + " begins")
+	time.Sleep(c.startTakes)
+	c.note("start " + n + " ends")
+	return nil
+}
+
+func (c *slowStartCluster) Kill(ctx context.Context, n string) error {
+	c.note("kill " + n)
+	return nil
+}
+
+func (c *slowStartCluster) note(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.acts = append(c.acts, s)
+}
+
+// TestNemesisActsOneAtATime runs a schedule whose second kill of a node is
+// due while the heal of its first (the node's start) is still going on, as
+// a random schedule can draw it: like Jepsen's nemesis, the runner carries
+// out one fault or heal at a time, so the second kill waits for the start
+// to end instead of killing the node as it starts (which made the start
+// fail and the run's verdict unknown), and every heal took effect.
+func TestNemesisActsOneAtATime(t *testing.T) {
+	env, rec := outageEnv(t, fiveMasters())
+	c := &slowStartCluster{stoppableCluster: env.Cluster.(*stoppableCluster), startTakes: 150 * time.Millisecond}
+	env.Cluster = c
+	r := NewRunner(env)
+	schedule := Schedule{
+		{At: 0, Fault: "kill", Targets: []string{"n3"}, Duration: 20 * time.Millisecond},
+		{At: 60 * time.Millisecond, Fault: "kill", Targets: []string{"n3"}, Duration: 20 * time.Millisecond},
+	}
+	if err := r.Run(context.Background(), time.Now(), schedule); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := []string{"kill n3", "start n3 begins", "start n3 ends", "kill n3", "start n3 begins", "start n3 ends"}
+	if !slices.Equal(c.acts, want) {
+		t.Errorf("the cluster saw %q, want %q: a fault acted while a heal was acting", c.acts, want)
+	}
+	trail := nemesisTrail(t, rec)
+	if slices.Contains(trail, "start failed") {
+		t.Errorf("nemesis ops %q: a heal failed", trail)
+	}
+}
