@@ -184,14 +184,14 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	invalid, unmet, done := 0, 0, 0
 	// runPair runs (or re-checks) pair i; skip when a stored gate has no
 	// run of its seed.
-	runPair := func(i int) (res *runner.Result, err error, skip bool) {
+	runPair := func(i int) (res *runner.Result, skip bool, err error) {
 		sc, seed := pairs[i].sc, pairs[i].seed
 		mu.Lock()
 		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), done, len(pairs), gateFound(invalid, unmet))
 		mu.Unlock()
 		if *fromStore != "" {
 			if seed > len(stored[sc.Name]) {
-				return nil, nil, true
+				return nil, true, nil
 			}
 			runDir := stored[sc.Name][seed-1]
 			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
@@ -200,11 +200,11 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
 			}
-			return res, err, false
+			return res, false, err
 		}
 		fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
 		res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
-		return res, err, false
+		return res, false, err
 	}
 	// The runs go side by side, --parallel at a time, in the gate's order;
 	// their outcomes are taken in that order too, so the table, the JUnit
@@ -236,7 +236,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				res, err, skip := runPair(i)
+				res, skip, err := runPair(i)
 				outcomes[i] <- outcome{res: res, err: err, skip: skip}
 			}()
 		}
