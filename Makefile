@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc soak-long lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -86,6 +86,14 @@ scenarios-doc: deps build
 # docs/baselines.md: every algorithm's 30 s no-fault soak baseline over seeds.
 baselines-doc: deps build
 	$(BIN) gate --tags soak --seeds $(or $(SEEDS),20) --markdown docs/baselines.md --junit build/gate-baselines.xml
+
+# docs/matrix.md: the safety datasheet. A hunt of every built-in algorithm
+# and any-language example (10 runs per fault kind, 8 s runs, two campaigns
+# side by side; scripts/matrix.sh), then `jepsen-lite matrix`. A row whose
+# campaign file is in build/matrix is kept; MATRIX_FRESH=1 runs all again.
+# About 2 h on two cores. Not in CI.
+matrix: deps build
+	bash scripts/matrix.sh
 
 # An hour-long soak of the catalog (tag soak-long; SCENARIO=name picks
 # another than Redis's), with the harness's memory sampled every 10 s and

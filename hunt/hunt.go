@@ -11,6 +11,7 @@
 package hunt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,38 +171,44 @@ type Progress struct {
 	Invalid int
 }
 
-// Row is what one fault kind found.
+// Row is what one fault kind found. Its JSON form is the row of a campaign
+// file (Report).
 type Row struct {
-	Fault string
+	Fault string `json:"fault"`
 	// Runs, Invalid and Unknown count the runs and those whose verdict was
 	// invalid or unknown (a fault that failed, a check out of time).
-	Runs, Invalid, Unknown int
+	Runs    int `json:"runs"`
+	Invalid int `json:"invalid"`
+	Unknown int `json:"unknown"`
 	// Anomalies are the kinds found by its invalid runs, sorted.
-	Anomalies []string
+	Anomalies []string `json:"anomalies,omitempty"`
 	// Failing are the directories of its invalid runs.
-	Failing []string
+	Failing []string `json:"failing,omitempty"`
 	// NotApplicable says why the kind could not run; empty when it ran.
-	NotApplicable string
+	NotApplicable string `json:"not_applicable,omitempty"`
 	// Steered counts the runs whose schedule mutated an earlier run's.
-	Steered int
+	Steered int `json:"steered,omitempty"`
 	// Margin is the smallest normalised margin (Score) of its runs, and
 	// MarginRun the directory of the run that had it; HasMargin is false
 	// when no margin applied to any of them.
-	Margin    float64
-	HasMargin bool
-	MarginRun string
+	Margin    float64 `json:"margin"`
+	HasMargin bool    `json:"has_margin"`
+	MarginRun string  `json:"margin_run,omitempty"`
 }
 
 // Report is a campaign's result: one row per fault kind, NoFault first.
+// Its JSON form (`hunt --json`) is a campaign file, which `jepsen-lite
+// matrix` reads.
 type Report struct {
-	Scenario string
-	Rows     []*Row
-	Runs     int
-	Elapsed  time.Duration
+	Scenario string `json:"scenario"`
+	Rows     []*Row `json:"rows"`
+	Runs     int    `json:"runs"`
+	// Elapsed is the campaign's wall time.
+	Elapsed time.Duration `json:"elapsed_ns"`
 	// OutOfTime reports that the budget ended the campaign early.
-	OutOfTime bool
+	OutOfTime bool `json:"out_of_time,omitempty"`
 	// Steer reports that the campaign was steered (Options.Steer).
-	Steer bool
+	Steer bool `json:"steer,omitempty"`
 }
 
 // Found reports whether any run was invalid.
@@ -269,8 +276,10 @@ func targets(base *scenarios.Scenario) []string {
 // Variant returns the scenario of run seed of kind on base: base with the
 // kind's schedule (none for NoFault), its seed, no expectation but a valid
 // verdict, and a workload drawn from the seed: the lock taken by trying or by
-// waiting, renewed by a watchdog or not. A workload the lock cannot run
-// (validate refuses it) falls back to base's.
+// waiting, renewed by a watchdog or not, and the register fenced by the
+// grants' tokens or not (base's register unfenced). A workload the lock
+// cannot run (validate refuses it) falls back to base's; a fenced register
+// that validate refuses (a lock without tokens), to unfenced.
 func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
 	sc := *base
 	sc.Tags = slices.Clone(base.Tags)
@@ -296,10 +305,19 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 	} else {
 		varied.Lock.Renew = 0
 	}
-	if validate == nil || validate(&varied) == nil {
-		return &varied
+	if validate != nil && validate(&varied) != nil {
+		return &sc
 	}
-	return &sc
+	// Fenced or not: drawn after the rest, so a seed's acquire and renewal
+	// are the same for every lock; kept only for a lock that can run it
+	// (its grants carry fencing tokens).
+	if fenced := varied; rng.IntN(2) == 0 && (sc.Resource == "" || sc.Resource == scenarios.Unfenced) {
+		fenced.Resource = scenarios.Fenced
+		if validate != nil && validate(&fenced) == nil {
+			return &fenced
+		}
+	}
+	return &varied
 }
 
 // Campaign runs the campaign on base and returns its report.
@@ -412,8 +430,8 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if how == "" {
 			how = "random"
 		}
-		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, %s): %s %v margin %s %s\n",
-			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, %s register, %s): %s %v margin %s %s\n",
+			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
 	}
 	for a := range anomalies {
 		row.Anomalies = append(row.Anomalies, a)

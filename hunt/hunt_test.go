@@ -1,6 +1,7 @@
 package hunt
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,30 @@ func TestVariant(t *testing.T) {
 	}
 	if len(modes) != 4 {
 		t.Errorf("20 seeds drew workloads %v, want all four", modes)
+	}
+	// The register: fenced in some seeds for a lock that can run it, never
+	// for one that cannot, and the seed's acquire and renewal the same
+	// either way.
+	noFence := func(sc *scenarios.Scenario) error {
+		if sc.Resource == scenarios.Fenced {
+			return errors.New("no tokens")
+		}
+		return nil
+	}
+	accept := func(*scenarios.Scenario) error { return nil }
+	registers := map[string]bool{}
+	for s := uint64(1); s <= 20; s++ {
+		v, u := Variant(b, "kill", s, accept), Variant(b, "kill", s, noFence)
+		registers[cmp.Or(v.Resource, scenarios.Unfenced)] = true
+		if u.Resource == scenarios.Fenced {
+			t.Fatalf("seed %d: fenced register for a lock without tokens", s)
+		}
+		if v.Lock.Acquire != u.Lock.Acquire || v.Lock.Renew != u.Lock.Renew {
+			t.Errorf("seed %d: the register's draw changed the workload: %+v and %+v", s, v.Lock, u.Lock)
+		}
+	}
+	if !registers[scenarios.Fenced] || !registers[scenarios.Unfenced] {
+		t.Errorf("20 seeds drew registers %v, want fenced and unfenced", registers)
 	}
 	// A workload the lock cannot run falls back to the base's.
 	refuse := func(sc *scenarios.Scenario) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -27,7 +28,12 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			h.Backend = b.b.Name
 		}
 	}
-	validate := func(sc *scenarios.Scenario) error { return Validate(sc, opts...) }
+	validate := func(sc *scenarios.Scenario) error {
+		if sc.Resource == scenarios.Fenced && sc.Resource != base.Resource && !grantsTokens(sc, &cfg) {
+			return fmt.Errorf("%w: %s: a fenced register needs fencing tokens, and the lock declares none", ErrSetup, sc.Name)
+		}
+		return Validate(sc, opts...)
+	}
 	run := func(ctx context.Context, sc *scenarios.Scenario) (hunt.Outcome, error) {
 		if err := validate(sc); err != nil {
 			return hunt.Outcome{}, fmt.Errorf("%w: %v", hunt.ErrNotApplicable, err)
@@ -66,4 +72,15 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 		return out, nil
 	}
 	return hunt.Campaign(ctx, base, run, validate, h)
+}
+
+// grantsTokens reports whether the scenario's built-in algorithm declares
+// fencing tokens (clients.LeaseSemantics.Token). A Locker of the caller's
+// own and an external client (clients.ExecAlgorithm) declare none.
+func grantsTokens(sc *scenarios.Scenario, cfg *config) bool {
+	if cfg.factory != nil {
+		return false
+	}
+	alg, err := clients.Lookup(sc.Lock.Algorithm)
+	return err == nil && alg.Lease != nil && alg.Lease.Token != ""
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,15 +18,18 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--markdown FILE] [--steer] [--shard i/n] [--list] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--steer] [--shard i/n] [--list] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
 each fault kind the system and backend can take (list --faults), N runs of
 a random schedule of that kind drawn from the run's seed (seeds S..S+N-1),
 with the workload drawn from the seed too (the lock taken by trying or by
-waiting, renewed or not), and a baseline of N runs without faults. Every
-run is stored. It prints one row per fault kind: the runs, how many were
+waiting, renewed or not, and for a lock with fencing tokens the register
+fenced or not), and a baseline of N runs without faults. --time-limit and
+--workers override the base scenario's run length and workers. Every run
+is stored; --json writes the campaign to a file that 'jepsen-lite matrix'
+lays out as a safety datasheet with others. It prints one row per fault kind: the runs, how many were
 invalid and the anomalies they found, and the first failing run, which
 'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
 runs use that external lock client (docs/lock-protocol.md).
@@ -72,6 +76,9 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	steer := fs.Bool("steer", false, "mutate the schedules of the runs with the smallest margins instead of drawing every schedule at random")
 	shardArg := fs.String("shard", "", "make part i of n (i/n) of the campaign's runs, for a fleet of machines")
 	list := fs.Bool("list", false, "print the runs that would be made, one \"kind seed\" per line, and run nothing")
+	timeLimit := fs.Duration("time-limit", 0, "override the base scenario's duration, e.g. 10s")
+	workers := fs.Int("workers", 0, "override the base scenario's number of workers")
+	jsonOut := fs.String("json", "", "write the campaign (its base, settings and rows) as JSON to this file, for 'jepsen-lite matrix'")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -85,9 +92,18 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if *runs < 1 {
 		return exitUsage, usagef("--runs must be at least 1")
 	}
+	if *workers < 0 || *timeLimit < 0 {
+		return exitUsage, usagef("--workers and --time-limit must not be negative")
+	}
 	base, err := huntBase(pos[0])
 	if err != nil {
 		return exitUsage, err
+	}
+	if *timeLimit > 0 || *workers > 0 {
+		c := *base
+		c.Duration = cmp.Or(*timeLimit, c.Duration)
+		c.Workers = cmp.Or(*workers, c.Workers)
+		base = &c
 	}
 	if isSet(fs, "lock-command") {
 		if base, err = withLockCommand(base, *lockCommand); err != nil {
@@ -133,6 +149,12 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		printHunt(stdout, rep)
 		if *markdown != "" {
 			if werr := os.WriteFile(*markdown, []byte(huntMarkdown(rep, pos[0])), 0o644); werr != nil {
+				return exitInternal, werr
+			}
+		}
+		if *jsonOut != "" {
+			cf := newCampaignFile(pos[0], *lockCommand, base, opts, rep)
+			if werr := cf.write(*jsonOut); werr != nil {
 				return exitInternal, werr
 			}
 		}

@@ -51,6 +51,7 @@ func commands() []command {
 		{"gate", "run scenarios over seeds as a CI regression gate", gateCmd},
 		{"hunt", "hunt with random faults of every kind the lock's system can take", huntCmd},
 		{"shrink", "search a failing run for a smaller scenario that still fails", shrinkCmd},
+		{"matrix", "render the safety datasheet of hunt campaigns (hunt --json)", matrixCmd},
 		{"report", "regenerate a run's report.html offline", reportCmd},
 		{"serve", "browse the stored runs in a web page", serveCmd},
 		{"protocol-test", "check that an external lock client speaks the protocol", protocolTestCmd},

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/hunt"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// campaignFile is what `hunt --json` writes and `matrix` reads: one
+// campaign's base and settings beside its report, so that a datasheet row
+// says what was hunted, how and on what.
+type campaignFile struct {
+	// Target is hunt's argument: an algorithm, a scenario or a file.
+	Target string `json:"target"`
+	// LockCommand is the external lock client hunted with; empty for the
+	// scenario's algorithm.
+	LockCommand string `json:"lock_command,omitempty"`
+	Algorithm   string `json:"algorithm"`
+	System      string `json:"system"`
+	Topology    string `json:"topology,omitempty"`
+	Nodes       int    `json:"nodes"`
+	Workers     int    `json:"workers"`
+	// Duration is each run's length and TTL the lock's lease.
+	Duration time.Duration `json:"duration_ns"`
+	TTL      time.Duration `json:"ttl_ns"`
+	// RunsPerKind, Seed, Backend and Faults are the campaign's options
+	// (Faults empty: every applicable kind).
+	RunsPerKind int          `json:"runs_per_kind"`
+	Seed        uint64       `json:"seed"`
+	Backend     string       `json:"backend"`
+	Faults      []string     `json:"faults,omitempty"`
+	Report      *hunt.Report `json:"report"`
+	// Finished is when the campaign ended.
+	Finished time.Time `json:"finished"`
+}
+
+func newCampaignFile(target, lockCommand string, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) *campaignFile {
+	return &campaignFile{
+		Target: target, LockCommand: lockCommand, Algorithm: base.Lock.Algorithm,
+		System: base.System.Name, Topology: base.System.Topology, Nodes: base.System.Nodes,
+		Workers: base.Workers, Duration: base.Duration, TTL: base.Lock.TTL,
+		RunsPerKind: opts.Runs, Seed: opts.Seed, Backend: opts.Backend, Faults: opts.Faults,
+		Report: rep, Finished: time.Now(),
+	}
+}
+
+func (c *campaignFile) write(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// readCampaignFile reads a campaign file; an error names the file.
+func readCampaignFile(path string) (*campaignFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c campaignFile
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: not a campaign file: %v", path, err)
+	}
+	if c.Report == nil || c.Target == "" {
+		return nil, fmt.Errorf("%s: not a campaign file: no target or report", path)
+	}
+	return &c, nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/hunt"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
+)
+
+// failingRun writes a stored run of a client pause into dir: its scenario
+// and results with one stale-write.
+func failingRun(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenarios.Load("redis-single-gc-pause", runner.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Name, sc.Seed, sc.Expect = "redis-single-baseline-hunt-client-pause", 4, checker.Expectation{Verdict: checker.Valid}
+	b, err := scenarios.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scenario.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := map[string]any{"scenario": sc.Name, "seed": 4, "verdict": "invalid", "checkers": []map[string]any{
+		{"name": "stale-write", "verdict": "invalid", "anomalies": []map[string]any{{"kind": "stale-write", "ops": []int{3, 9}, "message": "process 0 wrote after its lease ended."}}},
+	}}
+	rb, _ := json.Marshal(res)
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), rb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMatrix renders two campaigns, a Redis lock and an etcd lock, and
+// checks every kind of cell, that no cell is empty, and that an unsafe
+// cell's schedule is a runnable scenario expecting what the run found.
+func TestMatrix(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "store", "run1")
+	failingRun(t, run)
+	redis := &campaignFile{Target: "redis-single", Algorithm: "redis-single", System: "redis", Topology: "masters", Nodes: 1, Workers: 8,
+		Duration: 6 * time.Second, TTL: time.Second, RunsPerKind: 2, Seed: 1, Backend: "local",
+		Faults: []string{"client-pause", "clock-bump", "failover", "partition"},
+		Report: &hunt.Report{Scenario: "redis-single-baseline", Runs: 8, Rows: []*hunt.Row{
+			{Fault: hunt.NoFault, Runs: 2},
+			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"lost-update", "stale-write"}, Failing: []string{run}},
+			{Fault: "clock-bump", Runs: 2, Unknown: 1},
+			{Fault: "failover", NotApplicable: "redis/masters has no replicas to fail over to"},
+			{Fault: "partition", Runs: 2, Unknown: 2},
+		}}}
+	etcd := &campaignFile{Target: "etcd-mutex", Algorithm: "etcd-mutex", System: "etcd", Nodes: 3, Workers: 8,
+		Duration: 8 * time.Second, TTL: 2 * time.Second, RunsPerKind: 2, Seed: 1, Backend: "local",
+		Report: &hunt.Report{Scenario: "etcd-mutex-baseline", Runs: 6, Rows: []*hunt.Row{
+			{Fault: hunt.NoFault, Runs: 2}, {Fault: "client-pause", Runs: 2}, {Fault: "partition", Runs: 2},
+		}}}
+	var files []string
+	for name, c := range map[string]*campaignFile{"redis-single": redis, "etcd-mutex": etcd} {
+		f := filepath.Join(dir, name+".json")
+		if err := c.write(f); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	out, page, schedules := filepath.Join(dir, "docs", "matrix.md"), filepath.Join(dir, "matrix.html"), filepath.Join(dir, "docs", "matrix")
+	code, _, stderr := runCLI(t, append([]string{"matrix", "--out", out, "--html", page, "--schedules", schedules}, files...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, w := range []string{
+		"| lock | none | client-pause | clock-bump | failover | partition |",
+		"**unsafe** [1/2](#redis-single-client-pause): lost-update, stale-write",
+		"safe 0/2 (1 unknown)",
+		"not decided: 2/2 unknown",
+		"[n/a](#redis-single-failover)",
+		"redis/masters has no replicas",
+		// etcd was not asked for clock-bump or failover: its reasons come
+		// from the declarations.
+		"etcd is a Go binary",
+		"**etcd-mutex × failover**: not applicable: the fault is declared for redis only",
+		"stale-write: process 0 wrote after its lease ended.",
+		"[`redis-single-client-pause.yaml`](matrix/redis-single-client-pause.yaml)",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("matrix.md lacks %q:\n%s", w, md)
+		}
+	}
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| ") && strings.Contains(line, "|  |") {
+			t.Errorf("an empty cell: %s", line)
+		}
+	}
+	sc, err := scenarios.Load(filepath.Join(schedules, "redis-single-client-pause.yaml"), runner.Names())
+	if err != nil {
+		t.Fatalf("the schedule does not load: %v", err)
+	}
+	if sc.Expect.Verdict != checker.Invalid || strings.Join(sc.Expect.Anomalies, ",") != "stale-write" || sc.Seed != 4 || len(sc.Nemesis.Steps) == 0 {
+		t.Errorf("schedule: expect %+v, seed %d, %d steps; want invalid (stale-write), seed 4, the run's steps", sc.Expect, sc.Seed, len(sc.Nemesis.Steps))
+	}
+	h, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(h), `<td class="unsafe">`) || !strings.Contains(string(h), "redis-single × client-pause") {
+		t.Errorf("matrix.html: %v\n%s", err, h)
+	}
+	// A shrunk scenario beside the failing run is the schedule instead.
+	if err := os.WriteFile(filepath.Join(run, ShrunkFile), []byte("name: shrunk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, append([]string{"matrix", "--out", out, "--schedules", schedules}, files...)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(schedules, "redis-single-client-pause.yaml")); string(b) != "name: shrunk\n" {
+		t.Errorf("the schedule is not the shrunk scenario: %q", b)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "Replay its shrunk schedule") {
+		t.Errorf("matrix.md does not say the schedule is shrunk:\n%s", b)
+	}
+	// Bad input: a file that is not a campaign.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"rows": 3}`), 0o644)
+	if code, _, stderr := runCLI(t, "matrix", bad); code != 254 || !strings.Contains(stderr, "bad.json") {
+		t.Errorf("a malformed campaign file: exit %d, stderr %q; want 254 naming it", code, stderr)
+	}
+}
