@@ -56,6 +56,23 @@ type Outcome struct {
 // the campaign.
 type RunFunc func(ctx context.Context, sc *scenarios.Scenario) (Outcome, error)
 
+// WorkloadError says that a run's lock cannot serve one field of the
+// workload drawn for it (an external client that cannot renew or wait,
+// known only when its first process started). The campaign draws the
+// run's workload again without that field, and keeps it out of its
+// later runs; a run that still hits the same field makes its kind not
+// applicable.
+type WorkloadError struct {
+	// Field is the scenario field the lock cannot serve: lock.renew or
+	// lock.acquire (waiting); any other field is not drawn again.
+	Field string
+	Err   error
+}
+
+func (e *WorkloadError) Error() string { return e.Err.Error() }
+
+func (e *WorkloadError) Unwrap() error { return e.Err }
+
 // ErrNotApplicable marks a scenario that cannot run (the lock lacks a
 // capability the fault or workload needs, the topology has no replica to
 // fail over, ...): the campaign records why and goes on.
@@ -276,8 +293,9 @@ func targets(base *scenarios.Scenario) []string {
 // Variant returns the scenario of run seed of kind on base: base with the
 // kind's schedule (none for NoFault), its seed, no expectation but a valid
 // verdict, and a workload drawn from the seed: the lock taken by trying or by
-// waiting, renewed by a watchdog or not, and the register fenced by the
-// grants' tokens or not (base's register unfenced). A workload the lock
+// waiting, renewed by a watchdog or not, the register fenced by the
+// grants' tokens or not (base's register unfenced), and the hold after the
+// write the base's, a quarter or nine tenths of the lease. A workload the lock
 // cannot run (validate refuses it) falls back to base's; a fenced register
 // that validate refuses (a lock without tokens), to unfenced.
 func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
@@ -308,14 +326,26 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 	if validate != nil && validate(&varied) != nil {
 		return &sc
 	}
-	// Fenced or not: drawn after the rest, so a seed's acquire and renewal
+	// Fenced or not: drawn after the acquire and renewal, so that a seed's
 	// are the same for every lock; kept only for a lock that can run it
 	// (its grants carry fencing tokens).
 	if fenced := varied; rng.IntN(2) == 0 && (sc.Resource == "" || sc.Resource == scenarios.Unfenced) {
 		fenced.Resource = scenarios.Fenced
-		if validate != nil && validate(&fenced) == nil {
-			return &fenced
+		if validate == nil || validate(&fenced) == nil {
+			varied = fenced
 		}
+	}
+	// How long a holder works under the lock after its write: the base's,
+	// a quarter of the lease, or nine tenths of it (a holder still inside
+	// its lease when a fault strikes, for a lease that a fault ends early).
+	switch rng.IntN(3) {
+	case 1:
+		varied.Hold = (sc.Lock.TTL / 4).Round(10 * time.Millisecond)
+	case 2:
+		varied.Hold = (sc.Lock.TTL * 9 / 10).Round(10 * time.Millisecond)
+	}
+	if validate != nil && validate(&varied) != nil {
+		varied.Hold = sc.Hold
 	}
 	return &varied
 }
@@ -332,7 +362,16 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 	if err != nil {
 		return nil, err
 	}
-	c := &campaign{base: base, run: run, validate: validate, opts: opts, began: began, rep: &Report{Scenario: base.Name, Steer: opts.Steer}}
+	c := &campaign{base: base, run: run, opts: opts, began: began, rep: &Report{Scenario: base.Name, Steer: opts.Steer}, cannot: map[string]bool{}}
+	c.validate = func(sc *scenarios.Scenario) error {
+		if err := c.refused(sc); err != nil {
+			return err
+		}
+		if validate == nil {
+			return nil
+		}
+		return validate(sc)
+	}
 	if opts.Steer {
 		c.rng = rand.New(rand.NewPCG(opts.Seed, steerStream))
 	}
@@ -368,6 +407,21 @@ type campaign struct {
 	told Progress
 	// kind is the position of the kind being hunted (NoFault first).
 	kind int
+	// cannot holds the workload fields that the lock turned out not to
+	// serve (WorkloadError); no later run draws them.
+	cannot map[string]bool
+}
+
+// refused refuses a scenario that asks for a workload field the lock
+// turned out not to serve.
+func (c *campaign) refused(sc *scenarios.Scenario) error {
+	switch {
+	case c.cannot["lock.renew"] && sc.Lock.Renew > 0:
+		return errors.New("hunt: the lock cannot renew")
+	case c.cannot["lock.acquire"] && sc.Lock.Acquire == scenarios.AcquireWait:
+		return errors.New("hunt: the lock cannot wait")
+	}
+	return nil
 }
 
 // hunt makes the runs of row's fault kind and tallies them in row.
@@ -402,6 +456,16 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 			c.opts.Progress(c.told)
 		}
 		out, err := c.run(ctx, sc)
+		var we *WorkloadError
+		for errors.As(err, &we) && !c.cannot[we.Field] && (we.Field == "lock.renew" || we.Field == "lock.acquire") {
+			c.cannot[we.Field] = true
+			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
+			sc, how = c.next(kind, i, &corpus, sp)
+			out, err = c.run(ctx, sc)
+		}
+		if errors.As(err, &we) {
+			err = fmt.Errorf("%w: %v", ErrNotApplicable, err)
+		}
 		if errors.Is(err, ErrNotApplicable) {
 			row.NotApplicable = err.Error()
 			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
@@ -430,8 +494,8 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if how == "" {
 			how = "random"
 		}
-		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, %s register, %s): %s %v margin %s %s\n",
-			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
+			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
 	}
 	for a := range anomalies {
 		row.Anomalies = append(row.Anomalies, a)

@@ -106,6 +106,13 @@ func TestVariant(t *testing.T) {
 			t.Errorf("seed %d: the register's draw changed the workload: %+v and %+v", s, v.Lock, u.Lock)
 		}
 	}
+	holds := map[time.Duration]bool{}
+	for s := uint64(1); s <= 30; s++ {
+		holds[Variant(b, "kill", s, accept).Hold] = true
+	}
+	if want := []time.Duration{b.Hold, b.Lock.TTL / 4, b.Lock.TTL * 9 / 10}; len(holds) != 3 || !holds[want[0]] || !holds[want[1]] || !holds[want[2]] {
+		t.Errorf("30 seeds drew holds %v, want %v", holds, want)
+	}
 	if !registers[scenarios.Fenced] || !registers[scenarios.Unfenced] {
 		t.Errorf("20 seeds drew registers %v, want fenced and unfenced", registers)
 	}
@@ -316,5 +323,47 @@ func TestCampaignShards(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCampaignDrawsWorkloadAgain runs a campaign whose lock turns out, when
+// its first client starts, unable to renew (an external client): the run
+// is made again with a workload drawn without renewal, no later run asks
+// for one, and the kinds stay applicable. A lock that cannot serve a field
+// that is not drawn makes the kind not applicable.
+func TestCampaignDrawsWorkloadAgain(t *testing.T) {
+	var renewed, runs int
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		if sc.Lock.Renew > 0 {
+			renewed++
+			return Outcome{}, &WorkloadError{Field: "lock.renew", Err: errors.New("setup failed: lock.renew: kazoo cannot renew a lease")}
+		}
+		runs++
+		return Outcome{Verdict: checker.Valid}, nil
+	}
+	b := base()
+	rep, err := Campaign(context.Background(), b, run, nil, Options{Faults: []string{"kill"}, Runs: 8, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renewed != 1 || runs != 16 || rep.Runs != 16 {
+		t.Errorf("%d runs asked for renewal, %d ran, report %d; want 1, 16, 16", renewed, runs, rep.Runs)
+	}
+	for _, r := range rep.Rows {
+		if r.NotApplicable != "" || r.Runs != 8 {
+			t.Errorf("row %+v: want 8 runs, applicable", r)
+		}
+	}
+	pausing := func(context.Context, *scenarios.Scenario) (Outcome, error) {
+		return Outcome{}, &WorkloadError{Field: "client-pause point in-call", Err: errors.New("setup failed: client-pause point in-call: not a process")}
+	}
+	rep, err = Campaign(context.Background(), b, pausing, nil, Options{Faults: []string{"kill"}, Runs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rows {
+		if r.NotApplicable == "" || r.Runs != 0 {
+			t.Errorf("row %+v: want not applicable", r)
+		}
 	}
 }

@@ -43,9 +43,12 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 		if res != nil {
 			out.Dir = res.Dir
 		}
+		var incapable *IncapableError
 		switch {
 		case errors.Is(err, ErrInterrupted):
 			return out, err
+		case errors.As(err, &incapable):
+			return out, &hunt.WorkloadError{Field: incapable.Field, Err: err}
 		case errors.Is(err, ErrSetup):
 			return out, fmt.Errorf("%w: %v", hunt.ErrNotApplicable, err)
 		case err != nil:

@@ -217,17 +217,35 @@ func openLockers(ctx context.Context, p *plan, setups []workerSetup, run *starte
 // started, before the clock or any worker starts.
 func checkAbilities(s *scenarios.Scenario, l clients.Locker) error {
 	if s.Lock.Renew > 0 && !clients.CanRenew(l) {
-		return fmt.Errorf("%w: lock.renew: %s cannot renew a lease", ErrSetup, lockName(s, l))
+		return &IncapableError{Field: "lock.renew", Reason: lockName(s, l) + " cannot renew a lease"}
 	}
 	if s.Lock.Wait > 0 && !clients.CanWait(l) {
-		return fmt.Errorf("%w: lock.acquire: %s cannot wait for a lock", ErrSetup, lockName(s, l))
+		return &IncapableError{Field: "lock.acquire", Reason: lockName(s, l) + " cannot wait for a lock"}
 	}
 	if _, ok := l.(clients.InCallHooker); pausesAt(s, nemesis.InCall) && !ok {
-		return fmt.Errorf("%w: client-pause point %s: %s is no process of its own to stop while a call is in flight (only the exec algorithm's clients are)", ErrSetup, nemesis.InCall, lockName(s, l))
+		return &IncapableError{Field: "client-pause point " + nemesis.InCall, Reason: lockName(s, l) + " is no process of its own to stop while a call is in flight (only the exec algorithm's clients are)"}
 	}
 	_, err := registerMaker(s, nil)(l)
 	return err
 }
+
+// IncapableError says that the lock cannot do what the scenario's field
+// asks of it, found when its first client started (an external client's
+// abilities are known only then). It is a setup error (errors.Is
+// ErrSetup); a hunt draws the run's workload again without the field.
+type IncapableError struct {
+	// Field is the scenario field the lock cannot serve: lock.renew,
+	// lock.acquire or a client-pause point.
+	Field  string
+	Reason string
+}
+
+func (e *IncapableError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrSetup, e.Field, e.Reason)
+}
+
+// Unwrap makes an IncapableError a setup error.
+func (e *IncapableError) Unwrap() error { return ErrSetup }
 
 // registerMaker returns how a worker's register is made for each Locker it
 // gets: the harness's resource, or the register the Locker keeps in its
