@@ -42,9 +42,10 @@ no fault first. Every cell is one of:
                it gives one: etcd's clock cannot be skewed).
 
 With --schedules DIR each unsafe cell's schedule is written to
-DIR/<row>-<fault>.yaml and linked: the failing run's shrunk.yaml when
-'jepsen-lite shrink' made one, else the run's own stored scenario (its
-exact fault steps and seed), expecting the anomalies it found. Either runs
+DIR/<row>-<fault>.yaml and linked: the shrunk.yaml of the first of the
+kind's failing runs that 'jepsen-lite shrink' reduced, else the first
+failing run's own stored scenario (its exact fault steps and seed),
+expecting the anomalies it found. Either runs
 as 'jepsen-lite run DIR/<row>-<fault>.yaml'.
 
 --out writes Markdown (default: standard output); --html writes the same
@@ -127,8 +128,9 @@ type matrixCell struct {
 	Anomalies              []string
 	// Why says why the kind does not apply (State cellNotApplies).
 	Why string
-	// Failing is the first failing run's directory; Sentence its first
-	// anomaly's message; Schedule the link to its schedule (set by
+	// Failing is the directory of the first failing run that shrink
+	// reduced, else of the first failing run; Sentence its first anomaly's
+	// message; Schedule the link to its schedule (set by
 	// writeSchedules) and Shrunk whether that is a shrunk scenario.
 	Failing  string
 	Sentence string
@@ -198,8 +200,15 @@ func cellOf(c *campaignFile, kind string) *matrixCell {
 	case r.Invalid > 0:
 		cell.State = cellUnsafe
 		if len(r.Failing) > 0 {
+			// The first failing run, or the first that shrink reduced.
 			cell.Failing = r.Failing[0]
-			cell.Sentence = firstSentence(r.Failing[0])
+			for _, dir := range r.Failing {
+				if _, err := os.Stat(filepath.Join(dir, ShrunkFile)); err == nil {
+					cell.Failing = dir
+					break
+				}
+			}
+			cell.Sentence = firstSentence(cell.Failing)
 		}
 	case r.Runs == 0 || r.Unknown == r.Runs:
 		cell.State = cellUndecided
@@ -357,7 +366,11 @@ func (m *matrix) markdown() string {
 			case cellUnsafe:
 				s := fmt.Sprintf("<a id=\"%s\"></a>**%s × %s**: unsafe in %d of %d runs (%s).", cell.Anchor, row.Name, m.Kinds[k], cell.Invalid, cell.Runs, strings.Join(cell.Anomalies, ", "))
 				if cell.Sentence != "" {
-					s += " The first failing run: " + strings.TrimSuffix(cell.Sentence, ".") + "."
+					which := "The first failing run"
+					if cell.Shrunk {
+						which = "The failing run shrunk"
+					}
+					s += " " + which + ": " + strings.TrimSuffix(cell.Sentence, ".") + "."
 				}
 				if cell.Schedule != "" {
 					what := "its schedule, the run's own steps"

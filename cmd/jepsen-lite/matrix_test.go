@@ -47,14 +47,15 @@ func failingRun(t *testing.T, dir string) {
 // cell's schedule is a runnable scenario expecting what the run found.
 func TestMatrix(t *testing.T) {
 	dir := t.TempDir()
-	run := filepath.Join(dir, "store", "run1")
+	first, run := filepath.Join(dir, "store", "run1"), filepath.Join(dir, "store", "run2")
+	failingRun(t, first)
 	failingRun(t, run)
 	redis := &campaignFile{Target: "redis-single", Algorithm: "redis-single", System: "redis", Topology: "masters", Nodes: 1, Workers: 8,
 		Duration: 6 * time.Second, TTL: time.Second, RunsPerKind: 2, Seed: 1, Backend: "local",
 		Faults: []string{"client-pause", "clock-bump", "failover", "partition"},
 		Report: &hunt.Report{Scenario: "redis-single-baseline", Runs: 8, Rows: []*hunt.Row{
 			{Fault: hunt.NoFault, Runs: 2},
-			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"lost-update", "stale-write"}, Failing: []string{run}},
+			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"lost-update", "stale-write"}, Failing: []string{first, run}},
 			{Fault: "clock-bump", Runs: 2, Unknown: 1},
 			{Fault: "failover", NotApplicable: "redis/masters has no replicas to fail over to"},
 			{Fault: "partition", Runs: 2, Unknown: 2},
@@ -116,7 +117,8 @@ func TestMatrix(t *testing.T) {
 	if err != nil || !strings.Contains(string(h), `<td class="unsafe">`) || !strings.Contains(string(h), "redis-single × client-pause") {
 		t.Errorf("matrix.html: %v\n%s", err, h)
 	}
-	// A shrunk scenario beside the failing run is the schedule instead.
+	// A shrunk scenario beside a failing run, here the second, is the
+	// schedule instead.
 	if err := os.WriteFile(filepath.Join(run, ShrunkFile), []byte("name: shrunk\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
