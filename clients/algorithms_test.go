@@ -395,6 +395,41 @@ func TestOwnerValuesAreRandomPerAcquisitionAndReplayable(t *testing.T) {
 // newTestRand is a seeded source for tests.
 func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
 
+// TestRedsyncReleaseOutcome checks when an unlock that redsync did not
+// report done failed, changing nothing (every master said the key was not
+// ours or was gone), and when its outcome is unknown (a master may have
+// deleted it).
+func TestRedsyncReleaseOutcome(t *testing.T) {
+	lost := errors.New("i/o timeout")
+	tests := []struct {
+		name string
+		err  error
+		want string // "fail" (ErrNotHeld) or "info"
+	}{
+		{"a quorum taken, the others unheard of", &redsync.ErrTaken{Nodes: []int{2, 3, 4}}, "info"},
+		{"every master taken", &redsync.ErrTaken{Nodes: []int{0, 1, 2, 3, 4}}, "fail"},
+		{"two deleted it, three taken (a quorum, reported alone)", &redsync.ErrTaken{Nodes: []int{2, 4, 3}}, "info"},
+		{"taken and gone on every master",
+			errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, redsync.ErrLockAlreadyExpired, redsync.ErrLockAlreadyExpired, redsync.ErrLockAlreadyExpired), "fail"},
+		{"two taken, two gone, one deleted it",
+			errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, redsync.ErrLockAlreadyExpired, redsync.ErrLockAlreadyExpired), "info"},
+		{"two taken, three silent",
+			errors.Join(&redsync.ErrNodeTaken{Node: 0}, &redsync.ErrNodeTaken{Node: 1}, &redsync.RedisError{Node: 2, Err: lost}, &redsync.RedisError{Node: 3, Err: lost}, &redsync.RedisError{Node: 4, Err: lost}), "info"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := redsyncReleaseOutcome("k", 5, tt.err)
+			got := "info"
+			if errors.Is(err, ErrNotHeld) {
+				got = "fail"
+			}
+			if got != tt.want {
+				t.Fatalf("outcome %s (%v), want %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestRedlockReleaseOutcome(t *testing.T) {
 	lost := errors.New("i/o timeout")
 	tests := []struct {
@@ -407,10 +442,15 @@ func TestRedlockReleaseOutcome(t *testing.T) {
 		{"every master deleted it", 5, 5, nil, "ok"},
 		{"a bare quorum deleted it", 5, 3, nil, "ok"},
 		{"a quorum deleted it, others silent", 5, 3, []error{lost, lost}, "ok"},
-		{"one master deleted it, all answered", 5, 1, nil, "fail"},
+		// A release that deleted the key on a minority may have freed the
+		// lock: its holder's other keys may have expired.
+		{"one master deleted it, all answered", 5, 1, nil, "info"},
+		{"two masters deleted it, all answered", 5, 2, nil, "info"},
 		{"a minority deleted it, silent masters could make a quorum", 5, 2, []error{lost}, "info"},
-		{"a minority deleted it, silent masters could not make a quorum", 5, 1, []error{lost}, "fail"},
+		{"a minority deleted it, silent masters could not make a quorum", 5, 1, []error{lost}, "info"},
+		{"none deleted it, one silent master may have", 5, 0, []error{lost}, "info"},
 		{"none answered", 3, 0, []error{lost, lost, lost}, "info"},
+		{"none held it, all answered", 5, 0, nil, "fail"},
 		{"single master, not ours", 1, 0, nil, "fail"},
 	}
 	for _, tt := range tests {

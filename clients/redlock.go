@@ -213,15 +213,20 @@ func (r *Redlock) Release(ctx context.Context, l Lease) error {
 }
 
 // redlockReleaseOutcome decides a release from the number of masters that
-// deleted our key and the errors of those that did not answer.
+// deleted our key and the errors of those that did not answer. It failed,
+// changing nothing, only when every master answered that the key was not
+// ours; a release that deleted the key on some masters but not a quorum,
+// or whose silent masters may have, may have freed the lock (a holder
+// whose other keys had expired, or sat behind a cut), so its outcome is
+// unknown, not a failure that changed nothing.
 func redlockReleaseOutcome(key string, masters, deleted int, errs []error) error {
 	quorum := masters/2 + 1
 	switch {
 	case deleted >= quorum:
 		return nil
-	case deleted+len(errs) < quorum:
-		return fmt.Errorf("clients: redlock: release %s: %d of %d masters held it, quorum %d: %w",
-			key, deleted, masters, quorum, ErrNotHeld)
+	case deleted == 0 && len(errs) == 0:
+		return fmt.Errorf("clients: redlock: release %s: no master of %d held it: %w",
+			key, masters, ErrNotHeld)
 	default:
 		return fmt.Errorf("clients: redlock: release %s: %d of %d masters deleted it, quorum %d: %w",
 			key, deleted, masters, quorum, errors.Join(errs...))

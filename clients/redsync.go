@@ -203,10 +203,50 @@ func (r *Redsync) Release(ctx context.Context, l Lease) error {
 	if ok {
 		return nil
 	}
-	if _, failed, _ := redsyncAnswers(err); failed > 0 {
-		return fmt.Errorf("clients: redsync: unlock %s: %w", l.Key, err)
+	return redsyncReleaseOutcome(l.Key, r.nodes, err)
+}
+
+// redsyncReleaseOutcome decides an unlock that redsync did not report done
+// (fewer than a quorum of masters deleted our key). It failed, changing
+// nothing, only when every master answered that the key was not ours or
+// was gone; when a master may have deleted it (one that answered neither,
+// or one that did not answer), its outcome is unknown: a release that
+// deleted our key on some masters may have freed the lock (a holder whose
+// other keys had expired, or sat behind a cut), so it is no failure that
+// changed nothing. redsync's ErrTaken, returned when a quorum said "taken",
+// names those masters and drops the others' errors.
+func redsyncReleaseOutcome(key string, nodes int, err error) error {
+	var quorum *redsync.ErrTaken
+	if errors.As(err, &quorum) {
+		if len(quorum.Nodes) >= nodes {
+			return fmt.Errorf("clients: redsync: unlock %s: %w: %w", key, err, ErrNotHeld)
+		}
+		return fmt.Errorf("clients: redsync: unlock %s: %w (%d of %d masters may have deleted it)", key, err, nodes-len(quorum.Nodes), nodes)
 	}
-	return fmt.Errorf("clients: redsync: unlock %s: %w: %w", l.Key, err, ErrNotHeld)
+	taken, failed, _ := redsyncAnswers(err)
+	expired := redsyncExpired(err)
+	if failed == 0 && taken+expired >= nodes {
+		return fmt.Errorf("clients: redsync: unlock %s: %w: %w", key, err, ErrNotHeld)
+	}
+	return fmt.Errorf("clients: redsync: unlock %s: %w (%d of %d masters may have deleted it)", key, err, nodes-taken-expired, nodes)
+}
+
+// redsyncExpired counts the masters of a redsync error that found the key
+// gone (redsync.ErrLockAlreadyExpired, joined once per master).
+func redsyncExpired(err error) int {
+	if err == nil {
+		return 0
+	}
+	if err == redsync.ErrLockAlreadyExpired {
+		return 1
+	}
+	n := 0
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, inner := range j.Unwrap() {
+			n += redsyncExpired(inner)
+		}
+	}
+	return n
 }
 
 // Close closes the connections to every master.
