@@ -329,7 +329,13 @@ found; its note below gives the first failing run's first anomaly in the
 checker's words and a schedule that replays it), safe 0/n (no run
 invalid; runs whose fault failed or whose check ran out of time are
 counted as unknown), not decided (every run unknown), or n/a (with why).
-A safe cell is what n runs showed, not a proof.
+A safe cell is what n runs showed, not a proof. What each fault kind does
+is in ` + "`jepsen-lite list --faults`" + `; note that a client-pause of a built-in
+(Go) lock stops the worker's calls while its library's background work
+(a ZooKeeper session's heartbeats, an etcd lease's keep-alives) goes on,
+as ` + "`list --faults`" + ` says, so it is not the stop-the-world pause of the
+catalog's gc-pause scenarios (option isolate); an external client's pause
+(the any-language rows) stops its whole process.
 
 `
 
