@@ -130,10 +130,12 @@ type matrixCell struct {
 	Why string
 	// Failing is the directory of the first failing run that shrink
 	// reduced, else of the first failing run; Sentence its first anomaly's
-	// message; Schedule the link to its schedule (set by
-	// writeSchedules) and Shrunk whether that is a shrunk scenario.
+	// message and Found the anomaly kinds it found; Schedule the link to
+	// its schedule (set by writeSchedules) and Shrunk whether that is a
+	// shrunk scenario.
 	Failing  string
 	Sentence string
+	Found    []string
 	Schedule string
 	Shrunk   bool
 	// Kind is the cell's fault kind and Anchor names its note.
@@ -208,7 +210,7 @@ func cellOf(c *campaignFile, kind string) *matrixCell {
 					break
 				}
 			}
-			cell.Sentence = firstSentence(cell.Failing)
+			cell.Sentence, cell.Found = failingFindings(cell.Failing, r.Anomalies)
 		}
 	case r.Runs == 0 || r.Unknown == r.Runs:
 		cell.State = cellUndecided
@@ -236,19 +238,22 @@ func notDeclared(c *campaignFile, kind string) string {
 	return "not in the campaign's --faults"
 }
 
-// firstSentence is the first anomaly's message of the run in dir, or empty
-// when its results cannot be read.
-func firstSentence(dir string) string {
+// failingFindings reads the results of the failing run in dir once and
+// returns its first anomaly's sentence and the kinds it found; when they
+// cannot be read, no sentence and the row's kinds.
+func failingFindings(dir string, rowKinds []string) (string, []string) {
 	res, err := reports.ReadResults(dir)
 	if err != nil {
-		return ""
+		return "", rowKinds
 	}
+	sentence := ""
 	for _, cr := range res.Checkers {
 		if cr.Verdict == checker.Invalid && len(cr.Anomalies) > 0 {
-			return cr.Anomalies[0].Kind + ": " + cr.Anomalies[0].Message
+			sentence = cr.Anomalies[0].Kind + ": " + cr.Anomalies[0].Message
+			break
 		}
 	}
-	return ""
+	return sentence, anomalyKinds(res.Checkers)
 }
 
 // writeSchedules writes each unsafe cell's schedule into dir, as
@@ -260,11 +265,11 @@ func (m *matrix) writeSchedules(dir, out string) error {
 		return err
 	}
 	for _, row := range m.Rows {
-		for k, cell := range row.Cells {
+		for _, cell := range row.Cells {
 			if cell.State != cellUnsafe || cell.Failing == "" {
 				continue
 			}
-			data, shrunk, err := failingSchedule(cell.Failing, row, m.Kinds[k], cell)
+			data, shrunk, err := failingSchedule(row, cell)
 			if err != nil {
 				return err
 			}
@@ -284,28 +289,17 @@ func (m *matrix) writeSchedules(dir, out string) error {
 	return nil
 }
 
-// failingSchedule returns the schedule of the failing run in runDir: its
+// failingSchedule returns the schedule of the cell's failing run: its
 // shrunk.yaml when shrink made one, else its stored scenario, renamed for
 // the cell, expecting invalid with the anomalies the run found.
-func failingSchedule(runDir string, row *matrixRow, kind string, cell *matrixCell) ([]byte, bool, error) {
+func failingSchedule(row *matrixRow, cell *matrixCell) ([]byte, bool, error) {
+	runDir, kind, found := cell.Failing, cell.Kind, cell.Found
 	if b, err := os.ReadFile(filepath.Join(runDir, ShrunkFile)); err == nil {
 		return b, true, nil
 	}
 	sc, err := scenarios.Load(filepath.Join(runDir, "scenario.yaml"), runner.Names())
 	if err != nil {
 		return nil, false, fmt.Errorf("matrix: %s: %w", runDir, err)
-	}
-	found := cell.Anomalies
-	if res, err := reports.ReadResults(runDir); err == nil {
-		found = nil
-		for _, cr := range res.Checkers {
-			for _, a := range cr.Anomalies {
-				if !slices.Contains(found, a.Kind) {
-					found = append(found, a.Kind)
-				}
-			}
-		}
-		slices.Sort(found)
 	}
 	sc.Name = "matrix-" + cell.Anchor
 	sc.Tags = []string{"matrix", "hunt", kind}
