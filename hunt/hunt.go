@@ -412,14 +412,20 @@ type campaign struct {
 	cannot map[string]bool
 }
 
+// drawnFields are the workload fields a campaign draws and can draw again
+// without (WorkloadError), each with whether a scenario asks for it.
+var drawnFields = map[string]func(*scenarios.Scenario) bool{
+	"lock.renew":   func(sc *scenarios.Scenario) bool { return sc.Lock.Renew > 0 },
+	"lock.acquire": func(sc *scenarios.Scenario) bool { return sc.Lock.Acquire == scenarios.AcquireWait },
+}
+
 // refused refuses a scenario that asks for a workload field the lock
 // turned out not to serve.
 func (c *campaign) refused(sc *scenarios.Scenario) error {
-	switch {
-	case c.cannot["lock.renew"] && sc.Lock.Renew > 0:
-		return errors.New("hunt: the lock cannot renew")
-	case c.cannot["lock.acquire"] && sc.Lock.Acquire == scenarios.AcquireWait:
-		return errors.New("hunt: the lock cannot wait")
+	for field := range c.cannot {
+		if drawnFields[field](sc) {
+			return fmt.Errorf("hunt: the lock cannot serve %s", field)
+		}
 	}
 	return nil
 }
@@ -457,7 +463,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		}
 		out, err := c.run(ctx, sc)
 		var we *WorkloadError
-		for errors.As(err, &we) && !c.cannot[we.Field] && (we.Field == "lock.renew" || we.Field == "lock.acquire") {
+		for errors.As(err, &we) && !c.cannot[we.Field] && drawnFields[we.Field] != nil {
 			c.cannot[we.Field] = true
 			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
 			sc, how = c.next(kind, i, &corpus, sp)
