@@ -294,7 +294,7 @@ func TestRedsyncAnswers(t *testing.T) {
 	r := &Redsync{nodes: 5}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			taken, failed, quorumTaken := redsyncAnswers(tt.err)
+			taken, failed, _, quorumTaken := redsyncAnswers(tt.err)
 			if taken != tt.taken || failed != tt.failed || quorumTaken != tt.quorumTaken {
 				t.Fatalf("redsyncAnswers = %d, %d, %v; want %d, %d, %v", taken, failed, quorumTaken, tt.taken, tt.failed, tt.quorumTaken)
 			}

@@ -111,11 +111,16 @@ func (r *Redsync) Acquire(ctx context.Context, key string, ttl time.Duration) (L
 
 // redsyncAnswers counts, in an error redsync returned, the masters that
 // definitely did not set the key (answered "taken", or could not be connected
-// to) and those that failed with another error, after which the key may have
-// been set.
-func redsyncAnswers(err error) (taken, failed int, quorumTaken bool) {
+// to), those that failed with another error, after which the key may have
+// been set, and, for an unlock, those that found the key gone
+// (redsync.ErrLockAlreadyExpired, joined once per master).
+func redsyncAnswers(err error) (taken, failed, expired int, quorumTaken bool) {
 	var walk func(error)
 	walk = func(err error) {
+		if err == redsync.ErrLockAlreadyExpired {
+			expired++
+			return
+		}
 		switch e := err.(type) {
 		case nil:
 			return
@@ -143,11 +148,11 @@ func redsyncAnswers(err error) (taken, failed int, quorumTaken bool) {
 		}
 	}
 	walk(err)
-	return taken, failed, quorumTaken
+	return taken, failed, expired, quorumTaken
 }
 
 func (r *Redsync) classifyAcquire(key string, err error) error {
-	taken, failed, quorumTaken := redsyncAnswers(err)
+	taken, failed, _, quorumTaken := redsyncAnswers(err)
 	quorum := r.nodes/2 + 1
 	// The masters that neither said "taken" nor failed granted the lock.
 	granted := r.nodes - taken - failed
@@ -188,7 +193,7 @@ func (r *Redsync) Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 	if errors.Is(err, redsync.ErrExtendFailed) {
 		return Lease{}, fmt.Errorf("clients: redsync: extend %s: %w: %w", l.Key, err, ErrOutcomeUnknown)
 	}
-	taken, failed, quorumTaken := redsyncAnswers(err)
+	taken, failed, _, quorumTaken := redsyncAnswers(err)
 	extended := r.nodes - taken - failed
 	if quorumTaken || failed == 0 || extended+failed < r.nodes/2+1 {
 		return Lease{}, fmt.Errorf("clients: redsync: extend %s: %v: %w", l.Key, err, ErrNotHeld)
@@ -223,30 +228,11 @@ func redsyncReleaseOutcome(key string, nodes int, err error) error {
 		}
 		return fmt.Errorf("clients: redsync: unlock %s: %w (%d of %d masters may have deleted it)", key, err, nodes-len(quorum.Nodes), nodes)
 	}
-	taken, failed, _ := redsyncAnswers(err)
-	expired := redsyncExpired(err)
+	taken, failed, expired, _ := redsyncAnswers(err)
 	if failed == 0 && taken+expired >= nodes {
 		return fmt.Errorf("clients: redsync: unlock %s: %w: %w", key, err, ErrNotHeld)
 	}
 	return fmt.Errorf("clients: redsync: unlock %s: %w (%d of %d masters may have deleted it)", key, err, nodes-taken-expired, nodes)
-}
-
-// redsyncExpired counts the masters of a redsync error that found the key
-// gone (redsync.ErrLockAlreadyExpired, joined once per master).
-func redsyncExpired(err error) int {
-	if err == nil {
-		return 0
-	}
-	if err == redsync.ErrLockAlreadyExpired {
-		return 1
-	}
-	n := 0
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, inner := range j.Unwrap() {
-			n += redsyncExpired(inner)
-		}
-	}
-	return n
 }
 
 // Close closes the connections to every master.
