@@ -117,13 +117,18 @@ type Space struct {
 	Gap, Shift time.Duration
 	// Targets are the targets a step of the kind may name, one at a
 	// time (nil for a kind that takes none): the random schedule's specs
-	// (one, minority, majority) and, on two server nodes or more, every
-	// server node by name (and halves, for a network fault), or for a
+	// (one, minority, majority, and w0 for a network fault) and, on two
+	// server nodes or more, every server node by name (and halves, for a
+	// network fault), for a network fault every worker by name, or for a
 	// worker fault one and every worker by name.
 	Targets []string
 	// Offsets are the clock offsets of a clock fault (nil for another).
 	Offsets []time.Duration
+	// Options are the kind's fixed options, Choices the options drawn
+	// per step and Points the pause points drawn (Schedule's).
 	Options map[string]string
+	Choices map[string][]string
+	Points  []string
 }
 
 // NewSpace returns the space of kind's schedules on base.
@@ -131,7 +136,7 @@ func NewSpace(base *scenarios.Scenario, kind string) Space {
 	spec := Schedule(base, kind)
 	f, _ := nemesis.FactsOf(kind)
 	sp := Space{Kind: kind, Duration: base.Duration, Start: spec.Start, MinDuration: spec.MinDuration, MaxDuration: spec.MaxDuration,
-		Moment: f.Moment, Gap: spec.Interval / 2, Shift: spec.Interval, Options: spec.Options[kind]}
+		Moment: f.Moment, Gap: spec.Interval / 2, Shift: spec.Interval, Options: spec.Options[kind], Choices: spec.Choices[kind], Points: spec.Points}
 	switch f.Targets {
 	case nemesis.TargetsWorkers:
 		sp.Targets = slices.Clone(spec.Workers)
@@ -152,6 +157,13 @@ func NewSpace(base *scenarios.Scenario, kind string) Space {
 		}
 		if f.Targets == nemesis.TargetsLinks && len(servers) >= 2 {
 			sp.Targets = append(sp.Targets, nemesis.TargetHalves)
+		}
+		if f.Targets == nemesis.TargetsLinks {
+			for w := range base.Processes() {
+				if name := fmt.Sprintf("w%d", w); !slices.Contains(sp.Targets, name) {
+					sp.Targets = append(sp.Targets, name)
+				}
+			}
 		}
 	}
 	if f.Offset {
@@ -262,7 +274,8 @@ func mutateOnce(rng *rand.Rand, s nemesis.Schedule, sp Space, m string) (nemesis
 	return out.Sorted(), fmt.Sprintf("%s %s: %s", m, was, st)
 }
 
-// step draws a fault of sp's kind: its start, length, target and offset.
+// step draws a fault of sp's kind: its start, length, target, offset,
+// pause point and drawn options.
 func (sp Space) step(rng *rand.Rand) nemesis.Step {
 	st := nemesis.Step{At: msIn(rng, sp.Start, sp.Duration-time.Millisecond), Fault: sp.Kind, Options: maps.Clone(sp.Options)}
 	if !sp.Moment {
@@ -273,6 +286,15 @@ func (sp Space) step(rng *rand.Rand) nemesis.Step {
 	}
 	if len(sp.Offsets) > 0 {
 		st.Offset = sp.Offsets[rng.IntN(len(sp.Offsets))]
+	}
+	if len(sp.Points) > 0 {
+		st.Point = sp.Points[rng.IntN(len(sp.Points))]
+	}
+	for _, k := range slices.Sorted(maps.Keys(sp.Choices)) {
+		if st.Options == nil {
+			st.Options = map[string]string{}
+		}
+		st.Options[k] = sp.Choices[k][rng.IntN(len(sp.Choices[k]))]
 	}
 	return st
 }

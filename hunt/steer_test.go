@@ -92,8 +92,8 @@ func TestNewSpace(t *testing.T) {
 	sp := spaces(t)
 	for name, want := range map[string][]string{
 		"kill-3":         {"one", "minority", "majority", "n1", "n2", "n3"},
-		"partition-3":    {"one", "minority", "majority", "n1", "n2", "n3", "halves"},
-		"partition-1":    {"one"},
+		"partition-3":    {"one", "minority", "majority", "w0", "n1", "n2", "n3", "halves", "w1", "w2", "w3"},
+		"partition-1":    {"one", "w0", "w1", "w2", "w3"},
 		"client-pause-3": {"one", "w0", "w1", "w2", "w3"},
 		"failover-3":     nil,
 	} {
@@ -106,6 +106,12 @@ func TestNewSpace(t *testing.T) {
 	}
 	if !sp["restart-1"].sp.Moment || sp["kill-1"].sp.Moment {
 		t.Error("restart is the moment, kill is not")
+	}
+	if c := sp["partition-3"].sp.Choices["direction"]; len(c) != 3 || sp["kill-3"].sp.Choices != nil {
+		t.Errorf("choices: partition direction %v, kill %v", c, sp["kill-3"].sp.Choices)
+	}
+	if p := sp["client-pause-3"].sp.Points; len(p) != 2 || sp["partition-3"].sp.Points != nil {
+		t.Errorf("points: client-pause %v, partition %v", p, sp["partition-3"].sp.Points)
 	}
 }
 

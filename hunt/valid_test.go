@@ -37,6 +37,9 @@ func TestMutantsValidate(t *testing.T) {
 				sp := hunt.NewSpace(base, kind)
 				rng := rand.New(rand.NewPCG(3, 4))
 				parent := hunt.Variant(base, kind, 1, validate)
+				if err := validate(parent); err != nil {
+					t.Fatalf("the random schedule of %s: %v", kind, err)
+				}
 				s := hunt.Resolved(parent)
 				for i := range 40 {
 					m, what, ok := hunt.Mutate(rng, s, sp)

@@ -52,13 +52,21 @@ func CheckTargets(step Step, nodes []cluster.Node, workers int) error {
 // CheckTargets checks the spec's node and worker target specs against the
 // nodes of the cluster it will run on and the number of workers, as
 // CheckTargets does a step's: each spec must resolve (halves needs two server
-// nodes). It returns an error wrapping ErrTarget.
+// nodes, a worker's name such as w0 in Targets, drawn for network faults,
+// a worker). It returns an error wrapping ErrTarget.
 func (s *RandomSpec) CheckTargets(nodes []cluster.Node, workers int) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, t := range s.Targets {
 		if t == TargetHalves {
 			if n := len(serverNodes(nodes)); n < 2 {
 				return fmt.Errorf("%w: targets: halves needs at least 2 server nodes, the cluster has %d", ErrTarget, n)
+			}
+			continue
+		}
+		if IsWorkerTarget(t) {
+			// a worker's links, drawn for network faults only
+			if _, err := ResolveWorkers([]string{t}, workers, rng); err != nil {
+				return fmt.Errorf("targets: %w", err)
 			}
 			continue
 		}

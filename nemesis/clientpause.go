@@ -31,6 +31,7 @@ func (ClientPause) Facts() Facts {
 		Heal:        history.FClientResume,
 		Class:       history.ClassClientPause,
 		Targets:     TargetsWorkers,
+		Point:       true,
 		Tag:         "gc-pause", Column: "process pause",
 	}
 }

@@ -58,6 +58,9 @@ type Facts struct {
 	// Offset says that the fault takes a clock offset (Step.Offset), which
 	// a random schedule draws.
 	Offset bool
+	// Point says that the fault takes a pause point (Step.Point, one of
+	// PausePoints), which a random schedule draws from its Points.
+	Point bool
 	// Proxies says that the fault needs the run's links to go through
 	// proxies (cluster.WithProxies), which a run sets up only then.
 	Proxies bool

@@ -34,8 +34,9 @@ type RandomSpec struct {
 	MinDuration time.Duration `yaml:"min-duration,omitempty" json:"min-duration,omitempty"`
 	MaxDuration time.Duration `yaml:"max-duration,omitempty" json:"max-duration,omitempty"`
 	// Targets are the node target specs drawn from for node faults
-	// (default [one]); halves is drawn only for network faults; failover
-	// steps get no targets.
+	// (default [one]); halves and worker names (w0: the worker's links to
+	// every node, a client-specific cut) are drawn only for network
+	// faults; failover steps get no targets.
 	Targets []string `yaml:"targets,omitempty" json:"targets,omitempty"`
 	// Workers are the worker target specs drawn from for client faults
 	// (default [one]).
@@ -46,6 +47,14 @@ type RandomSpec struct {
 	// Options are per fault kind options copied into its steps, for
 	// instance {latency: {delay: 200ms}}.
 	Options map[string]map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+	// Choices are per fault kind options drawn for each step from a list
+	// of values, for instance {partition: {direction: [both, inbound,
+	// outbound]}}; an option is either fixed (Options) or drawn, not both.
+	Choices map[string]map[string][]string `yaml:"choices,omitempty" json:"choices,omitempty"`
+	// Points are the pause points drawn for the steps of a fault that
+	// takes one (client-pause: PausePoints); none by default, so that the
+	// fault's own default applies.
+	Points []string `yaml:"points,omitempty" json:"points,omitempty"`
 }
 
 // DefaultRandomOffset is the clock offset of random clock faults when the
@@ -67,6 +76,24 @@ func (s *RandomSpec) Validate(known []string) error {
 			return fmt.Errorf("%w: options: %q is not one of the faults %v", ErrRandomSpec, f, s.Faults)
 		}
 	}
+	for _, f := range slices.Sorted(maps.Keys(s.Choices)) {
+		if !slices.Contains(s.Faults, f) {
+			return fmt.Errorf("%w: choices: %q is not one of the faults %v", ErrRandomSpec, f, s.Faults)
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Choices[f])) {
+			if len(s.Choices[f][k]) == 0 {
+				return fmt.Errorf("%w: choices: %s %s: list at least one value", ErrRandomSpec, f, k)
+			}
+			if _, fixed := s.Options[f][k]; fixed {
+				return fmt.Errorf("%w: choices: %s %s is also a fixed option; give it in one of options and choices", ErrRandomSpec, f, k)
+			}
+		}
+	}
+	for _, p := range s.Points {
+		if !slices.Contains(PausePoints, p) {
+			return fmt.Errorf("%w: points: unknown pause point %q (known: %s)", ErrRandomSpec, p, strings.Join(PausePoints, ", "))
+		}
+	}
 	switch {
 	case s.Interval <= 0:
 		return fmt.Errorf("%w: interval: must be a positive duration such as 2s", ErrRandomSpec)
@@ -84,11 +111,30 @@ func (s *RandomSpec) Validate(known []string) error {
 			return fmt.Errorf("%w: offsets: a clock offset must not be zero", ErrRandomSpec)
 		}
 	}
-	// Each kind must accept the steps the spec gives it.
+	// Each kind must accept the steps the spec gives it, with every value
+	// of its choices and every pause point.
 	for _, f := range s.Faults {
 		step := s.step(f, 0, lo, nil)
 		if err := CheckStep(step); err != nil {
 			return fmt.Errorf("%w: %w", ErrRandomSpec, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Choices[f])) {
+			for _, v := range s.Choices[f][k] {
+				st := s.step(f, 0, lo, nil)
+				st.Options[k] = v
+				if err := CheckStep(st); err != nil {
+					return fmt.Errorf("%w: choices: %w", ErrRandomSpec, err)
+				}
+			}
+		}
+		if drawsFor(f).point {
+			for _, p := range s.Points {
+				st := s.step(f, 0, lo, nil)
+				st.Point = p
+				if err := CheckStep(st); err != nil {
+					return fmt.Errorf("%w: points: %w", ErrRandomSpec, err)
+				}
+			}
 		}
 	}
 	return nil
@@ -123,9 +169,17 @@ func (s RandomSpec) String() string {
 		}
 		fmt.Fprintf(&b, "; offsets %s", strings.Join(offsets, " or "))
 	}
+	if len(s.Points) > 0 && slices.ContainsFunc(s.Faults, func(f string) bool { return drawsFor(f).point }) {
+		fmt.Fprintf(&b, "; points %s", strings.Join(s.Points, " or "))
+	}
 	for _, f := range slices.Sorted(maps.Keys(s.Options)) {
 		for _, k := range slices.Sorted(maps.Keys(s.Options[f])) {
 			fmt.Fprintf(&b, "; %s %s=%s", f, k, s.Options[f][k])
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.Choices)) {
+		for _, k := range slices.Sorted(maps.Keys(s.Choices[f])) {
+			fmt.Fprintf(&b, "; %s %s %s", f, k, strings.Join(s.Choices[f][k], " or "))
 		}
 	}
 	return b.String()
@@ -165,18 +219,20 @@ type draws struct {
 	workers bool // a worker target spec (client faults)
 	targets bool // a node target spec (node and network faults)
 	offset  bool // a clock offset (clock faults)
+	point   bool // a pause point (client-pause)
 }
 
 // drawsFor returns what a random step of fault is drawn against, by its
 // facts: faults that target workers draw workers, faults that target nodes
 // or links draw node targets, the others (failovers) nothing; faults that
-// take an offset also draw one.
+// take an offset also draw one, and faults that take a pause point a point.
 func drawsFor(fault string) draws {
 	f, _ := FactsOf(fault)
 	return draws{
 		workers: f.Targets == TargetsWorkers,
 		targets: f.Targets == TargetsNodes || f.Targets == TargetsLinks,
 		offset:  f.Offset,
+		point:   f.Point,
 	}
 }
 
@@ -212,8 +268,8 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 	case draw.targets:
 		var ts []string
 		for _, t := range s.Targets {
-			// halves is a shape of the network faults only.
-			if t != TargetHalves || networkFault(fault) {
+			// halves and workers are shapes of the network faults only.
+			if (t != TargetHalves && !IsWorkerTarget(t)) || networkFault(fault) {
 				ts = append(ts, t)
 			}
 		}
@@ -224,8 +280,19 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 		os := s.offsets()
 		st.Offset = os[pick(len(os))]
 	}
+	if draw.point && len(s.Points) > 0 {
+		st.Point = s.Points[pick(len(s.Points))]
+	}
 	if o := s.Options[fault]; len(o) > 0 {
 		st.Options = maps.Clone(o)
+	}
+	if c := s.Choices[fault]; len(c) > 0 {
+		if st.Options == nil {
+			st.Options = map[string]string{}
+		}
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			st.Options[k] = c[k][pick(len(c[k]))]
+		}
 	}
 	return st
 }

@@ -102,6 +102,15 @@ func TestRandomSpecValidate(t *testing.T) {
 		{"zero offset", func(s *RandomSpec) { s.Offsets = []time.Duration{0} }},
 		{"options of a fault not in the mix", func(s *RandomSpec) { s.Options = map[string]map[string]string{"latency": {"delay": "1s"}} }},
 		{"option the fault does not know", func(s *RandomSpec) { s.Options = map[string]map[string]string{"kill": {"delay": "1s"}} }},
+		{"choices of a fault not in the mix", func(s *RandomSpec) { s.Choices = map[string]map[string][]string{"reset": {"links": {"all"}}} }},
+		{"a choice without values", func(s *RandomSpec) { s.Choices = map[string]map[string][]string{"partition": {"direction": nil}} }},
+		{"a choice value the fault refuses", func(s *RandomSpec) {
+			s.Choices = map[string]map[string][]string{"partition": {"direction": {"both", "sideways"}}}
+		}},
+		{"an option both fixed and drawn", func(s *RandomSpec) {
+			s.Choices = map[string]map[string][]string{"kill": {"restart-after": {"1s", "2s"}}}
+		}},
+		{"an unknown pause point", func(s *RandomSpec) { s.Points = []string{"before-write", "mid-air"} }},
 	}
 	known := Names()
 	good := mixSpec()
@@ -116,6 +125,64 @@ func TestRandomSpecValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want ErrRandomSpec", err)
 			}
 		})
+	}
+}
+
+// TestGenerateDrawsChoicesAndPoints checks that a spec's choices and pause
+// points are drawn per step, every value in time, only for their faults,
+// and that worker targets go to network faults only.
+func TestGenerateDrawsChoicesAndPoints(t *testing.T) {
+	spec := RandomSpec{
+		Faults:   []string{"partition", "client-pause", "kill"},
+		Interval: time.Second, MinDuration: 200 * time.Millisecond, MaxDuration: time.Second,
+		Targets: []string{"one", "w0"},
+		Choices: map[string]map[string][]string{
+			"partition":    {"direction": {"both", "inbound", "outbound"}},
+			"client-pause": {"isolate": {"false", "true"}},
+		},
+		Points: []string{BeforeWrite, AfterResponse},
+	}
+	if err := spec.Validate(Names()); err != nil {
+		t.Fatalf("valid spec rejected: %v", err)
+	}
+	s := Generate(rand.New(rand.NewPCG(5, 5)), 10*time.Minute, spec)
+	seen := map[string]bool{}
+	for i, st := range s {
+		if err := CheckStep(st); err != nil {
+			t.Errorf("step %d: %v", i, err)
+		}
+		switch st.Fault {
+		case "partition":
+			seen["direction "+st.Options["direction"]] = true
+			seen["partition "+st.Targets[0]] = true
+			if st.Point != "" || st.Options["isolate"] != "" {
+				t.Errorf("step %d: a partition with a point or isolate: %v", i, st)
+			}
+		case "client-pause":
+			seen["isolate "+st.Options["isolate"]] = true
+			seen["point "+st.Point] = true
+			if st.Options["direction"] != "" {
+				t.Errorf("step %d: a client pause with a direction: %v", i, st)
+			}
+		case "kill":
+			if st.Targets[0] != "one" || st.Point != "" || len(st.Options) != 0 {
+				t.Errorf("step %d: kill drew %v, want target one and nothing else", i, st)
+			}
+		}
+	}
+	for _, want := range []string{"direction both", "direction inbound", "direction outbound", "partition one", "partition w0",
+		"isolate false", "isolate true", "point before-write", "point after-response"} {
+		if !seen[want] {
+			t.Errorf("ten minutes of the spec never drew %s: %v", want, s)
+		}
+	}
+	// A spec without choices and points draws what it drew before them:
+	// the same seed gives the same steps with or without empty fields.
+	plain := mixSpec()
+	withEmpty := mixSpec()
+	withEmpty.Choices, withEmpty.Points = map[string]map[string][]string{}, nil
+	if a, b := Generate(rand.New(rand.NewPCG(3, 3)), time.Minute, plain), Generate(rand.New(rand.NewPCG(3, 3)), time.Minute, withEmpty); !reflect.DeepEqual(a, b) {
+		t.Fatalf("empty choices changed the schedule:\n%v\n%v", a, b)
 	}
 }
 
@@ -202,6 +269,13 @@ func TestRandomSpecString(t *testing.T) {
 			spec: RandomSpec{Faults: []string{"clock-bump", "failover"}, Interval: time.Second,
 				Offsets: []time.Duration{-5 * time.Second, 20 * time.Second}},
 			want: "clock-bump or failover, one at a time from 1s, quiet gaps 500ms–1.5s, each lasting 1s; targets one; offsets -5s or +20s",
+		},
+		{
+			name: "drawn points and options",
+			spec: RandomSpec{Faults: []string{"client-pause"}, Interval: time.Second, Workers: []string{"one"},
+				Points:  []string{BeforeWrite, AfterResponse},
+				Choices: map[string]map[string][]string{"client-pause": {"isolate": {"false", "true"}}}},
+			want: "client-pause, one at a time from 1s, quiet gaps 500ms–1.5s, each lasting 1s; workers one; points before-write or after-response; client-pause isolate false or true",
 		},
 	}
 	for _, tc := range tests {
