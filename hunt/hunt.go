@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -82,7 +83,7 @@ var ErrNotApplicable = errors.New("hunt: not applicable")
 // default.
 type Options struct {
 	// Faults are the fault kinds to hunt with; every kind the system and
-	// backend can take by default. NoFault is always run first.
+	// backend can take by default. NoFault runs first unless NoBaseline.
 	Faults []string
 	// Runs is the number of runs per fault kind; 10 by default.
 	Runs int
@@ -107,6 +108,15 @@ type Options struct {
 	// Shard restricts the campaign to one part of its runs, for a fleet of
 	// machines that each run one; the whole campaign by default.
 	Shard Shard
+	// NoBaseline leaves out the runs without faults (NoFault), for a
+	// campaign that looks for one thing under given faults; they run
+	// first by default.
+	NoBaseline bool
+	// Stop, when set, is asked after each run whether the campaign has
+	// found what it looks for (a known bug's mechanism, say); when it says
+	// so, the campaign ends after that run and Report.Stopped names the
+	// run. The campaign goes on to the end by default.
+	Stop func(Outcome) bool
 }
 
 // Shard is part Index (1 to Count) of Count of a campaign's runs. The zero
@@ -151,7 +161,7 @@ func Plan(system string, opts Options) ([]Planned, error) {
 		return nil, err
 	}
 	var out []Planned
-	for k, kind := range append([]string{NoFault}, kinds...) {
+	for k, kind := range opts.all(kinds) {
 		for i := range opts.Runs {
 			if opts.Shard.has(k, i, opts.Runs, opts.Steer) {
 				out = append(out, Planned{Kind: kind, Seed: opts.Seed + uint64(i)})
@@ -159,6 +169,15 @@ func Plan(system string, opts Options) ([]Planned, error) {
 		}
 	}
 	return out, nil
+}
+
+// all returns the kinds a campaign runs, in order: NoFault first (unless
+// NoBaseline), then kinds.
+func (o Options) all(kinds []string) []string {
+	if o.NoBaseline {
+		return slices.Clone(kinds)
+	}
+	return append([]string{NoFault}, kinds...)
 }
 
 // withDefaults fills in the defaults of the zero fields.
@@ -213,7 +232,8 @@ type Row struct {
 	MarginRun string  `json:"margin_run,omitempty"`
 }
 
-// Report is a campaign's result: one row per fault kind, NoFault first.
+// Report is a campaign's result: one row per fault kind, NoFault first
+// (unless Options.NoBaseline).
 // Its JSON form (`hunt --json`) is a campaign file, which `jepsen-lite
 // matrix` reads.
 type Report struct {
@@ -226,6 +246,11 @@ type Report struct {
 	OutOfTime bool `json:"out_of_time,omitempty"`
 	// Steer reports that the campaign was steered (Options.Steer).
 	Steer bool `json:"steer,omitempty"`
+	// Stopped is the directory of the run after which Options.Stop ended
+	// the campaign, and StoppedAfter how many runs it had made by then
+	// (that one included); both empty when it ran to its end.
+	Stopped      string `json:"stopped,omitempty"`
+	StoppedAfter int    `json:"stopped_after,omitempty"`
 }
 
 // Found reports whether any run was invalid.
@@ -263,31 +288,57 @@ func Kinds(system, backend string, want []string) ([]string, error) {
 // Schedule returns the random schedule of a run of fault kind on base: one
 // kind, drawn from the run's seed over the run's length, with faults of up to
 // three lease lengths (3 s for a lock without a lease), so that a pause or a
-// partition can outlive a lease.
+// partition can outlive a lease. Every shape of the kind is drawn: a
+// network fault cuts one node, a minority or a majority off, or one
+// worker (w0: its links to every node, a client-specific cut; the workers
+// run the same loop, so one of them stands for any); a partition drops
+// both ways, or only what reaches or what leaves the isolated side; a
+// client pause stops its worker before the write or after a response,
+// with its links cut for the pause or not (isolate: a stop-the-world
+// pause of a Go Locker's whole process, whose library heartbeats stop
+// too, as an external client's do under SIGSTOP).
 func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 	ttl := base.Lock.TTL
 	if ttl <= 0 {
 		ttl = time.Second
 	}
-	return &nemesis.RandomSpec{
+	spec := &nemesis.RandomSpec{
 		Faults:      []string{kind},
 		Start:       500 * time.Millisecond,
 		Interval:    max(time.Second, ttl),
 		MinDuration: 200 * time.Millisecond,
 		MaxDuration: 3 * ttl,
-		Targets:     targets(base),
+		Targets:     targets(base, kind),
 		Workers:     []string{"one"},
 		Offsets:     []time.Duration{-2 * ttl, 2 * ttl, 30 * time.Second},
 	}
+	if c := choices[kind]; c != nil {
+		spec.Choices = map[string]map[string][]string{kind: c}
+	}
+	if f, _ := nemesis.FactsOf(kind); f.Point {
+		spec.Points = []string{nemesis.BeforeWrite, nemesis.AfterResponse}
+	}
+	return spec
 }
 
-// targets are the node targets drawn for node faults: one node, or for a
-// cluster of three or more also a minority or a majority of them.
-func targets(base *scenarios.Scenario) []string {
+// choices are the options a campaign draws per step, per fault kind.
+var choices = map[string]map[string][]string{
+	"partition":          {"direction": {nemesis.DirectionBoth, nemesis.DirectionInbound, nemesis.DirectionOutbound}},
+	history.FClientPause: {"isolate": {"false", "true"}},
+}
+
+// targets are the targets drawn for the faults of kind: one node, or for a
+// cluster of three or more also a minority or a majority of them, and for
+// a network fault also the first worker's links.
+func targets(base *scenarios.Scenario, kind string) []string {
+	out := []string{nemesis.TargetOne}
 	if base.System.Nodes >= 3 {
-		return []string{"one", "minority", "majority"}
+		out = append(out, nemesis.TargetMinority, nemesis.TargetMajority)
 	}
-	return []string{"one"}
+	if f, _ := nemesis.FactsOf(kind); f.Targets == nemesis.TargetsLinks && base.Workers > 0 {
+		out = append(out, "w0")
+	}
+	return out
 }
 
 // Variant returns the scenario of run seed of kind on base: base with the
@@ -295,9 +346,11 @@ func targets(base *scenarios.Scenario) []string {
 // verdict, and a workload drawn from the seed: the lock taken by trying or by
 // waiting, renewed by a watchdog or not, the register fenced by the
 // grants' tokens or not (base's register unfenced), and the hold after the
-// write the base's, a quarter or nine tenths of the lease. A workload the lock
-// cannot run (validate refuses it) falls back to base's; a fenced register
-// that validate refuses (a lock without tokens), to unfenced.
+// write the base's, a quarter or nine tenths of the lease. A drawn field the
+// lock cannot run (validate refuses it) is dropped: waiting for trying,
+// renewal for none, and when neither helps the workload falls back to
+// base's; a fenced register that validate refuses (a lock without
+// tokens), to unfenced.
 func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
 	sc := *base
 	sc.Tags = slices.Clone(base.Tags)
@@ -312,18 +365,31 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 		return &sc
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x68756e74))
-	varied := sc
-	if rng.IntN(2) == 0 {
-		varied.Lock.Acquire, varied.Lock.Wait = scenarios.AcquireWait, 3*max(sc.Lock.TTL, time.Second)
-	} else {
-		varied.Lock.Acquire, varied.Lock.Wait = scenarios.AcquireTry, 0
+	wait := rng.IntN(2) == 0
+	renew := rng.IntN(2) == 0 && sc.Lock.TTL >= 300*time.Millisecond
+	workload := func(wait, renew bool) scenarios.Scenario {
+		v := sc
+		if wait {
+			v.Lock.Acquire, v.Lock.Wait = scenarios.AcquireWait, 3*max(sc.Lock.TTL, time.Second)
+		} else {
+			v.Lock.Acquire, v.Lock.Wait = scenarios.AcquireTry, 0
+		}
+		v.Lock.Renew = 0
+		if renew {
+			v.Lock.Renew = (sc.Lock.TTL / 3).Round(10 * time.Millisecond)
+		}
+		return v
 	}
-	if rng.IntN(2) == 0 && sc.Lock.TTL >= 300*time.Millisecond {
-		varied.Lock.Renew = (sc.Lock.TTL / 3).Round(10 * time.Millisecond)
-	} else {
-		varied.Lock.Renew = 0
+	// A lock that cannot wait, or cannot renew, loses only that draw: a
+	// lock that cannot wait still renews in the seeds that drew renewal.
+	varied, runs := sc, false
+	for _, w := range [][2]bool{{wait, renew}, {false, renew}, {wait, false}, {false, false}} {
+		if varied = workload(w[0], w[1]); validate == nil || validate(&varied) == nil {
+			runs = true
+			break
+		}
 	}
-	if validate != nil && validate(&varied) != nil {
+	if !runs {
 		return &sc
 	}
 	// Fenced or not: drawn after the acquire and renewal, so that a seed's
@@ -376,16 +442,15 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 		c.rng = rand.New(rand.NewPCG(opts.Seed, steerStream))
 	}
 	defer func() { c.rep.Elapsed = time.Since(began) }()
-	all := append([]string{NoFault}, kinds...)
 	c.told = Progress{Total: len(planned)}
-	for k, kind := range all {
+	for k, kind := range opts.all(kinds) {
 		c.kind = k
 		row := &Row{Fault: kind}
 		c.rep.Rows = append(c.rep.Rows, row)
 		if err := c.hunt(ctx, row); err != nil {
 			return c.rep, err
 		}
-		if c.rep.OutOfTime {
+		if c.rep.OutOfTime || c.rep.Stopped != "" {
 			break
 		}
 	}
@@ -502,6 +567,11 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		}
 		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
 			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		if c.opts.Stop != nil && c.opts.Stop(out) {
+			c.rep.Stopped, c.rep.StoppedAfter = cmp.Or(out.Dir, "(no directory)"), c.rep.Runs
+			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d found what the campaign looks for; it stops after %d runs\n", kind, i+1, c.opts.Runs, c.rep.Runs)
+			break
+		}
 	}
 	for a := range anomalies {
 		row.Anomalies = append(row.Anomalies, a)

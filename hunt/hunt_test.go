@@ -128,6 +128,21 @@ func TestVariant(t *testing.T) {
 			t.Fatalf("seed %d: refused workload kept: %+v", s, v.Lock)
 		}
 	}
+	// A lock that cannot wait loses only the wait: the seeds that drew
+	// renewal still renew, whichever acquire they drew.
+	noWait := func(sc *scenarios.Scenario) error {
+		if sc.Lock.Acquire == scenarios.AcquireWait {
+			return errors.New("cannot wait")
+		}
+		return nil
+	}
+	for s := uint64(1); s <= 20; s++ {
+		v, u := Variant(b, "kill", s, accept), Variant(b, "kill", s, noWait)
+		if u.Lock.Acquire == scenarios.AcquireWait || u.Lock.Renew != v.Lock.Renew || u.Hold != v.Hold || u.Resource != v.Resource {
+			t.Errorf("seed %d: a lock that cannot wait got %+v (hold %v, %s), want the drawn renewal %v, hold %v and register %s with a try",
+				s, u.Lock, u.Hold, u.Resource, v.Lock.Renew, v.Hold, v.Resource)
+		}
+	}
 }
 
 // TestCampaign runs a campaign whose runs are invalid under client pauses
@@ -193,6 +208,52 @@ func TestCampaign(t *testing.T) {
 	rep, err = Campaign(context.Background(), base(), slow, nil, Options{Runs: 100, Budget: 50 * time.Millisecond})
 	if err != nil || !rep.OutOfTime || rep.Found() {
 		t.Errorf("budget: %v, out of time %v; want out of time, nothing found", err, rep.OutOfTime)
+	}
+}
+
+// TestCampaignStops runs a campaign without its baseline that stops at the
+// first run Stop accepts: no run without faults, none after that run, and
+// the report names it; a Stop that never accepts lets the campaign run to
+// its end.
+func TestCampaignStops(t *testing.T) {
+	var ran []string
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		kind := NoFault
+		if sc.Nemesis.Random != nil {
+			kind = sc.Nemesis.Random.Faults[0]
+		}
+		ran = append(ran, fmt.Sprintf("%s/%d", kind, sc.Seed))
+		out := Outcome{Dir: fmt.Sprintf("%s-%d", kind, sc.Seed), Verdict: checker.Valid}
+		if kind == "kill" && sc.Seed >= 3 {
+			out.Verdict, out.Anomalies = checker.Invalid, []string{"double-hold"}
+		}
+		return out, nil
+	}
+	opts := Options{Faults: []string{"client-pause", "kill", "partition"}, Runs: 5, NoBaseline: true,
+		Stop: func(o Outcome) bool { return slices.Contains(o.Anomalies, "double-hold") }}
+	plan, err := Plan(base().System.Name, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 15 || plan[0].Kind != "client-pause" {
+		t.Errorf("plan without a baseline: %v", plan)
+	}
+	rep, err := Campaign(context.Background(), base(), run, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"client-pause/1", "client-pause/2", "client-pause/3", "client-pause/4", "client-pause/5", "kill/1", "kill/2", "kill/3"}
+	if !slices.Equal(ran, want) {
+		t.Errorf("runs %v, want %v", ran, want)
+	}
+	if rep.Stopped != "kill-3" || rep.StoppedAfter != 8 || rep.Runs != 8 || len(rep.Rows) != 2 || rep.Rows[0].Fault != "client-pause" {
+		t.Errorf("report: stopped %q after %d, %d runs, rows %d (first %s); want kill-3 after 8, 8 runs, 2 rows from client-pause",
+			rep.Stopped, rep.StoppedAfter, rep.Runs, len(rep.Rows), rep.Rows[0].Fault)
+	}
+	ran = nil
+	opts.Stop = func(Outcome) bool { return false }
+	if rep, err = Campaign(context.Background(), base(), run, nil, opts); err != nil || rep.Stopped != "" || rep.Runs != 15 || len(ran) != 15 {
+		t.Errorf("a Stop that never accepts: %v, stopped %q, %d runs; want all 15", err, rep.Stopped, rep.Runs)
 	}
 }
 
