@@ -466,6 +466,9 @@ func TestRedlockReleaseOutcome(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("outcome %s (%v), want %s", got, err, tt.want)
 			}
+			if err != nil && strings.Contains(err.Error(), "%!") {
+				t.Errorf("malformed message: %v", err)
+			}
 		})
 	}
 }

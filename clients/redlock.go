@@ -227,6 +227,9 @@ func redlockReleaseOutcome(key string, masters, deleted int, errs []error) error
 	case deleted == 0 && len(errs) == 0:
 		return fmt.Errorf("clients: redlock: release %s: no master of %d held it: %w",
 			key, masters, ErrNotHeld)
+	case len(errs) == 0:
+		return fmt.Errorf("clients: redlock: release %s: %d of %d masters deleted it and the others did not hold it, quorum %d: the lock may be free",
+			key, deleted, masters, quorum)
 	default:
 		return fmt.Errorf("clients: redlock: release %s: %d of %d masters deleted it, quorum %d: %w",
 			key, deleted, masters, quorum, errors.Join(errs...))
