@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs hunt-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long lint fuzz bench clean images test-docker clean-docker
 
 deps:
 	@bash scripts/deps.sh
@@ -60,6 +60,12 @@ test: deps build
 BUG ?=
 test-knownbugs: deps build
 	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 30m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs
+
+# hunt each known bug without its scenario: 10 random and 10 steered
+# campaigns per bug, each to its first finding, and the fixed versions
+# (about an hour; docs/hunt.md, "Known bugs").
+hunt-knownbugs: deps build
+	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 3h -v -run 'TestHuntKnownBugs/$(BUG)' ./examples/knownbugs
 
 # shrink on a real failing run of redis-single-random-pauses (a few
 # minutes: the search's runs and five confirmations; docs/shrink.md).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,7 +19,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--steer] [--shard i/n] [--list] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -33,6 +34,16 @@ lays out as a safety datasheet with others. It prints one row per fault kind: th
 invalid and the anomalies they found, and the first failing run, which
 'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
 runs use that external lock client (docs/lock-protocol.md).
+
+With --shrink, the campaign ends by shrinking the first failing run of
+each fault kind that found something, as 'jepsen-lite shrink' does with
+its defaults (a failing run that does not fail again is passed over for
+the kind's next one, up to three). With --page DIR it then writes the
+campaign's safety datasheet into DIR: datasheet.md and datasheet.html, one
+row of which fault kinds the lock survived and which broke it, each
+failure with the sentence of its first anomaly and its schedule beside the
+page (the shrunk one where --shrink made it), as 'jepsen-lite matrix'
+lays out several campaigns.
 
 Every run reports its safety margin (docs/history.md §4.8): how close it
 came to a violation, in lease lengths; the MARGIN column is each kind's
@@ -79,6 +90,8 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	timeLimit := fs.Duration("time-limit", 0, "override the base scenario's duration, e.g. 10s")
 	workers := fs.Int("workers", 0, "override the base scenario's number of workers")
 	jsonOut := fs.String("json", "", "write the campaign (its base, settings and rows) as JSON to this file, for 'jepsen-lite matrix'")
+	shrinkFailing := fs.Bool("shrink", false, "end by shrinking the first failing run of each fault kind that found something")
+	page := fs.String("page", "", "write the campaign's safety datasheet (datasheet.md, datasheet.html and the failures' schedules) into this directory")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -145,6 +158,11 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	opts.Log, opts.Progress = line.Writer(), told
 	rep, err := runner.Hunt(ctx, base, opts, runOpts...)
 	line.Done()
+	if rep != nil && err == nil && *shrinkFailing {
+		set := defaultShrink
+		set.backend, set.checkTimeout = *backend, *checkTimeout
+		err = shrinkFailures(ctx, rep, set, stdout, stderr)
+	}
 	if rep != nil {
 		printHunt(stdout, rep)
 		if *markdown != "" {
@@ -152,11 +170,17 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				return exitInternal, werr
 			}
 		}
+		cf := newCampaignFile(pos[0], *lockCommand, base, opts, rep)
 		if *jsonOut != "" {
-			cf := newCampaignFile(pos[0], *lockCommand, base, opts, rep)
 			if werr := cf.write(*jsonOut); werr != nil {
 				return exitInternal, werr
 			}
+		}
+		if *page != "" {
+			if werr := writeDatasheet(*page, cf); werr != nil {
+				return exitInternal, werr
+			}
+			fmt.Fprintf(stdout, "hunt: wrote the datasheet %s\n", filepath.Join(*page, "datasheet.md"))
 		}
 	}
 	switch {
@@ -270,4 +294,58 @@ func huntMode(rep *hunt.Report) string {
 		steered += r.Steered
 	}
 	return fmt.Sprintf("steered (%d of %d runs mutated one of the %d runs of their kind with the smallest margins, with probability %.1f)", steered, rep.Runs, hunt.SteerBest, hunt.SteerProbability)
+}
+
+// shrinkTries is how many failing runs of a kind hunt --shrink tries
+// before it gives the kind up.
+const shrinkTries = 3
+
+// shrinkFailures shrinks, for each row of rep that found something, its
+// first failing run that fails again (of its first shrinkTries), leaving
+// shrunk.yaml in that run's directory; an interruption ends it with
+// runner.ErrInterrupted.
+func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, stdout, stderr io.Writer) error {
+	for _, row := range rep.Rows {
+		for _, dir := range row.Failing[:min(len(row.Failing), shrinkTries)] {
+			fmt.Fprintf(stdout, "hunt: shrinking %s's failing run %s\n", row.Fault, dir)
+			code, err := shrinkRun(ctx, dir, set, stdout, stderr)
+			if ctx.Err() != nil || code == exitUnknown {
+				return runner.ErrInterrupted
+			}
+			if err != nil || code != exitHeld {
+				fmt.Fprintf(stdout, "hunt: %s: %s was not shrunk: %v\n", row.Fault, dir, err)
+				continue
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// writeDatasheet writes the one-row datasheet of campaign cf into dir:
+// datasheet.md, datasheet.html and each unsafe cell's schedule.
+func writeDatasheet(dir string, cf *campaignFile) error {
+	name := strings.TrimSuffix(filepath.Base(cf.Target), ".yaml")
+	if cf.LockCommand != "" {
+		name = filepath.Base(strings.Fields(cf.LockCommand)[len(strings.Fields(cf.LockCommand))-1])
+	}
+	m := buildMatrix([]*campaignFile{cf}, []string{name})
+	m.Title = "Safety datasheet: " + name
+	m.Intro = fmt.Sprintf("Which fault kinds %s survived and which broke it, measured by one `jepsen-lite hunt %s` campaign (docs/hunt.md).", name, cf.Target)
+	md := filepath.Join(dir, "datasheet.md")
+	if err := m.writeSchedules(dir, md); err != nil {
+		return err
+	}
+	if err := os.WriteFile(md, []byte(m.markdown()), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "datasheet.html"))
+	if err != nil {
+		return err
+	}
+	err = matrixPage.Execute(f, m)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -151,8 +151,11 @@ type matrixRow struct {
 
 // matrix is the datasheet: rows of campaigns, columns of fault kinds.
 type matrix struct {
-	Kinds []string
-	Rows  []*matrixRow
+	// Title heads the page and Intro says what it is; how to read it
+	// follows (matrixReading).
+	Title, Intro string
+	Kinds        []string
+	Rows         []*matrixRow
 }
 
 // buildMatrix lays the campaigns out: the kinds any of them hunted with, in
@@ -167,7 +170,7 @@ func buildMatrix(files []*campaignFile, names []string) *matrix {
 			seen[f] = true
 		}
 	}
-	m := &matrix{}
+	m := &matrix{Title: "Safety datasheet", Intro: matrixIntro}
 	if seen[hunt.NoFault] {
 		m.Kinds = append(m.Kinds, hunt.NoFault)
 	}
@@ -310,33 +313,31 @@ func failingSchedule(row *matrixRow, cell *matrixCell) ([]byte, bool, error) {
 	return b, false, err
 }
 
-// matrixPreamble opens the Markdown datasheet: what it is and how to read
-// a cell.
-const matrixPreamble = `# Safety datasheet
-
-Which fault kinds each lock survived and which broke it, measured by
+// matrixIntro opens the datasheet of make matrix: what it is.
+const matrixIntro = `Which fault kinds each lock survived and which broke it, measured by
 ` + "`jepsen-lite hunt`" + ` (docs/hunt.md) and written by ` + "`jepsen-lite matrix`" + ` from the
-campaigns' files (` + "`hunt --json`" + `); ` + "`make matrix`" + ` makes this page again. A
-row is a lock, a column a fault kind (` + "`jepsen-lite list --faults`" + `). A cell
+campaigns' files (` + "`hunt --json`" + `); ` + "`make matrix`" + ` makes this page again.`
+
+// matrixReading says how to read a datasheet: its rows, columns and cells.
+const matrixReading = `A row is a lock, a column a fault kind (` + "`jepsen-lite list --faults`" + `). A cell
 is **unsafe** k/n (k of its n runs invalid, with the anomalies they
 found; its note below gives the first failing run's first anomaly in the
-checker's words and a schedule that replays it), safe 0/n (no run
+checker's words and a schedule that replays it, shrunk where
+` + "`jepsen-lite shrink`" + ` reduced it), safe 0/n (no run
 invalid; runs whose fault failed or whose check ran out of time are
 counted as unknown), not decided (every run unknown), or n/a (with why).
 A safe cell is what n runs showed, not a proof. What each fault kind does
-is in ` + "`jepsen-lite list --faults`" + `; note that a client-pause of a built-in
-(Go) lock stops the worker's calls while its library's background work
-(a ZooKeeper session's heartbeats, an etcd lease's keep-alives) goes on,
-as ` + "`list --faults`" + ` says, so it is not the stop-the-world pause of the
-catalog's gc-pause scenarios (option isolate); an external client's pause
-(the any-language rows) stops its whole process.
-
-`
+is in ` + "`jepsen-lite list --faults`" + `; a client-pause is drawn with its worker's
+links cut for the pause (option isolate: a stop-the-world pause of the
+whole client, whose library's heartbeats and keep-alives stop reaching the
+servers too) or without (a built-in Go lock's worker stops its calls while
+its library's background work goes on); an external client's pause
+stops its whole process either way.`
 
 // markdown is the datasheet as Markdown.
 func (m *matrix) markdown() string {
 	var b strings.Builder
-	b.WriteString(matrixPreamble)
+	fmt.Fprintf(&b, "# %s\n\n%s %s\n\n", m.Title, m.Intro, matrixReading)
 	b.WriteString("| lock | " + strings.Join(m.Kinds, " | ") + " |\n|---|" + strings.Repeat("---|", len(m.Kinds)) + "\n")
 	for _, row := range m.Rows {
 		fmt.Fprintf(&b, "| %s |", row.Name)
@@ -431,14 +432,14 @@ func plural(n int) string {
 var matrixPage = template.Must(template.New("matrix").Funcs(template.FuncMap{
 	"join": strings.Join,
 }).Parse(`<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>jepsen-lite safety datasheet</title>
+<html><head><meta charset="utf-8"><title>jepsen-lite: {{.Title}}</title>
 <style>
 body{font-family:sans-serif;margin:1.5em}
 table{border-collapse:collapse}
 td,th{border:1px solid #bbb;padding:4px 6px;font-size:13px;vertical-align:top}
 .safe{background:#e3f4e3}.unsafe{background:#f8d8d8}.na{background:#eee;color:#666}.undecided{background:#fff3c4}
 </style></head><body>
-<h1>Safety datasheet</h1>
+<h1>{{.Title}}</h1>
 <table><tr><th>lock</th>{{range .Kinds}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}{{if eq .State "unsafe"}}<td class="unsafe"><a href="#{{.Anchor}}">unsafe {{.Invalid}}/{{.Runs}}</a><br>{{join .Anomalies ", "}}</td>{{else if eq .State "safe"}}<td class="safe">safe 0/{{.Runs}}{{if .Unknown}} ({{.Unknown}} unknown){{end}}</td>{{else if eq .State "not decided"}}<td class="undecided">not decided: {{.Unknown}}/{{.Runs}} unknown</td>{{else}}<td class="na" title="{{.Why}}">n/a</td>{{end}}{{end}}</tr>
 {{end}}</table>

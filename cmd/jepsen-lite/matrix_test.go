@@ -138,3 +138,48 @@ func TestMatrix(t *testing.T) {
 		t.Errorf("a malformed campaign file: exit %d, stderr %q; want 254 naming it", code, stderr)
 	}
 }
+
+// TestHuntDatasheet writes the one-row datasheet of a campaign (hunt
+// --page): titled by the lock, the unsafe cell's note with its run's
+// sentence, linking the run's shrunk.yaml beside the page, and the HTML
+// page with the same title.
+func TestHuntDatasheet(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "store", "run1")
+	failingRun(t, run)
+	shrunk := "name: shrunk-pause\n"
+	if err := os.WriteFile(filepath.Join(run, ShrunkFile), []byte(shrunk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cf := &campaignFile{Target: "redis-single", LockCommand: "python3 examples/anylang/redis_py_lock.py", Algorithm: "exec", System: "redis", Nodes: 1, Workers: 8,
+		Duration: 6 * time.Second, TTL: time.Second, RunsPerKind: 2, Seed: 1, Backend: "local",
+		Report: &hunt.Report{Scenario: "redis-single-baseline", Runs: 4, Rows: []*hunt.Row{
+			{Fault: hunt.NoFault, Runs: 2},
+			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"stale-write"}, Failing: []string{run}},
+		}}}
+	page := filepath.Join(dir, "page")
+	if err := writeDatasheet(page, cf); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(page, "datasheet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# Safety datasheet: redis_py_lock.py\n",
+		"`jepsen-lite hunt redis-single`",
+		"| redis_py_lock.py | safe 0/2 | **unsafe** [1/2](#redis_py_lock.py-client-pause): stale-write |",
+		"The failing run shrunk: stale-write: process 0 wrote after its lease ended.",
+		"[`redis_py_lock.py-client-pause.yaml`](redis_py_lock.py-client-pause.yaml)",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("datasheet.md does not say %q:\n%s", want, md)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(page, "redis_py_lock.py-client-pause.yaml")); err != nil || string(b) != shrunk {
+		t.Errorf("the cell's schedule: %q, %v; want the run's shrunk.yaml", b, err)
+	}
+	if h, err := os.ReadFile(filepath.Join(page, "datasheet.html")); err != nil || !strings.Contains(string(h), "<h1>Safety datasheet: redis_py_lock.py</h1>") {
+		t.Errorf("datasheet.html: %v\n%s", err, h)
+	}
+}

@@ -43,12 +43,13 @@ const ShrunkFile = "shrunk.yaml"
 
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("shrink", shrinkUsage, stderr)
-	tries := fs.Int("tries", 3, "n: runs of each candidate at most")
-	need := fs.Int("need", 2, "k: a candidate still fails when k of its n runs fail")
-	confirm := fs.Int("confirm", 5, "runs of the shrunk scenario that measure how often it fails")
-	maxRuns := fs.Int("max-runs", 200, "the search's budget of runs")
-	backend := fs.String("backend", "local", "where the servers run: local or docker")
-	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	d := defaultShrink
+	tries := fs.Int("tries", d.tries, "n: runs of each candidate at most")
+	need := fs.Int("need", d.need, "k: a candidate still fails when k of its n runs fail")
+	confirm := fs.Int("confirm", d.confirm, "runs of the shrunk scenario that measure how often it fails")
+	maxRuns := fs.Int("max-runs", d.maxRuns, "the search's budget of runs")
+	backend := fs.String("backend", d.backend, "where the servers run: local or docker")
+	checkTimeout := fs.Duration("check-timeout", d.checkTimeout, "time budget of the checkers per run")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -62,7 +63,23 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *tries < 1 || *need < 1 || *need > *tries || *confirm < 1 || *maxRuns < 1 {
 		return exitUsage, usagef("want 1 <= --need <= --tries, --confirm >= 1 and --max-runs >= 1")
 	}
-	runDir := pos[0]
+	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, checkTimeout: *checkTimeout}, stdout, stderr)
+}
+
+// shrinkSettings are a shrink's settings: its flags, which hunt --shrink
+// gives their defaults.
+type shrinkSettings struct {
+	tries, need, confirm, maxRuns int
+	backend                       string
+	checkTimeout                  time.Duration
+}
+
+// defaultShrink are shrink's defaults, those of its flags.
+var defaultShrink = shrinkSettings{tries: 3, need: 2, confirm: 5, maxRuns: 200, backend: "local", checkTimeout: 5 * time.Minute}
+
+// shrinkRun shrinks the failing run in runDir and writes its shrunk.yaml,
+// returning shrink's exit code.
+func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, stderr io.Writer) (int, error) {
 	if resolved, err := filepath.EvalSymlinks(runDir); err == nil {
 		runDir = resolved
 	}
@@ -78,7 +95,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if res.Verdict != checker.Invalid || len(kinds) == 0 {
 		return exitUsage, usagef("%s: the run's verdict is %s with no anomaly: nothing to shrink", runDir, res.Verdict)
 	}
-	backendUsed, err := backendFor(*backend)
+	backendUsed, err := backendFor(set.backend)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -88,7 +105,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	store := filepath.Join(runDir, "shrink")
 	trial := func(ctx context.Context, cand *scenarios.Scenario) (bool, error) {
 		r, err := runner.Run(ctx, cand, runner.WithSeed(sc.Seed), runner.WithStore(store),
-			runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed))
+			runner.WithCheck(checker.Options{Timeout: set.checkTimeout}), runner.WithClusterBackend(backendUsed))
 		if err != nil {
 			return false, err
 		}
@@ -106,8 +123,8 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		return scenarios.Parse(b, "candidate", runner.Names())
 	}
 	fmt.Fprintf(stderr, "shrink: %s: %d fault steps, %d workers, %v; failing means invalid with one of %s, in %d of %d runs\n",
-		runDir, len(sc.Nemesis.Steps), sc.Workers, sc.Duration, strings.Join(kinds, ","), *need, *tries)
-	out, err := shrink.Shrink(ctx, sc, trial, shrink.Options{Tries: *tries, Need: *need, Confirm: *confirm, MaxRuns: *maxRuns, Validate: validate, Log: stderr})
+		runDir, len(sc.Nemesis.Steps), sc.Workers, sc.Duration, strings.Join(kinds, ","), set.need, set.tries)
+	out, err := shrink.Shrink(ctx, sc, trial, shrink.Options{Tries: set.tries, Need: set.need, Confirm: set.confirm, MaxRuns: set.maxRuns, Validate: validate, Log: stderr})
 	switch {
 	case errors.Is(err, runner.ErrInterrupted) || (err != nil && ctx.Err() != nil):
 		fmt.Fprintf(stderr, "jepsen-lite shrink: interrupted; the runs so far are in %s\n", store)
@@ -131,9 +148,9 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 		b.WriteString(strings.Join(out.Changes, "; ") + ".")
 	}
 	fmt.Fprintf(&b, " A candidate still failed when %d of its %d runs ended invalid with one of those kinds. The search took %d runs in %v",
-		*need, *tries, out.Runs, out.Elapsed.Round(time.Second))
+		set.need, set.tries, out.Runs, out.Elapsed.Round(time.Second))
 	if out.Exhausted {
-		fmt.Fprintf(&b, " and stopped at its budget of %d runs", *maxRuns)
+		fmt.Fprintf(&b, " and stopped at its budget of %d runs", set.maxRuns)
 	}
 	fmt.Fprintf(&b, "; this scenario failed in %d of %d runs after it (with seed %d).", out.Failed, out.Confirmed, sc.Seed)
 	shrunk.Description = b.String()

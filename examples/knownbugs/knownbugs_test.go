@@ -50,6 +50,19 @@ type knownBug struct {
 	// shows returns a description of each anomaly of the run that is this
 	// bug: of the kinds it causes, and whose ops show its mechanism.
 	shows func(h history.History, res []checker.Result) []string
+	// hunt is how TestHuntKnownBugs looks for the bug without the
+	// scenario above.
+	hunt hunted
+}
+
+// hunted is how a campaign looks for a bug: a base scenario of the bug's
+// system that is not the corpus test's own (a plain baseline, whose
+// schedule the campaign draws), cut to runs of limit, and the fault kind
+// the bug needs.
+type hunted struct {
+	base  string
+	limit time.Duration
+	fault string
 }
 
 var bugs = []knownBug{
@@ -60,6 +73,7 @@ var bugs = []knownBug{
 		fixed:    build{dir: "redsync-release", args: []string{"-modfile=fixed.mod"}},
 		scenario: "redis-single-random-pauses",
 		shows:    releasedAfterHandOver,
+		hunt:     hunted{base: "redis-single-baseline", limit: 6 * time.Second, fault: "client-pause"},
 	},
 	{
 		name:     "etcd-mutex",
@@ -78,6 +92,7 @@ var bugs = []knownBug{
 		// "The fix is not complete").
 		fixedMax: 1,
 		shows:    grantedAfterLeaseCut,
+		hunt:     hunted{base: "etcd-mutex-baseline", limit: 8 * time.Second, fault: "partition"},
 	},
 	{
 		name:     "redsync-extend",
@@ -86,6 +101,7 @@ var bugs = []knownBug{
 		fixed:    build{dir: "redsync-extend", args: []string{"-modfile=fixed.mod"}},
 		scenario: "redsync-renew-resets",
 		shows:    overranRenewalDuringReset,
+		hunt:     hunted{base: "redsync-baseline", limit: 8 * time.Second, fault: "reset"},
 	},
 }
 
