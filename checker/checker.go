@@ -120,6 +120,18 @@ type Result struct {
 	Note string `json:"note,omitempty"`
 }
 
+// FirstFinding returns the first anomaly of the first invalid result in
+// the checker's words, "kind: message"; empty when no result is invalid
+// with an anomaly. It is the sentence a summary quotes for a failing run.
+func FirstFinding(results []Result) string {
+	for _, r := range results {
+		if r.Verdict == Invalid && len(r.Anomalies) > 0 {
+			return r.Anomalies[0].Kind + ": " + r.Anomalies[0].Message
+		}
+	}
+	return ""
+}
+
 // Checker decides one property of a history. Check must not modify h, must
 // return Unknown (never Valid) when ctx ends before it could decide, and must
 // be safe to call from several goroutines on different histories.

@@ -37,8 +37,11 @@ type Outcome struct {
 	// Verdict is the run's verdict; checker.Unknown for a run that did not
 	// finish or whose faults failed.
 	Verdict checker.Verdict
-	// Anomalies are the kinds of anomaly the run's checkers found.
+	// Anomalies are the kinds of anomaly the run's checkers found, and
+	// Finding the first anomaly in the checker's words ("stale-write:
+	// worker 3 wrote k at ..."), empty when none.
 	Anomalies []string
+	Finding   string
 	// FaultFailed reports that a fault or heal of the run failed, so its
 	// verdict says nothing about the fault kind.
 	FaultFailed bool
@@ -218,8 +221,11 @@ type Row struct {
 	Unknown int `json:"unknown"`
 	// Anomalies are the kinds found by its invalid runs, sorted.
 	Anomalies []string `json:"anomalies,omitempty"`
-	// Failing are the directories of its invalid runs.
-	Failing []string `json:"failing,omitempty"`
+	// Failing are the directories of its invalid runs, and Findings the
+	// first anomaly of each in the checker's words (Outcome.Finding), so
+	// that a campaign file says what its runs found without its store.
+	Failing  []string `json:"failing,omitempty"`
+	Findings []string `json:"findings,omitempty"`
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string `json:"not_applicable,omitempty"`
 	// Steered counts the runs whose schedule mutated an earlier run's.
@@ -605,6 +611,7 @@ func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (floa
 		row.Invalid++
 		c.told.Invalid++
 		row.Failing = append(row.Failing, out.Dir)
+		row.Findings = append(row.Findings, out.Finding)
 		for _, a := range out.Anomalies {
 			anomalies[a] = true
 		}

@@ -62,6 +62,7 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 				out.Unavailable = f.Error
 			}
 		}
+		out.Finding = checker.FirstFinding(res.Results.Checkers)
 		seen := map[string]bool{}
 		for _, cr := range res.Results.Checkers {
 			for _, a := range cr.Anomalies {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +47,10 @@ DIR/<row>-<fault>.yaml and linked: the shrunk.yaml of the first of the
 kind's failing runs that 'jepsen-lite shrink' reduced, else the first
 failing run's own stored scenario (its exact fault steps and seed),
 expecting the anomalies it found. Either runs
-as 'jepsen-lite run DIR/<row>-<fault>.yaml'.
+as 'jepsen-lite run DIR/<row>-<fault>.yaml'. A campaign file holds its
+failing runs' first anomalies, so once their store is gone the page is
+made again from the files alone: each note quotes the file, and each
+schedule written before stays.
 
 --out writes Markdown (default: standard output); --html writes the same
 page as HTML.
@@ -206,14 +210,19 @@ func cellOf(c *campaignFile, kind string) *matrixCell {
 		cell.State = cellUnsafe
 		if len(r.Failing) > 0 {
 			// The first failing run, or the first that shrink reduced.
-			cell.Failing = r.Failing[0]
-			for _, dir := range r.Failing {
+			at := 0
+			for j, dir := range r.Failing {
 				if _, err := os.Stat(filepath.Join(dir, ShrunkFile)); err == nil {
-					cell.Failing = dir
+					at = j
 					break
 				}
 			}
+			cell.Failing = r.Failing[at]
 			cell.Sentence, cell.Found = failingFindings(cell.Failing, r.Anomalies)
+			if cell.Sentence == "" && at < len(r.Findings) {
+				// The run's store is gone: the campaign file's own words.
+				cell.Sentence = r.Findings[at]
+			}
 		}
 	case r.Runs == 0 || r.Unknown == r.Runs:
 		cell.State = cellUndecided
@@ -249,14 +258,7 @@ func failingFindings(dir string, rowKinds []string) (string, []string) {
 	if err != nil {
 		return "", rowKinds
 	}
-	sentence := ""
-	for _, cr := range res.Checkers {
-		if cr.Verdict == checker.Invalid && len(cr.Anomalies) > 0 {
-			sentence = cr.Anomalies[0].Kind + ": " + cr.Anomalies[0].Message
-			break
-		}
-	}
-	return sentence, anomalyKinds(res.Checkers)
+	return checker.FirstFinding(res.Checkers), anomalyKinds(res.Checkers)
 }
 
 // writeSchedules writes each unsafe cell's schedule into dir, as
@@ -272,13 +274,19 @@ func (m *matrix) writeSchedules(dir, out string) error {
 			if cell.State != cellUnsafe || cell.Failing == "" {
 				continue
 			}
-			data, shrunk, err := failingSchedule(row, cell)
-			if err != nil {
-				return err
-			}
 			file := filepath.Join(dir, cell.Anchor+".yaml")
-			if err := os.WriteFile(file, data, 0o644); err != nil {
+			data, shrunk, err := failingSchedule(row, cell)
+			switch kept, kerr := keptSchedule(file); {
+			case err != nil && errors.Is(err, fs.ErrNotExist) && kerr == nil:
+				// The run's store is gone; the schedule written from it
+				// when it was there stays.
+				shrunk = kept
+			case err != nil:
 				return err
+			default:
+				if err := os.WriteFile(file, data, 0o644); err != nil {
+					return err
+				}
 			}
 			cell.Shrunk = shrunk
 			cell.Schedule = file
@@ -292,11 +300,24 @@ func (m *matrix) writeSchedules(dir, out string) error {
 	return nil
 }
 
+// keptSchedule reads a cell's schedule written earlier, and says whether it
+// is a shrunk one (its tag shrunk).
+func keptSchedule(file string) (shrunk bool, err error) {
+	sc, err := scenarios.Load(file, runner.Names())
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(sc.Tags, "shrunk"), nil
+}
+
 // failingSchedule returns the schedule of the cell's failing run: its
 // shrunk.yaml when shrink made one, else its stored scenario, renamed for
 // the cell, expecting invalid with the anomalies the run found.
 func failingSchedule(row *matrixRow, cell *matrixCell) ([]byte, bool, error) {
 	runDir, kind, found := cell.Failing, cell.Kind, cell.Found
+	if _, err := os.Stat(runDir); err != nil {
+		return nil, false, fmt.Errorf("matrix: the failing run: %w", err)
+	}
 	if b, err := os.ReadFile(filepath.Join(runDir, ShrunkFile)); err == nil {
 		return b, true, nil
 	}

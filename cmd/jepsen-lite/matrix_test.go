@@ -183,3 +183,63 @@ func TestHuntDatasheet(t *testing.T) {
 		t.Errorf("datasheet.html: %v\n%s", err, h)
 	}
 }
+
+// TestMatrixWithoutStore renders a datasheet again after its campaigns'
+// stores are gone: the campaign file's findings give each note its
+// sentence, and the schedules written while the runs were there stay,
+// shrunk or not, so the page comes out the same.
+func TestMatrixWithoutStore(t *testing.T) {
+	dir := t.TempDir()
+	run, shrunkRun := filepath.Join(dir, "store", "run1"), filepath.Join(dir, "store", "run2")
+	failingRun(t, run)
+	failingRun(t, shrunkRun)
+	sc, err := scenarios.Load(filepath.Join(shrunkRun, "scenario.yaml"), runner.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Tags = append(sc.Tags, "shrunk")
+	b, err := scenarios.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shrunkRun, ShrunkFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	finding := "stale-write: process 0 wrote after its lease ended."
+	c := &campaignFile{Target: "redis-single", Algorithm: "redis-single", System: "redis", Topology: "masters", Nodes: 1, Workers: 8,
+		Duration: 6 * time.Second, TTL: time.Second, RunsPerKind: 2, Seed: 1, Backend: "local",
+		Report: &hunt.Report{Scenario: "redis-single-baseline", Runs: 6, Rows: []*hunt.Row{
+			{Fault: hunt.NoFault, Runs: 2},
+			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"stale-write"}, Failing: []string{run}, Findings: []string{finding}},
+			{Fault: "kill", Runs: 2, Invalid: 1, Anomalies: []string{"stale-write"}, Failing: []string{shrunkRun}, Findings: []string{finding}},
+		}}}
+	file := filepath.Join(dir, "redis-single.json")
+	if err := c.write(file); err != nil {
+		t.Fatal(err)
+	}
+	out, schedules := filepath.Join(dir, "docs", "matrix.md"), filepath.Join(dir, "docs", "matrix")
+	render := func() string {
+		t.Helper()
+		if code, _, stderr := runCLI(t, "matrix", "--out", out, "--schedules", schedules, file); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := render()
+	if err := os.RemoveAll(filepath.Join(dir, "store")); err != nil {
+		t.Fatal(err)
+	}
+	after := render()
+	if after != before {
+		t.Errorf("the page changed when the store went:\n%s\n---\n%s", before, after)
+	}
+	for _, want := range []string{"The first failing run: " + finding, "The failing run shrunk: " + finding, "its shrunk schedule"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("the page does not say %q:\n%s", want, after)
+		}
+	}
+}
