@@ -51,7 +51,7 @@ $(ANYLANG): examples/anylang/CuratorLock.java examples/anylang/curator_lock.sh
 # servers and time their faults, and two cores shared by several suites
 # would blur those timings.
 test: deps build
-	$(GO) test -race -count=1 -p 1 ./...
+	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 # The known-bug corpus (examples/knownbugs, docs/knownbugs.md): each bug's
 # buggy and fixed programs, built in their own modules, against the harness

@@ -291,9 +291,13 @@ func cuts(h history.History, fault string) []cut {
 }
 
 // grantedAfterLeaseCut is etcd issue 11456 as the history shows it: a
-// double-hold one of whose grants is a waiting acquire during which its
-// worker was cut off from every node for longer than its lease (its
-// keep-alives could not get through), granted after the heal.
+// double-hold one of whose grants is a waiting acquire during which a
+// partition longer than its lease stopped its keep-alives, granted after
+// the heal. The partition cut its worker off from every node for longer
+// than the lease, or it cut nodes off for more than two thirds of the
+// lease (the keep-alives go every third) and the holder's release then
+// found its lease gone ("requested lease not found": the lease had expired
+// while it waited).
 func grantedAfterLeaseCut(h history.History, res []checker.Result) []string {
 	partitions := cuts(h, "partition")
 	var out []string
@@ -307,14 +311,37 @@ func grantedAfterLeaseCut(h history.History, res []checker.Result) []string {
 			if !ok {
 				continue
 			}
+			lost := leaseGoneAtRelease(h, g)
 			for _, c := range partitions {
-				if slices.Contains(c.workers, g.Client) && c.from > inv.Time && c.to < g.Time && c.to-c.from > g.Lease {
-					out = append(out, fmt.Sprintf("worker %d waited from %v, was cut off %v-%v (lease %v), and was granted %s at %v (op %d): %s", g.Client, inv.Time, c.from, c.to, g.Lease, g.Key, g.Time, g.Index, a.Message))
+				during := c.from > inv.Time && c.to < g.Time
+				whole := slices.Contains(c.workers, g.Client) && c.to-c.from > g.Lease
+				// The keep-alives go every third of the lease: a cut of
+				// two thirds of it can let the lease lapse.
+				node := lost && c.to-c.from > 2*g.Lease/3
+				if during && (whole || node) {
+					out = append(out, fmt.Sprintf("worker %d waited from %v, a partition %v-%v stopped its keep-alives (lease %v), and it was granted %s at %v (op %d): %s", g.Client, inv.Time, c.from, c.to, g.Lease, g.Key, g.Time, g.Index, a.Message))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// leaseGoneAtRelease reports whether the release that followed grant g,
+// by its process, failed because etcd no longer knew the grant's lease.
+func leaseGoneAtRelease(h history.History, g history.Op) bool {
+	for _, o := range h[g.Index+1:] {
+		if o.Process != g.Process || o.Type == history.Invoke {
+			continue
+		}
+		switch o.F {
+		case "release":
+			return o.Type != history.OK && strings.Contains(o.Error, "lease not found")
+		case "acquire":
+			return false
+		}
+	}
+	return false
 }
 
 // overranRenewalDuringReset is redsync v4.12.0's bug as the history shows
