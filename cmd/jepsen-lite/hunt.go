@@ -326,8 +326,8 @@ func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, s
 // datasheet.md, datasheet.html and each unsafe cell's schedule.
 func writeDatasheet(dir string, cf *campaignFile) error {
 	name := strings.TrimSuffix(filepath.Base(cf.Target), ".yaml")
-	if cf.LockCommand != "" {
-		name = filepath.Base(strings.Fields(cf.LockCommand)[len(strings.Fields(cf.LockCommand))-1])
+	if words := strings.Fields(cf.LockCommand); len(words) > 0 {
+		name = filepath.Base(words[len(words)-1])
 	}
 	m := buildMatrix([]*campaignFile{cf}, []string{name})
 	m.Title = "Safety datasheet: " + name
@@ -339,13 +339,5 @@ func writeDatasheet(dir string, cf *campaignFile) error {
 	if err := os.WriteFile(md, []byte(m.markdown()), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "datasheet.html"))
-	if err != nil {
-		return err
-	}
-	err = matrixPage.Execute(f, m)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return m.writeHTML(filepath.Join(dir, "datasheet.html"))
 }

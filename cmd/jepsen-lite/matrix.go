@@ -101,19 +101,24 @@ func matrixCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int,
 		return exitInternal, err
 	}
 	if *htmlOut != "" {
-		f, err := os.Create(*htmlOut)
-		if err != nil {
-			return exitInternal, err
-		}
-		err = matrixPage.Execute(f, m)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := m.writeHTML(*htmlOut); err != nil {
 			return exitInternal, err
 		}
 	}
 	return exitHeld, nil
+}
+
+// writeHTML writes the datasheet as one HTML page to path.
+func (m *matrix) writeHTML(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = matrixPage.Execute(f, m)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // The states of a datasheet cell.
