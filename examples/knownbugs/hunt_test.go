@@ -171,18 +171,7 @@ func huntStore(t *testing.T, name string) string {
 	if dir := os.Getenv("KNOWNBUGS_STORE"); dir != "" {
 		return filepath.Join(dir, name)
 	}
-	store, err := os.MkdirTemp("", "knownbugs-hunt-"+name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kept the runs of %s for inspection: %s", name, store)
-			return
-		}
-		_ = os.RemoveAll(store)
-	})
-	return store
+	return keptOnFailure(t, "knownbugs-hunt-"+name+"-")
 }
 
 // count is how many of xs are x.

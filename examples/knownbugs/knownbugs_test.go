@@ -141,17 +141,7 @@ func compile(t *testing.T, v build, out string) string {
 // returns in how many runs the bug showed.
 func runSeeds(t *testing.T, b knownBug, version, command string) int {
 	t.Helper()
-	store, err := os.MkdirTemp("", "knownbugs-"+b.name+"-"+version+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kept the runs of %s %s for inspection: %s", b.name, version, store)
-			return
-		}
-		_ = os.RemoveAll(store)
-	})
+	store := keptOnFailure(t, "knownbugs-"+b.name+"-"+version+"-")
 	found := 0
 	for _, seed := range seeds {
 		sc, err := scenarios.Load(b.scenario, runner.Names())
@@ -179,6 +169,24 @@ func runSeeds(t *testing.T, b knownBug, version, command string) int {
 	}
 	t.Logf("%s %s: the bug showed in %d of %d runs of %s", b.name, version, found, len(seeds), b.scenario)
 	return found
+}
+
+// keptOnFailure returns a new temporary store named by prefix, removed
+// when the test passes and kept, with a line saying where, when it fails.
+func keptOnFailure(t *testing.T, prefix string) string {
+	t.Helper()
+	store, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept the runs for inspection: %s", store)
+			return
+		}
+		_ = os.RemoveAll(store)
+	})
+	return store
 }
 
 // anomalies returns the anomalies of the given kinds.
