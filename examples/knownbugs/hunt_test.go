@@ -3,7 +3,6 @@
 package knownbugs_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,7 +142,7 @@ func huntBug(t *testing.T, b knownBug, command, store string, stop bool, opts hu
 		}
 	}
 	opts.Log = logWriter{t}
-	rep, err := runner.Hunt(context.Background(), base, opts, runner.WithStore(store))
+	rep, err := runner.Hunt(interruptible(t), base, opts, runner.WithStore(store))
 	if err != nil {
 		t.Fatalf("%s: hunt: %v", b.name, err)
 	}

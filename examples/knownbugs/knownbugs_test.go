@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,7 +152,7 @@ func runSeeds(t *testing.T, b knownBug, version, command string) int {
 		}
 		sc.Lock.Algorithm = clients.ExecAlgorithm
 		sc.Lock.Options = map[string]string{clients.ExecCommandOption: command}
-		res, err := runner.Run(context.Background(), sc, runner.WithSeed(seed), runner.WithStore(store))
+		res, err := runner.Run(interruptible(t), sc, runner.WithSeed(seed), runner.WithStore(store))
 		if err != nil {
 			t.Fatalf("%s %s seed %d: %v", b.name, version, seed, err)
 		}
@@ -169,6 +171,15 @@ func runSeeds(t *testing.T, b knownBug, version, command string) int {
 	}
 	t.Logf("%s %s: the bug showed in %d of %d runs of %s", b.name, version, found, len(seeds), b.scenario)
 	return found
+}
+
+// interruptible returns a context that Ctrl-C (SIGINT) or SIGTERM ends,
+// so that an interrupted run stops its servers and removes its faults
+// before the test ends, as the command line's runs do.
+func interruptible(t *testing.T) context.Context {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	t.Cleanup(stop)
+	return ctx
 }
 
 // keptOnFailure returns a new temporary store named by prefix, removed
