@@ -145,15 +145,24 @@ func TestVariant(t *testing.T) {
 	}
 }
 
+// kindOf is the fault kind of a campaign's run: its random schedule's,
+// a steered mutant's steps', or NoFault.
+func kindOf(sc *scenarios.Scenario) string {
+	switch {
+	case sc.Nemesis.Random != nil:
+		return sc.Nemesis.Random.Faults[0]
+	case len(sc.Nemesis.Steps) > 0:
+		return sc.Nemesis.Steps[0].Fault // a steered mutant
+	}
+	return NoFault
+}
+
 // TestCampaign runs a campaign whose runs are invalid under client pauses
 // only, whose failovers are not applicable, and checks the rows.
 func TestCampaign(t *testing.T) {
 	var ran []string
 	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
-		kind := NoFault
-		if sc.Nemesis.Random != nil {
-			kind = sc.Nemesis.Random.Faults[0]
-		}
+		kind := kindOf(sc)
 		ran = append(ran, fmt.Sprintf("%s/%d", kind, sc.Seed))
 		switch kind {
 		case "failover":
@@ -218,10 +227,7 @@ func TestCampaign(t *testing.T) {
 func TestCampaignStops(t *testing.T) {
 	var ran []string
 	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
-		kind := NoFault
-		if sc.Nemesis.Random != nil {
-			kind = sc.Nemesis.Random.Faults[0]
-		}
+		kind := kindOf(sc)
 		ran = append(ran, fmt.Sprintf("%s/%d", kind, sc.Seed))
 		out := Outcome{Dir: fmt.Sprintf("%s-%d", kind, sc.Seed), Verdict: checker.Valid}
 		if kind == "kill" && sc.Seed >= 3 {
@@ -301,12 +307,7 @@ func TestCampaignShards(t *testing.T) {
 	kinds := []string{"client-pause", "kill", "partition"}
 	run := func(ran *[]Planned) RunFunc {
 		return func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
-			kind := NoFault
-			if sc.Nemesis.Random != nil {
-				kind = sc.Nemesis.Random.Faults[0]
-			} else if len(sc.Nemesis.Steps) > 0 {
-				kind = sc.Nemesis.Steps[0].Fault // a steered mutant
-			}
+			kind := kindOf(sc)
 			*ran = append(*ran, Planned{Kind: kind, Seed: sc.Seed})
 			if kind == "client-pause" && sc.Seed%2 == 0 {
 				return Outcome{Verdict: checker.Invalid, Anomalies: []string{"stale-write"}}, nil
