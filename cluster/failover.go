@@ -173,9 +173,11 @@ func (r *Replication) sentinelPrimary(ctx context.Context, s Node) (string, erro
 // ONE to node and points every other running replica at it; the old
 // primary is left running as a primary of its own (a split brain until it
 // follows the new one). With sentinels it makes every other replica
-// ineligible, asks a sentinel to fail over (SENTINEL FAILOVER), waits until
-// the sentinels name node, and restores the replicas' priority; the
-// sentinels turn the old primary into a replica.
+// ineligible (replica-priority 0), waits until the sentinel it asks has
+// read that, asks it to fail over (SENTINEL FAILOVER), waits until the
+// sentinels name node, and restores the replicas' priority; the sentinels
+// turn the old primary into a replica. When the sentinels promote another
+// node, Promote records that node as the primary and says so.
 func (r *Replication) Promote(ctx context.Context, node string) error {
 	if err := r.checkReplicated(); err != nil {
 		return err
@@ -275,10 +277,17 @@ func (r *Replication) sentinelFailover(ctx context.Context, target Node) error {
 		}
 		return errors.Join(errs...)
 	}
+	before, err := r.sentinelPrimary(ctx, *sentinel)
+	if err != nil {
+		return fmt.Errorf("cluster: sentinel failover to %s: %w", target.Name, err)
+	}
 	if err := setPriority(0); err != nil {
 		return errors.Join(err, setPriority(100))
 	}
 	defer func() { _ = setPriority(100) }()
+	if err := r.awaitIneligible(ctx, *sentinel, others); err != nil {
+		return fmt.Errorf("cluster: sentinel failover to %s: %w", target.Name, err)
+	}
 	if err := askSentinelFailover(ctx, *sentinel); err != nil {
 		return fmt.Errorf("cluster: sentinel failover to %s: %w", target.Name, err)
 	}
@@ -288,12 +297,72 @@ func (r *Replication) sentinelFailover(ctx context.Context, target Node) error {
 			r.observePrimary(target.Name)
 			return nil
 		}
+		if err == nil && got != before {
+			// The sentinels promoted another replica: the roles record
+			// what really happened, and the caller learns it at once.
+			r.observePrimary(got)
+			return fmt.Errorf("cluster: sentinel failover to %s: the sentinels promoted %s", target.Name, got)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: sentinel failover to %s: primary is %q: %w", target.Name, got, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// awaitIneligible waits until sentinel's own view of every replica in
+// others shows priority 0. A sentinel picks the replica to promote from
+// the INFO it last read of each replica (every 10 s, every second during a
+// failover), not from the replicas themselves: asked at once after the
+// CONFIG SET it may still see an old priority and promote another replica
+// than the one meant. A replica the sentinel does not list cannot be
+// picked and is not waited for.
+func (r *Replication) awaitIneligible(ctx context.Context, sentinel Node, others []Node) error {
+	for {
+		pending, err := r.eligibleReplicas(ctx, sentinel, others)
+		if err == nil && len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("sentinel %s still sees %s eligible", sentinel.Name, strings.Join(pending, ", "))
+			}
+			return fmt.Errorf("%w (%v)", ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// eligibleReplicas names the nodes of others that sentinel lists as
+// replicas with a priority other than 0 (SENTINEL REPLICAS).
+func (r *Replication) eligibleReplicas(ctx context.Context, sentinel Node, others []Node) ([]string, error) {
+	reply, err := RedisDo(ctx, sentinel.Addr, "SENTINEL", "REPLICAS", SentinelMaster)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: sentinel %s: %w", sentinel.Name, err)
+	}
+	priority := map[string]string{} // replica address -> slave-priority
+	entries, _ := reply.([]any)
+	for _, e := range entries {
+		fields, _ := e.([]any)
+		kv := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			kv[fmt.Sprint(fields[i])] = fmt.Sprint(fields[i+1])
+		}
+		priority[net.JoinHostPort(kv["ip"], kv["port"])] = kv["slave-priority"]
+	}
+	var pending []string
+	for _, n := range others {
+		addr, err := r.wire.PeerAddr(ctx, sentinel.Name, n.Name)
+		if err != nil {
+			return nil, err
+		}
+		if p, listed := priority[addr]; listed && p != "0" {
+			pending = append(pending, n.Name)
+		}
+	}
+	return pending, nil
 }
 
 // askSentinelFailover asks sentinel to fail its master over. A sentinel

@@ -540,11 +540,20 @@ var rolesCurrentCase = testCase{"roles reported current", func(t *testing.T, e *
 }}
 
 // sentinelPromoteCase: Promote asks the sentinels, which make target the
-// primary and every other data node its replica.
+// primary and every other data node its replica. The case first waits
+// until the sentinel Promote asks (the first) has just read every
+// replica's INFO, so that Promote meets a sentinel that holds the
+// replicas' old priorities and will not read them again for seconds (a
+// sentinel rereads a replica's INFO every 10 s, every second during a
+// failover): asked at once, such a sentinel promotes whichever replica it
+// likes best instead of target.
 func sentinelPromoteCase(target string) testCase {
 	return testCase{"promote through the sentinels", func(t *testing.T, e *env) {
 		f := e.failoverer(t)
 		primaryIs(t, f, "n1")
+		waitFor(t, generous, "the first sentinel has just read every replica's INFO", func() error {
+			return sentinelJustRead(ctxFor(t, 5*time.Second), e.c.Nodes(), len(e.dataNodes())-1, 300*time.Millisecond)
+		})
 		if err := f.Promote(ctxFor(t, generous), target); err != nil {
 			t.Fatal(err)
 		}
@@ -557,6 +566,38 @@ func sentinelPromoteCase(target string) testCase {
 			e.reaches(t, o, "sentinel-promote", "1")
 		}
 	}}
+}
+
+// sentinelJustRead returns nil when the first sentinel among nodes lists
+// want replicas (SENTINEL REPLICAS) and has read each one's INFO within
+// the last within (its info-refresh field, in milliseconds).
+func sentinelJustRead(ctx context.Context, nodes []cluster.Node, want int, within time.Duration) error {
+	i := slices.IndexFunc(nodes, func(n cluster.Node) bool { return n.Role == cluster.RoleSentinel })
+	if i < 0 {
+		return errors.New("no sentinel")
+	}
+	s := nodes[i]
+	reply, err := cluster.RedisDo(ctx, s.Addr, "SENTINEL", "REPLICAS", cluster.SentinelMaster)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
+	entries, _ := reply.([]any)
+	fresh := 0
+	for _, e := range entries {
+		fields, _ := e.([]any)
+		for i := 0; i+1 < len(fields); i += 2 {
+			if fmt.Sprint(fields[i]) != "info-refresh" {
+				continue
+			}
+			if ms, err := strconv.ParseInt(fmt.Sprint(fields[i+1]), 10, 64); err == nil && time.Duration(ms)*time.Millisecond < within {
+				fresh++
+			}
+		}
+	}
+	if len(entries) != want || fresh != want {
+		return fmt.Errorf("%s lists %d replicas, %d of them read within %v; want %d", s.Name, len(entries), fresh, within, want)
+	}
+	return nil
 }
 
 // sentinelFailoverCase: when the primary stops answering, the sentinels
