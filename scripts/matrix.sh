@@ -62,6 +62,12 @@ hunt_row() {
 		return 1
 	fi
 	mv "$dir/$name.json.part" "$campaigns/$name.json"
+	# The row's schedules are written anew from this campaign when the page
+	# is rendered; those of an earlier campaign go.
+	local k
+	for k in ${faults//,/ }; do
+		rm -f "docs/matrix/$name-$k.yaml"
+	done
 	echo "matrix: $name: done ($(tail -n 2 "$dir/$name.log" | head -n 1))"
 }
 export -f hunt_row
@@ -80,7 +86,10 @@ printf '%s\n' "${selected[@]}" |
 	xargs -P "$parallel" -I{} bash -c 'IFS="|" read -r n t c <<<"{}"; hunt_row "$n" "$t" "$c"' || status=$?
 
 # docs/matrix.md is made only from every row's campaign file; with rows
-# missing, the page of those there is rendered under $dir instead.
+# missing, the page of those there is rendered under $dir instead. The
+# failing cells' schedules go to docs/matrix either way, beside the
+# campaign files they come from: a row's shrunk schedules are made from
+# its runs' stores, which a later render (on another machine) lacks.
 files=() missing=()
 for r in "${rows[@]}"; do
 	name=${r%%|*}
@@ -92,7 +101,7 @@ for r in "${rows[@]}"; do
 done
 out=docs/matrix.md schedules=docs/matrix
 if ((${#missing[@]} > 0)); then
-	out=$dir/matrix.md schedules=$dir/schedules
+	out=$dir/matrix.md
 	echo "matrix: no campaign file for ${missing[*]}: rendered $out, not docs/matrix.md, which needs every row" >&2
 	status=1
 fi
