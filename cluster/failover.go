@@ -338,19 +338,13 @@ func (r *Replication) awaitIneligible(ctx context.Context, sentinel Node, others
 // eligibleReplicas names the nodes of others that sentinel lists as
 // replicas with a priority other than 0 (SENTINEL REPLICAS).
 func (r *Replication) eligibleReplicas(ctx context.Context, sentinel Node, others []Node) ([]string, error) {
-	reply, err := RedisDo(ctx, sentinel.Addr, "SENTINEL", "REPLICAS", SentinelMaster)
+	replicas, err := SentinelReplicas(ctx, sentinel.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: sentinel %s: %w", sentinel.Name, err)
 	}
 	priority := map[string]string{} // replica address -> slave-priority
-	entries, _ := reply.([]any)
-	for _, e := range entries {
-		fields, _ := e.([]any)
-		kv := map[string]string{}
-		for i := 0; i+1 < len(fields); i += 2 {
-			kv[fmt.Sprint(fields[i])] = fmt.Sprint(fields[i+1])
-		}
-		priority[net.JoinHostPort(kv["ip"], kv["port"])] = kv["slave-priority"]
+	for _, f := range replicas {
+		priority[net.JoinHostPort(f["ip"], f["port"])] = f["slave-priority"]
 	}
 	var pending []string
 	for _, n := range others {

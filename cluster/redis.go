@@ -120,14 +120,38 @@ func SentinelReady(ctx context.Context, addr string, replicas int) error {
 	if err != nil {
 		return err
 	}
-	l, _ := reply.([]any)
-	fields := map[string]string{}
-	for i := 0; i+1 < len(l); i += 2 {
-		fields[fmt.Sprint(l[i])] = fmt.Sprint(l[i+1])
-	}
+	fields := sentinelFields(reply)
 	if fields["num-slaves"] != strconv.Itoa(replicas) || fields["num-other-sentinels"] != strconv.Itoa(Sentinels-1) {
 		return fmt.Errorf("cluster: sentinel knows %s replicas and %s other sentinels, want %d and %d",
 			fields["num-slaves"], fields["num-other-sentinels"], replicas, Sentinels-1)
 	}
 	return nil
+}
+
+// SentinelReplicas returns what the sentinel at addr knows of each replica
+// of its master (SENTINEL REPLICAS): one map of field to value per
+// replica, with fields such as ip, port, slave-priority and info-refresh
+// (milliseconds since it last read the replica's INFO).
+func SentinelReplicas(ctx context.Context, addr string) ([]map[string]string, error) {
+	reply, err := RedisDo(ctx, addr, "SENTINEL", "REPLICAS", SentinelMaster)
+	if err != nil {
+		return nil, err
+	}
+	entries, _ := reply.([]any)
+	out := make([]map[string]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, sentinelFields(e))
+	}
+	return out, nil
+}
+
+// sentinelFields reads a sentinel's flat list of field names and values,
+// as SENTINEL MASTER answers and each entry of SENTINEL REPLICAS.
+func sentinelFields(reply any) map[string]string {
+	l, _ := reply.([]any)
+	fields := make(map[string]string, len(l)/2)
+	for i := 0; i+1 < len(l); i += 2 {
+		fields[fmt.Sprint(l[i])] = fmt.Sprint(l[i+1])
+	}
+	return fields
 }

@@ -577,25 +577,18 @@ func sentinelJustRead(ctx context.Context, nodes []cluster.Node, want int, withi
 		return errors.New("no sentinel")
 	}
 	s := nodes[i]
-	reply, err := cluster.RedisDo(ctx, s.Addr, "SENTINEL", "REPLICAS", cluster.SentinelMaster)
+	replicas, err := cluster.SentinelReplicas(ctx, s.Addr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}
-	entries, _ := reply.([]any)
 	fresh := 0
-	for _, e := range entries {
-		fields, _ := e.([]any)
-		for i := 0; i+1 < len(fields); i += 2 {
-			if fmt.Sprint(fields[i]) != "info-refresh" {
-				continue
-			}
-			if ms, err := strconv.ParseInt(fmt.Sprint(fields[i+1]), 10, 64); err == nil && time.Duration(ms)*time.Millisecond < within {
-				fresh++
-			}
+	for _, f := range replicas {
+		if ms, err := strconv.ParseInt(f["info-refresh"], 10, 64); err == nil && time.Duration(ms)*time.Millisecond < within {
+			fresh++
 		}
 	}
-	if len(entries) != want || fresh != want {
-		return fmt.Errorf("%s lists %d replicas, %d of them read within %v; want %d", s.Name, len(entries), fresh, within, want)
+	if len(replicas) != want || fresh != want {
+		return fmt.Errorf("%s lists %d replicas, %d of them read within %v; want %d", s.Name, len(replicas), fresh, within, want)
 	}
 	return nil
 }
