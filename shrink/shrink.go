@@ -96,6 +96,12 @@ type Result struct {
 // search (fewer than Need of Tries runs failed): there is nothing to shrink.
 var ErrDoesNotFail = errors.New("shrink: the scenario does not fail")
 
+// ErrNotConfirmed reports a search whose smallest scenario then failed in
+// none of its Confirm runs: the failure was too rare to tell candidates
+// apart, and the scenario found is no failing case. The Result is
+// returned with it.
+var ErrNotConfirmed = errors.New("shrink: the shrunk scenario failed in none of its confirmation runs")
+
 // errBudget ends a search whose runs are spent.
 var errBudget = errors.New("shrink: run budget spent")
 
@@ -185,7 +191,13 @@ func Shrink(ctx context.Context, sc *scenarios.Scenario, trial Trial, opts Optio
 		}
 	}
 	s.res.Elapsed = time.Since(began)
-	return s.res, ctx.Err()
+	if ctx.Err() != nil {
+		return s.res, ctx.Err()
+	}
+	if s.res.Confirmed > 0 && s.res.Failed == 0 {
+		return s.res, ErrNotConfirmed
+	}
+	return s.res, nil
 }
 
 // clone returns a copy of sc whose steps, tags and keys can be changed.

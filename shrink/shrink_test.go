@@ -159,6 +159,32 @@ func TestShrinkStopsAtItsBudget(t *testing.T) {
 	}
 }
 
+// TestShrinkRefusesWhatIsNotConfirmed: a search whose candidates failed but
+// whose smallest scenario then fails in none of its confirmation runs ends
+// with ErrNotConfirmed, never with a result that looks like a failing case.
+func TestShrinkRefusesWhatIsNotConfirmed(t *testing.T) {
+	n := 0
+	trial := func(context.Context, *scenarios.Scenario) (bool, error) {
+		n++
+		return n <= 3, nil // the search's three runs fail, the confirmation's pass
+	}
+	res, err := Shrink(context.Background(), scenario(), trial, Options{Tries: 1, Need: 1, MaxRuns: 3, Confirm: 2})
+	if !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("Shrink = %v, want ErrNotConfirmed", err)
+	}
+	if res == nil || res.Failed != 0 || res.Confirmed != 2 {
+		t.Fatalf("result %+v: want 0 of 2 confirmation runs failed", res)
+	}
+	once := 0
+	flaky := func(context.Context, *scenarios.Scenario) (bool, error) {
+		once++
+		return once <= 3 || once == 5, nil // one confirmation run of two fails
+	}
+	if _, err := Shrink(context.Background(), scenario(), flaky, Options{Tries: 1, Need: 1, MaxRuns: 3, Confirm: 2}); err != nil {
+		t.Fatalf("Shrink with 1 of 2 confirmation runs failing = %v, want nil", err)
+	}
+}
+
 // TestShrinkPassesOnTrialErrors: an error of a trial ends the search with
 // it, never counted as a pass.
 func TestShrinkPassesOnTrialErrors(t *testing.T) {

@@ -37,8 +37,9 @@ runs use that external lock client (docs/lock-protocol.md).
 
 With --shrink, the campaign ends by shrinking the first failing run of
 each fault kind that found something, as 'jepsen-lite shrink' does with
-its defaults (a failing run that does not fail again is passed over for
-the kind's next one, up to three). With --page DIR it then writes the
+its defaults (a failing run that does not fail again, or whose shrunk
+scenario fails in none of its confirmation runs, is passed over for the
+kind's next one, up to three). With --page DIR it then writes the
 campaign's safety datasheet into DIR: datasheet.md and datasheet.html, one
 row of which fault kinds the lock survived and which broke it, each
 failure with the sentence of its first anomaly and its schedule beside the

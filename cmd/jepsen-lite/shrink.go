@@ -31,8 +31,10 @@ shrunk.yaml into the run directory: a runnable scenario whose description
 says what was removed, how many runs the search took and how often the
 shrunk case failed. The search's runs are stored under <run dir>/shrink.
 
-Exit 0 when shrunk.yaml was written, 254 when the run did not fail or the
-input is bad, 2 when interrupted.
+Exit 0 when shrunk.yaml was written, 254 when the run did not fail, when
+the smallest scenario found failed in none of its M runs (nothing is
+written: the failure was too rare to shrink) or the input is bad, 2 when
+interrupted.
 
 Examples:
   jepsen-lite shrink store/latest
@@ -131,6 +133,8 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 		return exitUnknown, nil
 	case errors.Is(err, shrink.ErrDoesNotFail):
 		return exitUsage, usageError{fmt.Errorf("%s: %w", runDir, err)}
+	case errors.Is(err, shrink.ErrNotConfirmed):
+		return exitUsage, usageError{fmt.Errorf("%s: %w (%d runs in %v; the search's runs are in %s); nothing written", runDir, err, out.Runs, out.Elapsed.Round(time.Second), store)}
 	case err != nil:
 		return exitInternal, err
 	}
