@@ -95,9 +95,11 @@ baselines-doc: deps build
 
 # docs/matrix.md: the safety datasheet. A hunt of every built-in algorithm
 # and any-language example (10 runs per fault kind, 8 s runs, two campaigns
-# side by side; scripts/matrix.sh), then `jepsen-lite matrix`. A row whose
-# campaign file is in build/matrix is kept; MATRIX_FRESH=1 runs all again.
-# About 2 h on two cores. Not in CI.
+# side by side by default, MATRIX_PARALLEL; each kind's first failure
+# shrunk; scripts/matrix.sh), then `jepsen-lite matrix`. A row whose
+# campaign file is in docs/matrix/campaigns is kept; MATRIX_FRESH=1 runs
+# all again. 35 to 55 min a row with its shrinks; five rows side by side
+# took under an hour on two cores. Not in CI.
 matrix: deps build
 	bash scripts/matrix.sh
 

@@ -10,7 +10,9 @@
 # MATRIX_TIME_LIMIT (each run's length, 8s), MATRIX_PARALLEL (campaigns
 # side by side, 2), MATRIX_DIR (logs and stores, build/matrix),
 # MATRIX_ROWS (the rows to run, all by default), MATRIX_SHRINK (0 leaves
-# the failures unshrunk; 1 by default).
+# the failures unshrunk; 1 by default), MATRIX_CHECK_TIMEOUT (the checkers'
+# time budget per run, hunting and shrinking; hunt's 5m by default: a run
+# past it is unknown, and a shrink candidate past it counts as passing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ shrink=${MATRIX_SHRINK:-1}
 runs=${MATRIX_RUNS:-10}
 limit=${MATRIX_TIME_LIMIT:-8s}
 parallel=${MATRIX_PARALLEL:-2}
+check_timeout=${MATRIX_CHECK_TIMEOUT:-5m}
 faults=client-pause,clock-bump,clock-strobe,client-clock,kill,restart,pause,failover,partition,reset,latency
 
 # row name, hunt target, and an external lock client for the any-language rows.
@@ -46,7 +49,7 @@ hunt_row() {
 		return 0
 	fi
 	local args=(hunt "$target" --runs "$runs" --time-limit "$limit" --faults "$faults"
-		--store "$dir/store/$name" --json "$dir/$name.json.part" --quiet)
+		--check-timeout "$check_timeout" --store "$dir/store/$name" --json "$dir/$name.json.part" --quiet)
 	if [[ -n $command ]]; then
 		args+=(--lock-command "$command")
 	fi
@@ -71,7 +74,7 @@ hunt_row() {
 	echo "matrix: $name: done ($(tail -n 2 "$dir/$name.log" | head -n 1))"
 }
 export -f hunt_row
-export dir campaigns runs limit faults shrink
+export dir campaigns runs limit faults shrink check_timeout
 
 selected=()
 for r in "${rows[@]}"; do
