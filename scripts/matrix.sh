@@ -11,8 +11,9 @@
 # side by side, 2), MATRIX_DIR (logs and stores, build/matrix),
 # MATRIX_ROWS (the rows to run, all by default), MATRIX_SHRINK (0 leaves
 # the failures unshrunk; 1 by default), MATRIX_CHECK_TIMEOUT (the checkers'
-# time budget per run, hunting and shrinking; hunt's 5m by default: a run
-# past it is unknown, and a shrink candidate past it counts as passing).
+# time budget per run, hunting and shrinking, as hunt --check-timeout; unset,
+# hunt's own default: a run past it is unknown, and a shrink candidate past
+# it counts as passing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,7 @@ shrink=${MATRIX_SHRINK:-1}
 runs=${MATRIX_RUNS:-10}
 limit=${MATRIX_TIME_LIMIT:-8s}
 parallel=${MATRIX_PARALLEL:-2}
-check_timeout=${MATRIX_CHECK_TIMEOUT:-5m}
+check_timeout=${MATRIX_CHECK_TIMEOUT:-}
 faults=client-pause,clock-bump,clock-strobe,client-clock,kill,restart,pause,failover,partition,reset,latency
 
 # row name, hunt target, and an external lock client for the any-language rows.
@@ -49,7 +50,10 @@ hunt_row() {
 		return 0
 	fi
 	local args=(hunt "$target" --runs "$runs" --time-limit "$limit" --faults "$faults"
-		--check-timeout "$check_timeout" --store "$dir/store/$name" --json "$dir/$name.json.part" --quiet)
+		--store "$dir/store/$name" --json "$dir/$name.json.part" --quiet)
+	if [[ -n $check_timeout ]]; then
+		args+=(--check-timeout "$check_timeout")
+	fi
 	if [[ -n $command ]]; then
 		args+=(--lock-command "$command")
 	fi
