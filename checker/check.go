@@ -79,9 +79,13 @@ type factsChecker interface {
 // returns their results in the order of Checkers. A malformed history gives
 // the well-formed checker's unknown verdict with a malformed-history anomaly,
 // and every other checker an unknown verdict that says it did not run: never
-// a verdict about the lock.
+// a verdict about the lock. An anomaly whose window a host record of h
+// overlaps says so (NoteHost).
 func Check(ctx context.Context, h history.History, opts Options) []Result {
-	results, _ := check(ctx, h, opts)
+	results, facts := check(ctx, h, opts)
+	if facts != nil {
+		NoteHost(h, results, nil)
+	}
 	return results
 }
 
@@ -103,17 +107,15 @@ func CheckAnalyzed(ctx context.Context, h history.History, opts Options, lopts L
 		return results, nil, nil
 	}
 	live := liveness(h, facts, lopts)
+	NoteHost(h, results, &live)
 	return results, &live, facts
 }
 
 // check is Check; it also returns the facts it analyzed (nil when the
 // history is not well-formed).
 func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts) {
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := withBudget(ctx, opts.Timeout)
+	defer cancel()
 	checkers := Checkers(opts)
 	results := make([]Result, len(checkers))
 	results[0] = checkers[0].Check(ctx, h)

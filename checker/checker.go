@@ -72,6 +72,12 @@ type Anomaly struct {
 	Window    *Window `json:"window,omitempty"`
 	Follows   int     `json:"follows,omitempty"`
 	Followers [][]int `json:"followers,omitempty"`
+	// Host is set when a host record of the history (a step of the host's
+	// clock, a stall of the harness: docs/history.md §1, "The host
+	// records") overlaps the anomaly's window: it names them, so that a
+	// reader knows the host, not only the lock or a fault, may be behind
+	// the anomaly. It changes no verdict.
+	Host string `json:"host,omitempty"`
 }
 
 // followCause appends a to anomalies, or, when an anomaly of the same cause
@@ -121,12 +127,17 @@ type Result struct {
 }
 
 // FirstFinding returns the first anomaly of the first invalid result in
-// the checker's words, "kind: message"; empty when no result is invalid
+// the checker's words, "kind: message", followed by its host note when it
+// has one ("kind: message (host: …)"); empty when no result is invalid
 // with an anomaly. It is the sentence a summary quotes for a failing run.
 func FirstFinding(results []Result) string {
 	for _, r := range results {
 		if r.Verdict == Invalid && len(r.Anomalies) > 0 {
-			return r.Anomalies[0].Kind + ": " + r.Anomalies[0].Message
+			a := r.Anomalies[0]
+			if a.Host != "" {
+				return a.Kind + ": " + a.Message + " (host: " + a.Host + ")"
+			}
+			return a.Kind + ": " + a.Message
 		}
 	}
 	return ""

@@ -35,7 +35,7 @@ func batchDoubleHold(ctx context.Context, h history.History, f *Facts) Result {
 	var anomalies []Anomaly
 	for key, bs := range perKey {
 		if ctx.Err() != nil {
-			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 		}
 		slices.SortFunc(bs, func(a, b int) int {
 			return cmp.Or(cmp.Compare(f.Beliefs[a].Start, f.Beliefs[b].Start), cmp.Compare(a, b))

@@ -66,6 +66,10 @@ type FileResult struct {
 	Version int
 	// Info is what reading the file found besides the ops.
 	Info history.ReadInfo
+	// HostEvents are what the history's host records say (docs/history.md
+	// §1, "The host records"), in its order; the anomalies whose windows
+	// they overlap say so (Anomaly.Host).
+	HostEvents []history.HostEvent
 }
 
 // CheckFile checks the history stored at path: what CheckWithLiveness says
@@ -74,9 +78,15 @@ type FileResult struct {
 // fed, in order, to each check, each on its own goroutine, so the memory
 // the reading holds is a few chunks, and each check holds what it keeps
 // open. An error is returned only when the file cannot be read or a line is
-// not an op (a *history.LineError naming the line); a history that is not
+// not an op (a *history.LineError naming the line), or when ctx ends
+// before the check does (ErrInterrupted: the reading stops within a chunk
+// and the linearizability search within a step); a history that is not
 // well-formed gives the well-formed checker's unknown verdict, as Check
-// does.
+// does. An anomaly whose window a host record overlaps says so
+// (Anomaly.Host, NoteHost): the file is read again for its ops' times
+// when the history has both. The time budget (Options.Timeout) is not an
+// interruption: past it each check not yet decided is unknown, and the
+// reading goes on.
 func CheckFile(ctx context.Context, path string, opts FileOptions) (FileResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -87,17 +97,24 @@ func CheckFile(ctx context.Context, path string, opts FileOptions) (FileResult, 
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total = st.Size()
 	}
-	return checkReader(ctx, f, path, total, opts)
+	res, err := checkReader(ctx, f, path, total, opts)
+	if err == nil {
+		err = noteHostFile(ctx, path, &res)
+	}
+	if err != nil {
+		return FileResult{}, err
+	}
+	return res, nil
 }
 
 // checkReader is CheckFile over r, of total bytes (0: not known).
 func checkReader(ctx context.Context, r io.Reader, name string, total int64, opts FileOptions) (FileResult, error) {
 	start := time.Now()
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
+	// The checks stop at the budget or an interruption; the reading, only
+	// at an interruption (ctx), so that a check that ran out of its budget
+	// still reads the whole history for the others.
+	checkCtx, cancel := withBudget(ctx, opts.Timeout)
+	defer cancel()
 	report := func(phase string, ops int, bytes int64) {
 		if opts.Progress != nil {
 			opts.Progress(FileProgress{Phase: phase, Ops: ops, Bytes: bytes, Total: total, Elapsed: time.Since(start)})
@@ -105,7 +122,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseReading, 0, 0)
 	checkers := Checkers(opts.Options)
-	streams := newStreams(ctx, checkers, opts.Options, opts.Liveness, start)
+	streams := newStreams(checkCtx, checkers, opts.Options, opts.Liveness, start)
 	var (
 		res     FileResult
 		v       history.Validator
@@ -113,7 +130,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		badKey  string
 		lastRep time.Time
 	)
-	info, err := history.ReadChunksFrom(context.WithoutCancel(ctx), r, name, func(c *history.Chunk) error {
+	info, err := history.ReadChunksFrom(ctx, r, name, func(c *history.Chunk) error {
 		ops := c.Ops
 		for i := range ops {
 			if opts.Rewrite != nil {
@@ -130,6 +147,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 				res.Version = history.Version(ops[:1])
 			}
 			res.Ops++
+			res.HostEvents = addHostEvent(res.HostEvents, &ops[i])
 		}
 		if bad == nil || len(ops) > 0 {
 			c.Ops = ops
@@ -148,6 +166,9 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	})
 	if err != nil && err != errStopReading {
 		streams.abandon()
+		if ctx.Err() != nil {
+			return FileResult{}, interrupted(ctx)
+		}
 		return FileResult{}, err
 	}
 	res.Info = info
@@ -156,6 +177,9 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseDeciding, res.Ops, total)
 	res.Results, res.Liveness, res.Margins = streams.results(start)
+	if ctx.Err() != nil {
+		return FileResult{}, interrupted(ctx)
+	}
 	if bad != nil {
 		res.Results, res.Liveness, res.Margins = malformed(checkers, start, bad, badKey), nil, nil
 	}

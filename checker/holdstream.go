@@ -185,7 +185,7 @@ func (s *holdStream) result(ctx context.Context, name string) Result {
 		s.ended(b)
 	}
 	if ctx.Err() != nil {
-		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	// The order in which the batch sweep finds them: by the later belief,
 	// then the earlier one's start.

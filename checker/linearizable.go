@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -447,10 +448,18 @@ func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 }
 
 // linearize runs porcupine over ops; ok is its answer, timedOut whether it
-// ran out of time.
+// ran out of time or ctx ended. porcupine takes no context: once ctx ends,
+// every step the model is asked for fails, which ends the search within a
+// step, and its answer, unless it found an order, is not taken.
 func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok bool, info *porcupine.LinearizationInfo, timedOut bool) {
+	if ctx.Err() != nil {
+		return false, nil, true
+	}
 	ops = withoutIdleUnknownGrants(ops)
-	model := pieceModel(key)
+	var stopped atomic.Bool
+	stopSearch := context.AfterFunc(ctx, func() { stopped.Store(true) })
+	defer stopSearch()
+	model := pieceModel(key, &stopped)
 	pops := make([]porcupine.Operation, len(ops))
 	for i, o := range ops {
 		pops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: int64(o.invoke), Output: nil, Return: o.retIdx, Metadata: o.index()}
@@ -463,15 +472,18 @@ func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok
 		}
 	}
 	if !verbose {
-		switch porcupine.CheckOperationsTimeout(model, pops, timeout) {
-		case porcupine.Ok:
+		switch res := porcupine.CheckOperationsTimeout(model, pops, timeout); {
+		case res == porcupine.Ok:
 			return true, nil, false
-		case porcupine.Unknown:
+		case res == porcupine.Unknown || stopped.Load():
 			return false, nil, true
 		}
 		return false, nil, false
 	}
 	res, li := porcupine.CheckOperationsVerbose(model, pops, timeout)
+	if res != porcupine.Ok && stopped.Load() {
+		return false, nil, true
+	}
 	return res == porcupine.Ok, &li, res == porcupine.Unknown
 }
 
@@ -573,10 +585,15 @@ func culprits(ctx context.Context, p piece) (as []Anomaly, unknown bool) {
 	return []Anomaly{describe(p, o, why)}, false
 }
 
-func pieceModel(key string) porcupine.Model {
+// pieceModel is the lock of key as porcupine's model. Once stopped is set
+// (nil: never), every step fails, so that a search ends at once.
+func pieceModel(key string, stopped *atomic.Bool) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return lockState{holder: -1} },
 		Step: func(state, input, _ any) (bool, any) {
+			if stopped != nil && stopped.Load() {
+				return false, state
+			}
 			ok, n, _ := step(state.(lockState), input.(*lockOp))
 			return ok, n
 		},
@@ -846,7 +863,7 @@ func (c *LinearizabilityChecker) visualize(ctx context.Context, nemesis []histor
 	if err != nil {
 		return fmt.Errorf("checker: %w", err)
 	}
-	if err := porcupine.Visualize(pieceModel(p.key), *r.info, f); err != nil {
+	if err := porcupine.Visualize(pieceModel(p.key, nil), *r.info, f); err != nil {
 		f.Close()
 		return fmt.Errorf("checker: visualize: %w", err)
 	}

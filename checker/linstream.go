@@ -272,7 +272,7 @@ func (s *linStream) result() Result {
 	close(s.work)
 	s.wg.Wait()
 	note := ""
-	if s.firstBad != nil && s.c.OutDir != "" {
+	if s.firstBad != nil && s.c.OutDir != "" && s.ctx.Err() == nil {
 		// Show the failing piece after the one before it on the same key,
 		// so the reader sees how the lock got there. Two consecutive pieces
 		// together are still a valid piece.
@@ -291,7 +291,7 @@ func (s *linStream) result() Result {
 		r.Verdict = Unknown
 		r.Note = fmt.Sprintf("%d of %d pieces could not be decided in time", s.unknown, s.pieces)
 		if s.ctx.Err() != nil {
-			r.Note += ": " + s.ctx.Err().Error()
+			r.Note += ": " + stopNote(s.ctx)
 		}
 	}
 	return r

@@ -27,6 +27,7 @@ type keyLiveness struct {
 	longest   time.Duration // the longest finite lease
 	never     bool          // some grant's lease is -1: the lock never expires
 	sessions  bool          // every grant with lease -1 is a session lock
+	all       bool          // every grant is a session lock
 	held      string        // who may rightly hold the key for ever
 	lastGrant int           // index in f.Grants, -1 when none
 	grants    []int         // indexes in f.Grants, in the order of their oks
@@ -55,6 +56,37 @@ type faultState struct {
 	inForce []int         // the indexes of the faults still in force at the end
 	skews   []span        // the stretches in which a clock fault was in force
 	cuts    []span        // the stretches in which a cut was in force
+	downs   []span        // the down stretches (docs/history.md §4.5, "Sessions kept by a leader")
+}
+
+// downStretchesOf returns the down stretches of h (docs/history.md §4.5):
+// from an availability record (format version 3 on) whose down is not
+// empty, or that cannot be read, to the next whose down is empty, or to
+// end.
+func downStretchesOf(h history.History, nemesis []int, version int, end time.Duration) []span {
+	if version < 3 {
+		return nil
+	}
+	var out []span
+	down, since := false, time.Duration(0)
+	for _, i := range nemesis {
+		op := &h[i]
+		if !op.IsAvailability() || op.NemesisFailed(version) {
+			continue
+		}
+		av, ok := history.AvailabilityOf(*op)
+		switch now := !ok || len(av.Down) > 0; {
+		case now && !down:
+			down, since = true, op.Time
+		case !now && down:
+			down = false
+			out = append(out, span{since, op.Time})
+		}
+	}
+	if down {
+		out = append(out, span{since, end})
+	}
+	return out
 }
 
 // faultsOf follows the faults and heals of h that took effect, in order: a
@@ -140,6 +172,7 @@ func batchLiveness(h history.History, f *Facts, opts LivenessOptions) LivenessRe
 	end := h[len(h)-1].Time
 	sc := scanLiveness(h)
 	faults := faultsOf(h, sc.nemesis, f.Version, end)
+	faults.downs = downStretchesOf(h, sc.nemesis, f.Version, end)
 	keys := batchKeys(h, f, sc, faults, opts)
 	names := make([]string, 0, len(keys))
 	for k := range keys {
@@ -250,7 +283,7 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, 
 		if s, ok := keys[k]; ok {
 			return s
 		}
-		s := &keyLiveness{lastGrant: -1, sessions: true}
+		s := &keyLiveness{lastGrant: -1, sessions: true, all: true}
 		keys[k] = s
 		return s
 	}
@@ -270,8 +303,9 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, 
 			s.never = true
 			s.sessions = s.sessions && g.Session
 		}
+		s.all = s.all && g.Session
 		c, dead := sc.crashed[g.Process]
-		ends[i] = holdEnd(h, g, holds[i], c, dead)
+		ends[i] = holdEnd(h, g, holds[i], c, dead, faults.downs)
 	}
 	// Every key asked for is judged, also one whose acquires are pending.
 	for _, inv := range sc.open {
@@ -284,7 +318,7 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, 
 			if h[a.done].Type != history.Info {
 				continue
 			}
-			to := unknownAcquireEnd(h, a, s, sc.closed, faults.cuts, opts)
+			to := unknownAcquireEnd(h, a, s, sc.closed, faults, opts)
 			s.excused = append(s.excused, span{h[a.invoke].Time, to})
 			if to == Forever && s.held == "" {
 				s.held = fmt.Sprintf("worker %d's acquire of unknown outcome at %s may have taken it for ever", h[a.invoke].Client, secs(h[a.invoke].Time))
@@ -295,12 +329,14 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, 
 		sort.Ints(s.waiting)
 		ex := grantExcuses(f, s.grants, ends)
 		for j, sp := range ex {
+			g := f.Grants[s.grants[j]]
 			if sp.to == Forever && s.held == "" {
-				g := f.Grants[s.grants[j]]
 				s.held = fmt.Sprintf("worker %d, granted it at %s, may rightly hold it still", g.Client, secs(g.Return))
 			}
+			// before its return, a grant excuses no moment of a down stretch
+			s.excused = append(s.excused, upParts(g.Call, g.Return, faults.downs)...)
+			s.excused = append(s.excused, span{g.Return, sp.to})
 		}
-		s.excused = append(s.excused, ex...)
 		for _, sp := range faults.skews {
 			s.excused = append(s.excused, span{sp.from, sp.to + s.longest})
 		}
@@ -316,12 +352,13 @@ func batchKeys(h history.History, f *Facts, sc livenessScan, faults faultState, 
 // call plus its lease; and a renewal of unknown outcome may have moved it
 // to its own call plus lease. The hold ends at its release ok's return;
 // else, when its process crashed at C, at C plus the lease for a session
-// lock with a lease (C for one that never expires), at E for a lock that
+// lock with a lease, moved on by the down stretches downs (sessionEnd; C
+// for one that never expires), at E for a lock that
 // is no session (C when it never expires); else, while its process lives,
 // at E for a finite lease that is no session's, never otherwise. A
 // lease-lost, or a release refused "not held", ends it at its return at
 // the latest.
-func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead bool) time.Duration {
+func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead bool, downs []span) time.Duration {
 	lease := g.Lease
 	e := g.Return
 	if h[g.OK].Lease != 0 {
@@ -348,7 +385,7 @@ func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead boo
 	case dead && g.Session && lease < 0:
 		end = c
 	case dead && g.Session:
-		end = c + lease
+		end = sessionEnd(c+lease, lease, downs)
 	case dead && e == Forever:
 		end = c
 	case dead:
@@ -370,11 +407,12 @@ func holdEnd(h history.History, g Grant, hf holdFacts, c time.Duration, dead boo
 // its process's client was closed when it is a session lock (no ttl, or
 // every grant of k with lease -1 is a session lock) and for ever otherwise;
 // else its latest arrival plus the larger of its ttl and the longest lease
-// of k: its completion, or, when a cut in force at some moment from its
+// of k, moved on by the down stretches when every grant of k is a session
+// lock (sessionEnd): its completion, or, when a cut in force at some moment from its
 // invoke to its latest arrival held its request back, that cut's heal plus
 // as long again as from the invoke, plus RetransmitFirst, at most
 // RetransmitMax (cuts are in order, and the latest arrival only grows).
-func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[int]time.Duration, cuts []span, opts LivenessOptions) time.Duration {
+func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[int]time.Duration, faults faultState, opts LivenessOptions) time.Duration {
 	inv := &h[a.invoke]
 	if inv.TTL <= 0 || s.never {
 		if inv.TTL <= 0 || s.sessions {
@@ -384,7 +422,12 @@ func unknownAcquireEnd(h history.History, a attempt, s *keyLiveness, closed map[
 		}
 		return Forever
 	}
-	return latestArrival(inv.Time, h[a.done].Time, cuts, opts) + max(inv.TTL, s.longest)
+	x := max(inv.TTL, s.longest)
+	end := latestArrival(inv.Time, h[a.done].Time, faults.cuts, opts) + x
+	if s.all {
+		end = sessionEnd(end, x, faults.downs)
+	}
+	return end
 }
 
 // latestArrival is the latest arrival of a request invoked at inv and

@@ -20,8 +20,9 @@ import (
 // some grant of k never expires and whether every such grant is a session
 // lock (a later grant can say so). So the stream takes as covered only the
 // excuses that are certain whatever comes: a grant's from its call to its
-// return while its holder may still hold it, and to its end once its
-// process released it, crashed or took k again (or a later grant caps it);
+// return (outside the down stretches) while its holder may still hold it,
+// and to its end once its process released it, crashed or took k again (or
+// a later grant caps it);
 // an acquire of unknown outcome's from its invoke to its latest arrival as
 // far as it is known (a cut in force holds it until the heal; it is late,
 // and holds compaction back, while its arrival may move), or to its
@@ -40,7 +41,9 @@ import (
 //   - per key: the grants whose excuse end is not yet known (held, or
 //     crashed with a lease still running until a later grant caps them),
 //     the acquires outstanding, the acquires of unknown outcome whose client
-//     a kept crash left open, the refusals since the last certain excuse
+//     a kept crash left open, while every grant of it is a session lock its
+//     acquires of unknown outcome with a ttl (a down stretch may move their
+//     session lease's end), the refusals since the last certain excuse
 //     ended (in a lock that works, those while its current holder holds
 //     it), and the regions kept: compact ones, a few stretches each (one
 //     for each unavailable stretch reported, and one for each acquire of
@@ -48,9 +51,10 @@ import (
 //     which a later grant whose lease is −1 would leave unexcused), and ones
 //     with their refusals (those a longer lease could still change: in a
 //     majority period that came back, or after a clock fault);
-//   - the faults in force, every clock fault's and every cut's stretch, the
-//     acquires of unknown outcome whose latest arrival may still move, and
-//     every majority period with its availability records.
+//   - the faults in force, every clock fault's, cut's and down stretch, the
+//     acquires of unknown outcome whose latest arrival may still move, the
+//     crashed holders' session grants whose lease's end a down stretch may
+//     still move, and every majority period with its availability records.
 //
 // Its worst case is a key that nobody takes any more, or that its holder
 // keeps to the end: every refusal from then on is kept, since the holder's
@@ -72,6 +76,12 @@ type liveStream struct {
 	faults  liveFaults
 	avail   liveAvail
 	queue   *queueStream // the queue's stream, for lost-task; nil when the caller judges the queue from its own facts
+	// expiring are the grants of session locks whose holder crashed and
+	// whose lease's end a down stretch may still move (docs/history.md
+	// §4.5, "Sessions kept by a leader"); expiringKept is their number
+	// after the last pruning.
+	expiring     []*liveGrant
+	expiringKept int
 }
 
 // minTime is a moment before every moment of a history.
@@ -177,6 +187,12 @@ type liveAvail struct {
 	cur     *upPeriod  // the period in progress, nil when no majority is up
 	done    bool       // a history before version 3 had its first fault
 	note    string
+	// downs are the ended down stretches (docs/history.md §4.5, "Sessions
+	// kept by a leader"), in order; down is set while one is in force,
+	// since downSince.
+	downs     []span
+	down      bool
+	downSince time.Duration
 }
 
 func newLiveStream(opts LivenessOptions) *liveStream {
@@ -424,6 +440,10 @@ type liveGrant struct {
 	settled        bool // its excuse end is known and taken
 	end            time.Duration
 	leaseFinal     bool
+	// parts are the parts of [call, ret) outside every down stretch, which
+	// alone it excuses before its return (docs/history.md §4.5); nil when
+	// that is the whole of it.
+	parts []span
 }
 
 // unknownRenewal takes a renewal of g of unknown outcome whose latest
@@ -447,8 +467,9 @@ func (g *liveGrant) unknownRenewal(at, ttl time.Duration) {
 
 // holdX is the latest of g's return, its hold end (§4.5) and the end of
 // its belief when that ends: its excuse ends there unless a later grant
-// caps it.
-func (g *liveGrant) holdX() time.Duration {
+// caps it. A crashed holder's session lease is moved on by the down
+// stretches downs.
+func (g *liveGrant) holdX(downs []span) time.Duration {
 	lease := g.lease
 	e := g.ret
 	if g.okLease {
@@ -476,7 +497,7 @@ func (g *liveGrant) holdX() time.Duration {
 	case dead && g.session && lease < 0:
 		end = c
 	case dead && g.session:
-		end = c + lease
+		end = sessionEnd(c+lease, lease, downs)
 	case dead && e == Forever:
 		end = c
 	case dead:
@@ -762,6 +783,12 @@ type liveKey struct {
 	waiting     []livePending // at the end: the acquires still pending, in order
 	heldGrant   *liveGrant    // at the end: the first grant whose excuse never ends
 	lend        time.Duration // at the end: the longest lease, also of the grants whose lease was not known for good
+	// nonSession is set once some grant of the key is no session lock;
+	// until then, unknowns are its acquires of unknown outcome with a ttl,
+	// whose session lease the down stretches may move (docs/history.md
+	// §4.5, "Sessions kept by a leader").
+	nonSession bool
+	unknowns   []*liveUnknown
 }
 
 // openRegion returns k's open region, the last.
@@ -922,7 +949,7 @@ func (k *liveKey) trySettle(s *liveStream, g *liveGrant) {
 	case g.x <= s.now || s.ended:
 		k.settle(s, g, g.x)
 	default:
-		k.cover(s, g.call, s.now)
+		k.coverGrant(s, g, s.now)
 	}
 }
 
@@ -931,7 +958,7 @@ func (k *liveKey) settle(s *liveStream, g *liveGrant, end time.Duration) {
 	g.settled, g.end = true, end
 	k.open = slices.DeleteFunc(k.open, func(x *liveGrant) bool { return x == g })
 	k.maxEnd = max(k.maxEnd, end)
-	k.cover(s, g.call, end)
+	k.coverGrant(s, g, end)
 }
 
 // extended takes what a renewal of grant g of unknown outcome, held back by
@@ -940,7 +967,7 @@ func (k *liveKey) extended(s *liveStream, g *liveGrant) {
 	if !g.xKnown {
 		return
 	}
-	x := g.holdX()
+	x := g.holdX(s.avail.downs)
 	if x <= g.x {
 		return
 	}
@@ -956,7 +983,7 @@ func (k *liveKey) extended(s *liveStream, g *liveGrant) {
 	if end > g.end {
 		g.end = end
 		k.maxEnd = max(k.maxEnd, end)
-		k.cover(s, g.call, end)
+		k.coverGrant(s, g, end)
 	}
 }
 
@@ -1025,7 +1052,8 @@ func (k *liveKey) toCompact(r *liveRegion) {
 // the certain excuses of k: the call of a grant whose excuse end is not
 // yet taken, the invoke of an acquire outstanding or of one of unknown
 // outcome without a ttl whose client is still open, the start of a clock
-// fault in force, now.
+// fault in force, the call of a crashed holder's grant whose session lease
+// the down stretch in force moves on, now.
 func (k *liveKey) stable(s *liveStream) time.Duration {
 	f := s.now
 	for _, g := range k.open {
@@ -1049,6 +1077,13 @@ func (k *liveKey) stable(s *liveStream) time.Duration {
 	}
 	if s.faults.skewing {
 		f = min(f, s.faults.since)
+	}
+	if a := &s.avail; a.down {
+		for _, g := range s.expiring {
+			if g.key == k && g.x > a.downSince {
+				f = min(f, g.call) // the down stretch in force moves its end on
+			}
+		}
 	}
 	return f
 }
@@ -1161,6 +1196,9 @@ func (k *liveKey) fail(f liveFail) {
 
 // unknown takes an acquire of unknown outcome of k.
 func (k *liveKey) unknown(s *liveStream, u *liveUnknown) {
+	if u.ttl > 0 && !k.nonSession {
+		k.unknowns = append(k.unknowns, u)
+	}
 	if u.ttl > 0 {
 		k.all.add(u)
 		if k.firstTTL == nil {
@@ -1254,11 +1292,15 @@ func (s *liveStream) granted(p *liveProc, k *liveKey, op *history.Op, inv livePe
 	inOp := history.Op{TTL: inv.ttl}
 	lease, session := grantLease(&inOp, op)
 	g := &liveGrant{key: k, life: p.life, client: op.Client, invoke: inv.index, ok: i, call: inv.at, ret: op.Time,
-		lease: lease, session: session, okLease: op.Lease != 0, released: -1, lost: -1, extended: -1, beliefEnd: Forever}
+		lease: lease, session: session, okLease: op.Lease != 0, released: -1, lost: -1, extended: -1, beliefEnd: Forever,
+		parts: s.grantParts(inv.at, op.Time)}
 	*pk = liveProcKey{key: k, grant: g, open: true, until: op.Until}
 	k.open = append(k.open, g)
 	k.last = g
-	k.cover(s, g.call, g.ret)
+	if !session {
+		k.nonSession, k.unknowns = true, nil
+	}
+	k.coverGrant(s, g, g.ret)
 	if open := k.openRegion(); g.ret <= open.from {
 		open.last = g
 	} else {
@@ -1276,7 +1318,10 @@ func (s *liveStream) finishGrant(g *liveGrant) {
 	if g.xKnown {
 		return
 	}
-	g.xKnown, g.x = true, g.holdX()
+	g.xKnown, g.x = true, g.holdX(s.avail.downs)
+	if g.life.crashed && g.session && g.released < 0 {
+		s.expire(g)
+	}
 	g.key.trySettle(s, g)
 }
 
@@ -1443,6 +1488,7 @@ func (s *liveStream) availability(op *history.Op) {
 		return
 	}
 	av, ok := history.AvailabilityOf(*op)
+	s.downRecord(op.Time, !ok || len(av.Down) > 0)
 	switch {
 	case ok && av.Majority() && a.cur != nil:
 		a.cur.records = append(a.cur.records, timedAvailability{op.Time, av})
@@ -1488,7 +1534,8 @@ func (s *liveStream) report(queue func() (bool, int, []Anomaly)) LivenessResult 
 	}
 	for _, name := range names {
 		k := s.keys[name]
-		rg := liveRegime{k.never, k.sessions, max(k.lfixed, k.lend)}
+		rg := liveRegime{never: k.never, sessions: k.sessions, L: max(k.lfixed, k.lend)}
+		rg.extra = s.sessionReach(k, rg)
 		stuck, ok, note := s.stuck(k, rg, upAtEnd)
 		if ok {
 			judged++
@@ -1564,6 +1611,9 @@ func (s *liveStream) finishAll() {
 		s.faults.cutting = false
 		s.faults.cuts = append(s.faults.cuts, span{s.faults.cutSince, s.end})
 		s.healed(s.end)
+	}
+	if s.avail.down {
+		s.downRecord(s.end, false) // a down stretch in force runs to the end
 	}
 	s.arrived()
 	for _, k := range s.keys {
@@ -1645,6 +1695,9 @@ func (s *liveStream) stuck(k *liveKey, rg liveRegime, upAtEnd bool) (*Anomaly, b
 		return nil, true, fmt.Sprintf("%s held at the end: %s", k.name, held)
 	}
 	start := max(settled, k.maxEnd, k.all.final(rg))
+	for _, e := range rg.extra {
+		start = max(start, e.to)
+	}
 	if n := len(fs.skews); n > 0 {
 		start = max(start, fs.skews[n-1].to+rg.L)
 	}
@@ -1707,6 +1760,10 @@ func (s *liveStream) stuckIn(k *liveKey, start time.Duration) *Anomaly {
 type liveRegime struct {
 	never, sessions bool
 	L               time.Duration
+	// extra are the excuses of the acquires of unknown outcome whose
+	// session lease the down stretches moved on (sessionReach); only at
+	// the end.
+	extra []span
 }
 
 // readings returns the readings of k that the rest of the history can
@@ -1716,12 +1773,12 @@ type liveRegime struct {
 func (k *liveKey) readings() []liveRegime {
 	var out []liveRegime
 	if !k.never {
-		out = append(out, liveRegime{false, true, k.lfixed})
+		out = append(out, liveRegime{never: false, sessions: true, L: k.lfixed})
 	}
 	if k.sessions {
-		out = append(out, liveRegime{true, true, k.lfixed})
+		out = append(out, liveRegime{never: true, sessions: true, L: k.lfixed})
 	}
-	return append(out, liveRegime{true, false, k.lfixed})
+	return append(out, liveRegime{never: true, sessions: false, L: k.lfixed})
 }
 
 // liveStretch is an unavailable stretch of a region, with what its anomaly
@@ -1798,6 +1855,7 @@ func (s *liveStream) regionSpans(r *liveRegion, rg liveRegime) []span {
 	for _, u := range r.inner {
 		spans = append(spans, span{u.invAt, u.final(rg)})
 	}
+	spans = append(spans, rg.extra...)
 	for ; j < len(skews) && (r.open || skews[j].from <= r.to); j++ {
 		spans = append(spans, span{skews[j].from, skews[j].to + rg.L})
 	}

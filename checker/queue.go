@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -32,8 +34,10 @@ func TaskKinds() []string {
 
 // QueueChecker is the checker "queue": it judges the queue workload's
 // promises (docs/history.md §4.7) over the holds of tasks (tasks.go):
-// double-capture (two holds of one task by different processes overlap),
-// budget-overspent (a task captured more times than its budget),
+// double-capture (two holds of one task by different processes overlap,
+// or, as a reaper pass sets a task back at most once for each time it
+// names it, no reading of the passes leaves the task's holds apart without
+// a stale status: queuereaps.go), budget-overspent (a task captured more times than its budget),
 // cross-queue (a capture returned a task of another queue) and
 // stale-status (a set-status, by a process whose hold the reaper had ended,
 // that took effect while a newer capture of the task held it). A history
@@ -73,13 +77,13 @@ func capturedEntry(h history.History, ho *Hold) history.CapturedTask {
 }
 
 // lostTasks finds the lost-task anomalies of docs/history.md §4.7 over a
-// history that ends at end: a task whose last hold stayed open to the end,
-// whose process crashed, with no set-status of the task after the hold and
-// no reaper pass invoked after the crash that could have freed it
-// (couldFree); a task of the task table, with budget left, that no capture
-// returned, although a capture ok of its queue returned fewer tasks than
-// its limit and no capture of that queue was of unknown outcome; and a task
-// passed over (passedOver).
+// history that ends at end: a task whose last hold stayed open to the end
+// (so no reaper pass may have set it back), whose process crashed, with no
+// set-status of the task after the hold; a task of the task table, with
+// budget left, that no capture returned, although a capture ok of its queue
+// returned fewer tasks than its limit and no capture of that queue of
+// unknown outcome excuses it (QueueFacts.excuses); and a task passed over
+// (passedOver).
 func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 	var out []Anomaly
 	if len(h) == 0 {
@@ -128,29 +132,28 @@ func lostTasks(h history.History, q *QueueFacts) []Anomaly {
 		if ho.End != Open || !crashed || crash < ho.OK {
 			continue
 		}
-		if slices.ContainsFunc(q.Reaps, func(r Reap) bool { return r.Invoke > crash && couldFree(h, r, ho) }) {
-			continue
-		}
 		if s, ok := lastStatus[t]; ok && s > ho.OK {
 			continue
 		}
 		out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{ho.Invoke, ho.OK, crash},
 			Window: &Window{Start: h[crash].Time, End: end},
-			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and no reaper pass that could have freed it came after",
-				t, worker(h[ho.OK]), secs(h[ho.OK].Time), secs(h[crash].Time))})
+			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and %s",
+				t, worker(h[ho.OK]), secs(h[ho.OK].Time), secs(h[crash].Time), nothingFreed)})
 	}
 	if q.SpecOp >= 0 {
 		for t, s := range q.Specs {
-			if captured[t] || (s.Budget != nil && *s.Budget == 0) || len(q.UnknownCaptures[s.Queue]) > 0 || len(shorts[s.Queue]) == 0 {
+			unknown := q.UnknownCaptures[s.Queue]
+			if captured[t] || (s.Budget != nil && *s.Budget == 0) || len(shorts[s.Queue]) == 0 || slices.ContainsFunc(unknown, func(u UnknownCapture) bool { return q.excuses(u, t) }) {
 				continue
 			}
 			// the first capture ok of its queue that returned fewer tasks than its limit
 			ok := shorts[s.Queue][0]
 			inv := captureInvoke(h, ok)
-			out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: []int{q.SpecOp, inv, ok},
-				Window: &Window{Start: h[inv].Time, End: end},
-				Message: fmt.Sprintf("task %s of queue %s was never captured, although it was capturable throughout (done from the start, with budget left) and %s's capture of %s at %s asked for %d tasks and got %d",
-					t, s.Queue, worker(h[ok]), s.Queue, secs(h[ok].Time), q.Limits[ok], got[ok])})
+			cs := crashedCapturesOf(h, unknown)
+			out = append(out, Anomaly{Kind: LostTask, Key: t, Ops: cs.ops([]int{q.SpecOp, inv, ok}),
+				Window: &Window{Start: cs.start(h[inv].Time), End: end},
+				Message: fmt.Sprintf("task %s of queue %s was never captured, although it was capturable throughout (done from the start, with budget left) and %s's capture of %s at %s asked for %d tasks and got %d%s",
+					t, s.Queue, worker(h[ok]), s.Queue, secs(h[ok].Time), q.Limits[ok], got[ok], cs.taken())})
 		}
 	}
 	slices.SortFunc(out, func(a, b Anomaly) int { return cmp.Or(cmp.Compare(a.Key, b.Key), slices.Compare(a.Ops, b.Ops)) })
@@ -184,8 +187,14 @@ func passedOver(h history.History, q *QueueFacts, c *Hold, least map[string]int,
 	if queue == "" {
 		queue = c.Queue
 	}
-	if u := q.UnknownCaptures[queue]; len(u) > 0 && u[len(u)-1] > c.Invoke {
-		return Anomaly{}, false
+	var unknown []UnknownCapture // those that could have taken effect after c did
+	for _, u := range q.UnknownCaptures[queue] {
+		if u.End > c.Invoke {
+			if q.excuses(u, c.Task) {
+				return Anomaly{}, false
+			}
+			unknown = append(unknown, u)
+		}
 	}
 	var set *StatusSet
 	for k := range q.Statuses {
@@ -223,20 +232,69 @@ func passedOver(h history.History, q *QueueFacts, c *Hold, least map[string]int,
 			left = " with 1 capture of budget left"
 		}
 	}
-	return Anomaly{Kind: LostTask, Key: c.Task, Ops: []int{c.Invoke, c.OK, set.Invoke, set.Done, inv, short},
-		Window: &Window{Start: h[inv].Time, End: h[len(h)-1].Time},
-		Message: fmt.Sprintf("task %s, last captured by %s at %s%s, was set %s by %s at %s, and %s's capture of %s at %s returned %d of %d tasks; no capture took it to the end",
+	cs := crashedCapturesOf(h, unknown)
+	return Anomaly{Kind: LostTask, Key: c.Task, Ops: cs.ops([]int{c.Invoke, c.OK, set.Invoke, set.Done, inv, short}),
+		Window: &Window{Start: cs.start(h[inv].Time), End: h[len(h)-1].Time},
+		Message: fmt.Sprintf("task %s, last captured by %s at %s%s, was set %s by %s at %s, and %s's capture of %s at %s returned %d of %d tasks; no capture took it to the end%s",
 			c.Task, worker(h[c.OK]), secs(h[c.OK].Time), left, set.Status, worker(h[set.Invoke]), secs(h[set.Done].Time),
-			worker(h[short]), queue, secs(h[short].Time), got, q.Limits[short])}, true
+			worker(h[short]), queue, secs(h[short].Time), got, q.Limits[short], cs.taken())}, true
 }
 
-// couldFree reports whether reaper pass r could have freed hold ho's task
-// (docs/history.md §4.7, lost-task): its invoke gives no timeout, it never
-// completed, or it completed at least its timeout after ho's capture was
-// invoked. By the history's times, the reaper's clock could then have read
-// a time its timeout past the capture time the service stored.
-func couldFree(h history.History, r Reap, ho *Hold) bool {
-	return r.Timeout < 0 || r.Done < 0 || h[r.Done].Time >= h[ho.Invoke].Time+r.Timeout
+// nothingFreed ends the sentence of a lost-task whose crashed holder left
+// its task in progress: what did not free it.
+const nothingFreed = "no set-status or reaper pass freed it after"
+
+// crashedCapture is a capture of unknown outcome whose process crashed
+// and that excuses no task (docs/history.md §4.7, lost-task): its invoke
+// and info, by index and time, and its worker.
+type crashedCapture struct {
+	invoke, info     int
+	invTime, crashAt time.Duration
+	client           int
+}
+
+// crashedCaptures are the captures of unknown outcome that a lost task's
+// anomaly names: it is lost whether they took it or not.
+type crashedCaptures []crashedCapture
+
+// crashedCapturesOf returns the captures us of h, none of them pending.
+func crashedCapturesOf(h history.History, us []UnknownCapture) crashedCaptures {
+	var out crashedCaptures
+	for _, u := range us {
+		out = append(out, crashedCapture{invoke: u.Invoke, info: u.End, invTime: h[u.Invoke].Time, crashAt: h[u.End].Time, client: h[u.Invoke].Client})
+	}
+	return out
+}
+
+// ops returns ops with the invoke and info of each capture appended.
+func (cs crashedCaptures) ops(ops []int) []int {
+	for _, c := range cs {
+		ops = append(ops, c.invoke, c.info)
+	}
+	return ops
+}
+
+// start returns the start of the anomaly's window: from, or the last of
+// the captures' infos when it comes later (the task is lost from then on
+// in the reading where that capture took it).
+func (cs crashedCaptures) start(from time.Duration) time.Duration {
+	for _, c := range cs {
+		from = max(from, c.crashAt)
+	}
+	return from
+}
+
+// taken returns the words that end the anomaly's sentence with the
+// reading in which one of the captures took the task; "" when none.
+func (cs crashedCaptures) taken() string {
+	if len(cs) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s's, invoked at %s, whose process crashed at %s", workerOf(c.client), secs(c.invTime), secs(c.crashAt)))
+	}
+	return ", or a capture of unknown outcome took it: " + strings.Join(parts, "; ") + ", with nothing after that could have freed the task"
 }
 
 // captureInvoke returns the invoke of the capture completed at ok.

@@ -20,7 +20,7 @@ func batchQueue(ctx context.Context, h history.History, f *Facts) Result {
 	c := QueueChecker{}
 	start := time.Now()
 	if ctx.Err() != nil {
-		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	q := f.Queue
 	var anomalies []Anomaly
@@ -35,7 +35,7 @@ func batchQueue(ctx context.Context, h history.History, f *Facts) Result {
 	slices.Sort(tasks)
 	for _, t := range tasks {
 		if ctx.Err() != nil {
-			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 		}
 		hs := byTask[t]
 		// double-capture: a sweep in the order of the oks; each earlier
@@ -79,6 +79,7 @@ func batchQueue(ctx context.Context, h history.History, f *Facts) Result {
 			Message: fmt.Sprintf("%s's capture of queue %s returned task %s at %s, which is of queue %s, as %s", worker(h[ho.OK]), ho.Queue, ho.Task, secs(h[ho.OK].Time), queue, where)})
 	}
 	anomalies = append(anomalies, staleStatuses(h, q, byTask)...)
+	anomalies = append(anomalies, q.readingsAnomalies(h, anomalies)...)
 	return finish(c.Name(), start, anomalies, "")
 }
 

@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -32,14 +31,22 @@ import (
 //     a task); for each live worker process, its latest hold of each task
 //     it captured, with the first reap naming the task after it;
 //   - each live worker process's outstanding op, the reaps outstanding,
-//     and for each queue whether a capture of it was of unknown outcome
-//     and its first capture that returned fewer tasks than its limit;
+//     and for each queue its captures of unknown outcome (one for each
+//     crash of a process in a capture, for lost-task's excuses) and its
+//     first capture that returned fewer tasks than its limit;
 //   - the holds not yet ended for good, each with the later holds of other
 //     processes captured while it was open; the set-status oks whose newer
-//     hold's end is not yet known; and the anomalies found.
+//     hold's end is not yet known; and the anomalies found;
+//   - for the readings of the reaps (queuereaps.go), of each task its
+//     holds, set-statuses and the reaps ok naming it since the last hold
+//     at which what came before was settled for good (settledBefore), and
+//     the reaps of unknown outcome.
 //
 // Its memory is bounded by the tasks and queues, the live processes times
-// the tasks each captured, and what is open, not by the history's length.
+// the tasks each captured, and what is open, not by the history's length,
+// save the readings of a task whose hold a reaper ended in a gap that no
+// reap ok completed before the captures after it can fill: it keeps them
+// to the end.
 // A history without queue ops costs a comparison of each op's f and leaves
 // nothing held. The worst cases: a reap outstanding for long may end every
 // hold captured or ended since its invoke, so it keeps them until it
@@ -60,17 +67,18 @@ type queueStream struct {
 	specs      map[string]history.TaskSpec
 	specOp     int
 
-	procs       procTable[queueProc]
-	tasks       map[string]*queueTask
-	queues      map[string]*queueQueue
-	reaps       []*queueReap // outstanding, in the order of their invokes
-	unknownReap int          // the first invoke of a reap of unknown outcome, Open when none
-	closing     []*queueHold // holds whose end is known but may still move earlier
-	stale       []*staleWait
-	orphans     map[*queueTask]struct{} // tasks whose last hold, open, is a crashed process's, and no reap since could free it
-	holds       int
-	captured    bool // a capture completed, or was pending at the end
-	done        bool // the end of the history was taken into account
+	procs        procTable[queueProc]
+	tasks        map[string]*queueTask
+	queues       map[string]*queueQueue
+	reaps        []*queueReap // outstanding, in the order of their invokes
+	unknownReap  int          // the first invoke of a reap of unknown outcome, Open when none
+	unknownReaps []readReap   // the reaps of unknown outcome, for the readings (queuereaps.go)
+	closing      []*queueHold // holds whose end is known but may still move earlier
+	stale        []*staleWait
+	orphans      map[*queueTask]struct{} // tasks whose last hold, open, is a crashed process's: no reap has set it back
+	holds        int
+	captured     bool // a capture completed, or was pending at the end
+	done         bool // the end of the history was taken into account
 
 	doubles    []*queueHold // holds that later holds overlap, each with its overlaps
 	crossQueue []Anomaly
@@ -87,7 +95,6 @@ type queueOp struct {
 	f, key          string
 	limit           int64
 	status          string
-	timeout         time.Duration
 	captured        []history.CapturedTask
 	reaped          []string
 }
@@ -126,12 +133,13 @@ type queueTask struct {
 	crashed    bool   // last's process crashed
 	crash      int
 	crashTime  time.Duration
+	reads      taskReaps // what the readings of the reaps read of it (queuereaps.go)
 }
 
 // queueQueue is what the queue check keeps of one queue.
 type queueQueue struct {
-	unknown     int // captures of unknown outcome
-	lastUnknown int // the latest end of one, Open when pending at the end
+	lastUnknown int             // the latest end of a capture of unknown outcome, Open when one is pending at the end
+	crashed     crashedCaptures // the captures of unknown outcome that completed (info), in order
 	first       *shortCapture
 	waiting     map[*queueTask]struct{}
 }
@@ -191,7 +199,6 @@ func (st *queueStatus) entry() statusEntry {
 type queueReap struct {
 	invoke, done      int
 	invTime, doneTime time.Duration
-	timeout           time.Duration
 }
 
 // holdRef is a capture by value.
@@ -287,8 +294,6 @@ func queueOpOf(op *history.Op) queueOp {
 		q.limit, _ = op.Int()
 	case op.Type == history.Invoke && op.F == history.FSetStatus:
 		q.status = statusOf(op)
-	case op.Type == history.Invoke && op.F == history.FReap:
-		q.timeout = reapTimeout(*op)
 	case op.Type == history.OK && op.F == history.FCapture:
 		q.captured, _ = history.CapturedOf(*op)
 	case op.Type == history.OK && op.F == history.FReap:
@@ -411,12 +416,13 @@ func (s *queueStream) invoke(q *queueOp) {
 		t := s.task(q.key)
 		st := &queueStatus{proc: q.process, client: q.client, task: t, status: q.status, invoke: q.index, done: -1, invTime: q.time, typ: history.Invoke}
 		t.outstanding = append(t.outstanding, st)
+		readStatusInvoked(st)
 		if e := t.latestOf(q.process); e != nil && e.reaped {
 			st.stale = &staleWait{task: t, h: e.hold, reap: e.reap}
 		}
 		p.status = st
 	case history.FReap:
-		r := &queueReap{invoke: q.index, done: -1, invTime: q.time, timeout: q.timeout}
+		r := &queueReap{invoke: q.index, done: -1, invTime: q.time}
 		s.reaps = append(s.reaps, r)
 		p.reap = r
 	}
@@ -455,8 +461,8 @@ func (s *queueStream) captureDone(p *queueProc, q *queueOp) {
 	switch q.typ {
 	case history.Info:
 		qq := s.queue(q.key)
-		qq.unknown++
 		qq.lastUnknown = max(qq.lastUnknown, q.index)
+		qq.crashed = append(qq.crashed, crashedCapture{invoke: p.invoke, info: q.index, invTime: p.at, crashAt: q.time, client: q.client})
 		return
 	case history.OK:
 	default:
@@ -519,6 +525,7 @@ func (s *queueStream) hold(h *queueHold, p *queueProc) {
 		p.tasks = append(p.tasks, t)
 	}
 	s.lastHold(t, h)
+	s.readHold(h)
 	if h.reapEnd == Open {
 		t.holds = append(t.holds, h)
 	}
@@ -604,6 +611,7 @@ func (s *queueStream) statusDone(st *queueStatus, q *queueOp) {
 	st.done, st.doneTime, st.typ = q.index, q.time, q.typ
 	t := st.task
 	t.outstanding = slices.DeleteFunc(t.outstanding, func(x *queueStatus) bool { return x == st })
+	readStatusDone(st)
 	if st.typ != history.Fail {
 		t.settled = addSettled(t.settled, st.entry())
 		t.lastStatus = max(t.lastStatus, st.invoke)
@@ -666,6 +674,7 @@ func (s *queueStream) reapDone(r *queueReap, q *queueOp) {
 		for _, name := range q.reaped {
 			t := s.task(name)
 			t.lastReap = q.index
+			readReapOK(t, r)
 			for _, h := range t.holds {
 				reapHold(h, r)
 			}
@@ -677,8 +686,8 @@ func (s *queueStream) reapDone(r *queueReap, q *queueOp) {
 			s.review(t)
 		}
 		for t := range s.orphans {
-			if c := t.last; c.statusEnd != Open || c.reapEnd != Open || r.invoke > t.crash && (r.timeout < 0 || r.doneTime >= c.invTime+r.timeout) {
-				delete(s.orphans, t) // ended, or a reap came that could free it
+			if c := t.last; c.statusEnd != Open || c.reapEnd != Open {
+				delete(s.orphans, t) // the reap ended its hold; one that did not name it freed nothing
 			}
 		}
 	case history.Info:
@@ -691,6 +700,7 @@ func (s *queueStream) reapDone(r *queueReap, q *queueOp) {
 // at any time after its invoke, and so ends every hold by then.
 func (s *queueStream) unknown(r *queueReap) {
 	s.unknownReap = min(s.unknownReap, r.invoke)
+	s.unknownReaps = append(s.unknownReaps, readReap{invoke: r.invoke, done: r.done, times: 1, invTime: r.invTime, unknown: true})
 	for _, t := range s.tasks {
 		for _, h := range t.holds {
 			reapHold(h, r)
@@ -897,7 +907,6 @@ func (s *queueStream) close() {
 		switch p.f {
 		case history.FCapture:
 			s.captured = true
-			s.queue(p.key).unknown++
 			s.queue(p.key).lastUnknown = Open
 		case history.FSetStatus:
 			t := p.status.task
@@ -934,7 +943,7 @@ func (s *queueStream) result(ctx context.Context, name string) Result {
 	start := time.Now()
 	s.close()
 	if ctx.Err() != nil {
-		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	var anomalies []Anomaly
 	for _, a := range s.doubles {
@@ -950,6 +959,7 @@ func (s *queueStream) result(ctx context.Context, name string) Result {
 	}
 	anomalies = append(anomalies, s.crossQueue...)
 	anomalies = append(anomalies, s.staleFound...)
+	anomalies = append(anomalies, s.readingsAnomalies(anomalies)...)
 	return finish(name, start, anomalies, "")
 }
 
@@ -1001,108 +1011,4 @@ func (pr *queuePair) undoing() (statusEntry, bool) {
 		}
 	}
 	return pr.best, pr.hasBest
-}
-
-// lost ends the history and returns what the liveness report reads of the
-// queue: whether the history has a capture op (completed, or pending at the
-// end), how many tasks its capture oks returned, and its lost tasks.
-func (s *queueStream) lost() (bool, int, []Anomaly) {
-	s.close()
-	if !s.captured {
-		return false, 0, nil
-	}
-	return true, s.holds, s.lostTasks()
-}
-
-// lostTasks ends the history and returns its lost tasks, as lostTasks
-// finds them over the whole history.
-func (s *queueStream) lostTasks() []Anomaly {
-	var out []Anomaly
-	if s.n == 0 {
-		return out
-	}
-	s.close()
-	for _, t := range s.tasks {
-		c := t.last
-		if c == nil {
-			continue
-		}
-		if a, ok := s.passedOver(t); ok {
-			out = append(out, a)
-			continue
-		}
-		_, orphan := s.orphans[t]
-		if e, _, _ := c.end(); e != Open || !t.crashed || !orphan || t.lastStatus > c.ok {
-			continue
-		}
-		out = append(out, Anomaly{Kind: LostTask, Key: t.name, Ops: []int{c.invoke, c.ok, t.crash},
-			Window: &Window{Start: t.crashTime, End: s.end},
-			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and no reaper pass that could have freed it came after",
-				t.name, workerOf(c.client), secs(c.okTime), secs(t.crashTime))})
-	}
-	out = append(out, s.neverCaptured()...)
-	slices.SortFunc(out, func(a, b Anomaly) int { return cmp.Or(cmp.Compare(a.Key, b.Key), slices.Compare(a.Ops, b.Ops)) })
-	return out
-}
-
-// neverCaptured returns the lost tasks of the task table that no capture
-// returned although a capture of their queue asked for more.
-func (s *queueStream) neverCaptured() []Anomaly {
-	var out []Anomaly
-	if s.specOp < 0 {
-		return out
-	}
-	for name, sp := range s.specs {
-		if t := s.tasks[name]; (t != nil && t.last != nil) || (sp.Budget != nil && *sp.Budget == 0) {
-			continue
-		}
-		q := s.queues[sp.Queue]
-		if q == nil || q.unknown > 0 || q.first == nil {
-			continue
-		}
-		c := q.first
-		out = append(out, Anomaly{Kind: LostTask, Key: name, Ops: []int{s.specOp, c.invoke, c.ok},
-			Window: &Window{Start: c.invTime, End: s.end},
-			Message: fmt.Sprintf("task %s of queue %s was never captured, although it was capturable throughout (done from the start, with budget left) and %s's capture of %s at %s asked for %d tasks and got %d",
-				name, sp.Queue, workerOf(c.client), sp.Queue, secs(c.okTime), c.limit, c.got)})
-	}
-	return out
-}
-
-// passedOver returns the lost-task of task t passed over, if it was
-// (passedOver).
-func (s *queueStream) passedOver(t *queueTask) (Anomaly, bool) {
-	c := t.last
-	budget := -1 // -1: the task has none
-	if c.entryBudget != nil {
-		budget = t.least
-		if budget <= 0 {
-			return Anomaly{}, false
-		}
-	} else if sp, listed := s.specs[t.name]; !listed || sp.Budget != nil {
-		return Anomaly{}, false
-	}
-	queue, _ := s.taskQueue(t.name, c.entryQueue)
-	if queue == "" {
-		queue = c.queue
-	}
-	if q := s.queues[queue]; q != nil && q.lastUnknown > c.invoke {
-		return Anomaly{}, false
-	}
-	set, short := t.set, t.short
-	if set == nil || short == nil {
-		return Anomaly{}, false
-	}
-	left := " (the task table gives it no budget)"
-	if budget >= 0 {
-		left = fmt.Sprintf(" with %d captures of budget left", budget)
-		if budget == 1 {
-			left = " with 1 capture of budget left"
-		}
-	}
-	return Anomaly{Kind: LostTask, Key: t.name, Ops: []int{c.invoke, c.ok, set.invoke, set.done, short.invoke, short.ok},
-		Window: &Window{Start: short.invTime, End: s.end},
-		Message: fmt.Sprintf("task %s, last captured by %s at %s%s, was set %s by %s at %s, and %s's capture of %s at %s returned %d of %d tasks; no capture took it to the end",
-			t.name, workerOf(c.client), secs(c.okTime), left, set.status, workerOf(set.client), secs(set.doneTime),
-			workerOf(short.client), queue, secs(short.okTime), short.got, short.limit)}, true
 }

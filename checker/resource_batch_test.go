@@ -57,7 +57,7 @@ func batchResource(ctx context.Context, h history.History, f *Facts, drift float
 	var anomalies []Anomaly
 	for _, key := range keys {
 		if ctx.Err() != nil {
-			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+			return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 		}
 		l := logs[key]
 		ws := provedBounds(l.writes, l.reads)

@@ -460,7 +460,7 @@ func (s *resourceStream) result(ctx context.Context, name string) Result {
 		written = written || rk.n > 0 || rk.unk.has || rk.unk.noValue
 	}
 	if ctx.Err() != nil && written {
-		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	slices.Sort(names)
 	var anomalies []Anomaly

@@ -2,7 +2,6 @@ package checker
 
 import (
 	"slices"
-	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -51,18 +50,11 @@ type Reap struct {
 	Invoke, Done int // Done is -1 when it never completed
 	Tasks        []string
 	Unknown      bool
-	// Timeout is the reaper's timeout its invoke gives; -1 when the invoke
-	// gives none (its value is not a non-negative integer).
-	Timeout time.Duration
 }
 
-// reapTimeout returns the timeout a reap invoke gives, -1 when none.
-func reapTimeout(op history.Op) time.Duration {
-	if n, ok := op.Int(); ok && n >= 0 {
-		return time.Duration(n)
-	}
-	return -1
-}
+// UnknownCapture is a capture of unknown outcome: the index of its invoke,
+// and its End, the index of its info, or Open when pending at the end.
+type UnknownCapture struct{ Invoke, End int }
 
 // QueueFacts are the queue definitions evaluated over one well-formed
 // history; nil fields and empty slices when the history has no queue ops.
@@ -78,9 +70,9 @@ type QueueFacts struct {
 	Reaps    []Reap      // ok and of unknown outcome, in the order of their invokes
 	// Limits maps a capture ok's index to the limit its invoke asked for.
 	Limits map[int]int64
-	// UnknownCaptures maps a queue to the ends of its captures of unknown
-	// outcome: the index of the info, or Open when pending at the end.
-	UnknownCaptures map[string][]int
+	// UnknownCaptures maps a queue to its captures of unknown outcome, in
+	// the order of their ends.
+	UnknownCaptures map[string][]UnknownCapture
 	// Crash maps a process to the index of its info completion.
 	Crash map[int]int
 	// failedCaptures counts the capture fails.
@@ -99,7 +91,7 @@ func (q *QueueFacts) TaskQueue(t string, e history.CapturedTask) (string, int) {
 
 // analyzeQueue evaluates the queue definitions over h.
 func analyzeQueue(h history.History) *QueueFacts {
-	q := &QueueFacts{SpecOp: -1, Limits: map[int]int64{}, UnknownCaptures: map[string][]int{}, Crash: map[int]int{}}
+	q := &QueueFacts{SpecOp: -1, Limits: map[int]int64{}, UnknownCaptures: map[string][]UnknownCapture{}, Crash: map[int]int{}}
 	pending := map[int]int{} // process -> its outstanding invoke
 	type pk struct {
 		proc int
@@ -149,7 +141,7 @@ func analyzeQueue(h history.History) *QueueFacts {
 					q.Holds = append(q.Holds, Hold{Task: t.Task, Queue: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i, End: Open})
 				}
 			case history.Info:
-				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], i)
+				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], UnknownCapture{Invoke: inv, End: i})
 			case history.Fail:
 				q.failedCaptures++
 			}
@@ -167,12 +159,12 @@ func analyzeQueue(h history.History) *QueueFacts {
 			switch op.Type {
 			case history.OK:
 				ts, _ := history.ReapedOf(*op)
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts, Timeout: reapTimeout(h[inv])})
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
 				for _, t := range ts {
 					reapsByTask[t] = append(reapsByTask[t], [2]int{inv, i})
 				}
 			case history.Info:
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true, Timeout: reapTimeout(h[inv])})
+				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
 				unknownReap = min(unknownReap, inv)
 			}
 		}
@@ -182,17 +174,17 @@ func analyzeQueue(h history.History) *QueueFacts {
 		op := &h[inv]
 		switch op.F {
 		case history.FCapture:
-			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], Open)
+			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], UnknownCapture{Invoke: inv, End: Open})
 		case history.FSetStatus:
 			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
 		case history.FReap:
-			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true, Timeout: reapTimeout(*op)})
+			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true})
 			unknownReap = min(unknownReap, inv)
 		}
 	}
 	slices.SortFunc(q.Reaps, func(a, b Reap) int { return a.Invoke - b.Invoke })
 	for _, v := range q.UnknownCaptures {
-		slices.Sort(v)
+		slices.SortFunc(v, func(a, b UnknownCapture) int { return a.End - b.End })
 	}
 	for _, v := range ends {
 		slices.Sort(v)
@@ -228,4 +220,27 @@ func analyzeQueue(h history.History) *QueueFacts {
 // whose tasks liveness judges (docs/history.md §4.7).
 func (q *QueueFacts) Captured() bool {
 	return len(q.Limits) > 0 || len(q.UnknownCaptures) > 0 || q.failedCaptures > 0
+}
+
+// excuses reports whether capture u of unknown outcome excuses task t of
+// lost-task (docs/history.md §4.7): its taking t would not have left t
+// lost, as it is pending at the end, or after its invoke a set-status of t
+// that did not fail was invoked, or a reap that did not fail may have set
+// t back (an ok naming t that completed after that invoke, or a reap of
+// unknown outcome).
+func (q *QueueFacts) excuses(u UnknownCapture, t string) bool {
+	if u.End == Open {
+		return true
+	}
+	for _, s := range q.Statuses {
+		if s.Task == t && s.Type != history.Fail && s.Invoke > u.Invoke {
+			return true
+		}
+	}
+	for _, r := range q.Reaps {
+		if r.Unknown || (r.Done > u.Invoke && slices.Contains(r.Tasks, t)) {
+			return true
+		}
+	}
+	return false
 }

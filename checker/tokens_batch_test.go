@@ -48,7 +48,7 @@ func batchTokens(ctx context.Context, h history.History, f *Facts) Result {
 	c := TokenChecker{}
 	start := time.Now()
 	if ctx.Err() != nil {
-		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: c.Name(), Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	var anomalies []Anomaly
 	follow := func(group map[int]int, cause int, a Anomaly) { anomalies = followCause(anomalies, group, cause, a) }

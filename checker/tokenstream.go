@@ -178,7 +178,7 @@ func (s *tokenStream) grant(k string, g tokenEnd, p *tokenProc) {
 func (s *tokenStream) result(ctx context.Context, name string) Result {
 	start := time.Now()
 	if ctx.Err() != nil {
-		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: "timed out: " + ctx.Err().Error()}
+		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
 	anomalies := s.reuse
 	slices.SortStableFunc(s.regressions, func(x, y tokenRegression) int {

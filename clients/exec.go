@@ -62,16 +62,26 @@ type Abilities interface {
 	Can(ability string) bool
 }
 
+// UnmarkedGranter is a Locker whose client claimed the after-response
+// handshake (docs/lock-protocol.md §2) and may still grant a lock without
+// it: SetUnmarkedGrant sets the function run on each such grant (nil
+// removes it), so that a pause armed at after-response, which could not
+// stop the client, is said to have failed.
+type UnmarkedGranter interface {
+	SetUnmarkedGrant(run func())
+}
+
 // Exec is a lock client running as a program of its own, one process per
 // history process, spoken to through the lock-client protocol.
 type Exec struct {
 	afterResponse
-	inCall  func()
-	armed   <-chan struct{}
-	proc    *lockproto.Process
-	command string
-	log     io.Writer
-	name    string // "w3 p11"
+	unmarked func()
+	inCall   func()
+	armed    <-chan struct{}
+	proc     *lockproto.Process
+	command  string
+	log      io.Writer
+	name     string // "w3 p11"
 
 	mu   sync.Mutex
 	lost map[string]chan struct{} // by key and owner
@@ -85,6 +95,8 @@ var (
 	_ InCallHooker  = (*Exec)(nil)
 	_ ProcessPauser = (*Exec)(nil)
 	_ Abilities     = (*Exec)(nil)
+
+	_ UnmarkedGranter = (*Exec)(nil)
 )
 
 // NewExec starts the command of t.Options["command"] as worker t.Worker's
@@ -162,6 +174,10 @@ func (e *Exec) Can(ability string) bool { return e.proc.Has(ability) }
 func (e *Exec) WallClock() time.Time {
 	return time.UnixMilli(int64(e.proc.WallMS()))
 }
+
+// SetUnmarkedGrant sets the function run on a grant that came without the
+// after-response handshake the client claimed.
+func (e *Exec) SetUnmarkedGrant(run func()) { e.unmarked = run }
 
 // SetInCall sets the function run while a call is in flight; nil removes it.
 func (e *Exec) SetInCall(run func(), armed <-chan struct{}) { e.inCall, e.armed = run, armed }
@@ -300,6 +316,9 @@ func (e *Exec) acquire(ctx context.Context, key string, ttl, wait time.Duration)
 	}
 	if rep.Type != lockproto.TypeOK {
 		return Lease{}, replyError(rep, ErrNotAcquired)
+	}
+	if rep.Unmarked && e.unmarked != nil {
+		e.unmarked()
 	}
 	return e.lease(key, rep, called), nil
 }

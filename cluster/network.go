@@ -247,9 +247,9 @@ type Network struct {
 
 var tableSeq atomic.Int64
 
-// NewNetwork creates the Network's nftables table (deleting first the tables
-// that dead harnesses left behind) and returns the Network with no link. It
-// needs nft and CAP_NET_ADMIN.
+// NewNetwork creates the Network's nftables table (deleting first what dead
+// harnesses left behind: DeleteLeftovers) and returns the Network with no
+// link. It needs nft and CAP_NET_ADMIN.
 func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	n := &Network{links: map[string]*link{}, shared: map[string]*sharedAddr{}, stop: make(chan struct{})}
 	for _, o := range opts {
@@ -258,7 +258,7 @@ func NewNetwork(opts ...NetworkOption) (*Network, error) {
 	if n.proxied {
 		n.server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	}
-	if err := DeleteStaleTables(); err != nil {
+	if err := DeleteLeftovers(); err != nil {
 		return nil, err
 	}
 	n.table = fmt.Sprintf("%s%d_%d", TablePrefix, os.Getpid(), tableSeq.Add(1))

@@ -12,9 +12,9 @@ import (
 // AppendJSON appends the JSON encoding of op (one object, no newline) to b
 // and returns the extended slice. Fields are written in the order of the
 // example in docs/history.md (index, time, process, client, type, f, heal,
-// class, key, ttl, token, until, lease, session, kept, value, applied, node,
-// error); zero TTL, Until, Lease, Token, Applied, a false Session or Kept and
-// empty Heal, Class, Key, Value, Node, Error are left out; Client is written for every worker op (even 0) and left out for
+// class, due, key, ttl, token, until, lease, session, kept, value, applied,
+// node, error); zero TTL, Until, Lease, Token, Applied, a false Session or
+// Kept, a nil Due and empty Heal, Class, Key, Value, Node, Error are left out; Client is written for every worker op (even 0) and left out for
 // nemesis ops. A Value that is not valid JSON is written as a JSON string of
 // its bytes, so the output is always valid JSON.
 func AppendJSON(b []byte, op Op) []byte {
@@ -39,6 +39,10 @@ func AppendJSON(b []byte, op Op) []byte {
 	if op.Class != "" {
 		b = append(b, `,"class":`...)
 		b = appendString(b, string(op.Class))
+	}
+	if op.Due != nil {
+		b = append(b, `,"due":`...)
+		b = strconv.AppendInt(b, int64(*op.Due), 10)
 	}
 	if op.Key != "" {
 		b = append(b, `,"key":`...)
@@ -153,6 +157,7 @@ type wireOp struct {
 	F       string          `json:"f"`
 	Heal    string          `json:"heal"`
 	Class   string          `json:"class"`
+	Due     *int64          `json:"due"`
 	Key     string          `json:"key"`
 	TTL     int64           `json:"ttl"`
 	Until   int64           `json:"until"`
@@ -231,6 +236,10 @@ func (d *decoder) slow(line []byte) (Op, error) {
 		TTL: time.Duration(w.TTL), Until: time.Duration(w.Until), Lease: time.Duration(w.Lease), Session: w.Session, Kept: w.Kept, Token: w.Token,
 		Applied: time.Duration(w.Applied), Node: d.intern([]byte(w.Node)), Error: w.Error,
 	}
+	if w.Due != nil {
+		due := time.Duration(*w.Due)
+		op.Due = &due
+	}
 	if len(w.Value) != 0 && string(w.Value) != "null" {
 		op.Value = d.raw(w.Value)
 	}
@@ -275,7 +284,7 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		}
 		var n int64
 		switch string(key) {
-		case "index", "time", "process", "client", "ttl", "until", "lease", "applied":
+		case "index", "time", "process", "client", "ttl", "until", "lease", "applied", "due":
 			n, i, ok2 = plainInt(b, i)
 			if !ok2 {
 				return op, false
@@ -297,6 +306,9 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 				op.Lease = time.Duration(n)
 			case "applied":
 				op.Applied = time.Duration(n)
+			case "due":
+				due := time.Duration(n)
+				op.Due = &due
 			}
 		case "session", "kept":
 			var v bool

@@ -15,10 +15,14 @@ import (
 // workload's ops: capture, set-status, reap and the task table record.
 // Version 6 records on every fault op its heal and class (Op.FaultOf), so
 // that a reader pairs faults with heals and tells clock faults without
-// knowing the fault kinds by name.
+// knowing the fault kinds by name. Version 7 records a step of the schedule
+// that did not run as written: `due` on a nemesis fault or heal op that took
+// effect late, and a `fail` op with `due` for a step never reached
+// (Op.NotRun, Op.LateBy), and the host records clock-step and stall
+// (HostEventOf).
 // Every version is read by Read and ReadFile; docs/history.md is the
 // specification.
-const FormatVersion = 6
+const FormatVersion = 7
 
 // FHistory is the f of the header op: the first op of a history written by
 // a run, a nemesis-process info op whose value names the format and its

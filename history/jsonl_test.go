@@ -31,6 +31,10 @@ func TestAppendJSON(t *testing.T) {
 			`{"index":9,"time":1,"process":1,"client":1,"type":"info","f":"acquire","error":"dial \"n1\": é\n\u003ctimeout\u003e"}`},
 		{"invalid raw value becomes a string", Op{Index: 0, Time: 1, Process: 0, Type: Invoke, F: FRead, Value: json.RawMessage(`not json`)},
 			`{"index":0,"time":1,"process":0,"client":0,"type":"invoke","f":"read","value":"not json"}`},
+		{"a late fault carries its due", Op{Index: 5, Time: 1400000000, Process: NemesisProcess, Type: Info, F: "partition", Heal: "heal", Class: ClassNetwork, Due: durationOf(500000000), Value: json.RawMessage(`{"nodes":["n1"]}`)},
+			`{"index":5,"time":1400000000,"process":-1,"type":"info","f":"partition","heal":"heal","class":"network","due":500000000,"value":{"nodes":["n1"]}}`},
+		{"a step due at 0 not run", Op{Index: 6, Time: 3, Process: NemesisProcess, Type: Fail, F: "kill", Class: ClassKill, Due: durationOf(0), Error: "not run"},
+			`{"index":6,"time":3,"process":-1,"type":"fail","f":"kill","class":"kill","due":0,"error":"not run"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +73,8 @@ func TestDecodeForms(t *testing.T) {
 		{"unknown fields are ignored", `{"index":0,"time":0,"process":0,"type":"ok","f":"read","extra":{"x":[1,2]}}`, Op{Type: OK, F: FRead}},
 		{"null value is absent", `{"index":0,"time":0,"process":0,"type":"ok","f":"read","value":null}`, Op{Type: OK, F: FRead}},
 		{"large token", `{"index":0,"time":0,"process":0,"type":"ok","f":"acquire","token":18446744073709551615}`, Op{Type: OK, F: FAcquire, Token: 18446744073709551615}},
+		{"due, the fast way", `{"index":0,"time":9,"process":-1,"type":"fail","f":"kill","due":7}`, Op{Time: 9, Process: -1, Type: Fail, F: "kill", Due: durationOf(7)}},
+		{"due, the slow way", `{"index":0,"time":9,"process":-1,"type":"fail","f":"kill","due":7,"error":"not \u0072un"}`, Op{Time: 9, Process: -1, Type: Fail, F: "kill", Due: durationOf(7), Error: "not run"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +88,9 @@ func TestDecodeForms(t *testing.T) {
 		})
 	}
 }
+
+// durationOf returns a pointer to d, for an Op's Due.
+func durationOf(d time.Duration) *time.Duration { return &d }
 
 func TestDecodeErrors(t *testing.T) {
 	for _, line := range []string{`null`, `[1]`, `{"index":"x"}`, `{"index":1.5}`, `{"index":1,}`, `{"index":1} x`, `{`, `"s"`, `{"time":99999999999999999999}`} {

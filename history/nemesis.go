@@ -71,10 +71,13 @@ func AvailabilityOp(a Availability) Op {
 func (o Op) IsAvailability() bool { return o.Process == NemesisProcess && o.F == FAvailability }
 
 // IsRecord reports whether op is a nemesis-process op that records a state
-// rather than a fault or a heal: the header op, an availability record or
-// a task table record. Readers that pair faults with heals, or look for the
-// last fault, skip it.
-func (o Op) IsRecord() bool { return o.IsHeader() || o.IsAvailability() || o.IsTasks() || o.IsEnd() }
+// rather than a fault or a heal: the header op, an availability record, a
+// task table record, the end record or a host record (a clock step or a
+// stall). Readers that pair faults with heals, or look for the last fault,
+// skip it.
+func (o Op) IsRecord() bool {
+	return o.IsHeader() || o.IsAvailability() || o.IsTasks() || o.IsEnd() || o.IsHostRecord()
+}
 
 // FEnd is the f of the end record: the last op of a history written by a
 // run (format version 5 on), a nemesis-process info op recorded once every

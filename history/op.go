@@ -45,8 +45,8 @@ const (
 
 // Op is one line of a history. Times are durations since the run started, on
 // the harness's monotonic clock; a zero TTL, Until, Lease, Token or Applied, a
-// false Session or Kept, and an empty Heal, Class, Key, Value, Node or Error,
-// are absent from the JSON encoding. Client is written for every op of a worker and omitted for
+// false Session or Kept, a nil Due, and an empty Heal, Class, Key, Value, Node
+// or Error, are absent from the JSON encoding. Client is written for every op of a worker and omitted for
 // nemesis ops.
 //
 // Lease is the server-side lease of an acquire ok or renew ok, counted from
@@ -59,6 +59,13 @@ const (
 // (a fault that acts at once and has no heal); Class is the fault's class
 // (FaultClass). Readers take both through FaultOf, which in a history of an
 // earlier version, whose ops have neither, reads them from the fault's name.
+//
+// Due is written on a nemesis fault or heal op (format version 7 on) whose
+// step did not run as written: the harness time at which its schedule said
+// it was due. On a fail op the step was never reached before the run ended
+// (NotRun); on an info op the fault or heal took effect late (docs/history.md
+// §1, "Steps that did not run as written"). Nil when absent; a step due at 0
+// has a Due of 0.
 //
 // Kept is true on an info when the worker kept its lock client after it (the
 // scenario's lock.on-error: keep-client, an application that logs the error
@@ -74,6 +81,7 @@ type Op struct {
 	F       string          `json:"f"`
 	Heal    string          `json:"heal,omitempty"`
 	Class   FaultClass      `json:"class,omitempty"`
+	Due     *time.Duration  `json:"due,omitempty"`
 	Key     string          `json:"key,omitempty"`
 	TTL     time.Duration   `json:"ttl,omitempty"`
 	Until   time.Duration   `json:"until,omitempty"`
@@ -89,6 +97,20 @@ type Op struct {
 
 // IsNemesis reports whether the op was recorded by the nemesis.
 func (o Op) IsNemesis() bool { return o.Process == NemesisProcess }
+
+// NotRun reports whether the nemesis op o records a step of the schedule
+// that was never reached before the run ended: a fail op with a Due.
+func (o Op) NotRun() bool { return o.IsNemesis() && o.Type == Fail && o.Due != nil }
+
+// LateBy returns how long after its Due the nemesis op o, a fault or heal
+// that took effect late, took effect (its time less its Due), and whether
+// it is one: an op other than fail with a Due.
+func (o Op) LateBy() (time.Duration, bool) {
+	if !o.IsNemesis() || o.Type == Fail || o.Due == nil {
+		return 0, false
+	}
+	return o.Time - *o.Due, true
+}
 
 // IsInvoke reports whether the op is an invocation.
 func (o Op) IsInvoke() bool { return o.Type == Invoke }

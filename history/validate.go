@@ -104,6 +104,9 @@ func (v *Validator) Add(op *Op) error {
 	if err := validateQueueOp(op); err != nil {
 		return fail("%v", err)
 	}
+	if _, _, err := HostEventOf(*op); err != nil {
+		return fail("%v", err)
+	}
 	if op.Process == NemesisProcess {
 		return nil
 	}

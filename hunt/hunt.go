@@ -52,6 +52,12 @@ type Outcome struct {
 	// Margins are the run's safety margins per key (checker.Margins): how
 	// close it came to a violation; the steering orders runs by them.
 	Margins []checker.Margin
+	// HostTrouble reports that the run's host clock stepped or the
+	// harness stalled (reports.Results.HostEvents), and OffScript that a
+	// step of its schedule did not run as written
+	// (reports.Results.StepIssues): what it found may come from the
+	// machine or the schedule, not only from the fault kind.
+	HostTrouble, OffScript bool
 }
 
 // RunFunc runs one scenario (its seed set) and reports its outcome. An
@@ -236,6 +242,11 @@ type Row struct {
 	Margin    float64 `json:"margin"`
 	HasMargin bool    `json:"has_margin"`
 	MarginRun string  `json:"margin_run,omitempty"`
+	// HostTrouble counts the runs whose host clock stepped or whose
+	// harness stalled, and OffScript those with a step that did not run as
+	// written (Outcome).
+	HostTrouble int `json:"host_trouble,omitempty"`
+	OffScript   int `json:"off_script,omitempty"`
 }
 
 // Report is a campaign's result: one row per fault kind, NoFault first
@@ -604,6 +615,12 @@ func (c *campaign) next(kind string, i int, corpus *Corpus, sp Space) (*scenario
 // smallest normalised margin (Score).
 func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (float64, bool) {
 	row.Runs++
+	if out.HostTrouble {
+		row.HostTrouble++
+	}
+	if out.OffScript {
+		row.OffScript++
+	}
 	switch {
 	case out.FaultFailed || out.Verdict == checker.Unknown:
 		row.Unknown++

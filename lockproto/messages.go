@@ -160,6 +160,11 @@ type Reply struct {
 	Key       string          `json:"key"`
 	Message   string          `json:"message"`
 	Tasks     json.RawMessage `json:"tasks"`
+	// Unmarked is set by Process.Call on an acquire's ok from a client
+	// that claimed after-response but sent no after-response before it: a
+	// pause armed at that point could not stop it (docs/lock-protocol.md
+	// §2, "The after-response handshake").
+	Unmarked bool `json:"-"`
 }
 
 // parseLine decodes one line of the client's output. It checks what every

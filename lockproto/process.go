@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/spawn"
 )
 
 // DefaultInitTimeout is how long a client may take to answer init.
@@ -57,7 +59,7 @@ type ProtocolError struct {
 func (e *ProtocolError) Error() string {
 	s := fmt.Sprintf("exec client w%d p%d (%s): ", e.Worker, e.Process, e.Command)
 	if e.Line > 0 {
-		s += fmt.Sprintf("stdout line %d: %s: %s", e.Line, e.Reason, strconv.Quote(clip(e.Text, 200)))
+		s += fmt.Sprintf("stdout line %d: %s: %s", e.Line, e.Reason, Quote(e.Text))
 	} else {
 		s += e.Reason
 	}
@@ -66,11 +68,16 @@ func (e *ProtocolError) Error() string {
 
 func (e *ProtocolError) Unwrap() error { return ErrProtocol }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// QuoteLimit is how many bytes of a client's line an error quotes.
+const QuoteLimit = 200
+
+// Quote quotes what a client wrote for an error message: its first
+// QuoteLimit bytes, and, when that cuts it, a mark saying how long it was.
+func Quote(text string) string {
+	if len(text) <= QuoteLimit {
+		return strconv.Quote(text)
 	}
-	return s[:n] + "…"
+	return fmt.Sprintf("%s… (cut at %d of %d bytes)", strconv.Quote(text[:QuoteLimit]), QuoteLimit, len(text))
 }
 
 // Process is one running client. Its calls are made by one goroutine at a
@@ -129,7 +136,6 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	cmd := exec.Command("sh", "-c", cfg.Command)
 	cmd.Dir = cfg.Dir
 	cmd.Env = append(append(os.Environ(), cfg.Init.Env()...), cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -142,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil {
 		return nil, fmt.Errorf("lockproto: starting %q: %w", cfg.Command, err)
 	}
 	out, ok := stdout.(*os.File)
@@ -200,6 +206,9 @@ func (p *Process) init(ctx context.Context) error {
 			}
 			continue
 		case err != nil:
+			if partial, ok := p.partialLine(); ok {
+				return p.fail(partial, fmt.Sprintf("no init_ok within %v, only part of a line without its newline", p.cfg.InitTimeout))
+			}
 			return p.fail(item{}, fmt.Sprintf("no init_ok within %v", p.cfg.InitTimeout))
 		case it.err != nil:
 			return p.fail(it, it.err.Error())
@@ -311,20 +320,20 @@ func (p *Process) fail(it item, reason string) error {
 // exitError returns the protocol error of a client that exited (or closed
 // its output) while it was needed, with its exit status when it has one.
 func (p *Process) exitError(when string) error {
-	status := "closed its output"
+	status := "the client closed its output"
 	select {
 	case <-p.exited:
-		status = "exited"
+		status = "the client exited"
 		var ee *exec.ExitError
 		switch {
 		case p.waitErr == nil:
-			status = "exited with status 0"
+			status += " with status 0"
 		case errors.As(p.waitErr, &ee):
-			status = "exited: " + ee.ProcessState.String()
+			status += ": " + ee.ProcessState.String()
 		}
 	case <-time.After(time.Second):
 	}
-	return p.fail(item{}, "the client "+status+": "+when)
+	return p.fail(item{}, status+": "+when)
 }
 
 // Hooks are the harness's functions that a call runs at its pause points;
@@ -354,17 +363,10 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 	if p.broken != nil {
 		return Reply{}, p.broken
 	}
-	p.nextID++
-	req.ID = p.nextID
-	line, err := encodeRequest(p.wbuf[:0], req)
+	deadline, hasDeadline := ctx.Deadline()
+	req, sent, err := p.write(req)
 	if err != nil {
 		return Reply{}, err
-	}
-	p.wbuf = line
-	deadline, hasDeadline := ctx.Deadline()
-	sent := time.Now()
-	if _, err := p.stdin.Write(line); err != nil {
-		return Reply{}, p.exitError(fmt.Sprintf("it could not be sent %s id %d", req.Type, req.ID))
 	}
 	var paused time.Duration
 	pause := func(f func()) {
@@ -381,6 +383,7 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 	}
 	stop := p.wakeOnCancel(ctx)
 	defer stop()
+	marked := false // the client sent its after-response handshake
 	for {
 		if hooks.InCall != nil && p.armedFlag.Swap(false) {
 			pause(hooks.InCall)
@@ -401,14 +404,15 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 			}
 			continue
 		case err != nil:
-			return Reply{}, fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
+			return Reply{}, p.noReply(req)
 		case it.err != nil:
 			return Reply{}, p.fail(it, it.err.Error())
 		}
 		if it.reply.Type == TypeAfterResponse {
-			if err := p.handshake(req, it); err != nil {
+			if err := p.handshake(req, it, marked); err != nil {
 				return Reply{}, err
 			}
+			marked = true
 			pause(hooks.AfterResponse)
 			if err := p.send(map[string]any{"type": TypeContinue, "id": req.ID}); err != nil {
 				return Reply{}, p.exitError(fmt.Sprintf("it was waiting for continue on %s id %d", req.Type, req.ID))
@@ -422,8 +426,36 @@ func (p *Process) Call(ctx context.Context, req Request, hooks Hooks) (Reply, er
 		if req.Type == TypeAcquire && !p.hasAbility(AbilityAfterResponse) {
 			pause(hooks.AfterResponse)
 		}
+		it.reply.Unmarked = req.Type == TypeAcquire && it.reply.Type == TypeOK && p.hasAbility(AbilityAfterResponse) && !marked
 		return it.reply, nil
 	}
+}
+
+// write assigns req its id and writes it, returning it and when it was
+// written.
+func (p *Process) write(req Request) (Request, time.Time, error) {
+	p.nextID++
+	req.ID = p.nextID
+	line, err := encodeRequest(p.wbuf[:0], req)
+	if err != nil {
+		return req, time.Time{}, err
+	}
+	p.wbuf = line
+	sent := time.Now()
+	if _, err := p.stdin.Write(line); err != nil {
+		return req, sent, p.exitError(fmt.Sprintf("it could not be sent %s id %d", req.Type, req.ID))
+	}
+	return req, sent, nil
+}
+
+// noReply returns the error of a call to req whose deadline passed: an
+// unknown outcome (ErrNoReply), or a protocol error when the client wrote
+// part of a line and never its newline (garbage, then a hang).
+func (p *Process) noReply(req Request) error {
+	if partial, ok := p.partialLine(); ok {
+		return p.fail(partial, fmt.Sprintf("no reply to %s id %d within the op's timeout, only part of a line without its newline", req.Type, req.ID))
+	}
+	return fmt.Errorf("%w: %s id %d: %w", ErrNoReply, req.Type, req.ID, context.DeadlineExceeded)
 }
 
 // watch passes every signal of armed on to wake, until the process ends.
@@ -444,9 +476,12 @@ func (p *Process) watch(armed <-chan struct{}) {
 	}()
 }
 
-// handshake checks an after-response line against the request in flight.
-func (p *Process) handshake(req Request, it item) error {
+// handshake checks an after-response line against the request in flight;
+// marked says that the call already had one.
+func (p *Process) handshake(req Request, it item, marked bool) error {
 	switch {
+	case marked:
+		return p.fail(it, fmt.Sprintf(`a second "after-response" handshake for acquire id %d: one per acquire`, req.ID))
 	case !p.hasAbility(AbilityAfterResponse):
 		return p.fail(it, `an "after-response" handshake from a client that did not claim the ability "after-response"`)
 	case req.Type != TypeAcquire:
@@ -494,8 +529,14 @@ func (p *Process) Continue() error {
 	return p.signal(syscall.SIGCONT)
 }
 
+// KillWait bounds how long Kill waits for a killed client to be gone.
+const KillWait = 5 * time.Second
+
 // Kill kills the client's process group at once (SIGKILL) and waits until
-// it is gone: a crash.
+// it is gone (reaped, and its standard error read to its end), for at most
+// KillWait: a process the kernel is slow to end (on a machine that swaps)
+// or a descendant outside its group that keeps its standard error open
+// does not hold the caller up; it is reaped when it ends.
 func (p *Process) Kill() {
 	p.mu.Lock()
 	if !p.killed {
@@ -504,7 +545,12 @@ func (p *Process) Kill() {
 	}
 	p.mu.Unlock()
 	_ = p.stdin.Close()
-	<-p.exited
+	t := time.NewTimer(KillWait)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+	}
 	p.end()
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -37,9 +38,9 @@ func startRedis(tb testing.TB) string {
 }
 
 // respLock returns the command of the plain-socket Redis lock client in
-// testdata, breaking the protocol as brk says ("malformed@2": at its second
-// request; "" never).
-func respLock(tb testing.TB, brk string) string {
+// testdata with args: "--break malformed@2" breaks the protocol at its
+// second request, "--wrong until-wall" is wrong in one way throughout.
+func respLock(tb testing.TB, args string) string {
 	tb.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -49,11 +50,7 @@ func respLock(tb testing.TB, brk string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd := py + " " + abs
-	if brk != "" {
-		cmd += " --break " + brk
-	}
-	return cmd
+	return strings.TrimSpace(py + " " + abs + " " + args)
 }
 
 func config(command, addr string) lockproto.Config {
@@ -84,10 +81,11 @@ func TestBrokenClients(t *testing.T) {
 		{"exits", "exit@2", true, "exited: exit status 3"},
 		{"wrong id", "wrong-id@2", true, "reply has id 102, but the request in flight is acquire id 2"},
 		{"hangs", "hang@2", false, "no reply within the op's timeout"},
+		{"garbage then hangs", "garbage-hang@2", true, `stdout line 3: no reply to acquire id 2 within the op's timeout, only part of a line without its newline: "acquired k"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := lockproto.Start(context.Background(), config(respLock(t, tc.brk), addr))
+			p, err := lockproto.Start(context.Background(), config(respLock(t, "--break "+tc.brk), addr))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,33 +183,45 @@ func TestStopStopsTheProcess(t *testing.T) {
 }
 
 // TestConformCatchesBrokenClients runs the conformance checks on a good
-// client and on one that breaks the protocol in each way: the good one
-// passes every check, each broken one fails one.
+// client and on one that is wrong in each way protocol-test must catch: the
+// good one passes every check; each wrong one fails, and the check that
+// fails is the one that names its fault.
 func TestConformCatchesBrokenClients(t *testing.T) {
 	addr := startRedis(t)
 	cases := []struct {
-		name, brk string
-		pass      bool
+		name, args string
+		fails      string // the name of a check that must fail; "" passes every check
 	}{
-		{"well behaved", "", true},
-		{"malformed", "malformed@1", false},
-		{"exits", "exit@2", false},
-		{"hangs", "hang@1", false},
-		{"wrong id", "wrong-id@1", false},
+		{"well behaved", "", ""},
+		{"malformed", "--break malformed@1", "acquire: a free lock is granted"},
+		{"exits", "--break exit@2", "release: the holder releases"},
+		{"hangs", "--break hang@1", "acquire: a free lock is granted"},
+		{"wrong id", "--break wrong-id@1", "acquire: a free lock is granted"},
+		{"garbage then hangs", "--break garbage-hang@1", "acquire: a free lock is granted"},
+		{"until from the wall clock", "--wrong until-wall", "grants: every until_ms lies within its call's window"},
+		{"lease in seconds", "--wrong lease-seconds", "grants: every until_ms lies within its call's window and every lease_ms"},
+		{"after-response claimed, never sent", "--wrong no-handshake", "after-response: every granted acquire sends its handshake"},
+		{"owners collide across processes", "--wrong fixed-owner", "owner: the two processes' grants have owners of their own"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checks := lockproto.Conform(context.Background(), lockproto.ConformConfig{Config: config(respLock(t, tc.brk), addr), TTL: 3 * time.Second, Key: "conform-" + tc.name})
-			failed := 0
-			var report []string
+			checks := lockproto.Conform(context.Background(), lockproto.ConformConfig{Config: config(respLock(t, tc.args), addr), TTL: 3 * time.Second, Key: "conform-" + tc.name})
+			var failed, report []string
 			for _, c := range checks {
+				mark := "ok  "
 				if !c.Passed {
-					failed++
+					failed = append(failed, c.Name)
+					mark = "FAIL"
 				}
-				report = append(report, c.Name+": "+c.Detail)
+				report = append(report, mark+" "+c.Name+": "+c.Detail)
 			}
-			if (failed == 0) != tc.pass || len(checks) < 2 {
-				t.Errorf("%d checks failed, want pass %v:\n%s", failed, tc.pass, strings.Join(report, "\n"))
+			switch {
+			case len(checks) < 2:
+				t.Errorf("only %d checks ran:\n%s", len(checks), strings.Join(report, "\n"))
+			case tc.fails == "" && len(failed) > 0:
+				t.Errorf("checks failed: %q:\n%s", failed, strings.Join(report, "\n"))
+			case tc.fails != "" && !slices.ContainsFunc(failed, func(n string) bool { return strings.HasPrefix(n, tc.fails) }):
+				t.Errorf("no failed check named %q (failed: %q):\n%s", tc.fails, failed, strings.Join(report, "\n"))
 			}
 		})
 	}

@@ -206,3 +206,14 @@ func (p *Process) Poll() {
 		}
 	}
 }
+
+// partialLine returns, as an item of the line it would have been, what the
+// client wrote after its last newline, when it wrote anything: a read
+// whose deadline passed on it met a line that the client began and never
+// ended (garbage without a newline, then a hang).
+func (p *Process) partialLine() (item, bool) {
+	if p.w <= p.r {
+		return item{}, false
+	}
+	return item{line: p.lineNo + 1, text: string(p.rbuf[p.r:p.w])}, true
+}

@@ -107,6 +107,23 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 	return nil, desc, errors.Join(errs...)
 }
 
+// ClientPauseFailed records that a client pause armed on worker at point
+// for d never stopped it, with why (err): the point it waited for never
+// came, as when a client that claims the after-response handshake grants a
+// lock without it. It is a fault that failed (docs/history.md §1, "Faults
+// that failed"): a client-pause op of type fail in the history, and one of
+// Failed.
+func (r *Runner) ClientPauseFailed(worker int, point string, d time.Duration, err error) {
+	desc := map[string]any{"worker": worker, "point": point, "duration": d.String()}
+	op := ClientPause{}.Facts().op(history.Fail, history.JSONValue(desc), false)
+	op.Error = err.Error()
+	r.record(op)
+	step := Step{Fault: ClientPause{}.Name(), Targets: []string{fmt.Sprintf("w%d", worker)}, Point: point, Duration: d}
+	r.mu.Lock()
+	r.errs = append(r.errs, &FailedError{Step: step, Err: err})
+	r.mu.Unlock()
+}
+
 // ParseWorkers turns fixed worker targets ("w0", "w3", "all") into worker
 // numbers below count; random specs need ResolveWorkers.
 func ParseWorkers(targets []string, count int) ([]int, error) {

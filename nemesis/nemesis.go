@@ -106,7 +106,9 @@ type Step struct {
 	// the run records the failure as usual, and its outcome is judged as if
 	// nothing had failed, but a run in which neither failed does not meet
 	// its expectation. Without it, a fault or heal that fails makes the
-	// run's outcome unknown.
+	// run's outcome unknown. It also allows the step not to run as written
+	// (StepIssue): never reached, or late; a step never reached is no
+	// failure that did not come.
 	ExpectFailure bool `yaml:"expect-failure,omitempty" json:"expect-failure,omitempty"`
 }
 
@@ -198,12 +200,14 @@ func (s Schedule) Sorted() Schedule {
 	return out
 }
 
-// active is an injected fault not yet healed.
+// active is an injected fault not yet healed. healDue is when the schedule
+// heals it (its step's At plus Duration), noDue when it does not.
 type active struct {
-	step  Step
-	heal  Heal
-	desc  any
-	facts Facts
+	step    Step
+	heal    Heal
+	desc    any
+	facts   Facts
+	healDue time.Duration
 }
 
 // Runner executes a schedule against an Env, recording every fault and heal,
@@ -216,9 +220,19 @@ type Runner struct {
 	// rather than striking the node as it starts, and each is recorded
 	// when it took effect.
 	acting sync.Mutex
-	mu     sync.Mutex
+	// actions records when each fault and heal acted, for the lateness of
+	// the next (actionLog.lateness); it is guarded by acting.
+	actions actionLog
+	mu      sync.Mutex
+	// start is the run's start (Run's), from which steps are timed.
+	start  time.Time
 	active []*active
 	errs   []error
+	// issues are the steps that did not run as written (StepIssues);
+	// issueAt finds a late step's entry, so that a heal-all late for
+	// three faults is one issue.
+	issues  []StepIssue
+	issueAt map[issueKey]int
 	// begun is closed once Run has injected every step due at its start
 	// (see Begun).
 	begun     chan struct{}
@@ -245,20 +259,34 @@ func (r *Runner) begin() { r.beginOnce.Do(func() { close(r.begun) }) }
 // Run executes schedule, each step at its time since start, until the
 // schedule is done or ctx ends. Faults with a Duration are healed when it
 // elapses. One fault or heal acts at a time: a step or a heal due while
-// another acts begins when that one is done (and is recorded then). Run does not heal the faults still active when it returns; call
-// HealAll for that (the runner does, in a defer). A fault or heal that
-// failed is recorded in the history as failed (or, when it took effect in
-// part, as a fault in force with its error); the errors of every fault and
-// heal that failed so far (Failed) are returned joined at the end.
+// another acts begins when that one is done (and is recorded then). Run does
+// not heal the faults still active when it returns; call HealAll for that
+// (the runner does, in a defer). A fault or heal that failed is recorded in
+// the history as failed (or, when it took effect in part, as a fault in
+// force with its error); the errors of every fault and heal that failed so
+// far (Failed) are returned joined at the end.
+//
+// A step is carried out as written when it begins to act within
+// StepTolerance of its time, not counting the time it waited for the
+// nemesis's other faults and heals; one that took effect later is recorded
+// with its due time, and the steps not reached when ctx ends are recorded
+// as not run, each as a fail op of its fault with its due time, when Run
+// returns (docs/history.md §1, "Steps that did not run as written"). Both
+// are listed by StepIssues.
 func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) error {
+	r.mu.Lock()
+	r.start = start
+	r.mu.Unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer r.begin()
-	for _, step := range schedule.Sorted() {
+	steps := schedule.Sorted()
+	for i, step := range steps {
 		if step.At > 0 {
 			r.begin()
 		}
 		if !sleepUntil(ctx, start.Add(step.At)) {
+			r.notRun(steps[i:])
 			break
 		}
 		a, _ := r.inject(ctx, step) // its errors are kept in r.errs
@@ -266,8 +294,8 @@ func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) er
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if sleepUntil(ctx, start.Add(step.At+step.Duration)) {
-					r.heal(context.WithoutCancel(ctx), a)
+				if sleepUntil(ctx, start.Add(a.healDue)) {
+					r.healTimed(context.WithoutCancel(ctx), a, timing{due: a.healDue, step: step, heal: true})
 				}
 			}()
 		}
@@ -277,14 +305,104 @@ func (r *Runner) Run(ctx context.Context, start time.Time, schedule Schedule) er
 	return errors.Join(r.errs...)
 }
 
+// notRun records each of steps as never reached, and lists it as a
+// StepIssue.
+func (r *Runner) notRun(steps []Step) {
+	for _, step := range steps {
+		r.record(notRunOp(step))
+		r.addIssue(StepIssue{Step: step, NotRun: true})
+	}
+}
+
+// issueKey names a StepIssue: its step and whether it is about its heal.
+type issueKey struct {
+	step string
+	heal bool
+}
+
+// addIssue lists a step that did not run as written. A step late more than
+// once (a heal step that healed several faults) keeps one entry, with the
+// greatest lateness; every step not run has its own.
+func (r *Runner) addIssue(is StepIssue) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if is.NotRun {
+		r.issues = append(r.issues, is)
+		return
+	}
+	key := issueKey{is.Step.String(), is.Heal}
+	if i, ok := r.issueAt[key]; ok {
+		r.issues[i].Late = max(r.issues[i].Late, is.Late)
+		return
+	}
+	if r.issueAt == nil {
+		r.issueAt = map[issueKey]int{}
+	}
+	r.issueAt[key] = len(r.issues)
+	r.issues = append(r.issues, is)
+}
+
+// StepIssues returns the steps that did not run as written so far, in the
+// order they were found: those that took effect late, then, once Run has
+// returned, those it never reached.
+func (r *Runner) StepIssues() []StepIssue {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.issues)
+}
+
+// now returns the harness time since Run's start, and false (and 0) before
+// Run has started.
+func (r *Runner) now() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.start.IsZero() {
+		return 0, false
+	}
+	return time.Since(r.start), true
+}
+
+// endAction is called holding r.acting, as the fault or heal that began to
+// act at began is done: it records the action for the lateness of the
+// next.
+func (r *Runner) endAction(began time.Duration) {
+	if end, ok := r.now(); ok {
+		r.actions.add(began, end)
+	}
+}
+
+// overdueHeal returns what timed the heal of a that begins at now: t, unless
+// a's own heal, after its step's Duration, was due by now and before t
+// (its timer was cut short when the run ended, or it waited while a heal
+// step healed a).
+func overdueHeal(a *active, t timing, now time.Duration) timing {
+	if a.healDue != noDue && a.healDue <= now && (t.due == noDue || a.healDue < t.due) {
+		return timing{due: a.healDue, step: a.step, heal: true}
+	}
+	return t
+}
+
+// markLate records, on the op of a fault or heal timed by t that took
+// effect late by late, its due time, and lists its step, when late is more
+// than StepTolerance. An op that failed took no effect, late or not.
+func (r *Runner) markLate(op *history.Op, t timing, late time.Duration) {
+	if late <= StepTolerance || op.Type == history.Fail {
+		return
+	}
+	due := t.due
+	op.Due = &due
+	r.addIssue(StepIssue{Step: t.step, Heal: t.heal, Late: late})
+}
+
 // inject carries out one step of the schedule. The errors of the faults and
 // heals that failed are kept in r.errs (see Failed) as well as returned.
 func (r *Runner) inject(ctx context.Context, step Step) (*active, error) {
+	t := timing{due: step.At, step: step}
 	switch step.Fault {
 	case "heal-all":
-		return nil, r.HealAll(ctx)
+		return nil, r.healAll(ctx, t)
 	case "heal":
-		return nil, r.healMatching(ctx, step.Targets)
+		return nil, r.healMatching(ctx, step.Targets, t)
 	}
 	a, err := r.injectFault(ctx, step)
 	if err != nil {
@@ -310,6 +428,9 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	}
 	r.acting.Lock()
 	defer r.acting.Unlock()
+	began, _ := r.now()
+	defer r.endAction(began)
+	late := r.actions.lateness(step.At, began)
 	heal, desc, err := f.Inject(ctx, r.env, step)
 	// The op names the heal only when a heal op will follow.
 	op := facts.op(history.Info, history.JSONValue(desc), heal != nil)
@@ -324,12 +445,16 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 			op.Type = history.Fail
 		}
 	}
+	r.markLate(&op, timing{due: step.At, step: step}, late)
 	r.record(op)
 	var a *active
 	if heal != nil {
 		// A fault that failed half-way still returns the heal of what it
 		// did; it is kept so that HealAll undoes it.
-		a = &active{step: step, heal: heal, desc: desc, facts: facts}
+		a = &active{step: step, heal: heal, desc: desc, facts: facts, healDue: noDue}
+		if step.Duration > 0 {
+			a.healDue = step.At + step.Duration
+		}
 		r.mu.Lock()
 		r.active = append(r.active, a)
 		r.mu.Unlock()
@@ -359,8 +484,15 @@ func (e *FailedError) Error() string {
 
 func (e *FailedError) Unwrap() error { return e.Err }
 
-// heal runs a's heal once and records it.
+// heal runs a's heal once and records it, timed by no step (the heal of the
+// faults in force at the end).
 func (r *Runner) heal(ctx context.Context, a *active) error {
+	return r.healTimed(ctx, a, timing{due: noDue})
+}
+
+// healTimed runs a's heal once and records it; t says when it was due and
+// which step timed it (overdueHeal).
+func (r *Runner) healTimed(ctx context.Context, a *active, t timing) error {
 	r.acting.Lock()
 	defer r.acting.Unlock()
 	r.mu.Lock()
@@ -376,6 +508,10 @@ func (r *Runner) heal(ctx context.Context, a *active) error {
 	if !found {
 		return nil
 	}
+	began, _ := r.now()
+	defer r.endAction(began)
+	t = overdueHeal(a, t, began)
+	late := r.actions.lateness(t.due, began)
 	err := a.heal(ctx)
 	op := history.Op{Type: history.Info, F: a.facts.Heal, Value: history.JSONValue(a.desc)}
 	if err != nil {
@@ -388,6 +524,7 @@ func (r *Runner) heal(ctx context.Context, a *active) error {
 		r.errs = append(r.errs, err)
 		r.mu.Unlock()
 	}
+	r.markLate(&op, t, late)
 	r.record(op)
 	return err
 }
@@ -400,7 +537,9 @@ func (r *Runner) Failed() []error {
 	return slices.Clone(r.errs)
 }
 
-func (r *Runner) healMatching(ctx context.Context, targets []string) error {
+// healMatching heals, for the heal step that t times, every active fault
+// with the same targets (every one when targets is empty).
+func (r *Runner) healMatching(ctx context.Context, targets []string, t timing) error {
 	r.mu.Lock()
 	var match []*active
 	for _, a := range r.active {
@@ -411,7 +550,7 @@ func (r *Runner) healMatching(ctx context.Context, targets []string) error {
 	r.mu.Unlock()
 	var errs []error
 	for _, a := range match {
-		errs = append(errs, r.heal(ctx, a))
+		errs = append(errs, r.healTimed(ctx, a, t))
 	}
 	return errors.Join(errs...)
 }
@@ -420,8 +559,15 @@ func (r *Runner) healMatching(ctx context.Context, targets []string) error {
 // resumed, killed nodes started, skewed clocks reset and toxics removed.
 // Then, as a safety net for heals that failed, it removes every toxic of the
 // Network and resets the clock of every node that can be skewed. It returns
-// the joined errors and is safe to call more than once.
+// the joined errors and is safe to call more than once. A heal that a
+// fault's Duration timed and that was due by then is judged late or not
+// like any (StepIssues); the others end the faults with the run.
 func (r *Runner) HealAll(ctx context.Context) error {
+	return r.healAll(ctx, timing{due: noDue})
+}
+
+// healAll is HealAll for a heal-all step that t times (noDue for none).
+func (r *Runner) healAll(ctx context.Context, t timing) error {
 	var errs []error
 	for {
 		r.mu.Lock()
@@ -431,7 +577,7 @@ func (r *Runner) HealAll(ctx context.Context) error {
 		}
 		a := r.active[len(r.active)-1]
 		r.mu.Unlock()
-		errs = append(errs, r.heal(ctx, a))
+		errs = append(errs, r.healTimed(ctx, a, t))
 	}
 	errs = append(errs, sweep(r.env))
 	return errors.Join(errs...)

@@ -16,6 +16,36 @@ import (
 // ErrRandomSpec reports a random schedule spec with an impossible value.
 var ErrRandomSpec = errors.New("nemesis: bad random schedule")
 
+// Resolution is the unit of a random schedule's time: Generate draws each
+// fault's duration and each quiet gap in whole milliseconds, rounding down,
+// and moves the schedule on by at least one Resolution per step.
+const Resolution = time.Millisecond
+
+// MinInterval is the shortest mean quiet gap (RandomSpec.Interval) a random
+// spec may ask for: two Resolutions, so that its shortest gap, half the
+// interval, is a whole Resolution and never rounds to nothing.
+const MinInterval = 2 * Resolution
+
+// MaxSteps is the most steps a run's schedule may have: its scripted steps
+// and the steps its random spec can draw over the run (StepBound) together.
+// Scenario validation refuses a schedule that could have more; Generate and
+// Resolve never return more, whatever they are given.
+const MaxSteps = 10_000
+
+// FieldError is a random spec's field with an impossible value: Field names
+// it as a scenario file does (interval, min-duration, ...), and Hint says
+// what it must be.
+type FieldError struct {
+	Field, Hint string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrRandomSpec, e.Field, e.Hint)
+}
+
+// Unwrap returns ErrRandomSpec.
+func (e *FieldError) Unwrap() error { return ErrRandomSpec }
+
 // RandomSpec describes a seeded random schedule: one fault at a time, drawn
 // from a mix of kinds, with random quiet gaps, durations, targets and
 // offsets. Generate expands it into steps; the same spec, duration and seed
@@ -94,13 +124,8 @@ func (s *RandomSpec) Validate(known []string) error {
 			return fmt.Errorf("%w: points: unknown pause point %q (known: %s)", ErrRandomSpec, p, strings.Join(PausePoints, ", "))
 		}
 	}
-	switch {
-	case s.Interval <= 0:
-		return fmt.Errorf("%w: interval: must be a positive duration such as 2s", ErrRandomSpec)
-	case s.Start < 0:
-		return fmt.Errorf("%w: start: must not be negative", ErrRandomSpec)
-	case s.MinDuration < 0 || s.MaxDuration < 0:
-		return fmt.Errorf("%w: min-duration, max-duration: must not be negative", ErrRandomSpec)
+	if err := s.CheckTimes(); err != nil {
+		return err
 	}
 	lo, hi := s.durations()
 	if lo > hi {
@@ -138,6 +163,46 @@ func (s *RandomSpec) Validate(known []string) error {
 		}
 	}
 	return nil
+}
+
+// CheckTimes checks the spec's times against the Resolution: a mean gap of
+// at least MinInterval, a start that is not negative, and fault durations
+// that are left out (zero) or at least one Resolution, which a draw in
+// whole milliseconds cannot round to nothing. Its error is a *FieldError.
+// Validate calls it.
+func (s *RandomSpec) CheckTimes() error {
+	switch {
+	case s.Interval < MinInterval:
+		return &FieldError{"interval", fmt.Sprintf("must be at least %v, such as 2s (the shortest quiet gap is half the interval, and gaps are drawn in whole %v)", MinInterval, Resolution)}
+	case s.Start < 0:
+		return &FieldError{"start", "must not be negative"}
+	}
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"min-duration", s.MinDuration}, {"max-duration", s.MaxDuration}} {
+		if d.d < 0 || d.d > 0 && d.d < Resolution {
+			return &FieldError{d.field, fmt.Sprintf("must be at least %v, such as 500ms, or left out (durations are drawn in whole %v)", Resolution, Resolution)}
+		}
+	}
+	return nil
+}
+
+// StepBound returns the most steps Generate can draw from s over a run of
+// the given duration: each step moves the schedule on by at least its
+// shortest fault and its shortest quiet gap, each rounded down to whole
+// Resolutions, and by never less than one Resolution, from the first
+// fault's start until the run's end.
+func (s *RandomSpec) StepBound(duration time.Duration) int64 {
+	start := max(s.start(), 0)
+	if len(s.Faults) == 0 || s.Interval <= 0 || start >= duration {
+		return 0
+	}
+	lo, _ := s.durations()
+	gapLo, _ := s.gaps()
+	whole := func(d time.Duration) time.Duration { return max(d, 0) / Resolution * Resolution }
+	step := max(whole(lo)+whole(gapLo), Resolution)
+	return int64((duration-start-1)/step) + 1
 }
 
 // String describes the spec in one line, with its defaults filled in: the
@@ -301,27 +366,43 @@ func (s *RandomSpec) step(fault string, at, d time.Duration, rng *rand.Rand) Ste
 // fault at a time, each starting after a random quiet gap and healed after
 // its random duration. Every choice is drawn from rng, in a fixed order, so
 // the same seed always gives the same schedule. Durations are whole
-// milliseconds.
+// Resolutions. Whatever the spec, the schedule moves on by at least one
+// Resolution per step and ends at MaxSteps steps, so that generation is
+// bounded in time and memory even for a spec no validation has seen.
 func Generate(rng *rand.Rand, duration time.Duration, spec RandomSpec) Schedule {
-	if len(spec.Faults) == 0 || spec.Interval <= 0 {
+	return generate(rng, duration, spec, MaxSteps)
+}
+
+// generate is Generate drawing at most limit steps.
+func generate(rng *rand.Rand, duration time.Duration, spec RandomSpec, limit int) Schedule {
+	if len(spec.Faults) == 0 || spec.Interval <= 0 || limit <= 0 {
 		return nil
 	}
 	lo, hi := spec.durations()
-	ms := func(lo, hi time.Duration) time.Duration {
-		a, b := lo.Milliseconds(), hi.Milliseconds()
+	// whole draws a whole number of Resolutions in [lo, hi], at least 0.
+	whole := func(lo, hi time.Duration) time.Duration {
+		a, b := max(lo/Resolution, 0), hi/Resolution
 		if b <= a {
-			return time.Duration(a) * time.Millisecond
+			return a * Resolution
 		}
-		return time.Duration(a+rng.Int64N(b-a+1)) * time.Millisecond
+		return (a + time.Duration(rng.Int64N(int64(b-a)+1))) * Resolution
 	}
-	at := spec.start()
+	at := max(spec.start(), 0)
 	gapLo, gapHi := spec.gaps()
 	var out Schedule
-	for at < duration {
+	for at < duration && len(out) < limit {
 		fault := spec.Faults[rng.IntN(len(spec.Faults))]
-		d := ms(lo, hi)
+		d := whole(lo, hi)
 		out = append(out, spec.step(fault, at, d, rng))
-		at += d + ms(gapLo, gapHi)
+		left := duration - at
+		if d >= left {
+			break
+		}
+		gap := whole(gapLo, gapHi)
+		if gap >= left-d {
+			break
+		}
+		at += max(d+gap, min(Resolution, left))
 	}
 	return out
 }
@@ -339,7 +420,9 @@ const scheduleStream = 0x6e656d65736973 // "nemesis"
 // Resolve returns the exact schedule of a run: the scripted steps that start
 // within duration, merged with random expanded by a source derived from seed
 // alone (nil random adds nothing). Stored in place of the spec, the result
-// replays the run's faults exactly.
+// replays the run's faults exactly. The random steps fill at most what the
+// scripted ones leave of MaxSteps, so the result has no more steps than
+// MaxSteps or the scripted ones given.
 func Resolve(scripted Schedule, random *RandomSpec, seed uint64, duration time.Duration) Schedule {
 	var out Schedule
 	for _, st := range scripted {
@@ -348,7 +431,7 @@ func Resolve(scripted Schedule, random *RandomSpec, seed uint64, duration time.D
 		}
 	}
 	if random != nil {
-		out = Merge(out, Generate(rand.New(rand.NewPCG(seed, scheduleStream)), duration, *random))
+		out = Merge(out, generate(rand.New(rand.NewPCG(seed, scheduleStream)), duration, *random, MaxSteps-len(out)))
 	}
 	return out.Sorted()
 }
@@ -372,7 +455,8 @@ func WriteSchedule(w io.Writer, s Schedule) error {
 	return nil
 }
 
-// ReadSchedule reads a schedule written by WriteSchedule.
+// ReadSchedule reads a schedule written by WriteSchedule; a schedule of
+// more than MaxSteps steps is an error.
 func ReadSchedule(r io.Reader) (Schedule, error) {
 	var out Schedule
 	sc := bufio.NewScanner(r)
@@ -380,6 +464,9 @@ func ReadSchedule(r io.Reader) (Schedule, error) {
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
+		}
+		if len(out) == MaxSteps {
+			return nil, fmt.Errorf("nemesis: schedule line %d: more than %d steps, the most a schedule has", line, MaxSteps)
 		}
 		var st Step
 		if err := json.Unmarshal(sc.Bytes(), &st); err != nil {

@@ -3,9 +3,12 @@ package nemesis
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,6 +126,188 @@ func TestRandomSpecValidate(t *testing.T) {
 			tc.change(&s)
 			if err := s.Validate(known); !errors.Is(err, ErrRandomSpec) {
 				t.Fatalf("Validate = %v, want ErrRandomSpec", err)
+			}
+		})
+	}
+}
+
+// TestRandomSpecValidateResolution requires Validate to refuse, naming the
+// field, every time that a draw in whole Resolutions would round to
+// nothing or that is below its stated minimum, and to accept the smallest
+// times that are not.
+func TestRandomSpecValidateResolution(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*RandomSpec)
+		field  string // "" when the spec is valid
+	}{
+		{"interval of 1ns", func(s *RandomSpec) { s.Interval, s.MinDuration, s.MaxDuration = 1, 1, 1 }, "interval"},
+		{"interval of 600µs", func(s *RandomSpec) { s.Interval = 600 * time.Microsecond }, "interval"},
+		{"interval just below the minimum", func(s *RandomSpec) { s.Interval = MinInterval - 1 }, "interval"},
+		{"interval at the minimum", func(s *RandomSpec) { s.Interval, s.MinDuration, s.MaxDuration = MinInterval, 0, 0 }, ""},
+		{"no interval", func(s *RandomSpec) { s.Interval = 0 }, "interval"},
+		{"negative start", func(s *RandomSpec) { s.Start = -time.Second }, "start"},
+		{"min-duration of 1ns", func(s *RandomSpec) { s.MinDuration = 1 }, "min-duration"},
+		{"max-duration below the resolution", func(s *RandomSpec) { s.MinDuration, s.MaxDuration = 0, Resolution-1 }, "max-duration"},
+		{"negative min-duration", func(s *RandomSpec) { s.MinDuration = -time.Second }, "min-duration"},
+		{"durations of one resolution", func(s *RandomSpec) { s.MinDuration, s.MaxDuration = Resolution, Resolution }, ""},
+		{"min-duration left out", func(s *RandomSpec) { s.MinDuration = 0 }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mixSpec()
+			tc.change(&s)
+			err := s.Validate(Names())
+			var fe *FieldError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tc.field == "":
+			case !errors.As(err, &fe) || !errors.Is(err, ErrRandomSpec):
+				t.Fatalf("Validate = %v, want a FieldError of %s", err, tc.field)
+			case fe.Field != tc.field:
+				t.Fatalf("Validate names %s (%v), want %s", fe.Field, err, tc.field)
+			}
+		})
+	}
+}
+
+// TestGenerateBoundedWhateverItIsGiven gives Generate and Resolve specs no
+// validation would accept, each of which once made the loop run for ever
+// or overflow, and requires a schedule of at most MaxSteps steps, each
+// inside the run, moving on by at least one Resolution, and no more steps
+// than StepBound says.
+func TestGenerateBoundedWhateverItIsGiven(t *testing.T) {
+	const forever = time.Duration(math.MaxInt64)
+	tests := []struct {
+		name     string
+		duration time.Duration
+		spec     RandomSpec
+	}{
+		{"every time 1ns", time.Minute, RandomSpec{Faults: []string{"partition"}, Interval: 1, MinDuration: 1, MaxDuration: 1}},
+		{"interval of 600µs", time.Hour, RandomSpec{Faults: []string{"kill"}, Interval: 600 * time.Microsecond}},
+		{"the longest run at 1ns", forever, RandomSpec{Faults: []string{"client-pause"}, Interval: 1}},
+		{"negative start and durations", time.Minute, RandomSpec{Faults: []string{"partition"}, Start: -time.Hour, Interval: 1, MinDuration: -time.Second, MaxDuration: -time.Millisecond}},
+		{"the longest durations", forever, RandomSpec{Faults: []string{"partition"}, Interval: forever, MinDuration: forever, MaxDuration: forever}},
+		{"durations from none to the longest", forever, RandomSpec{Faults: []string{"pause"}, Interval: 3, MinDuration: 0, MaxDuration: forever}},
+		{"min above max", time.Minute, RandomSpec{Faults: []string{"kill"}, Interval: 1, MinDuration: time.Second, MaxDuration: 1}},
+		{"start at the end", time.Minute, RandomSpec{Faults: []string{"kill"}, Start: time.Minute, Interval: time.Second}},
+		{"no faults", time.Minute, RandomSpec{Interval: 1}},
+		{"negative interval", time.Minute, RandomSpec{Faults: []string{"kill"}, Interval: -time.Second}},
+		{"negative run", -time.Minute, RandomSpec{Faults: []string{"kill"}, Interval: time.Second}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Generate(rand.New(rand.NewPCG(1, 2)), tc.duration, tc.spec)
+			if len(s) > MaxSteps {
+				t.Fatalf("%d steps, above MaxSteps %d", len(s), MaxSteps)
+			}
+			if bound := tc.spec.StepBound(tc.duration); int64(len(s)) > bound {
+				t.Fatalf("%d steps, above StepBound %d", len(s), bound)
+			}
+			for i, st := range s {
+				if st.At < 0 || st.At >= tc.duration {
+					t.Fatalf("step %d at %v, outside [0, %v)", i, st.At, tc.duration)
+				}
+				if i > 0 && st.At-s[i-1].At < Resolution {
+					t.Fatalf("step %d at %v, less than %v after step %d at %v", i, st.At, Resolution, i-1, s[i-1].At)
+				}
+			}
+			r := Resolve(Schedule{{At: 0, Fault: "kill"}}, &tc.spec, 3, tc.duration)
+			if len(r) > MaxSteps {
+				t.Fatalf("Resolve gave %d steps, above MaxSteps %d", len(r), MaxSteps)
+			}
+		})
+	}
+}
+
+// TestStepBoundHolds draws schedules of valid specs over many seeds and
+// requires StepBound never to be below what Generate draws, and to be
+// reached by a spec whose every step has the same length.
+func TestStepBoundHolds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range 300 {
+		spec := mixSpec()
+		spec.Interval = MinInterval + time.Duration(rng.Int64N(int64(3*time.Second)))
+		spec.Start = time.Duration(rng.Int64N(int64(2 * time.Second)))
+		spec.MinDuration = time.Duration(rng.Int64N(int64(time.Second)))
+		spec.MaxDuration = spec.MinDuration + time.Duration(rng.Int64N(int64(3*time.Second)))
+		spec.MinDuration = max(spec.MinDuration, Resolution)
+		duration := time.Duration(rng.Int64N(int64(5 * time.Minute)))
+		if err := spec.Validate(Names()); err != nil {
+			t.Fatalf("draw %d: %v", i, err)
+		}
+		s := Generate(rand.New(rand.NewPCG(uint64(i), 1)), duration, spec)
+		if bound := spec.StepBound(duration); int64(len(s)) > bound {
+			t.Fatalf("draw %d: %d steps over %v, above StepBound %d of %s", i, len(s), duration, bound, spec)
+		}
+	}
+	// Every fault 1ms and every gap 1ms (an interval of 2ms: gaps from
+	// 1ms to 3ms, and each draw of 1ms): the bound counts each 2ms.
+	spec := RandomSpec{Faults: []string{"kill"}, Start: 10 * time.Millisecond, Interval: MinInterval, MinDuration: Resolution, MaxDuration: Resolution}
+	longest := 0
+	for seed := range uint64(50) {
+		longest = max(longest, len(Generate(rand.New(rand.NewPCG(seed, 1)), 30*time.Millisecond, spec)))
+	}
+	if bound := spec.StepBound(30 * time.Millisecond); int64(longest) > bound || bound != 10 {
+		t.Fatalf("StepBound %d, want 10 (steps at 10, 12, ..., 28ms); Generate drew up to %d", bound, longest)
+	}
+}
+
+// TestReadScheduleKeepsWithinMaxSteps reads a schedule of MaxSteps steps
+// and refuses one of a step more, naming its line.
+func TestReadScheduleKeepsWithinMaxSteps(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps int
+		want  string // "": read
+	}{
+		{"steps up to the bound", MaxSteps, ""},
+		{"a step past the bound", MaxSteps + 1, fmt.Sprintf("schedule line %d: more than %d steps", MaxSteps+1, MaxSteps)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteSchedule(&buf, make(Schedule, tc.steps)); err != nil {
+				t.Fatal(err)
+			}
+			s, err := ReadSchedule(&buf)
+			switch {
+			case tc.want == "" && (err != nil || len(s) != tc.steps):
+				t.Fatalf("ReadSchedule = %d steps, %v; want %d steps", len(s), err, tc.steps)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("ReadSchedule = %d steps, %v; want an error saying %q", len(s), err, tc.want)
+			}
+		})
+	}
+}
+
+// TestResolveKeepsWithinMaxSteps requires the random steps of Resolve to
+// fill at most what the scripted steps leave of MaxSteps.
+func TestResolveKeepsWithinMaxSteps(t *testing.T) {
+	scripted := func(n int) Schedule {
+		s := make(Schedule, n)
+		for i := range s {
+			s[i] = Step{At: time.Duration(i) * time.Millisecond, Fault: "kill", Targets: []string{"n1"}}
+		}
+		return s
+	}
+	dense := RandomSpec{Faults: []string{"partition"}, Interval: MinInterval, MinDuration: Resolution, MaxDuration: Resolution}
+	tests := []struct {
+		name     string
+		scripted int
+		want     int
+	}{
+		{"no scripted steps", 0, MaxSteps},
+		{"some scripted steps", 10, MaxSteps},
+		{"scripted steps up to the bound", MaxSteps, MaxSteps},
+		{"scripted steps past the bound", MaxSteps + 5, MaxSteps + 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Resolve(scripted(tc.scripted), &dense, 1, time.Hour)
+			if len(got) != tc.want {
+				t.Fatalf("%d steps, want %d", len(got), tc.want)
 			}
 		})
 	}

@@ -280,6 +280,10 @@ var bandLabels = []legendEntry{
 	{"live-unavailable", "unavailable: refused while a majority of nodes was up (the checker's window)"},
 	{"avail-maj", "nodes down, a majority up (availability record)"},
 	{"avail-min", "a majority of nodes down (availability record)"},
+	{"host-step", "the host's wall clock stepped (host record)"},
+	{"host-stall", "the harness stalled (host record)"},
+	{"step-not-run", "a step of the schedule not run: the run ended before its time"},
+	{"step-late", "a step carried out late: from its time to when it took effect"},
 }
 
 // reportData is the JSON embedded in report.html for report.js.
@@ -382,6 +386,17 @@ func newReportView(in ReportInput, checkers []checker.Result, tl timeline, h his
 		} else {
 			classes["avail-min"] = true
 		}
+	}
+	for _, e := range tl.Host {
+		if e.Kind == history.FClockStep {
+			classes["host-step"] = true
+		} else {
+			classes["host-stall"] = true
+		}
+	}
+	for _, iv := range tl.Nemesis {
+		classes["step-not-run"] = classes["step-not-run"] || iv.NotRun
+		classes["step-late"] = classes["step-late"] || iv.Late > 0 || iv.HealLate > 0
 	}
 	for _, l := range bandLabels {
 		if classes[l.Class] {

@@ -6,6 +6,7 @@ package reports
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -81,6 +82,20 @@ type Results struct {
 	// that its scenario step did not expect makes the run's outcome
 	// unknown: the run did not do what its scenario said.
 	FailedFaults []FailedFault `json:"failed_faults,omitempty"`
+	// StepIssues lists every step of the run's schedule that did not run
+	// as written (docs/history.md §1, "Steps that did not run as
+	// written"): never reached, or carried out late. One that its step did
+	// not allow (expect-failure) makes the run's outcome unknown, as a
+	// failed fault does.
+	StepIssues []StepIssue `json:"step_issues,omitempty"`
+	// HostEvents lists what the history's host records say (docs/history.md
+	// §1, "The host records"): each step of the host's wall clock against
+	// its monotonic clock, and each stall of the harness, seen while the run
+	// drove its workload, at most MaxHostEvents of them (HostEventsLeftOut
+	// counts the others). They change no verdict; a finding whose window
+	// one overlaps says so (checker.Anomaly.Host).
+	HostEvents        []HostEvent `json:"host_events,omitempty"`
+	HostEventsLeftOut int         `json:"host_events_left_out,omitempty"`
 	// SetupError is set when the run could not start (a server would not
 	// start, a lock client could not connect): the run recorded nothing to
 	// judge, its verdict is unknown, and `check` refuses its directory with
@@ -89,6 +104,23 @@ type Results struct {
 	// LockClient names the external lock client of a run of the exec
 	// algorithm (docs/lock-protocol.md); absent for the built-in locks.
 	LockClient *LockClient `json:"lock_client,omitempty"`
+}
+
+// HostEvent is one host record of a run's history: a clock step or a
+// stall (history.HostEvent).
+type HostEvent = history.HostEvent
+
+// MaxHostEvents is how many host events results.json lists; a history may
+// hold more.
+const MaxHostEvents = 1000
+
+// SetHostEvents lists events in r, at most MaxHostEvents of them, and
+// counts the others.
+func (r *Results) SetHostEvents(events []history.HostEvent) {
+	r.HostEvents, r.HostEventsLeftOut = events, 0
+	if len(events) > MaxHostEvents {
+		r.HostEvents, r.HostEventsLeftOut = events[:MaxHostEvents], len(events)-MaxHostEvents
+	}
 }
 
 // LockClient is an external lock client: its command and the name it gave
@@ -106,13 +138,90 @@ type FailedFault struct {
 	Expected bool   `json:"expected,omitempty"` // the step said it may fail (expect-failure)
 }
 
-// JudgeFailedFaults judges the run by its FailedFaults and by the steps that
-// expected a failure that did not come (missing, each a step in one line). A
-// failure its step did not expect means the run did not do what its scenario
-// said: a "nemesis" result of verdict unknown says which failed and why, the
-// verdict becomes unknown unless a checker proved a violation, and the
+// The issues of a StepIssue.
+const (
+	// StepNotRun is a step never reached before the run ended.
+	StepNotRun = "not-run"
+	// StepLate is a step carried out later than the nemesis's tolerance
+	// (nemesis.StepTolerance), by LateNS.
+	StepLate = "late"
+)
+
+// StepIssue is one step of a run's schedule that did not run as written.
+type StepIssue struct {
+	Step  string `json:"step"`  // the schedule's step, in one line
+	Issue string `json:"issue"` // StepNotRun or StepLate
+	// LateNS is how late a StepLate step began to act, in ns, not counting
+	// the time it waited for the nemesis's other faults and heals; 0 for a
+	// step not run.
+	LateNS int64 `json:"late_ns"`
+	// Heal is set when what was late is the heal that ends the step's
+	// fault after its duration.
+	Heal bool `json:"heal,omitempty"`
+	// Expected is set when the step allowed it (expect-failure: the step
+	// may not take effect as written).
+	Expected bool `json:"expected,omitempty"`
+}
+
+// describe says in a few words which step the issue is about and, for a late
+// one, by how much: "at 2s kill n1 by 400ms".
+func (s StepIssue) describe() string {
+	what := s.Step
+	if s.Heal {
+		what = "the heal of " + s.Step
+	}
+	if s.Issue == StepLate {
+		what += " by " + time.Duration(s.LateNS).Round(time.Millisecond).String()
+	}
+	return what
+}
+
+// stepIssuesNamed is how many steps of each issue a note names; results.json
+// lists them all.
+const stepIssuesNamed = 3
+
+// stepIssueNotes returns a note for each issue of the steps that did not run
+// as written and did not allow it (not Expected), naming the first few.
+func stepIssueNotes(issues []StepIssue) []string {
+	var notes []string
+	for _, kind := range []struct{ issue, one, many string }{
+		{StepNotRun, "1 step did not run (the run ended before its time)", "%d steps did not run (the run ended before their time)"},
+		{StepLate, "1 step was late", "%d steps were late"},
+	} {
+		var named []string
+		n := 0
+		for _, s := range issues {
+			if s.Expected || s.Issue != kind.issue {
+				continue
+			}
+			n++
+			if len(named) < stepIssuesNamed {
+				named = append(named, s.describe())
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		head := kind.one
+		if n > 1 {
+			head = fmt.Sprintf(kind.many, n)
+		}
+		if n > len(named) {
+			named = append(named, fmt.Sprintf("and %d more (see results.json)", n-len(named)))
+		}
+		notes = append(notes, head+": "+strings.Join(named, "; "))
+	}
+	return notes
+}
+
+// JudgeFailedFaults judges the run by its FailedFaults, by its StepIssues and
+// by the steps that expected a failure that did not come (missing, each a
+// step in one line). A failure its step did not expect, and a step that did
+// not run as written and did not allow it, mean the run did not do what its
+// scenario said: a "nemesis" result of verdict unknown says which and why,
+// the verdict becomes unknown unless a checker proved a violation, and the
 // expectation is not met. A missing failure leaves the expectation unmet
-// too, with a note. It does nothing when neither happened.
+// too, with a note. It does nothing when none of them happened.
 func (r *Results) JudgeFailedFaults(missing []string) {
 	var unexpected []string
 	for _, f := range r.FailedFaults {
@@ -125,6 +234,7 @@ func (r *Results) JudgeFailedFaults(missing []string) {
 		}
 		unexpected = append(unexpected, fmt.Sprintf("%s failed: %s", what, f.Error))
 	}
+	unexpected = append(unexpected, stepIssueNotes(r.StepIssues)...)
 	if len(unexpected) == 0 && len(missing) == 0 {
 		return
 	}
@@ -142,12 +252,18 @@ func (r *Results) JudgeFailedFaults(missing []string) {
 	r.ExpectationMet = false
 }
 
-// FaultsFailed reports whether a fault or heal failed that its scenario step
-// did not expect: the run's outcome is then unknown (exit 2), whatever its
-// verdict.
+// FaultsFailed reports whether the run did not do what its scenario said: a
+// fault or heal failed that its scenario step did not expect, or a step did
+// not run as written (StepIssues) that did not allow it. The run's outcome
+// is then unknown (exit 2), whatever its verdict.
 func (r *Results) FaultsFailed() bool {
 	for _, f := range r.FailedFaults {
 		if !f.Expected {
+			return true
+		}
+	}
+	for _, s := range r.StepIssues {
+		if !s.Expected {
 			return true
 		}
 	}

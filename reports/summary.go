@@ -264,5 +264,6 @@ func (s *Summary) finish() {
 	s.tl = timeline{Last: s.last, End: s.end}
 	s.tl.Nemesis = buildNemesis(s.nemesis, s.end)
 	s.tl.Availability = buildAvailability(s.nemesis, s.end)
+	s.tl.Host = checker.HostEvents(s.nemesis)
 	s.tl = s.detail.timeline(s.tl)
 }

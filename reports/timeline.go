@@ -100,8 +100,15 @@ type nemesisInterval struct {
 	Point bool
 	// Failed is set when the nemesis recorded an error injecting it.
 	Failed bool
-	Value  string
-	I, J   int // the fault's op and its heal's, or -1
+	// NotRun is set for a step of the schedule never reached before the
+	// run ended (history.Op.NotRun): a failed point at its due time.
+	NotRun bool
+	// Late is how long after its due time a fault that took effect late
+	// did (history.Op.LateBy), and HealLate the same of its heal; 0 when
+	// on time (docs/history.md §1, "Steps that did not run as written").
+	Late, HealLate time.Duration
+	Value          string
+	I, J           int // the fault's op and its heal's, or -1
 }
 
 // availabilityBand is a stretch in which some server nodes were down or cut
@@ -150,6 +157,10 @@ type timeline struct {
 	Nemesis []nemesisInterval
 	// Availability is where the availability records say nodes were down.
 	Availability []availabilityBand
+	// Host are the host records' events (docs/history.md §1, "The host
+	// records"), each drawn as a marker of its own, apart from the faults:
+	// a clock step as a line at its time, a stall as the stretch it lasted.
+	Host []history.HostEvent
 	// facts are the checker's definitions the timeline draws (and the
 	// task view of a queue run).
 	facts *checker.Facts
@@ -206,7 +217,10 @@ func compactValue(v json.RawMessage) string {
 // faults and draw nothing here. A fault that did not take effect
 // (history.Op.NemesisFailed) is a failed point, never a fault in force; a
 // fault that took effect in part is drawn in force with its error; a heal
-// that failed closes nothing (docs/history.md §1, "Faults that failed").
+// that failed closes nothing (docs/history.md §1, "Faults that failed"). A
+// step never reached (history.Op.NotRun), a fault's or a heal step's, is a
+// failed point at its due time marked not run; a fault or heal that took
+// effect late carries how late (Late, HealLate).
 func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 	version := history.Version(h)
 	var out []nemesisInterval
@@ -225,14 +239,19 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			start = op.Time
 		}
 		delete(invokeAt, op.F)
+		if op.IsHealOp(version) && op.NotRun() {
+			out = append(out, notRunPoint(op, string(history.ClassOther)))
+			continue
+		}
 		if op.IsHealOp(version) {
 			if op.NemesisFailed(version) {
 				continue // the fault stays in force
 			}
+			healLate, _ := op.LateBy()
 			closeIdx := -1
 			if op.F == history.FHealAll {
 				for _, k := range open {
-					out[k].End, out[k].Open, out[k].J = op.Time, false, op.Index
+					out[k].End, out[k].Open, out[k].J, out[k].HealLate = op.Time, false, op.Index, healLate
 				}
 				open = open[:0]
 				continue
@@ -254,15 +273,20 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 				continue // a heal of nothing we saw: nothing to draw
 			}
 			k := open[closeIdx]
-			out[k].End, out[k].Open, out[k].J = op.Time, false, op.Index
+			out[k].End, out[k].Open, out[k].J, out[k].HealLate = op.Time, false, op.Index, healLate
 			open = append(open[:closeIdx], open[closeIdx+1:]...)
 			continue
 		}
 		heal, class := op.FaultOf(version)
+		if op.NotRun() {
+			out = append(out, notRunPoint(op, string(class)))
+			continue
+		}
 		iv := nemesisInterval{
 			Fault: op.F, Class: string(class), heal: heal, Start: start, End: end,
 			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.NemesisFailed(version),
 		}
+		iv.Late, _ = op.LateBy()
 		switch {
 		case iv.Failed:
 			iv.Value = strings.TrimSpace(iv.Value + " — failed: " + op.Error)
@@ -289,6 +313,15 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 		out = append(out, iv)
 	}
 	return out
+}
+
+// notRunPoint draws the op of a step never reached (history.Op.NotRun) as a
+// failed point of class at its due time.
+func notRunPoint(op history.Op, class string) nemesisInterval {
+	return nemesisInterval{
+		Fault: op.F, Class: class, Start: *op.Due, End: *op.Due, Point: true, Failed: true, NotRun: true,
+		Value: strings.TrimSpace(compactValue(op.Value) + " — " + op.Error), I: op.Index, J: -1,
+	}
 }
 
 // armed reports whether a nemesis op's value marks a fault that was only
@@ -327,6 +360,7 @@ func timelineOf(h history.History, facts *checker.Facts) timeline {
 	}
 	tl.Nemesis = buildNemesis(h, tl.End)
 	tl.Availability = buildAvailability(h, tl.End)
+	tl.Host = checker.HostEvents(h)
 	tl.Rows, tl.Spans = drawLanes(h, facts.Writes, beliefHolds(h, facts), tl.End)
 	return tl
 }
@@ -626,6 +660,8 @@ type timelineJSON struct {
 	// Avail lists the stretches in which the availability records say
 	// some server node was down.
 	Avail []availJSON `json:"avail"`
+	// Host lists the host records' markers.
+	Host []hostJSON `json:"host"`
 	// Named lists the spans (by index) that an anomaly names; report.js
 	// never folds them into an aggregate.
 	Named []int `json:"named"`
@@ -650,6 +686,16 @@ type availJSON struct {
 	I        int      `json:"i"`
 }
 
+// hostJSON is one host event (history.HostEvent) as report.js draws it:
+// its kind (history.FClockStep or history.FStall), its span in µs (a clock
+// step is drawn at its end, the time the watch saw it) and its sentence.
+type hostJSON struct {
+	Kind  string `json:"k"`
+	Start int64  `json:"s"`
+	End   int64  `json:"e"`
+	Text  string `json:"t"`
+}
+
 type nemesisJSON struct {
 	Fault  string `json:"f"`
 	Class  string `json:"c"`
@@ -658,9 +704,14 @@ type nemesisJSON struct {
 	Open   bool   `json:"open,omitempty"`
 	Point  bool   `json:"pt,omitempty"`
 	Failed bool   `json:"failed,omitempty"`
-	Value  string `json:"v,omitempty"`
-	I      int    `json:"i"`
-	J      int    `json:"j"`
+	// NotRun marks a step never reached; Late and HealLate are how late
+	// (µs) the fault and its heal took effect after their due times.
+	NotRun   bool   `json:"nr,omitempty"`
+	Late     int64  `json:"late,omitempty"`
+	HealLate int64  `json:"hlate,omitempty"`
+	Value    string `json:"v,omitempty"`
+	I        int    `json:"i"`
+	J        int    `json:"j"`
 }
 
 // maxErrorSpans bounds how many error texts the report embeds.
@@ -675,7 +726,7 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 		End: us(tl.End), S: make([]int64, n), D: make([]int64, n), C: make([]int, n),
 		I: make([]int, n), J: make([]int, n), Named: []int{},
 		MarkSpan: []int{}, MarkAt: []int64{}, ApplySpan: []int{}, ApplyLo: []int64{}, ApplyLen: []int64{}, TokSpan: []int{}, Tok: []uint64{},
-		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{}, Avail: []availJSON{},
+		ErrSpan: []int{}, Err: []int{}, Errors: []string{}, Nemesis: []nemesisJSON{}, Avail: []availJSON{}, Host: []hostJSON{},
 	}
 	out.Kinds = kindNames[:]
 	for _, r := range tl.Rows {
@@ -748,11 +799,14 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 	for _, iv := range tl.Nemesis {
 		out.Nemesis = append(out.Nemesis, nemesisJSON{
 			Fault: iv.Fault, Class: iv.Class, Start: us(iv.Start), End: us(iv.End), Open: iv.Open,
-			Point: iv.Point, Failed: iv.Failed, Value: iv.Value, I: iv.I, J: iv.J,
+			Point: iv.Point, Failed: iv.Failed, NotRun: iv.NotRun, Late: us(iv.Late), HealLate: us(iv.HealLate), Value: iv.Value, I: iv.I, J: iv.J,
 		})
 	}
 	for _, b := range tl.Availability {
 		out.Avail = append(out.Avail, availJSON{Start: us(b.Start), End: us(b.End), Nodes: b.Nodes, Down: b.Down, Majority: b.Majority(), I: b.I})
+	}
+	for _, e := range tl.Host {
+		out.Host = append(out.Host, hostJSON{Kind: e.Kind, Start: us(e.From), End: us(e.Time), Text: e.Describe()})
 	}
 	return out
 }
@@ -766,6 +820,8 @@ type anomalyJSON struct {
 	Key     string `json:"key,omitempty"`
 	Ops     []int  `json:"ops"`
 	Message string `json:"message"`
+	// Host is the anomaly's host note (checker.Anomaly.Host).
+	Host string `json:"host,omitempty"`
 	// Follows counts the anomalies that follow from this one's cause
 	// (checker.Anomaly.Follows); Followers gives each one's ops.
 	Follows   int       `json:"follows,omitempty"`
@@ -811,7 +867,7 @@ func anomalyWindows(results []checker.Result, h history.History, tl timeline) []
 	out := []anomalyJSON{}
 	for _, r := range results {
 		for _, a := range r.Anomalies {
-			aj := anomalyJSON{Checker: r.Name, Kind: a.Kind, Key: a.Key, Ops: a.Ops, Message: a.Message, Follows: a.Follows, Followers: a.Followers, From: -1, To: -1}
+			aj := anomalyJSON{Checker: r.Name, Kind: a.Kind, Key: a.Key, Ops: a.Ops, Message: a.Message, Host: a.Host, Follows: a.Follows, Followers: a.Followers, From: -1, To: -1}
 			if aj.Ops == nil {
 				aj.Ops = []int{}
 			}

@@ -6,9 +6,11 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/hostwatch"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
@@ -29,6 +31,9 @@ type recorded struct {
 	// written.
 	err        error
 	lockClient *reports.LockClient
+	// silent names the workers whose external client answered no call
+	// over the run (silentWorkers).
+	silent []string
 	// historyErr says why the history could not be written.
 	historyErr error
 }
@@ -44,11 +49,16 @@ func drive(ctx context.Context, p *plan, st *runStore, run *started) recorded {
 		w.isolate = isolator(env, fmt.Sprintf("w%d", w.id))
 	}
 	nem := nemesis.NewRunner(env)
+	for _, w := range run.workers {
+		w.pauseFailed = func(point string, d time.Duration, err error) { nem.ClientPauseFailed(w.id, point, d, err) }
+	}
 	heal := healOnce(context.WithoutCancel(ctx), nem, run.net, st.log)
 	defer heal() // a panic on the way
 	// The run's clock: the recorder's start. Nemesis steps are timed from
 	// it, so "at: 1s" means 1s of harness time.
 	start := run.rec.Start()
+	stopWatch := watchHost(p.cfg.hostClock, start, run.rec, st.log)
+	defer stopWatch()
 	stop, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
 	nemDone := make(chan error, 1)
@@ -76,15 +86,48 @@ func drive(ctx context.Context, p *plan, st *runStore, run *started) recorded {
 	waitUntil(stop, start.Add(s.Duration+s.Quiet))
 	stopWorkers()
 	c.wg.Wait()
+	stopWatch()
 	// The end record: the history says until when it recorded, so a wait
 	// still pending is known to have waited until now.
 	run.rec.Record(history.EndOp())
 	<-progressDone
-	rd := recorded{nem: nem, interrupted: ctx.Err() != nil, lockClient: run.lockClient, err: c.err()}
+	rd := recorded{nem: nem, interrupted: ctx.Err() != nil, lockClient: run.lockClient, err: c.err(), silent: silentWorkers(s, &st.answers)}
+	for _, line := range rd.silent {
+		st.log.Printf("silent lock client: %s", line)
+	}
 	if rd.err == nil {
 		st.log.Printf("workers stopped after %d ops", run.rec.Len())
 	}
 	return rd
+}
+
+// watchHost starts the watch of the host's clocks and of the harness's
+// stalls (package hostwatch) on the clocks clockAt gives for the run's clock
+// start (nil: the host's own, hostwatch.SystemClock), whose monotonic
+// readings are then the run's harness time; it records each clock step and
+// stall in the history and in the run's log. It returns the watch's stop:
+// it ends the watch and returns once the watch has recorded its last; later
+// calls do nothing. The run stops it once every worker has stopped, before
+// the end record.
+func watchHost(clockAt func(start time.Time) hostwatch.Clock, start time.Time, rec *history.Recorder, logger *log.Logger) func() {
+	if clockAt == nil {
+		clockAt = hostwatch.SystemClock
+	}
+	clock := clockAt(start)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hostwatch.Watch(ctx, clock, func(op history.Op) {
+			if e, ok, _ := history.HostEventOf(rec.Record(op)); ok {
+				logger.Print(e.Describe())
+			}
+		})
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // healOnce returns the heal stage: it heals every fault of the nemesis and

@@ -2,13 +2,17 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -93,4 +97,106 @@ func probeClientClock(ctx context.Context, s *scenarios.Scenario, factory client
 			ErrSetup, lockName(s, l), probeSkew, wall.UTC().Format(time.RFC3339), wall.Sub(after).Round(time.Second))
 	}
 	return nil
+}
+
+// answerSink counts, per worker, the lock calls its client answered for
+// certain (an ok or a fail) and those it did not (an info: no reply in
+// time, an error reply), with the error of the last of those, as the ops
+// are recorded. It is a history.Sink.
+type answerSink struct {
+	mu      sync.Mutex
+	workers map[int]*answers
+}
+
+// answers is what answerSink counted for one worker: its calls, those
+// answered for certain, those not, and the error of the last of those.
+type answers struct {
+	calls, answered, unanswered int
+	lastError                   string
+}
+
+// lockCalls are the ops that are calls to the lock client (the workload's
+// reads and writes of the harness's register are not).
+var lockCalls = map[string]bool{
+	history.FAcquire: true, history.FRelease: true, history.FRenew: true,
+	history.FCapture: true, history.FSetStatus: true, history.FReap: true,
+}
+
+// Append counts op when it completes a call to the lock client.
+func (s *answerSink) Append(op history.Op) error {
+	if op.IsNemesis() || !lockCalls[op.F] {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.workers == nil {
+		s.workers = map[int]*answers{}
+	}
+	a := s.workers[op.Client]
+	if a == nil {
+		a = &answers{}
+		s.workers[op.Client] = a
+	}
+	switch op.Type {
+	case history.Invoke:
+		a.calls++
+	case history.Info:
+		a.unanswered++
+		a.lastError = op.Error
+	default:
+		a.answered++
+	}
+	return nil
+}
+
+// silentWorkers returns, for a run of an external client (the exec
+// algorithm), one line for each of its workers whose client answered no
+// call for certain over the whole run: it was asked nothing, or every call
+// ended without an answer (no reply within its timeout, or an error
+// reply). Such a run tested nothing of that worker's lock, so its verdict
+// is unknown (docs/lock-protocol.md §4). For the built-in algorithms it
+// returns nothing.
+func silentWorkers(s *scenarios.Scenario, sink *answerSink) []string {
+	if s.Lock.Algorithm != clients.ExecAlgorithm {
+		return nil
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var silent []string
+	for w := range s.Workers {
+		a := sink.workers[w]
+		switch {
+		case a == nil:
+			silent = append(silent, fmt.Sprintf("w%d: its lock client was asked nothing over the run", w))
+		case a.answered == 0 && a.unanswered == 0:
+			silent = append(silent, fmt.Sprintf("w%d: its lock client answered none of its %d calls over the run: the run ended while it waited", w, a.calls))
+		case a.answered == 0:
+			silent = append(silent, fmt.Sprintf("w%d: its lock client answered none of its %d calls over the run; the last unanswered: %s", w, a.calls, lockproto.Quote(a.lastError)))
+		}
+	}
+	return silent
+}
+
+// silentNote is the verdict's note for a run with silent workers.
+func silentNote(silent []string) string {
+	return "the lock client never answered some workers, so the run tested nothing of them: " + strings.Join(silent, "; ")
+}
+
+// errNoHandshake says why a client pause armed at after-response failed:
+// the client claimed the after-response handshake and granted a lock
+// without it.
+var errNoHandshake = errors.New("never fired: the client sent no after-response")
+
+// pauseNeverFired records that the pause armed at point on the worker
+// failed with err, and disarms it: the point it waits for never came (a
+// client that claims the after-response handshake and granted a lock
+// without it). Nothing is done when no pause is armed there.
+func (w *worker) pauseNeverFired(point string, err error) {
+	w.mu.Lock()
+	p, ok := w.pauses[point]
+	delete(w.pauses, point)
+	w.mu.Unlock()
+	if ok && w.pauseFailed != nil {
+		w.pauseFailed(point, p.d, err)
+	}
 }

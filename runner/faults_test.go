@@ -114,7 +114,7 @@ func TestRestartThatCannotBind(t *testing.T) {
 			var trail []string
 			var last history.Availability
 			for _, op := range h {
-				if !op.IsNemesis() || op.IsHeader() || op.IsEnd() {
+				if !op.IsNemesis() || op.IsHeader() || op.IsEnd() || op.IsHostRecord() {
 					continue
 				}
 				if a, ok := history.AvailabilityOf(op); ok {

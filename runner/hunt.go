@@ -63,6 +63,7 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			}
 		}
 		out.Finding = checker.FirstFinding(res.Results.Checkers)
+		out.HostTrouble, out.OffScript = len(res.Results.HostEvents) > 0, len(res.Results.StepIssues) > 0
 		seen := map[string]bool{}
 		for _, cr := range res.Results.Checkers {
 			for _, a := range cr.Anomalies {

@@ -65,14 +65,9 @@ func startQueue(ctx context.Context, p *plan, st *runStore, run *started) error 
 			_ = q.Close()
 		}
 	})
-	for i, su := range setups {
-		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		q, err := p.queue.New(qctx, su.target)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, s.Lock.Algorithm, err)
-		}
-		qs = append(qs, q)
+	qs, err = openQueues(ctx, p, setups)
+	if err != nil {
+		return err
 	}
 	if e, ok := qs[0].(interface{ Client() string }); ok {
 		run.lockClient = &reports.LockClient{Command: s.Lock.Options[clients.ExecCommandOption], Name: e.Client()}
@@ -99,6 +94,24 @@ func startQueue(ctx context.Context, p *plan, st *runStore, run *started) error 
 	}
 	st.log.Printf("cluster, %d tasks in %d queues and %d processes ready", len(tasks), s.Queue.Queues, len(qws))
 	return nil
+}
+
+// openQueues starts the queue workload's clients together (openTogether),
+// as openLockers starts the lock workload's. It returns every client that
+// started, with the first error by worker.
+func openQueues(ctx context.Context, p *plan, setups []workerSetup) ([]clients.Queue, error) {
+	made, errs := openTogether(ctx, setups, p.queue.New)
+	var qs []clients.Queue
+	var first error
+	for i, q := range made {
+		switch {
+		case errs[i] != nil && first == nil:
+			first = fmt.Errorf("%w: worker %d: %s: %w", ErrSetup, i, p.s.Lock.Algorithm, errs[i])
+		case errs[i] == nil && q != nil:
+			qs = append(qs, q)
+		}
+	}
+	return qs, first
 }
 
 // queueWorkers makes the queue workload's workers, one per Queue: each

@@ -51,7 +51,7 @@ func TestReportStageSummarizesLongHistories(t *testing.T) {
 				t.Fatalf("the history was not checked: %+v", results.Checkers)
 			}
 			p := &plan{cfg: &config{store: filepath.Dir(st.dir)}}
-			if err := report(p, st, rd, verdict{results: results}); err != nil {
+			if err := report(context.Background(), p, st, rd, verdict{results: results}); err != nil {
 				t.Fatal(err)
 			}
 			page, err := os.ReadFile(filepath.Join(st.dir, reports.ReportFile))

@@ -26,6 +26,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/hostwatch"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -121,6 +122,9 @@ type config struct {
 	progress  func(Progress)
 	logOut    io.Writer
 	check     checker.Options
+	// hostClock gives the clocks the host watch reads, counted from the
+	// run's clock start (WithHostClock); nil: the host's own.
+	hostClock func(start time.Time) hostwatch.Clock
 }
 
 // Option configures Run.
@@ -201,6 +205,13 @@ func WithProgress(fn func(Progress)) Option { return func(c *config) { c.progres
 
 // WithLog copies run.log's lines to w as well.
 func WithLog(w io.Writer) Option { return func(c *config) { c.logOut = w } }
+
+// WithHostClock sets the clocks the run's host watch reads (package
+// hostwatch), given the start of the run's clock; by default the host's
+// own (hostwatch.SystemClock). A test gives clocks it steps.
+func WithHostClock(clock func(start time.Time) hostwatch.Clock) Option {
+	return func(c *config) { c.hostClock = clock }
+}
 
 // WithCheck sets the checker options (drift, time budget); the run's
 // directory is always where linearizability.html goes.
@@ -288,7 +299,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, 
 	v := check(ctx, p, st, rd)
 	res.Results = v.results
 	p.cfg.phase(PhaseReporting, st.counts)
-	err = report(p, st, rd, v)
+	err = report(ctx, p, st, rd, v)
 	res.Elapsed = time.Since(began)
 	st.log.Printf("verdict %s (expected %s, met %v) in %v", v.results.Verdict, p.s.Expect.Verdict, v.results.ExpectationMet, res.Elapsed.Round(time.Millisecond))
 	switch {
@@ -296,7 +307,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts ...Option) (*Result, 
 		return res, rd.err
 	case err != nil:
 		return res, err
-	case rd.interrupted:
+	case rd.interrupted || ctx.Err() != nil:
 		return res, ErrInterrupted
 	}
 	return res, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -61,6 +62,12 @@ func TestValidateStartsNothing(t *testing.T) {
 		{"a lock of its own under a built-in name", nil, []runner.Option{runner.WithLockerNamed("redlock", clients.NewRedisSingle)}, nil, `"redlock" is a built-in algorithm's name`},
 		{"renew on a lock that cannot", func(s *scenarios.Scenario) { s.Lock.Algorithm, s.Lock.Renew = "redis-zadd-mutex", 100*time.Millisecond }, nil, runner.ErrSetup, "lock.renew: clients: missing capability: redis-zadd-mutex cannot renew a lease"},
 		{"a guarded register on a lock without one", func(s *scenarios.Scenario) { s.Resource = scenarios.Guarded }, nil, runner.ErrSetup, "resource: clients: missing capability: redis-single cannot keep the register"},
+		{"workers past their bound", nil, []runner.Option{runner.WithWorkers(scenarios.MaxWorkers + 1)}, scenarios.ErrInvalid, fmt.Sprintf("workers: %d workers; a run has at most %d", scenarios.MaxWorkers+1, scenarios.MaxWorkers)},
+		{"a run past the longest duration", nil, []runner.Option{runner.WithTimeLimit(scenarios.MaxDuration + time.Second)}, scenarios.ErrInvalid, "duration: 24h0m1s is beyond 24h0m0s"},
+		{"a random interval of 1ns set in code", func(s *scenarios.Scenario) {
+			s.Nemesis.Random = &nemesis.RandomSpec{Faults: []string{"kill"}, Interval: 1, MinDuration: 1, MaxDuration: 1}
+		}, nil, scenarios.ErrInvalid, "nemesis.random.interval: must be at least 2ms"},
+		{"a stored scenario a replay could not read", func(s *scenarios.Scenario) { s.Description = strings.Repeat("x", scenarios.MaxLineLength) }, nil, scenarios.ErrInvalid, "would not be read back by a replay"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -130,7 +130,7 @@ func startCluster(ctx context.Context, p *plan, st *runStore, run *started) (boo
 // makes the workers.
 func startLockers(ctx context.Context, p *plan, st *runStore, run *started) (bool, error) {
 	s := &p.s
-	clockDir, err := os.MkdirTemp("", "jepsen-lite-clocks-")
+	clockDir, err := cluster.TempDir("clocks")
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
@@ -169,19 +169,7 @@ func startLockers(ctx context.Context, p *plan, st *runStore, run *started) (boo
 // is closed when the run is torn down (by its worker once it has one),
 // whatever else fails.
 func openLockers(ctx context.Context, p *plan, setups []workerSetup, run *started) ([]clients.Locker, bool, error) {
-	made := make([]clients.Locker, len(setups))
-	errs := make([]error, len(setups))
-	var starting sync.WaitGroup
-	for i, su := range setups {
-		starting.Add(1)
-		go func() {
-			defer starting.Done()
-			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			made[i], errs[i] = p.factory(lctx, su.target)
-		}()
-	}
-	starting.Wait()
+	made, errs := openTogether(ctx, setups, p.factory)
 	var lockers []clients.Locker
 	for i, l := range made {
 		if errs[i] == nil && l != nil {
@@ -208,6 +196,30 @@ func openLockers(ctx context.Context, p *plan, setups []workerSetup, run *starte
 		}
 	}
 	return lockers, false, nil
+}
+
+// clientStartBound is how long one worker's client may take to start (an
+// external client's process and its init included).
+const clientStartBound = 30 * time.Second
+
+// openTogether starts one client per worker setup with open, all at once,
+// each within clientStartBound of its own start, so that their start-ups do
+// not add up. It returns every client by worker, and each one's error.
+func openTogether[C any](ctx context.Context, setups []workerSetup, open func(context.Context, clients.Target) (C, error)) ([]C, []error) {
+	made := make([]C, len(setups))
+	errs := make([]error, len(setups))
+	var starting sync.WaitGroup
+	for i, su := range setups {
+		starting.Add(1)
+		go func() {
+			defer starting.Done()
+			octx, cancel := context.WithTimeout(ctx, clientStartBound)
+			defer cancel()
+			made[i], errs[i] = open(octx, su.target)
+		}()
+	}
+	starting.Wait()
+	return made, errs
 }
 
 // checkAbilities checks that the lock can do what the scenario asks of it:

@@ -26,6 +26,7 @@ type runStore struct {
 	scenario []byte
 	history  *history.Writer
 	counts   *countingSink
+	answers  answerSink
 	// rec is nil until the run's clock starts (startClock).
 	rec *history.Recorder
 }
@@ -73,7 +74,7 @@ func openStore(p *plan, began time.Time) (*runStore, error) {
 // that setup time does not eat into the scenario's duration and "at: 1s"
 // means one second of workload.
 func (st *runStore) startClock() *history.Recorder {
-	st.rec = history.NewRecorder(st.history, st.counts)
+	st.rec = history.NewRecorder(st.history, st.counts, &st.answers)
 	st.rec.Record(history.Header())
 	return st.rec
 }

@@ -36,8 +36,9 @@ type SpecChecker interface {
 }
 
 // validate is the first stage: it checks everything that can be known
-// before a server starts (the scenario with the run's overrides, its fault
-// targets, the lock's name, algorithm and options, and what the backend
+// before a server starts (the scenario with the run's overrides, every size
+// and duration against its bound, its fault targets, the lock's name,
+// algorithm and options, the stored scenario's size, and what the backend
 // runs) and returns the run's plan. Its errors are one line each and wrap
 // scenarios.ErrInvalid, clients.ErrUnknownAlgorithm or ErrSetup.
 func validate(sc *scenarios.Scenario, cfg *config) (*plan, error) {
@@ -51,6 +52,11 @@ func validate(sc *scenarios.Scenario, cfg *config) (*plan, error) {
 	if cfg.workers > 0 {
 		s.Workers = cfg.workers
 	}
+	// Every size and duration within its bound, with the overrides, before
+	// the schedule is resolved.
+	if err := s.CheckBounds(); err != nil {
+		return nil, err
+	}
 	if err := nameLock(s, cfg); err != nil {
 		return nil, err
 	}
@@ -60,8 +66,12 @@ func validate(sc *scenarios.Scenario, cfg *config) (*plan, error) {
 	if err := p.lookupClients(); err != nil {
 		return nil, err
 	}
-	// The stored scenario holds the exact schedule, so a replay repeats it.
+	// The stored scenario holds the exact schedule, so a replay repeats it,
+	// and it must be a file the replay can read.
 	s.Nemesis = scenarios.Nemesis{Steps: schedule(s)}
+	if err := s.CheckStored(); err != nil {
+		return nil, err
+	}
 	p.spec = cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes, Persistence: s.System.Persistence, ClockSkew: skewsNodeClocks(s.Nemesis.Steps)}
 	if err := checkBackend(cfg.backend, p.spec); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
@@ -39,7 +40,7 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the history could not be recorded: " + rd.historyErr.Error()}}
 	case rd.interrupted:
 		results.Verdict = checker.Unknown
-		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: "the run was interrupted; check the stored history with `jepsen-lite check`"}}
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: fmt.Sprintf("the run was interrupted; check the stored history with `jepsen-lite check %s`", st.dir)}}
 	default:
 		copts := p.cfg.check
 		copts.OutDir = st.dir
@@ -47,6 +48,7 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 			copts.Drift = float64(s.Lock.Drift) / float64(s.Lock.TTL)
 		}
 		checkRecorded(ctx, results, st, rd, copts)
+		judgeSilent(results, rd.silent)
 	}
 	judgeFaults(results, rd.nem, s.Nemesis.Steps, rd.interrupted, st.log)
 	return verdict{results: results}
@@ -55,9 +57,17 @@ func check(ctx context.Context, p *plan, st *runStore, rd recorded) verdict {
 // checkRecorded reads the run's history back from its file as a stream and
 // checks it (checker.CheckFile), so that a run of any length is checked in
 // bounded memory. A file that cannot be read back, or that holds other than
-// the ops recorded, gives an unknown verdict saying so.
+// the ops recorded, gives an unknown verdict saying so. A check
+// interrupted (ctx ends: Ctrl-C) stops within a second and gives an
+// unknown verdict that says so and how to check the stored history later;
+// Run then returns ErrInterrupted.
 func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, rd recorded, copts checker.Options) {
-	res, err := checker.CheckFile(context.WithoutCancel(ctx), st.historyPath(), checker.FileOptions{Options: copts})
+	res, err := checker.CheckFile(ctx, st.historyPath(), checker.FileOptions{Options: copts})
+	if errors.Is(err, checker.ErrInterrupted) {
+		results.Verdict = checker.Unknown
+		results.Checkers = []checker.Result{{Name: "run", Verdict: checker.Unknown, Note: fmt.Sprintf("the check was interrupted; check the stored history with `jepsen-lite check %s`", st.dir)}}
+		return
+	}
 	if err == nil && res.Results[0].Verdict == checker.Valid && res.Ops != rd.ops {
 		err = fmt.Errorf("%d ops in the file, %d recorded", res.Ops, rd.ops)
 	}
@@ -67,6 +77,7 @@ func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, 
 		return
 	}
 	results.Checkers, results.Liveness, results.Margins = res.Results, res.Liveness, res.Margins
+	results.SetHostEvents(res.HostEvents)
 	results.Verdict = checker.Overall(results.Checkers)
 	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
 }
@@ -77,8 +88,10 @@ func checkRecorded(ctx context.Context, results *reports.Results, st *runStore, 
 // more than reports.LongHistoryOps ops, in summary, op by op (the offline
 // `report` command reads the same from the store); and points the store's
 // latest link at the run. A report that cannot be written is logged: the
-// verdict stands without it.
-func report(p *plan, st *runStore, rd recorded, v verdict) error {
+// verdict stands without it. Once ctx has ended (Ctrl-C), report.html
+// draws no history, so that the stage ends at once: `jepsen-lite report`
+// draws it later.
+func report(ctx context.Context, p *plan, st *runStore, rd recorded, v verdict) error {
 	err := reports.WriteResults(st.dir, v.results)
 	in := reports.ReportInput{
 		Results:     *v.results,
@@ -88,6 +101,7 @@ func report(p *plan, st *runStore, rd recorded, v verdict) error {
 	}
 	rerr := error(nil)
 	switch {
+	case ctx.Err() != nil:
 	case rd.ops > reports.LongHistoryOps:
 		// drawn in summary, read op by op; the run's history is of this
 		// version: no reply times to drop
@@ -111,10 +125,26 @@ func report(p *plan, st *runStore, rd recorded, v verdict) error {
 	return err
 }
 
+// judgeSilent judges a run some of whose workers' lock client never
+// answered (silent): what the others' ops prove stands, so an anomaly found
+// keeps the run invalid, but a run found valid tested nothing of those
+// workers and is unknown. A "run" result with its note says which.
+func judgeSilent(results *reports.Results, silent []string) {
+	if len(silent) == 0 || results.Checkers == nil || results.Checkers[0].Name == "run" {
+		return
+	}
+	results.Checkers = append(results.Checkers, checker.Result{Name: "run", Verdict: checker.Unknown, Note: silentNote(silent)})
+	results.Verdict = checker.Overall(results.Checkers)
+	results.ExpectationMet = results.Expected.Met(results.Verdict, results.Checkers, results.Liveness)
+}
+
 // judgeFaults lists in results every fault and heal of the run that failed
-// (nem is nil when the run never got to its nemesis), logs each, and judges
-// the run by them (reports.Results.JudgeFailedFaults): a step that expected a
-// failure that did not come counts only when the run was not interrupted.
+// and every step that did not run as written (nem is nil when the run never
+// got to its nemesis), logs them, and judges the run by them
+// (reports.Results.JudgeFailedFaults): a step that expected a failure that
+// did not come counts only when the run was not interrupted, and a step
+// with expect-failure that was never reached did not fail to fail: it
+// never ran.
 func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Schedule, interrupted bool, logger *log.Logger) {
 	if nem == nil {
 		return
@@ -130,6 +160,9 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 		results.FailedFaults = append(results.FailedFaults, f)
 		logger.Printf("failed (heal %v, expected %v): %s: %s", f.Heal, f.Expected, f.Step, f.Error)
 	}
+	for _, is := range listStepIssues(results, nem.StepIssues(), logger) {
+		failedSteps[is] = true
+	}
 	var missing []string
 	for _, st := range steps {
 		if st.ExpectFailure && !interrupted && !failedSteps[st.String()] {
@@ -137,4 +170,36 @@ func judgeFaults(results *reports.Results, nem *nemesis.Runner, steps nemesis.Sc
 		}
 	}
 	results.JudgeFailedFaults(missing)
+}
+
+// stepIssuesLogged is how many steps of a run that did not run as written
+// run.log names one by one; results.json and the history hold them all.
+const stepIssuesLogged = 20
+
+// listStepIssues lists in results the steps of the run that did not run as
+// written (nemesis.Runner.StepIssues), a step with expect-failure as one
+// that allowed it, and logs them: a line counting them and a line for each
+// of the first stepIssuesLogged. It returns the steps that were not run,
+// each in one line.
+func listStepIssues(results *reports.Results, issues []nemesis.StepIssue, logger *log.Logger) (notRun []string) {
+	for _, is := range issues {
+		s := reports.StepIssue{Step: is.Step.String(), Issue: reports.StepLate, LateNS: int64(is.Late), Heal: is.Heal, Expected: is.Step.ExpectFailure}
+		if is.NotRun {
+			s.Issue, s.LateNS = reports.StepNotRun, 0
+			notRun = append(notRun, s.Step)
+		}
+		results.StepIssues = append(results.StepIssues, s)
+	}
+	if len(issues) == 0 {
+		return nil
+	}
+	logger.Printf("%d steps did not run as written (%d not run, %d late beyond %v)", len(issues), len(notRun), len(issues)-len(notRun), nemesis.StepTolerance)
+	for i, s := range results.StepIssues {
+		if i == stepIssuesLogged {
+			logger.Printf("... and %d more (see results.json)", len(issues)-i)
+			break
+		}
+		logger.Printf("%s (heal %v, late %v, expected %v): %s", s.Issue, s.Heal, time.Duration(s.LateNS), s.Expected, s.Step)
+	}
+	return notRun
 }

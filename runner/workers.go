@@ -128,6 +128,9 @@ type worker struct {
 	hooked bool
 	// isolate cuts and heals the worker's own links (set by the runner).
 	isolate func(cut bool) error
+	// pauseFailed records a pause armed at point for d that failed with
+	// err (set by the runner).
+	pauseFailed func(point string, d time.Duration, err error)
 	// fatal ends the run with err: the lock client broke its protocol
 	// (set by the runner).
 	fatal func(err error)
@@ -248,6 +251,9 @@ func (w *worker) attach(abort context.Context) {
 	}
 	if h, ok := w.locker.Locker.(clients.InCallHooker); ok {
 		h.SetInCall(func() { w.pauseAt(abort, nemesis.InCall) }, w.inCall)
+	}
+	if h, ok := w.locker.Locker.(clients.UnmarkedGranter); ok {
+		h.SetUnmarkedGrant(func() { w.pauseNeverFired(nemesis.AfterResponse, errNoHandshake) })
 	}
 	if reg, err := w.newRegister(w.locker.Locker); err == nil {
 		w.register = reg

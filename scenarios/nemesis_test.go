@@ -95,7 +95,7 @@ func TestNemesisValidation(t *testing.T) {
 		{"unknown step option", `options: {nodes: "n4,n5"}`, `options: {speed: fast}`, `random.yaml:19: nemesis.steps.1`},
 		{"clock-bump without offset", `offset: +20s`, ``, `random.yaml:14: nemesis.steps.0`},
 		{"unknown random fault", `faults: [partition, kill`, `faults: [meteor, kill`, `random.yaml:23: nemesis.random`},
-		{"random without interval", `interval: 2s`, ``, `nemesis.random: nemesis: bad random schedule: interval`},
+		{"random without interval", `interval: 2s`, ``, `random.yaml:23: nemesis.random.interval: must be at least 2ms`},
 		{"bad random option", `restart-after: 2s`, `restart-after: soon`, `restart-after`},
 		{"a step the system cannot take", "  name: redis\n  topology: masters", "  name: etcd", `random.yaml:14: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes`},
 	}

@@ -1,5 +1,6 @@
 // Package scenarios owns the scenario file format (YAML), its strict
-// validation with file-and-line errors, and the built-in catalog embedded
+// validation with file-and-line errors, the bounds of every size and
+// duration a scenario gives (bounds.go), and the built-in catalog embedded
 // from scenarios/catalog/*.yaml. A scenario names the system and topology,
 // the lock algorithm, the resource mode, the workers, the duration, the seed,
 // the nemesis schedule, the TCP timeouts of its clients and what the run is
@@ -195,6 +196,28 @@ func (t TCP) check(given func(field string) bool) (hint, field string) {
 	return "", ""
 }
 
+// check returns the hint and the path below queue of the first value of q
+// that is impossible; "" when every one is fine.
+func (q *QueueSpec) check() (hint string, path []string) {
+	switch {
+	case q.Tasks < 0:
+		return "must be at least 1", []string{"tasks"}
+	case q.Queues < 0 || q.Queues > cmp.Or(q.Tasks, DefaultQueueTasks):
+		return "must be at least 1 and at most the number of tasks", []string{"queues"}
+	case q.Budget != nil && *q.Budget < 0:
+		return "must not be negative", []string{"budget"}
+	case q.Limit < 0:
+		return "must be at least 1", []string{"limit"}
+	case q.FailRate < 0 || q.FailRate > 1:
+		return "must be a probability between 0 and 1", []string{"fail-rate"}
+	case q.Reaper != nil && q.Reaper.Interval <= 0:
+		return "must be a positive duration such as 200ms", []string{"reaper", "interval"}
+	case q.Reaper != nil && q.Reaper.Timeout <= 0:
+		return "must be a positive duration such as 1s", []string{"reaper", "timeout"}
+	}
+	return "", nil
+}
+
 // The queue workload's defaults, applied by Normalize.
 const (
 	DefaultQueueTasks = 50
@@ -313,10 +336,15 @@ type Names struct {
 	LockOptions func(algorithm string, options map[string]string) error
 }
 
-// Parse decodes and validates a scenario from data read from file. Unknown
-// fields, unknown names and impossible values are errors that name the file,
-// the line and what is allowed; they wrap ErrInvalid.
+// Parse decodes and validates a scenario from data read from file. A file
+// beyond its bounds (CheckFile), unknown fields, unknown names, sizes and
+// durations beyond their bounds (CheckBounds) and impossible values are
+// errors that name the file, the line and what is allowed; they wrap
+// ErrInvalid.
 func Parse(data []byte, file string, names Names) (*Scenario, error) {
+	if err := CheckFile(data, file); err != nil {
+		return nil, err
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, file, yamlMessage(err))
@@ -421,6 +449,9 @@ func yamlMessage(err error) string {
 // validate checks names and values; errors carry the line of the offending
 // field found in root.
 func (s *Scenario) validate(root *yaml.Node, names Names) error {
+	if err := s.CheckBounds(); err != nil {
+		return err
+	}
 	fail := s.failer(root)
 	switch {
 	case s.Name == "":
@@ -471,21 +502,8 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail("must not be negative", "hold")
 	}
 	if q := s.Queue; q != nil {
-		switch {
-		case q.Tasks < 0:
-			return fail("must be at least 1", "queue", "tasks")
-		case q.Queues < 0 || q.Queues > cmp.Or(q.Tasks, DefaultQueueTasks):
-			return fail("must be at least 1 and at most the number of tasks", "queue", "queues")
-		case q.Budget != nil && *q.Budget < 0:
-			return fail("must not be negative", "queue", "budget")
-		case q.Limit < 0:
-			return fail("must be at least 1", "queue", "limit")
-		case q.FailRate < 0 || q.FailRate > 1:
-			return fail("must be a probability between 0 and 1", "queue", "fail-rate")
-		case q.Reaper != nil && q.Reaper.Interval <= 0:
-			return fail("must be a positive duration such as 200ms", "queue", "reaper", "interval")
-		case q.Reaper != nil && q.Reaper.Timeout <= 0:
-			return fail("must be a positive duration such as 1s", "queue", "reaper", "timeout")
+		if hint, path := q.check(); hint != "" {
+			return fail(hint, append([]string{"queue"}, path...)...)
 		}
 	}
 	switch s.Expect.Verdict {
@@ -503,6 +521,12 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 			}
 		}
 	}
+	return s.validateNemesis(fail, names)
+}
+
+// validateNemesis checks the fault schedule's names and values: each step
+// against its fault and the system, the random spec against the faults.
+func (s *Scenario) validateNemesis(fail func(hint string, path ...string) error, names Names) error {
 	for i, st := range s.Nemesis.Steps {
 		idx := fmt.Sprint(i)
 		if st.Fault != "heal" && st.Fault != "heal-all" && !slices.Contains(names.Faults, st.Fault) {
@@ -526,7 +550,7 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 	}
 	if r := s.Nemesis.Random; r != nil {
 		if err := r.Validate(names.Faults); err != nil {
-			return fail(err.Error(), "nemesis", "random")
+			return randomFail(fail, err)
 		}
 		for i, f := range r.Faults {
 			if err := nemesis.CheckSystem(nemesis.Step{Fault: f}, s.System.Name); err != nil {
@@ -617,9 +641,9 @@ func Load(nameOrPath string, names Names) (*Scenario, error) {
 		if st.IsDir() {
 			path = filepath.Join(nameOrPath, "scenario.yaml")
 		}
-		data, err := os.ReadFile(path)
+		data, err := readFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("scenarios: %w", err)
+			return nil, err
 		}
 		return Parse(data, path, names)
 	}

@@ -397,7 +397,9 @@ const passedOverKind = "lost-task(passed-over)"
 
 // passedOver reports whether a is lost-task of a task passed over
 // (docs/history.md §4.7), the one lost-task that names six ops: the last
-// capture, the set-status and the short capture.
+// capture, the set-status and the short capture. (One that also names
+// captures of unknown outcome, two ops each, says the task was passed over
+// or taken by one of them, whose process crashed: it is not counted.)
 func passedOver(a checker.Anomaly) bool { return a.Kind == checker.LostTask && len(a.Ops) == 6 }
 
 // FuzzDifferential is TestDifferential for any seed; when seed2 is 3

@@ -72,6 +72,7 @@ func Liveness(h history.History, opts LivenessOptions) (LivenessResult, error) {
 	}
 	slices.Sort(keys)
 	faults := nemesisFaults(h, version)
+	faults.downs = downStretches(h, version, end)
 	periods := majorities(h, version, end)
 	judged := false
 	for _, k := range keys {
@@ -128,8 +129,80 @@ type fault struct {
 // faultsSeen is what the nemesis ops say about faults.
 type faultsSeen struct {
 	faults []fault
-	any    bool  // some fault or heal took effect
-	last   int64 // the time of the last of them
+	any    bool      // some fault or heal took effect
+	last   int64     // the time of the last of them
+	downs  []stretch // the down stretches (§4.5, "Sessions kept by a leader")
+}
+
+// downStretches lists the down stretches of §4.5 literally: from each
+// availability record (version 3 on) whose down is not empty, or that
+// cannot be read, to the next record whose down is empty, or to the end
+// of the history.
+func downStretches(h history.History, version int, end int64) []stretch {
+	if version < 3 {
+		return nil
+	}
+	var out []stretch
+	from := int64(-1) // the start of the stretch in force, -1 when none
+	for _, op := range h {
+		if !op.IsAvailability() {
+			continue
+		}
+		a, ok := history.AvailabilityOf(op)
+		down := !ok || len(a.Down) > 0
+		switch {
+		case down && from < 0:
+			from = int64(op.Time)
+		case !down && from >= 0:
+			out = append(out, stretch{from, int64(op.Time)})
+			from = -1
+		}
+	}
+	if from >= 0 {
+		out = append(out, stretch{from, end})
+	}
+	return out
+}
+
+// sessionEnd is the end of a session lease that would end at e, with
+// lease x, moved on by the down stretches (§4.5, "Sessions kept by a
+// leader"), literally: the least end at or after e such that every down
+// stretch that began before it ended at b with b + x at or before it,
+// found by raising it until no stretch asks for more.
+func sessionEnd(e, x int64, downs []stretch) int64 {
+	for raised := true; raised && e != never; {
+		raised = false
+		for _, d := range downs {
+			if d.from < e && d.to+x > e {
+				e, raised = d.to+x, true
+			}
+		}
+	}
+	return e
+}
+
+// upParts returns the parts of [from, to) outside every down stretch
+// (§4.5: a grant excuses no moment of a down stretch before its return).
+func upParts(from, to int64, downs []stretch) []stretch {
+	var out []stretch
+	for t := from; t < to; {
+		next, skip := to, int64(-1)
+		for _, d := range downs {
+			switch {
+			case d.from <= t && t < d.to:
+				skip = max(skip, d.to)
+			case d.from > t && d.from < next:
+				next = d.from
+			}
+		}
+		if skip >= 0 {
+			t = skip
+			continue
+		}
+		out = append(out, stretch{t, next})
+		t = next
+	}
+	return out
 }
 
 // tookEffect reports whether the nemesis op i is a fault or heal that took
@@ -288,8 +361,9 @@ func (x *parsed) excusesOf(k string, fs faultsSeen, end int64, opts LivenessOpti
 	// The longest finite lease: each grant's latest renewal's lease
 	// standing for its own.
 	var longest int64
-	never1, sessions := false, true
+	never1, sessions, allSessions := false, true, true
 	for _, g := range grants {
+		allSessions = allSessions && g.session
 		l := g.lease
 		if r := x.latestRenewal(g); r != nil {
 			l = x.renewLease(r)
@@ -313,7 +387,8 @@ func (x *parsed) excusesOf(k string, fs faultsSeen, end int64, opts LivenessOpti
 				to = min(to, g2.ret)
 			}
 		}
-		out = append(out, stretch{g.call, max(to, g.ret)})
+		out = append(out, upParts(g.call, g.ret, fs.downs)...)
+		out = append(out, stretch{g.ret, max(to, g.ret)})
 	}
 	for _, c := range x.calls {
 		if c.f != history.FAcquire || c.key != k || c.typ != history.Info {
@@ -322,6 +397,9 @@ func (x *parsed) excusesOf(k string, fs faultsSeen, end int64, opts LivenessOpti
 		ttl := int64(c.invOp.TTL)
 		var to int64
 		switch {
+		case ttl > 0 && !never1 && allSessions:
+			lease := max(ttl, longest)
+			to = sessionEnd(latestArrival(c, fs, end, opts)+lease, lease, fs.downs)
 		case ttl > 0 && !never1:
 			to = latestArrival(c, fs, end, opts) + max(ttl, longest)
 		case ttl <= 0 || sessions:
@@ -400,7 +478,7 @@ func (x *parsed) holdEnd(g *grant, fs faultsSeen, histEnd int64, opts LivenessOp
 	case crash != never && g.session:
 		end = crash
 		if lease != -1 {
-			end = crash + lease
+			end = sessionEnd(crash+lease, lease, fs.downs)
 		}
 	case crash != never:
 		end = e

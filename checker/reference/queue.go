@@ -91,6 +91,7 @@ func queueAnomalies(x *parsed) []string {
 	hs := x.holds()
 	specs, _ := x.specs()
 	count := map[string]int{}
+	flagged := map[string]bool{} // the tasks with a double-capture or stale-status
 	for i, a := range hs {
 		count[a.task]++
 		endA, _ := x.taskHoldEnd(a)
@@ -101,6 +102,7 @@ func queueAnomalies(x *parsed) []string {
 			endB, _ := x.taskHoldEnd(b)
 			if int64(a.c.done) < endB && int64(b.c.done) < endA {
 				kinds = append(kinds, checker.DoubleCapture)
+				flagged[a.task] = true
 			}
 		}
 		q := a.entry.Queue
@@ -149,21 +151,215 @@ func queueAnomalies(x *parsed) []string {
 		}
 		if stale {
 			kinds = append(kinds, checker.StaleStatus)
+			flagged[s.key] = true
+		}
+	}
+	for _, a := range hs {
+		if !flagged[a.task] && !x.cleanReading(a.task, hs) {
+			kinds = append(kinds, checker.DoubleCapture)
+			flagged[a.task] = true
 		}
 	}
 	return kinds
 }
 
-// reapCouldFree is §4.7's reaper pass r that could have freed hold l's
-// task: r's invoke gives no timeout (its value is not a non-negative
-// integer), r never completed, or r completed at a time at least its
-// timeout after l's capture was invoked.
-func (x *parsed) reapCouldFree(r *opCall, l hold) bool {
-	timeout, ok := r.invOp.Int()
-	if !ok || timeout < 0 || r.done < 0 {
+// statusEnd is the invoke of the first set-status of h's task by h's
+// process, invoked after h's ok, that did not fail; never when none.
+func (x *parsed) statusEnd(h hold) int64 {
+	end := never
+	for _, c := range x.calls {
+		if c.f == history.FSetStatus && c.typ != history.Fail && c.proc == h.c.proc && c.key == h.task && c.inv > h.c.done {
+			end = min(end, int64(c.inv))
+		}
+	}
+	return end
+}
+
+// gap is §4.7's gap between the run of holds run (of one process) and
+// the next hold of another process, next, that needs a set-back: open
+// lists the holds of the run that its process's set-status did not end
+// before next's ok.
+type gap struct {
+	run, open []hold
+	next      hold
+}
+
+// cleanReading reports whether some reading of the reaps that may set
+// task t back is free of anomalies (§4.7, "A reaper pass sets a task back
+// at most once"): whether every gap between runs of t's holds hs that
+// needs a set-back can be given a set-back of its own that may fill it.
+func (x *parsed) cleanReading(t string, hs []hold) bool {
+	var mine []hold
+	for _, h := range hs {
+		if h.task == t {
+			mine = append(mine, h)
+		}
+	}
+	var gaps []gap
+	for i := 0; i < len(mine); {
+		j := i
+		for j < len(mine) && mine[j].c.proc == mine[i].c.proc {
+			j++
+		}
+		if j == len(mine) {
+			break
+		}
+		g := gap{run: mine[i:j], next: mine[j]}
+		for _, h := range g.run {
+			if x.statusEnd(h) > int64(g.next.c.done) {
+				g.open = append(g.open, h)
+			}
+		}
+		if len(g.open) > 0 {
+			gaps = append(gaps, g)
+		}
+		i = j
+	}
+	var backs []*opCall // each time a reap may set t back: each naming by an ok, once if of unknown outcome
+	for _, c := range x.calls {
+		if c.f != history.FReap || c.typ == history.Fail {
+			continue
+		}
+		if c.unknown {
+			backs = append(backs, c)
+			continue
+		}
+		ts, _ := history.ReapedOf(c.doneOp)
+		for _, n := range ts {
+			if n == t {
+				backs = append(backs, c)
+			}
+		}
+	}
+	used := make([]bool, len(backs))
+	var fill func(g int) bool
+	fill = func(g int) bool {
+		if g == len(gaps) {
+			return true
+		}
+		for k, b := range backs {
+			if !used[k] && x.mayFill(b, gaps[g], mine) {
+				used[k] = true
+				if fill(g + 1) {
+					return true
+				}
+				used[k] = false
+			}
+		}
+		return false
+	}
+	return fill(0)
+}
+
+// mayFill reports whether reap r may set the task back in gap g: it was
+// invoked before g's next hold returned; if ok, it completed after the
+// capture of one of g's open holds was invoked; if of unknown outcome, its
+// setting the task back there makes no set-status stale: no set-status ok
+// S of the task by the run's process, whose latest hold H with its ok
+// before S's invoke is in the run and was captured before r's invoke,
+// while a hold C (of mine, the task's holds) of another process, g's next
+// hold or a later one, invoked after r's invoke and returned before S's
+// invoke ends, not counting r, after S's ok.
+func (x *parsed) mayFill(r *opCall, g gap, mine []hold) bool {
+	if r.inv >= g.next.c.done {
+		return false
+	}
+	if !r.unknown {
+		return slices.ContainsFunc(g.open, func(h hold) bool { return r.done > h.c.inv })
+	}
+	p := g.run[0].c.proc
+	for _, s := range x.calls {
+		if s.f != history.FSetStatus || s.typ != history.OK || s.proc != p || s.key != g.next.task {
+			continue
+		}
+		var H *hold
+		for i := range mine {
+			if mine[i].c.proc == p && mine[i].c.done < s.inv {
+				H = &mine[i]
+			}
+		}
+		if H == nil || !slices.ContainsFunc(g.run, func(h hold) bool { return h.c == H.c }) || r.inv < H.c.done {
+			continue
+		}
+		for _, c := range mine {
+			if c.c.proc != p && c.c.done >= g.next.c.done && c.c.inv > r.inv && c.c.done < s.inv && x.endWithout(c, r) > int64(s.done) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// endWithout is §3's end of hold h with reap r left out.
+func (x *parsed) endWithout(h hold, r *opCall) int64 {
+	end := x.statusEnd(h)
+	for _, c := range x.calls {
+		if c == r || c.f != history.FReap || c.typ == history.Fail {
+			continue
+		}
+		if c.typ == history.OK {
+			ts, _ := history.ReapedOf(c.doneOp)
+			if !slices.Contains(ts, h.task) || c.done < h.c.inv {
+				continue
+			}
+		}
+		end = min(end, int64(max(c.inv, h.c.done)))
+	}
+	return end
+}
+
+// excuses is §4.7's capture u of unknown outcome that excuses task t of
+// lost-task: u is pending at the end, or after u's invoke a set-status of
+// t that did not fail was invoked, or a reap that did not fail may have
+// set t back (an ok naming t that completed after u's invoke, or one of
+// unknown outcome).
+func (x *parsed) excuses(u *opCall, t string) bool {
+	if u.done < 0 {
 		return true
 	}
-	return r.ret >= l.c.call+timeout
+	for _, c := range x.calls {
+		if c.typ == history.Fail {
+			continue
+		}
+		if c.f == history.FSetStatus && c.key == t && c.inv > u.inv {
+			return true
+		}
+		if c.f == history.FReap && c.unknown {
+			return true
+		}
+		if c.f == history.FReap && c.typ == history.OK && c.done > u.inv {
+			if ts, _ := history.ReapedOf(c.doneOp); slices.Contains(ts, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unexcused returns the captures of queue q of unknown outcome that
+// completed after index after, and whether one of them excuses task t;
+// the finding's window then starts no earlier than the last of their
+// completions.
+func (x *parsed) unexcused(q, t string, after int) ([]*opCall, bool) {
+	var out []*opCall
+	for _, u := range x.calls {
+		if u.f != history.FCapture || u.key != q || !u.unknown || (u.done >= 0 && u.done <= after) {
+			continue
+		}
+		if x.excuses(u, t) {
+			return nil, true
+		}
+		out = append(out, u)
+	}
+	return out, false
+}
+
+// lastRet returns the latest of start and the completions of us.
+func lastRet(start int64, us []*opCall) int64 {
+	for _, u := range us {
+		start = max(start, u.ret)
+	}
+	return start
 }
 
 // lostTasks returns §4.7's lost-task findings over a history that ends at
@@ -194,19 +390,12 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 		if e, _ := x.taskHoldEnd(l); e != never {
 			continue
 		}
-		crash, crashed := x.crashIdx[l.c.proc]
-		if !crashed {
+		if _, crashed := x.crashIdx[l.c.proc]; !crashed {
 			continue
 		}
 		freed := false
 		for _, c := range x.calls {
-			if c.typ == history.Fail {
-				continue
-			}
-			if c.f == history.FReap && int64(c.inv) > crash && x.reapCouldFree(c, l) {
-				freed = true
-			}
-			if c.f == history.FSetStatus && c.key == l.task && c.inv > l.c.done {
+			if c.typ != history.Fail && c.f == history.FSetStatus && c.key == l.task && c.inv > l.c.done {
 				freed = true
 			}
 		}
@@ -233,15 +422,8 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 			continue
 		}
 		var short *opCall
-		unknown := false
 		for _, c := range x.calls {
-			if c.f != history.FCapture || c.key != s.Queue {
-				continue
-			}
-			if c.unknown {
-				unknown = true
-			}
-			if c.typ != history.OK {
+			if c.f != history.FCapture || c.key != s.Queue || c.typ != history.OK {
 				continue
 			}
 			limit, _ := c.invOp.Int()
@@ -250,8 +432,9 @@ func (x *parsed) lostTasks(end int64) ([]Finding, bool) {
 				short = c
 			}
 		}
-		if !unknown && short != nil {
-			out = append(out, Finding{Kind: checker.LostTask, Key: t, Start: short.call, End: end})
+		unknown, excused := x.unexcused(s.Queue, t, -1)
+		if !excused && short != nil {
+			out = append(out, Finding{Kind: checker.LostTask, Key: t, Start: lastRet(short.call, unknown), End: end})
 		}
 	}
 	return out, true
@@ -285,10 +468,9 @@ func (x *parsed) passedOver(c hold, hs []hold, specs map[string]history.TaskSpec
 	} else if c.entry.Queue != "" {
 		queue = c.entry.Queue
 	}
-	for _, u := range x.calls {
-		if u.f == history.FCapture && u.key == queue && u.unknown && (u.done < 0 || u.done > c.c.inv) {
-			return Finding{}, false
-		}
+	unknown, excused := x.unexcused(queue, t, c.c.inv)
+	if excused {
+		return Finding{}, false
 	}
 	var set *opCall
 	for _, s := range x.calls {
@@ -315,5 +497,5 @@ func (x *parsed) passedOver(c hold, hs []hold, specs map[string]history.TaskSpec
 	if short == nil {
 		return Finding{}, false
 	}
-	return Finding{Kind: checker.LostTask, Key: t, Start: short.call, End: end}, true
+	return Finding{Kind: checker.LostTask, Key: t, Start: lastRet(short.call, unknown), End: end}, true
 }

@@ -10,10 +10,11 @@ import json, os
 MS = 1_000_000
 os.chdir(os.path.dirname(os.path.abspath(__file__)))
 
-def fx(name, live, rows, version=3):
+def fx(name, live, rows, version=3, claims=()):
     """Writes liveness-<name>.jsonl (format version; version 1 has no
     history record) and liveness-<name>.expect: valid, no safety anomaly,
-    exactly the liveness kinds live."""
+    exactly the liveness kinds live, and the claims about what the
+    anomalies say (fixtures_test.go's "says:" lines)."""
     lines = []
     if version > 1:
         lines.append(json.dumps({"index": 0, "time": 0, "process": -1, "type": "info", "f": "history",
@@ -29,7 +30,8 @@ def fx(name, live, rows, version=3):
             if k in extra: o[k] = extra[k]
         lines.append(json.dumps(o, separators=(",", ":")))
     open("liveness-"+name+".jsonl", "w").write("\n".join(lines)+"\n")
-    open("liveness-"+name+".expect", "w").write("verdict: valid\nanomalies: \nliveness: %s\n" % " ".join(sorted(live)))
+    open("liveness-"+name+".expect", "w").write("verdict: valid\nanomalies: \nliveness: %s\n" % " ".join(sorted(live))
+                                                + "".join(c+"\n" for c in claims))
 
 def acquire(t, p, outcome, lease=None, ttl=1000):
     """An acquire of k by p from t to t+5 ms; lease in ms (-1: never)."""
@@ -37,6 +39,19 @@ def acquire(t, p, outcome, lease=None, ttl=1000):
     if outcome == "ok" and lease is not None: ok["lease"] = lease*MS if lease >= 0 else -1
     if outcome == "info": ok["error"] = "timeout"
     return [(t, p, "invoke", "acquire", {"key": "k", "ttl": ttl*MS}), (t+5, p, outcome, "acquire", ok)]
+
+def session_acquire(t, p, outcome, lease=2000, ttl=2000, took=5):
+    """An acquire of k by p of a session lock with a finite lease (a
+    ZooKeeper node, an etcd session lease), from t to t+took ms."""
+    ok = {"key": "k"}
+    if outcome == "ok": ok.update(lease=lease*MS, session=True)
+    if outcome == "info": ok["error"] = "timeout"
+    return [(t, p, "invoke", "acquire", {"key": "k", "ttl": ttl*MS}), (t+took, p, outcome, "acquire", ok)]
+
+def timeouts(starts, took=1000):
+    """Acquires refused after waiting took ms, each (t, p) invoked at t by p."""
+    return [r for t, p in starts for r in [(t, p, "invoke", "acquire", {"key": "k", "ttl": 1000*MS}),
+                                            (t+took, p, "fail", "acquire", {"key": "k", "error": "timeout"})]]
 
 def release(t, p):
     return [(t, p, "invoke", "release", {"key": "k"}), (t+5, p, "ok", "release", {"key": "k"})]
@@ -151,3 +166,57 @@ if __name__ == "__main__":
        + [avail(1000, 5, ["n1", "n2", "n3"]), nemesis(1001, "kill", {"nodes": ["n1", "n2", "n3"]}),
           avail(2000, 5, []), nemesis(2001, "start", {"nodes": ["n1", "n2", "n3"]})]
        + acquire(6500, 1, "ok", lease=2000, ttl=2000) + release(6510, 1))
+
+    # A session lock of three ZooKeeper servers (2 s sessions). The leader n1
+    # is killed at 1 s and started at 6 s; worker 0's acquire at 1.1 s times
+    # out (unknown outcome) and its process crashes. Its node lives until
+    # the ensemble expires its session, and while a node is down the
+    # ensemble may have had no leader to do so: a new leader gives the
+    # session a full timeout, so it may live until 6 s + 2 s = 8 s
+    # (docs/history.md §4.5, "Sessions kept by a leader"). The refusals up to
+    # then are excused, and the lock is granted again at 8.1 s.
+    fx("session-unknown-acquire-outlives-leaderless-ensemble", [],
+       session_acquire(0, 0, "ok") + release(10, 0)
+       + [avail(1000, 3, ["n1"]), nemesis(1001, "kill", {"nodes": ["n1"]})]
+       + session_acquire(1100, 4, "info")
+       + refusals(1200, 7900)
+       + [avail(6000, 3, []), nemesis(6001, "start", {"nodes": ["n1"]})]
+       + session_acquire(8100, 5, "ok") + release(8110, 5))
+
+    # The same, with the refusals going on to 10 s and no grant: the session
+    # of the acquire in doubt may live until 8 s, no later; the lock is
+    # unavailable (and stuck) from then on, not from its completion plus the
+    # session timeout (3.105 s).
+    fx("session-lease-ends-after-ensemble-is-back", ["stuck", "unavailable"],
+       session_acquire(0, 0, "ok") + release(10, 0)
+       + [avail(1000, 3, ["n1"]), nemesis(1001, "kill", {"nodes": ["n1"]})]
+       + session_acquire(1100, 4, "info")
+       + refusals(1200, 10000)
+       + [avail(6000, 3, []), nemesis(6001, "start", {"nodes": ["n1"]})],
+       claims=["says: unavailable k unavailable from 8.000s to 9.905s"])
+
+    # One of three etcd members paused from 0.6 s to 3.7 s (1 s sessions),
+    # nobody holding the lock. Worker 0's waiting acquire, asked at 0.5 s, is
+    # granted only after the resume (3.8 s); every other call times out
+    # meanwhile. A grant excuses no moment of a down stretch before its
+    # return (docs/history.md §4.5): the lock was unavailable from 0.6 s to
+    # 3.7 s, with two of three members up.
+    fx("waiting-grant-after-member-pause", ["unavailable"],
+       session_acquire(0, 0, "ok", lease=1000, ttl=1000) + release(10, 0)
+       + session_acquire(500, 4, "ok", lease=1000, ttl=1000, took=3300) + release(3900, 4)
+       + [avail(600, 3, ["n1"]), nemesis(601, "pause", {"nodes": ["n1"]})]
+       + timeouts([(700, 1), (1000, 2), (1300, 3), (1700, 1), (2000, 2), (2300, 3), (2700, 1)])
+       + [avail(3700, 3, []), nemesis(3701, "resume", {"nodes": ["n1"]})]
+       + session_acquire(4000, 5, "ok", lease=1000, ttl=1000) + release(4010, 5),
+       claims=["says: unavailable k unavailable from 0.600s to 3.700s"])
+
+    # The same pause, but worker 0 holds the lock (a 5 s session lease) until
+    # its release at 3.75 s, and the waiter takes it at once: every refusal
+    # had a holder that rightly kept the lock.
+    fx("waiting-grant-behind-holder-during-member-pause", [],
+       session_acquire(0, 0, "ok", lease=5000, ttl=5000) + release(3750, 0)
+       + session_acquire(500, 4, "ok", lease=1000, ttl=1000, took=3260) + release(3900, 4)
+       + [avail(600, 3, ["n1"]), nemesis(601, "pause", {"nodes": ["n1"]})]
+       + timeouts([(700, 1), (1000, 2), (1300, 3), (1700, 1), (2000, 2), (2300, 3), (2700, 1)])
+       + [avail(3700, 3, []), nemesis(3701, "resume", {"nodes": ["n1"]})]
+       + session_acquire(4000, 5, "ok", lease=1000, ttl=1000) + release(4010, 5))

@@ -111,18 +111,24 @@ fx("reaped-then-recaptured", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]
 fx("lost-task-crashed-holder", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), cap(30, 3, "q0", 1, []),
    cap(200, 3, "q0", 1, [])), [], ["lost-task"],
    ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s"])
-# The holder crashes, and a reaper pass comes after, when its timeout (500ms) has passed since the capture: not lost.
-fx("crashed-holder-with-reaper", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(600, [])), [], [])
+# The holder crashes, and a reaper pass comes after, when its timeout (500ms) has passed since the capture, and
+# returns without t1: it did not set t1 back, and nothing else came to: lost.
+fx("lost-task-reap-returned-without-it", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(600, [])), [], ["lost-task"],
+   ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s without setting its status, and no set-status or reaper pass freed it after"])
+# The holder crashes, and a reaper pass of unknown outcome comes after: it may have set t1 back, not lost.
+fx("crashed-holder-unknown-reap", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(600, [], typ="info")), [], [])
 # The holder crashes; the only reaper pass after the crash comes before its timeout has passed since the capture: lost.
 fx("lost-task-reap-before-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [])), [], ["lost-task"],
-   ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s without setting its status, and no reaper pass that could have freed it came after"])
-# The reaper pass completes exactly its timeout after the capture's invoke (10ms + 500ms): it could have freed the task, not lost.
-fx("crashed-holder-reap-completes-at-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(505, [], dur=5)), [], [])
+   ["ops: lost-task 2 3 5", "says: lost-task task t1 stayed in progress from worker 0's capture at 0.012s to the end: its process crashed at 0.022s without setting its status, and no set-status or reaper pass freed it after"])
+# The reaper pass completes exactly its timeout after the capture's invoke (10ms + 500ms), and returns without t1: lost.
+fx("lost-task-reap-at-timeout-returned-without-it", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(505, [], dur=5)), [], ["lost-task"],
+   ["ops: lost-task 2 3 5"])
 # The reaper pass completes 1ms before its timeout has passed since the capture's invoke: it could not have freed the task, lost.
 fx("lost-task-reap-completes-before-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(504, [], dur=5)), [], ["lost-task"],
    ["ops: lost-task 2 3 5"])
-# A reaper pass whose invoke gives no timeout may have freed the task: not lost.
-fx("crashed-holder-reap-without-timeout", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [], timeout=None)), [], [])
+# A reaper pass whose invoke gives no timeout returns without t1: lost.
+fx("lost-task-reap-without-timeout-returned-without-it", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), cap(20, 0, "q0", 1, [], typ="info"), reap(100, [], timeout=None)), [], ["lost-task"],
+   ["ops: lost-task 2 3 5"])
 # Worker 0's set-status of t1 is cut off and crashes its process; the reaper sets t1 back and worker 1 captures it;
 # the cut-off done then takes effect (delivered late) and worker 2 captures t1 while worker 1 still holds it.
 fx("double-capture-after-late-status", tasks(("t1", "q0")), srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, "t1", dur=1000, typ="info"), reap(1100, ["t1"]),
@@ -135,6 +141,14 @@ fx("late-status-after-holder-gave-up", tasks(("t1", "q0")), srt(cap(10, 0, "q0",
 # t2 is never captured although a capture of q0 asked for two and got one.
 fx("lost-task-never-captured", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], ["lost-task"],
    ["ops: lost-task 1 2 3", "says: lost-task task t2 of queue q0 was never captured"])
+# t2 is never captured although a capture of q0 asked for two and got one; a capture of q0 of unknown outcome may have
+# taken it, but its process crashed and nothing came after that could have freed t2: lost whether it took t2 or not.
+fx("lost-task-never-captured-unknown-capture-crashed", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info")), [], ["lost-task"],
+   ["ops: lost-task 1 2 3 6 7", "says: lost-task task t2 of queue q0 was never captured, although it was capturable throughout (done from the start, with budget left) and worker 0's capture of q0 at 0.012s asked for 2 tasks and got 1, or a capture of unknown outcome took it: worker 1's, invoked at 0.030s, whose process crashed at 0.032s, with nothing after that could have freed the task"])
+# The same, and a reaper pass names t2 after: it may have freed t2 from the crashed capture, not lost.
+fx("never-captured-unknown-capture-then-reaped", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info"), reap(600, ["t2"])), [], [])
+# The same with the capture of unknown outcome pending at the end: its process may still finish t2, not lost.
+fx("never-captured-pending-capture", T2, srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ=None)), [], [])
 # t2 has no budget left (0): not capturable, so not lost.
 fx("no-budget-not-lost", tasks(("t1", "q0", 1), ("t2", "q0", 0)), srt(cap(10, 0, "q0", 2, ["t1"]), st(20, 0, "t1")), [], [])
 # A reaper pass that overlaps worker 0's capture may have set t1 back after it: worker 1's capture is no double capture.
@@ -167,19 +181,50 @@ fx("passed-over-budget-unknown", TB, srt(cap(10, 0, "q0", 1, ["t1"]), st(20, 0, 
 # A capture passes t1 over, but a later one takes it, and it is done with no capture after: not lost.
 fx("passed-over-then-captured", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, []),
    cap(40, 2, "q0", 1, [("t1", 1)]), st(50, 2, "t1")), [], [])
-# A capture of q0 of unknown outcome after the set-status may have taken t1: not lost.
-fx("passed-over-unknown-capture-after-status", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info"),
-   cap(40, 4, "q0", 1, [])), [], [])
+# A capture of q0 of unknown outcome after the set-status may have taken t1, but its process crashed and nothing
+# came after that could have freed t1: lost whether it took t1 or not.
+fx("lost-task-passed-over-unknown-capture-crashed", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info"),
+   cap(40, 4, "q0", 1, [])), [], ["lost-task"],
+   ["ops: lost-task 2 3 4 5 8 9 6 7", "says: lost-task or a capture of unknown outcome took it: worker 1's, invoked at 0.030s, whose process crashed at 0.032s, with nothing after that could have freed the task"])
+# The same, and a reaper pass of unknown outcome comes after: it may have freed t1 from the crashed capture, not lost.
+fx("passed-over-unknown-capture-then-unknown-reap", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, [], typ="info"),
+   cap(40, 4, "q0", 1, []), reap(600, [], typ="info")), [], [])
 # A capture of q0 pending at the end may have taken t1: not lost.
 fx("passed-over-pending-capture", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1"), cap(30, 1, "q0", 1, []),
    cap(40, 2, "q0", 1, [], typ=None)), [], [])
 # A capture of q0 of unknown outcome that returned while the set-status was under way may have taken t1
-# once the status took effect: not lost.
-fx("passed-over-unknown-capture-during-status", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(22, 1, "q0", 1, [], typ="info", dur=4),
-   cap(40, 4, "q0", 1, [])), [], [])
+# before or after the status took effect; its process crashed and nothing came after its invoke that could have freed t1:
+# lost whichever way.
+fx("lost-task-passed-over-unknown-capture-during-status", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(22, 1, "q0", 1, [], typ="info", dur=4),
+   cap(40, 4, "q0", 1, [])), [], ["lost-task"])
 # The only short capture was invoked before the set-status returned: it may have run before the status took effect.
 fx("passed-over-capture-before-status-returned", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(20, 0, "t1", dur=10), cap(25, 1, "q0", 1, [], dur=10)), [], [])
 # Two racing captures of t1 return its budget out of order (0, then 1, as the SQL seed's race does): the least, 0,
 # is what is left, so t1 done again is not capturable: not lost (but a double capture).
 fx("passed-over-budgets-out-of-order", TB, srt(cap(10, 0, "q0", 1, [("t1", 2)]), st(14, 0, "t1"), cap(20, 1, "q0", 1, [("t1", 0)], dur=10),
    cap(22, 2, "q0", 1, [("t1", 1)], dur=10), st(40, 1, "t1"), st(50, 2, "t1"), cap(60, 0, "q0", 1, [])), ["double-capture"], [])
+# A reaper pass sets a task back at most once. A pass of unknown outcome is the only op that could end worker 0's hold
+# of t1 before worker 1's capture of it; worker 0's set-status of t1 then returns ok while worker 1 still holds it.
+# Had the pass set t1 back between the captures, worker 0's status was stale; had it not, worker 1's capture was a
+# double capture: reported as the double capture, naming the pass.
+T1 = tasks(("t1", "q0"))
+fx("double-capture-or-stale-after-unknown-reap", T1, srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, [], typ="info"), cap(110, 1, "q0", 1, ["t1"]),
+   st(120, 0, "t1"), st(150, 1, "t1")), ["double-capture"], [],
+   ["ops: double-capture 2 3 6 7 4 5", "says: double-capture worker 1 captured task t1 at 0.112s while worker 0 held it since its capture at 0.012s",
+    "says: double-capture the one invoked at 0.100s, of unknown outcome, whether or not it took effect"])
+# The same without worker 0's late set-status: the pass may have set t1 back between the captures, valid.
+fx("unknown-reap-between-captures-holder-gone", T1, srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, [], typ="info"), cap(110, 1, "q0", 1, ["t1"]),
+   st(150, 1, "t1")), [], [])
+# The same with worker 0's late set-status after worker 1 gave t1 up: no newer hold for it to overwrite, valid.
+fx("unknown-reap-late-status-after-newer-hold-ended", T1, srt(cap(10, 0, "q0", 1, ["t1"]), reap(100, [], typ="info"), cap(110, 1, "q0", 1, ["t1"]),
+   st(115, 1, "t1"), st(120, 0, "t1")), [], [])
+# One reaper pass ok naming t1 once overlaps three captures of t1 by three workers: it set t1 back once, so whichever
+# gap between two captures it fell in, the other is a double capture. The gaps up to the second cannot both be
+# filled: the anomaly names the second.
+fx("double-capture-one-reap-two-gaps", T1, srt(reap(10, ["t1"], dur=40), cap(20, 0, "q0", 1, ["t1"]), cap(30, 1, "q0", 1, ["t1"]),
+   cap(40, 2, "q0", 1, ["t1"]), st(60, 2, "t1")), ["double-capture"], [],
+   ["ops: double-capture 5 6 7 8 2 9", "says: double-capture worker 2 captured task t1 at 0.042s while worker 1 held it since its capture at 0.032s",
+    "says: double-capture the one invoked at 0.010s, naming it once"])
+# The same with a second reaper pass naming t1: one set-back for each gap, valid.
+fx("two-reaps-two-gaps", T1, srt(reap(10, ["t1"], dur=40), reap(15, ["t1"], dur=40, p=8), cap(20, 0, "q0", 1, ["t1"]), cap(30, 1, "q0", 1, ["t1"]),
+   cap(40, 2, "q0", 1, ["t1"]), st(60, 2, "t1")), [], [])

@@ -72,6 +72,10 @@ const ImageEnv = "JEPSEN_LITE_NODE_IMAGE"
 const (
 	RunLabel  = "jepsen-lite.run"  // the run id
 	NodeLabel = "jepsen-lite.node" // the node name, on containers
+	// HarnessLabel names the harness that created it: "<host>/<pid>"
+	// (harnessID), so that the next harness on the host removes what one
+	// that died left (sweepDead).
+	HarnessLabel = "jepsen-lite.harness"
 )
 
 // ryukEnv disables testcontainers' reaper container, which would need an
@@ -234,6 +238,10 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 		_ = cli.Close()
 		return nil, err
 	}
+	if err := sweepDead(ctx, cli); err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
 
 	c := &Cluster{spec: spec, image: o.image, runID: o.runID, timeout: o.startTimeout, extra: o.redisArgs, docker: cli, net: network}
 	if err := c.create(ctx, layout); err != nil {
@@ -306,11 +314,86 @@ func disableReaper() {
 }
 
 // labels returns the labels of everything the run creates.
-func (c *Cluster) labels() map[string]string { return map[string]string{RunLabel: c.runID} }
+func (c *Cluster) labels() map[string]string {
+	return map[string]string{RunLabel: c.runID, HarnessLabel: harnessID(os.Getpid())}
+}
+
+// harnessID is the HarnessLabel of the harness of process pid on this host.
+func harnessID(pid int) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, pid)
+}
+
+// sweepDead removes the containers and networks that harnesses on this
+// host whose process is gone left behind (a harness killed, or interrupted
+// twice during its teardown), run by run (sweep). Those of live harnesses
+// and of other hosts are left alone.
+func sweepDead(ctx context.Context, cli *testcontainers.DockerClient) error {
+	filter := make(client.Filters).Add("label", HarnessLabel)
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return fmt.Errorf("docker: list containers: %w", err)
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return fmt.Errorf("docker: list networks: %w", err)
+	}
+	labels := make([]map[string]string, 0, len(list.Items)+len(nets.Items))
+	for _, ctr := range list.Items {
+		labels = append(labels, ctr.Labels)
+	}
+	for _, nw := range nets.Items {
+		labels = append(labels, nw.Labels)
+	}
+	dead := map[string]bool{}
+	for _, l := range labels {
+		if run, ok := l[RunLabel]; ok && run != "" && deadHarness(l[HarnessLabel]) {
+			dead[run] = true
+		}
+	}
+	var errs []error
+	for run := range dead {
+		errs = append(errs, sweepSettled(ctx, cli, run))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepSettleTime bounds how long sweepSettled tries again.
+const sweepSettleTime = 30 * time.Second
+
+// sweepSettled is sweep, tried again while it fails for at most
+// sweepSettleTime: a harness that died as it removed its containers may
+// have left a removal in progress in the engine, which fails another until
+// it is done, and a network is removed only once its containers are.
+func sweepSettled(ctx context.Context, cli *testcontainers.DockerClient, runID string) error {
+	deadline := time.Now().Add(sweepSettleTime)
+	for {
+		err := sweep(ctx, cli, runID)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// deadHarness reports whether id (a HarnessLabel) names a harness on this
+// host whose process is gone.
+func deadHarness(id string) bool {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return false
+	}
+	pid, err := strconv.Atoi(id[i+1:])
+	return err == nil && pid > 0 && id == harnessID(pid) && !cluster.Alive(pid)
+}
 
 // create makes the run's directory, network and containers.
 func (c *Cluster) create(ctx context.Context, layout []cluster.Node) error {
-	dir, err := os.MkdirTemp("", "jepsen-lite-docker-")
+	dir, err := cluster.TempDir("docker")
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}

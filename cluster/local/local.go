@@ -6,7 +6,7 @@
 // cut it.
 //
 // Every node runs in its own process group and gets SIGKILL if the harness
-// dies (Pdeathsig); Close kills every group, resets clock offsets, removes the
+// dies (Pdeathsig, through package spawn); Close kills every group, resets clock offsets, removes the
 // node-to-node links and deletes the temp dirs.
 package local
 
@@ -112,7 +112,7 @@ func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ..
 	if net == nil {
 		return nil, errors.New("local: Start needs a network")
 	}
-	root, err := os.MkdirTemp("", "jepsen-lite-"+spec.System+"-")
+	root, err := cluster.TempDir(spec.System)
 	if err != nil {
 		return nil, fmt.Errorf("local: temp dir: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/spawn"
 )
 
 // postgresUnprivileged is the user initdb and postgres run as when the
@@ -52,10 +53,10 @@ func (c *Cluster) setupPostgres() error {
 	initdb := exec.Command(filepath.Join(bin, "initdb"), append([]string{"-D", data}, cluster.PostgresInitdbArgs...)...)
 	initdb.Dir = n.dir
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
 	var out strings.Builder
 	initdb.Stdout, initdb.Stderr = &out, &out
-	err = startChild(initdb)
+	err = spawn.Start(initdb)
 	if err == nil {
 		err = initdb.Wait()
 	}

@@ -8,13 +8,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/spawn"
 )
 
 // node is one server process of a local cluster.
@@ -79,8 +79,8 @@ func (n *node) launch() error {
 	if n.skewLib != "" {
 		cmd.Env = append(cmd.Env, "LD_PRELOAD="+n.skewLib, cluster.ClockFileEnv+"="+n.clockPath)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: n.cred}
-	if err := startChild(cmd); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
+	if err := spawn.Start(cmd); err != nil {
 		return fmt.Errorf("local: start %s: %w", n.name, err)
 	}
 	done := make(chan struct{})
@@ -250,32 +250,4 @@ func (n *node) logTail() string {
 		b = b[len(b)-800:]
 	}
 	return string(bytes.TrimSpace(b))
-}
-
-// spawnRequest asks the spawner thread to start a command.
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// spawner returns the channel of the one goroutine that starts every child.
-// It is locked to its OS thread for the life of the process: Pdeathsig
-// fires when the thread that forked the child exits, and the Go runtime may
-// end other threads, so children are only ever forked from this one.
-var spawner = sync.OnceValue(func() chan spawnRequest {
-	ch := make(chan spawnRequest)
-	go func() {
-		runtime.LockOSThread()
-		for req := range ch {
-			req.done <- req.cmd.Start()
-		}
-	}()
-	return ch
-})
-
-// startChild starts cmd from the spawner thread.
-func startChild(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	spawner() <- spawnRequest{cmd: cmd, done: done}
-	return <-done
 }

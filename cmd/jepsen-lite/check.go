@@ -30,9 +30,12 @@ const checkUsage = `Usage: jepsen-lite check <run dir | history.jsonl> [flags]
 Checks a stored history offline, with no server running: well-formedness,
 double holds, lease-aware linearizability, fencing-token order and the
 protected resource. Exits 0 when the history is valid, 1 when it is not,
-2 when the checkers could not decide, 254 when the history cannot be read
-or is not well-formed (the message names the line), and when there is
-nothing to judge: no worker op in it, or a run directory whose setup failed.
+2 when the checkers could not decide or the check was interrupted, 254
+when the history cannot be read or is not well-formed (the message names
+the line), and when there is nothing to judge: no worker op in it, or a
+run directory whose setup failed. Past --check-timeout each check not yet
+decided is unknown and says "timed out after" the budget; Ctrl-C stops
+the reading and the checks within a second and says "interrupted".
 
 With --format jepsen it reads a Jepsen or Knossos EDN history of a lock
 workload instead (docs/history.md §5); --ttl, required then, is the lease
@@ -70,20 +73,8 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	if driftSet && (*drift < 0 || *drift >= 1) {
 		return exitUsage, usagef("--drift %v: want a fraction in [0, 1)", *drift)
 	}
-	switch *format {
-	case formatJSONL:
-		if isSet(fs, "ttl") {
-			return exitUsage, usagef("--ttl applies to --format jepsen only: a jsonl history records each lease")
-		}
-	case formatJepsen:
-		if !isSet(fs, "ttl") {
-			return exitUsage, usagef("--format jepsen needs --ttl, the lease every grant got (a Jepsen history does not record it)")
-		}
-		if *ttl <= 0 {
-			return exitUsage, usagef("--ttl %v: want a positive duration", *ttl)
-		}
-	default:
-		return exitUsage, usagef("--format %q: want jsonl or jepsen", *format)
+	if err := checkFormat(*format, isSet(fs, "ttl"), *ttl); err != nil {
+		return exitUsage, err
 	}
 	path := pos[0]
 	st, err := os.Stat(path)
@@ -98,6 +89,10 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		line := newStatusLine(stderr, *quiet)
 		res, ops, path, err = checkJSONL(ctx, path, st.IsDir(), *drift, driftSet, *timeout, line)
 		line.Done()
+	}
+	if errors.Is(err, checker.ErrInterrupted) || errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "jepsen-lite check: interrupted; the history is untouched: check it again with 'jepsen-lite check %s'\n", pos[0])
+		return exitUnknown, nil
 	}
 	if err != nil {
 		return exitUsage, usageError{err}
@@ -117,6 +112,7 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 		if res.Truncated {
 			fmt.Fprintf(stdout, "  the last line was incomplete and was left out: checked the %d complete lines before it\n", ops)
 		}
+		printHostEvents(stdout, res)
 		printCheckers(stdout, res.Checkers)
 		printLiveness(stdout, res.Liveness)
 		fmt.Fprintf(stdout, "verdict: %s\n", res.Verdict)
@@ -131,6 +127,28 @@ func checkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int
 	}
 }
 
+// checkFormat returns a usage error when --format does not name a format
+// check reads, or --ttl is given (ttlSet) where it does not apply or is
+// missing or not positive where it does.
+func checkFormat(format string, ttlSet bool, ttl time.Duration) error {
+	switch format {
+	case formatJSONL:
+		if ttlSet {
+			return usagef("--ttl applies to --format jepsen only: a jsonl history records each lease")
+		}
+	case formatJepsen:
+		if !ttlSet {
+			return usagef("--format jepsen needs --ttl, the lease every grant got (a Jepsen history does not record it)")
+		}
+		if ttl <= 0 {
+			return usagef("--ttl %v: want a positive duration", ttl)
+		}
+	default:
+		return usagef("--format %q: want jsonl or jepsen", format)
+	}
+	return nil
+}
+
 // checkJepsen checks a Jepsen or Knossos EDN history (a file, or the one
 // of a Jepsen store directory), read whole, and returns the results, the
 // number of ops and the file's path.
@@ -138,7 +156,11 @@ func checkJepsen(ctx context.Context, path string, isDir bool, ttl time.Duration
 	if isDir {
 		path = filepath.Join(path, jepsen.HistoryFile)
 	}
-	h, err := jepsen.ReadFile(path, jepsen.Options{TTL: ttl})
+	var h history.History
+	err := unlessInterrupted(ctx, func() (err error) {
+		h, err = jepsen.ReadFile(path, jepsen.Options{TTL: ttl})
+		return err
+	})
 	if err != nil {
 		return nil, 0, path, err
 	}
@@ -146,7 +168,11 @@ func checkJepsen(ctx context.Context, path string, isDir bool, ttl time.Duration
 		return nil, 0, path, err
 	}
 	run := &storedRun{h: h}
-	return run.check(ctx, run.options(drift, driftSet, checker.Options{Timeout: timeout})), len(h), path, nil
+	res := run.check(ctx, run.options(drift, driftSet, checker.Options{Timeout: timeout}))
+	if ctx.Err() != nil {
+		return nil, 0, path, errInterrupted
+	}
+	return res, len(h), path, nil
 }
 
 // checkJSONL checks a history.jsonl (a file, or a run directory's) as it

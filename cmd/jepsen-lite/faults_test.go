@@ -66,7 +66,7 @@ nemesis:
 			}
 			var nemesisOps []string
 			for _, op := range h {
-				if !op.IsNemesis() || op.IsHeader() || op.IsEnd() {
+				if !op.IsNemesis() || op.IsHeader() || op.IsEnd() || op.IsHostRecord() {
 					continue
 				}
 				nemesisOps = append(nemesisOps, op.F+" "+string(op.Type))

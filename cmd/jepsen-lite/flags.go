@@ -6,7 +6,43 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
+
+// maxRunCount bounds every flag that counts runs: gate --seeds (runs per
+// scenario), hunt --runs (runs per fault kind) and shrink --tries,
+// --confirm and --max-runs. A gate or hunt lists the runs it plans before
+// it starts them.
+const maxRunCount = 10_000
+
+// maxParallel bounds gate --parallel: each run side by side starts servers
+// of its own.
+const maxParallel = 64
+
+// checkCount returns a usage error naming the flag when its value v is
+// outside [lo, hi].
+func checkCount(flag string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("--%s %d: must be from %d to %d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// checkOverrides returns a usage error naming the flag when an override of
+// a scenario's duration (--time-limit) or workers (--workers) is negative
+// or beyond the bound a scenario has (scenarios.MaxDuration,
+// scenarios.MaxWorkers); zero keeps the scenario's own.
+func checkOverrides(timeLimit time.Duration, workers int) error {
+	if timeLimit < 0 || timeLimit > scenarios.MaxDuration {
+		return usagef("--time-limit %v: must be from 0 (the scenario's own) to %v", timeLimit, scenarios.MaxDuration)
+	}
+	if workers < 0 || workers > scenarios.MaxWorkers {
+		return usagef("--workers %d: must be from 0 (the scenario's own) to %d", workers, scenarios.MaxWorkers)
+	}
+	return nil
+}
 
 // newFlagSet returns a flag set whose --help prints usage (with examples)
 // and the flags.

@@ -95,11 +95,11 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if err != nil {
 		return exitUsage, err
 	}
-	if *seeds < 1 {
-		return exitUsage, usagef("--seeds must be at least 1")
+	if err := checkCount("seeds", *seeds, 1, maxRunCount); err != nil {
+		return exitUsage, err
 	}
-	if *parallel < 1 {
-		return exitUsage, usagef("--parallel must be at least 1")
+	if err := checkCount("parallel", *parallel, 1, maxParallel); err != nil {
+		return exitUsage, err
 	}
 	sh, err := parseShard(*shardArg)
 	if err != nil {
@@ -197,7 +197,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
 			status.run(runner.Progress{Phase: runner.PhaseChecking})
 			res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
-			if err == nil && ctx.Err() != nil {
+			if ctx.Err() != nil {
 				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
 			}
 			return res, false, err
@@ -287,6 +287,12 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				}
 			}
 			r.observed[observed]++
+			if len(res.Results.HostEvents) > 0 {
+				r.host++
+			}
+			if len(res.Results.StepIssues) > 0 {
+				r.offScript++
+			}
 			for _, k := range c.Anomalies {
 				r.anomalies[k] = true
 			}
@@ -317,9 +323,12 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if r.met != r.runs || r.runs == 0 {
 			allMet = false
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%v\n", r.name, r.expected, countText(r.observed), setText(r.anomalies), r.met, r.runs, r.elapsed.Round(100*time.Millisecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%v\n", r.name, r.expected, r.observedText(), setText(r.anomalies), r.met, r.runs, r.elapsed.Round(100*time.Millisecond))
 	}
 	tw.Flush()
+	if marked(rows) {
+		fmt.Fprintln(stdout, runMarksLegend)
+	}
 
 	if *markdown != "" {
 		var selection []string
@@ -433,7 +442,11 @@ func recheckStored(ctx context.Context, runDir string, sc *scenarios.Scenario, t
 			}
 		}
 	}
-	run, err := readStored(runDir, true)
+	var run *storedRun
+	err := unlessInterrupted(ctx, func() (err error) {
+		run, err = readStored(runDir, true)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
@@ -461,6 +474,26 @@ type gateRow struct {
 	found     []runProof
 	met, runs int
 	elapsed   time.Duration
+	// host counts the runs whose host clock stepped or whose harness
+	// stalled, offScript those with a step that did not run as written
+	// (runMarks).
+	host, offScript int
+}
+
+// observedText is the row's observed verdicts with its runs' marks
+// (runMarks): "valid×3 [host 1/3]".
+func (r *gateRow) observedText() string {
+	return countText(r.observed) + runMarks(r.host, r.offScript, r.runs)
+}
+
+// marked reports whether some row has a run mark (runMarks).
+func marked(rows []*gateRow) bool {
+	for _, r := range rows {
+		if r.host > 0 || r.offScript > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // runProof is the first anomaly of each kind found in one run.

@@ -103,11 +103,11 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if len(pos) != 1 {
 		return exitUsage, usagef("want one algorithm, scenario or scenario file")
 	}
-	if *runs < 1 {
-		return exitUsage, usagef("--runs must be at least 1")
+	if err := checkCount("runs", *runs, 1, maxRunCount); err != nil {
+		return exitUsage, err
 	}
-	if *workers < 0 || *timeLimit < 0 {
-		return exitUsage, usagef("--workers and --time-limit must not be negative")
+	if err := checkOverrides(*timeLimit, *workers); err != nil {
+		return exitUsage, err
 	}
 	base, err := huntBase(pos[0])
 	if err != nil {
@@ -250,10 +250,23 @@ func printHunt(w io.Writer, rep *hunt.Report) {
 		if len(r.Failing) > 0 {
 			first = r.Failing[0]
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
+		fmt.Fprintf(tw, "%s\t%d%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
 	}
 	tw.Flush()
+	if huntMarked(rep) {
+		fmt.Fprintln(w, runMarksLegend)
+	}
 	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
+}
+
+// huntMarked reports whether some row of rep has a run mark (runMarks).
+func huntMarked(rep *hunt.Report) bool {
+	for _, r := range rep.Rows {
+		if r.HostTrouble > 0 || r.OffScript > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func orDash(s string) string {
@@ -278,9 +291,12 @@ func huntMarkdown(rep *hunt.Report, arg string) string {
 		if len(r.Failing) > 0 {
 			first = "`" + r.Failing[0] + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
+		fmt.Fprintf(&b, "| %s | %d%s | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
 	}
 	b.WriteString("\nmargin: the smallest safety margin of the kind's runs, in lease lengths (docs/history.md §4.8); negative: a violation.\n")
+	if huntMarked(rep) {
+		b.WriteString("\n" + runMarksLegend + "\n")
+	}
 	return b.String()
 }
 

@@ -4,7 +4,9 @@
 //
 // Exit codes: 0 when what was asked held (check: the history is valid; run,
 // gate: every expectation was met), 1 when it did not, 2 when the answer is
-// unknown, 254 for bad usage or input, 255 for an internal error.
+// unknown (an interrupted command too: Ctrl-C, SIGTERM, or a second one,
+// which quits at once), 254 for bad usage or input, 255 for an internal
+// error.
 package main
 
 import (
@@ -27,6 +29,25 @@ const (
 	exitUsage    = 254
 	exitInternal = 255
 )
+
+// errInterrupted reports a command cut short by Ctrl-C (or SIGTERM): its
+// exit code is exitUnknown.
+var errInterrupted = errors.New("interrupted")
+
+// unlessInterrupted runs work, which does not itself watch ctx, and
+// returns its error, or errInterrupted as soon as ctx ends: work is then
+// left to the process's exit, so it must hold nothing that needs undoing
+// (it reads, or writes only what is renamed into place at its end).
+func unlessInterrupted(ctx context.Context, work func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- work() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return errInterrupted
+	}
+}
 
 // usageError is bad usage or bad input: exit 254 with its one-line message.
 type usageError struct{ err error }
@@ -76,10 +97,46 @@ func main() {
 	// go-redis prints every failed dial; during a partition that is noise,
 	// and what matters is in the history.
 	clients.SilenceRedisLogs()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(os.Stderr, os.Exit)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// interruptible returns the context of a command: the first SIGINT
+// (Ctrl-C) or SIGTERM cancels it, and every phase of every command ends
+// within a second of that, keeps what was recorded and tears down what it
+// started; the command then says "interrupted" and exits 2 (exitUnknown).
+// A second signal ends the process at once with exitUnknown too, through
+// exit, even while the teardown runs: what it leaves behind (servers,
+// kernel rules, namespaces, temp dirs) the next run of the harness removes.
+// stop ends the handling of signals.
+func interruptible(stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "jepsen-lite: interrupted: stopping; interrupt again to quit at once")
+		cancel()
+		select {
+		case <-signals:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "jepsen-lite: interrupted again: quitting now; the next run removes what is left")
+		exit(exitUnknown)
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		close(done)
+		cancel()
+	}
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -115,7 +115,10 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 		if r.runs > 0 {
 			per = r.elapsed / time.Duration(r.runs)
 		}
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %d/%d | %v |\n", r.name, r.name, r.expected, countText(r.observed), setText(r.anomalies), r.met, r.runs, per.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %d/%d | %v |\n", r.name, r.name, r.expected, r.observedText(), setText(r.anomalies), r.met, r.runs, per.Round(100*time.Millisecond))
+	}
+	if marked(rows) {
+		fmt.Fprintf(&b, "\n%s\n", runMarksLegend)
 	}
 
 	fmt.Fprintf(&b, "\n## The scenarios\n")
@@ -146,7 +149,7 @@ func writeScenariosMarkdown(path string, rows []*gateRow, seeds int, selection [
 		if rnd := s.Nemesis.Random; rnd != nil {
 			fmt.Fprintf(&b, "  - random, drawn from the run's seed: %s\n", rnd)
 		}
-		fmt.Fprintf(&b, "- What the checker found (%d runs): %s; expectation held in %d/%d\n", r.runs, countText(r.observed), r.met, r.runs)
+		fmt.Fprintf(&b, "- What the checker found (%d runs): %s; expectation held in %d/%d\n", r.runs, r.observedText(), r.met, r.runs)
 		writeProof(&b, r.proof())
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

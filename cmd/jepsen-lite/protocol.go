@@ -39,8 +39,11 @@ const protocolTestUsage = `Usage: jepsen-lite protocol-test --system S --lock-co
 Checks that an external lock client speaks the lock-client protocol
 (docs/lock-protocol.md) before any run, against a real server of the
 system started on 127.0.0.1: init and its fields, an acquire, a second
-process refused the held lock, a release, not-held for a lease that is
-gone, renewal and waiting where the client claims them, ids and reply
+process refused the held lock, a release, the lock granted to the other
+process under an owner of its own (each process gets its own seed),
+not-held for a lease that is gone, renewal and waiting where the client
+claims them, the after-response handshake where it claims it, every
+until_ms within its call's window and every lease_ms in ms, ids and reply
 types, a clean exit at the end of input, and no late reply. Prints each
 check and exits 0 when every one held, 1 when one did not.
 
@@ -54,6 +57,7 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	command := fs.String("lock-command", "", "the client's command, run with sh -c")
 	ttl := fs.Duration("ttl", 5*time.Second, "the lease the checks ask for")
 	nodes := fs.Int("nodes", 1, "server nodes (masters, ensemble members)")
+	seed := fs.Uint64("seed", 1, "the test's seed; each process's own seed is drawn from it")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -66,8 +70,8 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitUsage, usagef("no positional arguments (got %q)", pos)
 	case strings.TrimSpace(*command) == "":
 		return exitUsage, usagef("--lock-command is required")
-	case *ttl <= 0 || *nodes < 1:
-		return exitUsage, usagef("--ttl and --nodes must be positive")
+	case *ttl <= 0 || *nodes < 1 || *seed == 0:
+		return exitUsage, usagef("--ttl, --nodes and --seed must be positive")
 	}
 	names := runner.Names()
 	if !slices.Contains(names.Systems, *system) {
@@ -85,7 +89,7 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 		return exitUsage, usagef("starting %s: %v", *system, err)
 	}
 	defer c.Close()
-	init := lockproto.Init{System: *system, Options: map[string]string{}, Seed: 1}
+	init := lockproto.Init{System: *system, Options: map[string]string{}}
 	for _, n := range c.Nodes() {
 		init.Endpoints = append(init.Endpoints, lockproto.Endpoint{Name: n.Name, Role: n.Role, Addr: n.Addr})
 	}
@@ -99,7 +103,7 @@ func protocolTestCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	fmt.Fprintf(stdout, "protocol-test: %s against %s (%s)\n", *command, *system, strings.Join(eps, ", "))
 	failed := 0
-	for _, ch := range lockproto.Conform(ctx, lockproto.ConformConfig{Config: cfg, TTL: *ttl}) {
+	for _, ch := range lockproto.Conform(ctx, lockproto.ConformConfig{Config: cfg, TTL: *ttl, Seed: *seed}) {
 		mark := "ok  "
 		if !ch.Passed {
 			mark = "FAIL"

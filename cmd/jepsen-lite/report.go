@@ -25,7 +25,7 @@ Examples:
   jepsen-lite report store/latest
   jepsen-lite check store/latest --json > /dev/null && jepsen-lite report store/latest`, reports.LongHistoryOps)
 
-func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+func reportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("report", reportUsage, stderr)
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
@@ -40,7 +40,21 @@ func reportCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int,
 	if st, err := os.Stat(pos[0]); err != nil || !st.IsDir() {
 		return exitUsage, usagef("%s is not a run directory", pos[0])
 	}
-	if err := reports.WriteHTML(pos[0]); err != nil {
+	// The reading, which may be long, stops at Ctrl-C; the report is
+	// written under a temporary name and renamed, so it is whole or absent.
+	var in reports.ReportInput
+	err = unlessInterrupted(ctx, func() (err error) {
+		in, err = reports.LoadReportInput(pos[0])
+		return err
+	})
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintf(stderr, "jepsen-lite report: interrupted; %s is as it was\n", pos[0])
+		return exitUnknown, nil
+	}
+	if err == nil {
+		err = reports.WriteReport(pos[0], in)
+	}
+	if err != nil {
 		return exitUsage, usageError{err}
 	}
 	fmt.Fprintln(stdout, filepath.Join(pos[0], reports.ReportFile))

@@ -65,10 +65,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	case target == "":
 		target = pos[0]
 	}
-	if *workers < 0 || *timeLimit < 0 {
-		return exitUsage, usagef("--workers and --time-limit must not be negative")
+	if err := checkOverrides(*timeLimit, *workers); err != nil {
+		return exitUsage, err
 	}
-	sc, err := scenarios.Load(target, runner.Names())
+	var sc *scenarios.Scenario
+	err = unlessInterrupted(ctx, func() (err error) {
+		sc, err = scenarios.Load(target, runner.Names())
+		return err
+	})
+	if errors.Is(err, errInterrupted) {
+		fmt.Fprintln(stderr, "jepsen-lite run: interrupted while loading the scenario; nothing was started")
+		return exitUnknown, nil
+	}
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
@@ -104,9 +112,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if res != nil && res.Results != nil {
 		printSummary(stdout, sc, res)
 	}
+	return runOutcome(stderr, res, err)
+}
+
+// runOutcome says on stderr what became of a run that returned res and
+// err, when the summary does not, and returns the run's exit code.
+func runOutcome(stderr io.Writer, res *runner.Result, err error) (int, error) {
 	switch {
+	case errors.Is(err, runner.ErrInterrupted) && errors.Is(err, runner.ErrSetup):
+		fmt.Fprintf(stderr, "jepsen-lite run: interrupted while starting; nothing was recorded (the run's log is in %s)\n", res.Dir)
+		return exitUnknown, nil
 	case errors.Is(err, runner.ErrInterrupted):
-		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s\n", res.Dir)
+		fmt.Fprintf(stderr, "jepsen-lite run: interrupted; what was recorded is in %s: check it with 'jepsen-lite check %s'\n", res.Dir, res.Dir)
 		return exitUnknown, nil
 	case errors.Is(err, runner.ErrLockClient):
 		// The client's break is bad input: what was recorded is kept.
@@ -189,6 +206,7 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 		}
 		fmt.Fprintf(w, "  FAILED %s %s: %s\n", what, f.Step, f.Error)
 	}
+	printHostEvents(w, r)
 	printCheckers(w, r.Checkers)
 	printLiveness(w, r.Liveness)
 	fmt.Fprintf(w, "  store:  %s\n", res.Dir)
@@ -221,6 +239,7 @@ func printCheckers(w io.Writer, rs []checker.Result) {
 			if a.Follows > 0 {
 				fmt.Fprintf(w, "      %s\n", followersText(a))
 			}
+			printHostNote(w, a)
 		}
 	}
 }
@@ -264,6 +283,32 @@ func printLiveness(w io.Writer, l *checker.LivenessResult) {
 			break
 		}
 		fmt.Fprintf(w, "    %s %s ops %v: %s\n", a.Kind, a.Key, a.Ops, a.Message)
+		printHostNote(w, a)
+	}
+}
+
+// hostEventsPrinted is how many host events the summary prints, one line
+// each; results.json lists them all.
+const hostEventsPrinted = 10
+
+// printHostEvents prints a line for each clock step and stall the run's
+// host recorded (docs/history.md §1, "The host records"): "  HOST clock
+// stepped +17s at 4.200s".
+func printHostEvents(w io.Writer, r *reports.Results) {
+	for i, e := range r.HostEvents {
+		if i == hostEventsPrinted {
+			fmt.Fprintf(w, "  HOST ... and %d more (see results.json)\n", len(r.HostEvents)+r.HostEventsLeftOut-hostEventsPrinted)
+			return
+		}
+		fmt.Fprintf(w, "  HOST %s\n", e.Describe())
+	}
+}
+
+// printHostNote prints an anomaly's host note (checker.Anomaly.Host), if it
+// has one.
+func printHostNote(w io.Writer, a checker.Anomaly) {
+	if a.Host != "" {
+		fmt.Fprintf(w, "      host: %s\n", a.Host)
 	}
 }
 

@@ -65,8 +65,48 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if *tries < 1 || *need < 1 || *need > *tries || *confirm < 1 || *maxRuns < 1 {
 		return exitUsage, usagef("want 1 <= --need <= --tries, --confirm >= 1 and --max-runs >= 1")
 	}
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"tries", *tries}, {"confirm", *confirm}, {"max-runs", *maxRuns}} {
+		if err := checkCount(f.flag, f.v, 1, maxRunCount); err != nil {
+			return exitUsage, err
+		}
+	}
 	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, checkTimeout: *checkTimeout}, stdout, stderr)
 }
+
+// shrunkDescription is the description of the scenario shrunk from the
+// run in runDir of sc, which found kinds: what the search removed or made
+// smaller, how it judged and how long it took, and how often the shrunk
+// scenario failed.
+func shrunkDescription(runDir string, sc *scenarios.Scenario, kinds []string, out *shrink.Result, set shrinkSettings) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Shrunk by `jepsen-lite shrink` from the run %s (%s, seed %d, which found %s): ",
+		runDir, sc.Name, sc.Seed, strings.Join(kinds, ","))
+	changes := out.Changes
+	if len(changes) > describedChanges {
+		changes = append(slices.Clone(changes[:describedChanges]), fmt.Sprintf("and %d more changes (shrink's output lists each)", len(out.Changes)-describedChanges))
+	}
+	if len(changes) == 0 {
+		b.WriteString("nothing could be removed.")
+	} else {
+		b.WriteString(strings.Join(changes, "; ") + ".")
+	}
+	fmt.Fprintf(&b, " A candidate still failed when %d of its %d runs ended invalid with one of those kinds. The search took %d runs in %v",
+		set.need, set.tries, out.Runs, out.Elapsed.Round(time.Second))
+	if out.Exhausted {
+		fmt.Fprintf(&b, " and stopped at its budget of %d runs", set.maxRuns)
+	}
+	fmt.Fprintf(&b, "; this scenario failed in %d of %d runs after it (with seed %d).", out.Failed, out.Confirmed, sc.Seed)
+	return b.String()
+}
+
+// describedChanges is the most changes of a search that a shrunk
+// scenario's description lists one by one; it counts the rest, so that the
+// description, one line of shrunk.yaml, stays readable and well within
+// scenarios.MaxLineLength.
+const describedChanges = 20
 
 // shrinkSettings are a shrink's settings: its flags, which hunt --shrink
 // gives their defaults.
@@ -143,21 +183,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	shrunk.Tags = slices.DeleteFunc(slices.Clone(shrunk.Tags), func(t string) bool { return t == "quick" || t == "random" })
 	shrunk.Tags = append(shrunk.Tags, "shrunk")
 	shrunk.Expect = checker.Expectation{Verdict: checker.Invalid}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Shrunk by `jepsen-lite shrink` from the run %s (%s, seed %d, which found %s): ",
-		runDir, sc.Name, sc.Seed, strings.Join(kinds, ","))
-	if len(out.Changes) == 0 {
-		b.WriteString("nothing could be removed.")
-	} else {
-		b.WriteString(strings.Join(out.Changes, "; ") + ".")
-	}
-	fmt.Fprintf(&b, " A candidate still failed when %d of its %d runs ended invalid with one of those kinds. The search took %d runs in %v",
-		set.need, set.tries, out.Runs, out.Elapsed.Round(time.Second))
-	if out.Exhausted {
-		fmt.Fprintf(&b, " and stopped at its budget of %d runs", set.maxRuns)
-	}
-	fmt.Fprintf(&b, "; this scenario failed in %d of %d runs after it (with seed %d).", out.Failed, out.Confirmed, sc.Seed)
-	shrunk.Description = b.String()
+	shrunk.Description = shrunkDescription(runDir, sc, kinds, out, set)
 	yml, err := scenarios.Marshal(shrunk)
 	if err != nil {
 		return exitInternal, err

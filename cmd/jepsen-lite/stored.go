@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -25,6 +26,11 @@ type storedRun struct {
 	// results.json says: the history records them, but only the run knew
 	// which its scenario expected.
 	failed []reports.FailedFault
+	// stepIssues lists the steps of the run's schedule that did not run
+	// as written, as its results.json says: the history records them, but
+	// only the run knew how late each was by the nemesis's rule and which
+	// its scenario allowed.
+	stepIssues []reports.StepIssue
 }
 
 // openStored reads what a run directory says about its history (nothing,
@@ -40,7 +46,7 @@ func openStored(path string, isDir bool) (*storedRun, string, error) {
 		if res.SetupError != "" {
 			return nil, "", fmt.Errorf("%s: %w: the run's setup failed: %s", path, errNothingToJudge, res.SetupError)
 		}
-		r.failed = res.FailedFaults
+		r.failed, r.stepIssues = res.FailedFaults, res.StepIssues
 	}
 	if sc, err := scenarios.Load(path, runner.Names()); err == nil {
 		r.sc = sc
@@ -98,6 +104,7 @@ func (r *storedRun) options(drift float64, driftSet bool, opts checker.Options) 
 func (r *storedRun) check(ctx context.Context, opts checker.Options) *reports.Results {
 	res := &reports.Results{Stats: reports.CountStats(r.h), Truncated: r.info.Truncated, HistoryVersion: history.Version(r.h)}
 	res.Checkers, res.Liveness = checker.CheckWithLiveness(ctx, r.h, opts, checker.LivenessOptions{})
+	res.SetHostEvents(checker.HostEvents(r.h))
 	r.judge(res)
 	return res
 }
@@ -121,18 +128,23 @@ func (r *storedRun) checkFile(ctx context.Context, file string, opts checker.Opt
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := judgeable(file, t, fr.Info); err != nil {
+	// A history that stops being well-formed before its first worker op
+	// (a bad task table, header or fault) is refused for that op, naming
+	// its line, not as one with nothing to judge: the reading stopped there.
+	if err := judgeable(file, t, fr.Info); err != nil && !malformedAt(fr.Results) {
 		return nil, 0, err
 	}
 	res := &reports.Results{Stats: t.stats, Truncated: fr.Info.Truncated, HistoryVersion: t.version}
 	res.Checkers, res.Liveness = fr.Results, fr.Liveness
+	res.SetHostEvents(fr.HostEvents)
 	r.judge(res)
 	return res, fr.Ops, nil
 }
 
 // judge completes res, whose checkers have run: the scenario and its
 // expectation when the run has one, the verdict, whether the expectation
-// was met, and the faults that failed.
+// was met, and the faults that failed and the steps that did not run as
+// written.
 func (r *storedRun) judge(res *reports.Results) {
 	if r.sc != nil {
 		res.Scenario, res.Seed = r.sc.Name, r.sc.Seed
@@ -143,7 +155,7 @@ func (r *storedRun) judge(res *reports.Results) {
 	if res.Expected != nil {
 		res.ExpectationMet = res.Expected.Met(res.Verdict, res.Checkers, res.Liveness)
 	}
-	res.FailedFaults = r.failed
+	res.FailedFaults, res.StepIssues = r.failed, r.stepIssues
 	res.JudgeFailedFaults(nil)
 }
 
@@ -215,4 +227,10 @@ func judgeable(file string, t tally, info history.ReadInfo) error {
 		why = "the history holds only its header"
 	}
 	return fmt.Errorf("%s: %w: %s", file, errNothingToJudge, why)
+}
+
+// malformedAt reports whether results are those of a history found not
+// well-formed: the well-formed checker's malformed-history anomaly.
+func malformedAt(results []checker.Result) bool {
+	return len(results) > 0 && slices.ContainsFunc(results[0].Anomalies, func(a checker.Anomaly) bool { return a.Kind == checker.Malformed })
 }

@@ -45,6 +45,7 @@ func convert(data []byte, name string, opts Options) (history.History, error) {
 		return nil, err
 	}
 	setClients(h)
+	nameFaults(h)
 	if err := history.Validate(h); err != nil {
 		e := &Error{File: name, Err: err}
 		var oe *history.OpError

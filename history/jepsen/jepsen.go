@@ -10,8 +10,9 @@
 // top-level sequence, so that each op can be named by its position and line.
 //
 // The conversion rules (process numbers, workers, keys, tokens, times,
-// values, errors) are those of docs/history.md §5, "Importing Jepsen
-// histories".
+// values, errors, the nemesis's fault and heal names) are those of
+// docs/history.md §5, "Importing Jepsen histories"; an import is read as
+// format version 1.
 package jepsen
 
 import (

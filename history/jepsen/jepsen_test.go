@@ -322,7 +322,7 @@ func TestKeysTokensAndNames(t *testing.T) {
 		{"a string token is none", "{:type :ok, :f :acquire, :process 0, :token \"t\"}", ":acquire", "", history.Op{F: "acquire", Key: "lock"}, ""},
 		{"a negative token", "{:type :ok, :f :acquire, :process 0, :token -1}", ":acquire", "", history.Op{}, ":token -1 is negative"},
 		{"symbols and strings for names", `{type ok, "f" acquire, :process 0}`, "acquire", "", history.Op{F: "acquire", Key: "lock"}, ""},
-		{"a nemesis op has no key", "{:type :info, :f :start, :process :nemesis}", ":start", "", history.Op{F: "start", Process: history.NemesisProcess}, ""},
+		{"a nemesis op has no key", "{:type :info, :f :pause, :process :nemesis}", ":pause", "", history.Op{F: "pause", Process: history.NemesisProcess}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,14 @@ state-transition queue (ZADD tasks:<queue> XX CH 1 <id> in one script), as
 the built-in redis-zadd-queue-script writes it. The tests of the protocol run it against a
 real redis-server, well behaved or, with --break, breaking the protocol at
 its Nth request: malformed (a line that is not JSON), exit (exits with
-status 3), hang (never answers), wrong-id (answers with another id)."""
-import json, os, socket, sys, time, uuid
+status 3), hang (never answers), wrong-id (answers with another id),
+garbage-hang (writes bytes without a newline, then never answers). With
+--wrong it speaks the protocol throughout but is wrong in one way that
+protocol-test must catch: until-wall (until_ms from the wall clock),
+lease-seconds (lease_ms in seconds), no-handshake (claims after-response
+and never sends it), fixed-owner (the same owner in every process, drawn
+from a seed of its own rather than init's)."""
+import json, os, random, socket, sys, time
 
 RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 CAPTURE = """local got = {}
@@ -79,6 +85,7 @@ def main():
     if "--break" in sys.argv:
         breaking, at = sys.argv[sys.argv.index("--break") + 1].split("@")
         at = int(at)
+    wrong = sys.argv[sys.argv.index("--wrong") + 1] if "--wrong" in sys.argv else None
     first = sys.stdin.readline()
     zero = time.monotonic()
     init = json.loads(first)
@@ -96,7 +103,12 @@ def main():
 
     send({"type": "init_ok", "now_ms": now(), "wall_ms": time.time() * 1000,
           "client": "resp_lock.py (plain sockets, python %d.%d)" % sys.version_info[:2],
-          "abilities": ["wait"] + (["queue"] if "--queue" in sys.argv else [])})
+          "abilities": ["wait"] + (["queue"] if "--queue" in sys.argv else []) +
+          (["after-response"] if wrong == "no-handshake" else [])})
+    draw = random.Random(int(init.get("seed", "0")))
+    if wrong == "fixed-owner":
+        draw = random.Random(1)
+    owner_of_process = "%032x" % draw.getrandbits(128)
     n = 0
     received = 0
     for line in sys.stdin:
@@ -114,6 +126,10 @@ def main():
             if breaking == "wrong-id":
                 send({"type": "not-acquired", "id": req["id"] + 100})
                 continue
+            if breaking == "garbage-hang":
+                sys.stdout.write("acquired " + req.get("key", ""))
+                sys.stdout.flush()
+                time.sleep(3600)
         rid, key = req["id"], req.get("key")
         try:
             if req["type"] == "setup":
@@ -137,12 +153,17 @@ def main():
                     got += r.cmd("EVAL", REAP, 2, "tasks:" + q, "tasks:" + q + ":captured", cutoff)
                 send({"type": "ok", "id": rid, "tasks": got})
             elif req["type"] == "acquire":
-                owner = uuid.uuid4().hex
+                owner = owner_of_process if wrong == "fixed-owner" else "%032x" % draw.getrandbits(128)
                 give_up = now() + req.get("wait_ms", 0)
                 while True:  # a waiting acquire tries every 50 ms
                     t0 = now()
                     if r.cmd("SET", key, owner, "NX", "PX", int(req["ttl_ms"])) == "OK":
-                        send({"type": "ok", "id": rid, "owner": owner, "until_ms": t0 + req["ttl_ms"], "lease_ms": req["ttl_ms"]})
+                        until, lease = t0 + req["ttl_ms"], req["ttl_ms"]
+                        if wrong == "until-wall":
+                            until = time.time() * 1000 + req["ttl_ms"]
+                        if wrong == "lease-seconds":
+                            lease = req["ttl_ms"] / 1000
+                        send({"type": "ok", "id": rid, "owner": owner, "until_ms": until, "lease_ms": lease})
                         break
                     if now() + 50 > give_up:
                         send({"type": "not-acquired", "id": rid})

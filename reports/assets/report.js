@@ -94,6 +94,8 @@
   // nodes were down, then the checker's liveness windows (one row per kind),
   // then the faults.
   var avail = T.avail || [], liveKinds = [], windows = [];
+  // The host records: clock steps and stalls of the harness's own host.
+  var host = T.host || [];
   anomalies.forEach(function (a, q) {
     if (!a.window) return;
     var r = liveKinds.indexOf(a.kind);
@@ -306,17 +308,45 @@
     return "";
   }
 
+  // drawHost draws each host record within [t0, t1] across the lanes, apart
+  // from the faults: a clock step as a line where the watch saw it, a stall
+  // as the stretch it lasted.
+  function drawHost(out, X, clampX, t0, t1) {
+    host.forEach(function (hv) {
+      if (hv.e < t0 || hv.s > t1) return;
+      var title = '<title>' + esc(hv.t) + '</title>';
+      if (hv.k === "clock-step") {
+        var x = clampX(X(hv.e));
+        out.push('<line class="host-step" x1="' + x + '" x2="' + x + '" y1="' + AXIS + '" y2="' + height + '">' + title + '</line>');
+        return;
+      }
+      var x0 = clampX(X(hv.s)), x1 = clampX(X(hv.e));
+      out.push('<rect class="host-stall" x="' + x0 + '" y="' + AXIS + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (height - AXIS) + '">' + title + '</rect>');
+    });
+  }
+  // drawLate marks on a fault's band row, hatched, the stretch from a step's
+  // due time to the time it took effect: a fault or heal late beyond the
+  // nemesis's tolerance (docs/history.md §1, "Steps that did not run as
+  // written").
+  function drawLate(out, from, to, by, X, clampX, what) {
+    var x0 = clampX(X(from)), x1 = clampX(X(to));
+    out.push('<rect class="nem-late" x="' + x0 + '" y="' + by + '" width="' + Math.max(x1 - x0, 2) + '" height="' + (BAND - 2) + '"><title>' + esc(what) + '</title></rect>');
+  }
   // drawFault draws the fault nemesis[q]: shaded across the lanes, and on
-  // its band row.
+  // its band row; a step not run as a dotted line, a late one with its
+  // lateness hatched (drawLate).
   function drawFault(out, q, X, clampX) {
     var nv = nemesis[q], by = TOP + bandOf[q] * BAND;
     var hl = selectedNemesis && (selectedNemesis.has(nv.i) || selectedNemesis.has(nv.j)) ? " highlight" : "";
     var title = esc(nv.f + (nv.v ? " " + nv.v : "") + " — " + fmtS(nv.s) + (nv.pt ? "" : " → " + (nv.open ? "end (never healed)" : fmtS(nv.e))));
     var di = ' data-index="' + nv.i + (nv.j >= 0 ? " " + nv.j : "") + '" data-nemesis="' + q + '"';
+    if (nv.late) drawLate(out, nv.s - nv.late, nv.s, by, X, clampX, nv.f + " took effect " + fmtDur(nv.late) + " after its time");
+    // A heal due before its fault took effect is hatched from the fault on.
+    if (nv.hlate) drawLate(out, Math.max(nv.e - nv.hlate, nv.s), nv.e, by, X, clampX, "the heal of " + nv.f + " took effect " + fmtDur(nv.hlate) + " after its time");
     if (nv.pt) {
       var xp = X(nv.s);
-      out.push('<line class="nemesis-point nem-' + nv.c + hl + '"' + di + ' x1="' + xp + '" x2="' + xp + '" y1="' + AXIS + '" y2="' + height + '"><title>' + title + '</title></line>');
-      out.push('<text class="nem-label" x="' + (xp + 3) + '" y="' + (by + 10) + '">' + esc(nv.f) + '</text>');
+      out.push('<line class="nemesis-point nem-' + nv.c + (nv.nr ? " not-run" : "") + hl + '"' + di + ' x1="' + xp + '" x2="' + xp + '" y1="' + AXIS + '" y2="' + height + '"><title>' + title + '</title></line>');
+      out.push('<text class="nem-label" x="' + (xp + 3) + '" y="' + (by + 10) + '">' + esc(nv.f + (nv.nr ? " (not run)" : "")) + '</text>');
       return;
     }
     var x0 = clampX(X(nv.s)), x1 = clampX(X(nv.e));
@@ -365,6 +395,7 @@
     var out = [];
     out.push('<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + height + '" class="tl">');
     out.push('<defs><pattern id="hatch-maybe" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><line x1="0" y1="0" x2="0" y2="6" class="maybe-line"/></pattern>' +
+      '<pattern id="hatch-late" width="5" height="5" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="5" class="late-line"/></pattern>' +
       '<clipPath id="plot-clip"><rect x="' + GUTTER + '" y="0" width="' + plotW + '" height="' + height + '"/></clipPath></defs>');
     // lane backgrounds and labels
     rows.forEach(function (r, i) {
@@ -398,6 +429,7 @@
     // nemesis shading
     if (S) drawFaultsMerged(out, X, clampX, t0, t1);
     else nemesis.forEach(function (nv, q) { if (nv.e >= t0 && nv.s <= t1) drawFault(out, q, X, clampX); });
+    drawHost(out, X, clampX, t0, t1);
     if (S) drawLanes(out, X, t0, t1, W);
     // spans
     var drawn = 0, folded = 0;

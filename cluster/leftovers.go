@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// tempDirPrefix begins the name of every temp dir a harness makes
+// (TempDir): "jepsen-lite-<pid>-<kind>-<random>".
+const tempDirPrefix = "jepsen-lite-"
+
+// TempDir makes a temp dir for what a run keeps while it lasts (kind names
+// it: a system's nodes, the workers' clocks), named with the harness's pid,
+// so that the next harness removes it (DeleteStaleTempDirs) when this one
+// dies before it could (SIGKILL, a second Ctrl-C during teardown).
+func TempDir(kind string) (string, error) {
+	return os.MkdirTemp("", fmt.Sprintf("%s%d-%s-", tempDirPrefix, os.Getpid(), kind))
+}
+
+// DeleteStaleTempDirs removes the temp dirs (TempDir) of harnesses whose
+// process is gone.
+func DeleteStaleTempDirs() error {
+	dirs, err := filepath.Glob(filepath.Join(os.TempDir(), tempDirPrefix+"*"))
+	if err != nil {
+		return fmt.Errorf("cluster: stale temp dirs: %w", err)
+	}
+	var errs []error
+	for _, dir := range dirs {
+		pid, ok := tempDirPid(filepath.Base(dir))
+		if !ok || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: delete stale temp dir: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tempDirPid returns the pid in the name of a TempDir; ok is false for any
+// other name.
+func tempDirPid(name string) (pid int, ok bool) {
+	rest, ok := strings.CutPrefix(name, tempDirPrefix)
+	if !ok {
+		return 0, false
+	}
+	digits, kind, ok := strings.Cut(rest, "-")
+	if !ok || kind == "" {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(digits)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// DeleteLeftovers removes what harnesses whose process is gone left on
+// this machine: their nftables tables (DeleteStaleTables) and their temp
+// dirs (DeleteStaleTempDirs). Their server processes died with them (each
+// gets SIGKILL when the harness dies); a container backend removes their
+// containers itself.
+func DeleteLeftovers() error {
+	return errors.Join(DeleteStaleTables(), DeleteStaleTempDirs())
+}
