@@ -132,6 +132,7 @@ clean-docker:
 	-docker network ls -q --filter label=jepsen-lite.run | xargs -r docker network rm
 
 lint:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
