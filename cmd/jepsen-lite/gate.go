@@ -180,7 +180,7 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	defer line.Done()
 	status := newBatchStatus(line, "gate", len(pairs))
 	say := line.Writer()
-	var mu sync.Mutex // guards invalid, unmet and done, which the runs read as they start
+	var mu sync.Mutex // guards invalid, unmet and done, which the runs read as they start, and say
 	invalid, unmet, done := 0, 0, 0
 	// runPair runs (or re-checks) pair i; skip when a stored gate has no
 	// run of its seed.
@@ -194,7 +194,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				return nil, true, nil
 			}
 			runDir := stored[sc.Name][seed-1]
+			mu.Lock() // runs side by side share say
 			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
+			mu.Unlock()
 			status.run(runner.Progress{Phase: runner.PhaseChecking})
 			res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
 			if ctx.Err() != nil {
@@ -202,7 +204,9 @@ func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			}
 			return res, false, err
 		}
+		mu.Lock()
 		fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
+		mu.Unlock()
 		res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
 		return res, false, err
 	}
