@@ -119,8 +119,8 @@ func listAlgorithms(tw *tabwriter.Writer, stdout io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(stdout)
 	// The steps up to the first that can take the lock: a failure before
-	// it is fail, at it info (README, "Which step of an acquire takes the
-	// lock").
+	// it is fail, at it info (docs/usage.md, "Which step of an acquire
+	// takes the lock").
 	fmt.Fprintln(tw, "ALGORITHM\tACQUIRE STEP\tCAN TAKE THE LOCK\tSENDS")
 	for _, a := range clients.Algorithms() {
 		for _, s := range a.Steps {
