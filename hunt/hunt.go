@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -308,12 +307,9 @@ func Kinds(system, backend string, want []string) ([]string, error) {
 // partition can outlive a lease. Every shape of the kind is drawn: a
 // network fault cuts one node, a minority or a majority off, or one
 // worker (w0: its links to every node, a client-specific cut; the workers
-// run the same loop, so one of them stands for any); a partition drops
-// both ways, or only what reaches or what leaves the isolated side; a
-// client pause stops its worker before the write or after a response,
-// with its links cut for the pause or not (isolate: a stop-the-world
-// pause of a Go Locker's whole process, whose library heartbeats stop
-// too, as an external client's do under SIGSTOP).
+// run the same loop, so one of them stands for any); and the kind's own
+// options and pause points, as its facts declare them (faultkind.Hunt: a
+// partition's direction, a client pause's point and isolation).
 func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 	ttl := base.Lock.TTL
 	if ttl <= 0 {
@@ -329,19 +325,12 @@ func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 		Workers:     []string{"one"},
 		Offsets:     []time.Duration{-2 * ttl, 2 * ttl, 30 * time.Second},
 	}
-	if c := choices[kind]; c != nil {
+	f, _ := nemesis.FactsOf(kind)
+	if c := f.Hunt.Choices; c != nil {
 		spec.Choices = map[string]map[string][]string{kind: c}
 	}
-	if f, _ := nemesis.FactsOf(kind); f.Point {
-		spec.Points = []string{nemesis.BeforeWrite, nemesis.AfterResponse}
-	}
+	spec.Points = f.Hunt.Points
 	return spec
-}
-
-// choices are the options a campaign draws per step, per fault kind.
-var choices = map[string]map[string][]string{
-	"partition":          {"direction": {nemesis.DirectionBoth, nemesis.DirectionInbound, nemesis.DirectionOutbound}},
-	history.FClientPause: {"isolate": {"false", "true"}},
 }
 
 // targets are the targets drawn for the faults of kind: one node, or for a

@@ -27,15 +27,6 @@ const (
 	LinksNodes = "nodes"
 )
 
-// linkShapes documents the target shapes shared by the network faults.
-const linkShapes = "targets: nodes (names, one, minority, majority, all, primaries, replicas: cut off from the workers and the other nodes), " +
-	"halves (a random split of nodes and workers), or workers (w0, one, all: they lose the nodes of option nodes, default all); " +
-	"option links: all (default), clients, nodes"
-
-// linksUnavailable is what the faults that cut links make unavailable.
-const linksUnavailable = "every node they isolate (from the other nodes or from the workers) and every node that some worker no longer reaches through a cut link, until the heal: " +
-	"a node counts as up only while every worker and its peers reach it (so halves with workers on both sides leaves no node up)"
-
 func networkAvailable(env *Env) error {
 	if env.Network == nil || env.Cluster == nil {
 		return fmt.Errorf("%w: no network", cluster.ErrUnavailable)

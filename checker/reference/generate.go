@@ -8,7 +8,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // GenOptions shape the histories Generate writes. The zero value lets
@@ -375,7 +375,7 @@ func (g *gen) nextToken(k string) uint64 {
 // faultOp returns the op of fault f as a history of g's version records it:
 // from version 6 on with its class, and with its heal unless noHeal (a moment,
 // or a fault that failed).
-func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op {
+func (g *gen) faultOp(typ history.Type, f faultkind.Facts, noHeal bool) history.Op {
 	op := history.Op{Process: history.NemesisProcess, Type: typ, F: f.Name}
 	if g.version >= 6 {
 		op.Class = f.Class
@@ -386,13 +386,13 @@ func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op
 	return op
 }
 
-// nemesis emits one fault of any kind (nemesis.Faults), sometimes with its
+// nemesis emits one fault of any kind (faultkind.All), sometimes with its
 // invoke, and sometimes its heal (a Jepsen stop after a moment). From version 6 on, a client pause is
 // sometimes recorded only armed, a moment (as the nemesis records it before
 // the worker pauses), which nothing heals.
 func (g *gen) nemesis() {
-	kinds := nemesis.Faults()
-	f := kinds[g.pick(len(kinds))].Facts()
+	kinds := faultkind.All()
+	f := kinds[g.pick(len(kinds))]
 	moment := f.Moment || g.version >= 6 && f.Name == history.FClientPause && g.chance(0.5)
 	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
 	op := g.faultOp(history.Info, f, moment)
@@ -418,11 +418,11 @@ func (g *gen) nemesis() {
 
 // clusterFaults are the fault kinds that Faults injects: those that target
 // nodes, links or workers.
-func clusterFaults() []nemesis.Facts {
-	var out []nemesis.Facts
-	for _, k := range nemesis.Faults() {
-		switch f := k.Facts(); f.Targets {
-		case nemesis.TargetsNodes, nemesis.TargetsLinks, nemesis.TargetsWorkers:
+func clusterFaults() []faultkind.Facts {
+	var out []faultkind.Facts
+	for _, f := range faultkind.All() {
+		switch f.Targets {
+		case faultkind.TargetsNodes, faultkind.TargetsLinks, faultkind.TargetsWorkers:
 			out = append(out, f)
 		}
 	}
