@@ -510,12 +510,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	if kind != NoFault {
 		sp = NewSpace(c.base, kind)
 	}
-	left := 0 // this shard's runs of the kind not yet made
-	for i := range c.opts.Runs {
-		if c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
-			left++
-		}
-	}
+	left := c.shardRuns() // this shard's runs of the kind not yet made
 	for i := range c.opts.Runs {
 		if !c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
 			continue
@@ -527,22 +522,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 			c.rep.OutOfTime = true
 			break
 		}
-		sc, how := c.next(kind, i, &corpus, sp)
-		if c.opts.Progress != nil {
-			c.told.Kind, c.told.Seed = kind, sc.Seed
-			c.opts.Progress(c.told)
-		}
-		out, err := c.run(ctx, sc)
-		var we *WorkloadError
-		for errors.As(err, &we) && !c.cannot[we.Field] && drawnFields[we.Field] != nil {
-			c.cannot[we.Field] = true
-			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
-			sc, how = c.next(kind, i, &corpus, sp)
-			out, err = c.run(ctx, sc)
-		}
-		if errors.As(err, &we) {
-			err = fmt.Errorf("%w: %v", ErrNotApplicable, err)
-		}
+		sc, how, out, err := c.runOne(ctx, kind, i, &corpus, sp)
 		if errors.Is(err, ErrNotApplicable) {
 			row.NotApplicable = err.Error()
 			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
@@ -568,11 +548,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if !out.FaultFailed {
 			corpus.Add(Entry{Scenario: sc, Schedule: Resolved(sc), Margin: score, HasMargin: has, Order: i, Dir: out.Dir})
 		}
-		if how == "" {
-			how = "random"
-		}
-		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
-			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		c.logRun(kind, i, sc, how, out, score, has)
 		if c.opts.Stop != nil && c.opts.Stop(out) {
 			c.rep.Stopped, c.rep.StoppedAfter = cmp.Or(out.Dir, "(no directory)"), c.rep.Runs
 			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d found what the campaign looks for; it stops after %d runs\n", kind, i+1, c.opts.Runs, c.rep.Runs)
@@ -584,6 +560,52 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	}
 	slices.Sort(row.Anomalies)
 	return nil
+}
+
+// shardRuns returns the number of this shard's runs of the kind being
+// hunted.
+func (c *campaign) shardRuns() int {
+	n := 0
+	for i := range c.opts.Runs {
+		if c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
+			n++
+		}
+	}
+	return n
+}
+
+// runOne makes run i of kind and returns its scenario, how its schedule was
+// made (next) and its outcome. A workload field the lock turns out not to
+// serve is drawn again without it, once per field; a run whose lock cannot
+// serve its workload otherwise is not applicable (ErrNotApplicable).
+func (c *campaign) runOne(ctx context.Context, kind string, i int, corpus *Corpus, sp Space) (*scenarios.Scenario, string, Outcome, error) {
+	sc, how := c.next(kind, i, corpus, sp)
+	if c.opts.Progress != nil {
+		c.told.Kind, c.told.Seed = kind, sc.Seed
+		c.opts.Progress(c.told)
+	}
+	out, err := c.run(ctx, sc)
+	var we *WorkloadError
+	for errors.As(err, &we) && !c.cannot[we.Field] && drawnFields[we.Field] != nil {
+		c.cannot[we.Field] = true
+		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
+		sc, how = c.next(kind, i, corpus, sp)
+		out, err = c.run(ctx, sc)
+	}
+	if errors.As(err, &we) {
+		err = fmt.Errorf("%w: %v", ErrNotApplicable, err)
+	}
+	return sc, how, out, err
+}
+
+// logRun logs run i of kind: its seed, its workload, how its schedule was
+// made, its verdict, anomalies and margin, and its directory.
+func (c *campaign) logRun(kind string, i int, sc *scenarios.Scenario, how string, out Outcome, score float64, has bool) {
+	if how == "" {
+		how = "random"
+	}
+	fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
+		kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
 }
 
 // next returns the scenario of run i of kind, and how its schedule was
