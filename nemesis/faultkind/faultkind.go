@@ -66,11 +66,12 @@ type Facts struct {
 	// Targets is what a step's targets name, and so what a random schedule
 	// draws for it.
 	Targets TargetKind
-	// Offset says that the fault takes a clock offset (Step.Offset), which
-	// a random schedule draws.
+	// Offset says that the fault takes a clock offset
+	// (nemesis.Step.Offset), which a random schedule draws.
 	Offset bool
-	// Point says that the fault takes a pause point (Step.Point, one of
-	// nemesis.PausePoints), which a random schedule draws from its Points.
+	// Point says that the fault takes a pause point (nemesis.Step.Point,
+	// one of nemesis.PausePoints), which a random schedule draws from its
+	// Points.
 	Point bool
 	// Proxies says that the fault needs the run's links to go through
 	// proxies (cluster.WithProxies), which a run sets up only then.
