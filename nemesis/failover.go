@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Follower is a cluster that makes a node a replica of another node itself.
@@ -174,19 +174,9 @@ func redisPrimaryAvailable(env *Env) error {
 // the lock service.
 type Failover struct{}
 
-// Facts declares the failover.
+// Facts returns the failover's facts, declared in faultkind.Failover.
 func (Failover) Facts() Facts {
-	return Facts{
-		Name: "failover",
-		Description: "cut replication into the redis primary, wait lag (option, default 0), promote a replica (target, default the first replica), " +
-			"switch the workers' primary links to it; heal (option): rejoin (old primary follows the new one, default) or keep; " +
-			"needs the primary-replica topology",
-		Heal:    "heal",
-		Class:   history.ClassFailover,
-		Targets: TargetsReplica,
-		Systems: []string{cluster.Redis},
-		Tag:     "failover", Column: "async failover",
-	}
+	return faultkind.Failover()
 }
 
 // Name returns the fault's name.
@@ -364,19 +354,9 @@ const DefaultSentinelTimeout = 30 * time.Second
 // paused or killed until the heal has resumed or started it.
 type SentinelFailover struct{}
 
-// Facts declares the sentinel failover.
+// Facts returns the sentinel failover's facts, declared in faultkind.SentinelFailover.
 func (SentinelFailover) Facts() Facts {
-	return Facts{
-		Name: "sentinel-failover",
-		Description: "pause (option how: pause|kill) the redis primary until the sentinels promote a replica (options master, default mymaster; timeout, default 30s), " +
-			"then switch the workers' primary links to it; the heal brings the old primary back as a replica; needs the sentinel topology",
-		Heal:        "heal",
-		Class:       history.ClassFailover,
-		Targets:     TargetsNone,
-		Unavailable: "the old primary it pauses or kills, until the heal brings it back",
-		Systems:     []string{cluster.Redis},
-		Tag:         "failover", Column: "async failover",
-	}
+	return faultkind.SentinelFailover()
 }
 
 // Name returns the fault's name.

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // DefaultLatency is the delay of a latency step without a delay option.
@@ -18,17 +18,9 @@ const DefaultLatency = 100 * time.Millisecond
 // latency makes no node unavailable.
 type Latency struct{}
 
-// Facts declares the latency.
+// Facts returns the latency's facts, declared in faultkind.Latency.
 func (Latency) Facts() Facts {
-	return Facts{
-		Name:        "latency",
-		Description: "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes,
-		Heal:        "heal",
-		Class:       history.ClassNetwork,
-		Targets:     TargetsLinks,
-		Proxies:     true,
-		Tag:         "latency", Column: "latency",
-	}
+	return faultkind.Latency()
 }
 
 // Name returns the fault's name.

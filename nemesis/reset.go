@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Reset closes the links' connections at once (a TCP RST to both ends) and
@@ -14,17 +14,9 @@ import (
 // nodes it cuts off unavailable until the heal.
 type Reset struct{}
 
-// Facts declares the reset.
+// Facts returns the reset's facts, declared in faultkind.Reset.
 func (Reset) Facts() Facts {
-	return Facts{
-		Name:        "reset",
-		Description: "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes,
-		Heal:        "heal",
-		Class:       history.ClassNetwork,
-		Targets:     TargetsLinks,
-		Unavailable: linksUnavailable,
-		Tag:         "reset", Column: "connection resets",
-	}
+	return faultkind.Reset()
 }
 
 // Name returns the fault's name.

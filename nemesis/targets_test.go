@@ -170,16 +170,44 @@ func meshLinks(workers int, nodes []cluster.Node, extra ...string) []string {
 	return out
 }
 
+// TestSelectLinks checks the links each shape of targets and option links
+// selects, and the errors of shapes that select none or mix workers and
+// nodes.
 func TestSelectLinks(t *testing.T) {
+	for _, tc := range selectLinksCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := SelectLinks(tc.step, tc.nodes, tc.links, 2, rand.New(rand.NewPCG(1, 1)))
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("SelectLinks = %v, %v; want error %v", sel.Links, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(sel.Links, tc.want) {
+				t.Fatalf("SelectLinks = %v, want %v", sel.Links, tc.want)
+			}
+		})
+	}
+}
+
+// selectLinksCase is a case of TestSelectLinks: a step on nodes with links,
+// and the links it selects or its error.
+type selectLinksCase struct {
+	name    string
+	step    Step
+	nodes   []cluster.Node
+	links   []string
+	want    []string
+	wantErr error
+}
+
+// selectLinksCases are TestSelectLinks' cases, on two workers.
+func selectLinksCases() []selectLinksCase {
 	three := []cluster.Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
-	tests := []struct {
-		name    string
-		step    Step
-		nodes   []cluster.Node
-		links   []string
-		want    []string
-		wantErr error
-	}{
+	return []selectLinksCase{
 		{
 			name:  "isolate a node from workers and nodes",
 			step:  Step{Fault: "partition", Targets: []string{"n1"}},
@@ -234,23 +262,6 @@ func TestSelectLinks(t *testing.T) {
 			nodes: three, links: meshLinks(2, three),
 			wantErr: ErrOption,
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sel, err := SelectLinks(tc.step, tc.nodes, tc.links, 2, rand.New(rand.NewPCG(1, 1)))
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("SelectLinks = %v, %v; want error %v", sel.Links, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(sel.Links, tc.want) {
-				t.Fatalf("SelectLinks = %v, want %v", sel.Links, tc.want)
-			}
-		})
 	}
 }
 

@@ -218,8 +218,9 @@ func WithHostClock(clock func(start time.Time) hostwatch.Clock) Option {
 func WithCheck(o checker.Options) Option { return func(c *config) { c.check = o } }
 
 // Names returns the names scenarios may use: the algorithms of
-// clients.Algorithms, the systems the backends start and the faults of
-// nemesis.Faults. Pass it to scenarios.Load and scenarios.Parse.
+// clients.Algorithms and the systems they run on, the systems the backends
+// start and the faults of nemesis.Faults. Pass it to scenarios.Load and
+// scenarios.Parse.
 func Names() scenarios.Names {
 	return scenarios.Names{
 		Algorithms:      clients.Names(),
@@ -229,8 +230,22 @@ func Names() scenarios.Names {
 		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
 			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
 		},
-		LockOptions: clients.CheckOptions,
+		LockOptions:      clients.CheckOptions,
+		AlgorithmSystems: algorithmSystems(),
 	}
+}
+
+// algorithmSystems returns the system each algorithm and queue
+// implementation runs on, by name, as clients declares them.
+func algorithmSystems() map[string]string {
+	out := map[string]string{}
+	for _, a := range clients.Algorithms() {
+		out[a.Name] = a.System
+	}
+	for _, q := range clients.QueueAlgorithms() {
+		out[q.Name] = q.System
+	}
+	return out
 }
 
 // lockNeeds returns the capabilities s asks of its lock, each with the
