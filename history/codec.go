@@ -265,120 +265,11 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		return op, skipSpace(b, i+1) == len(b)
 	}
 	for {
-		// key
-		if i >= len(b) || b[i] != '"' {
+		key, j, ok := fieldKey(b, i)
+		if !ok {
 			return op, false
 		}
-		ks, ke, ok2 := plainString(b, i)
-		if !ok2 {
-			return op, false
-		}
-		key := b[ks:ke]
-		i = skipSpace(b, ke+1)
-		if i >= len(b) || b[i] != ':' {
-			return op, false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return op, false
-		}
-		var n int64
-		switch string(key) {
-		case "index", "time", "process", "client", "ttl", "until", "lease", "applied", "due":
-			n, i, ok2 = plainInt(b, i)
-			if !ok2 {
-				return op, false
-			}
-			switch string(key) {
-			case "index":
-				op.Index = int(n)
-			case "time":
-				op.Time = time.Duration(n)
-			case "process":
-				op.Process = int(n)
-			case "client":
-				op.Client = int(n)
-			case "ttl":
-				op.TTL = time.Duration(n)
-			case "until":
-				op.Until = time.Duration(n)
-			case "lease":
-				op.Lease = time.Duration(n)
-			case "applied":
-				op.Applied = time.Duration(n)
-			case "due":
-				due := time.Duration(n)
-				op.Due = &due
-			}
-		case "session", "kept":
-			var v bool
-			switch {
-			case bytes.HasPrefix(b[i:], []byte("true")):
-				v, i = true, i+4
-			case bytes.HasPrefix(b[i:], []byte("false")):
-				v, i = false, i+5
-			default:
-				return op, false
-			}
-			if string(key) == "session" {
-				op.Session = v
-			} else {
-				op.Kept = v
-			}
-		case "token":
-			var u uint64
-			u, i, ok2 = plainUint(b, i)
-			if !ok2 {
-				return op, false
-			}
-			op.Token = u
-		case "type", "f", "heal", "class", "key", "node", "error":
-			if b[i] != '"' {
-				return op, false
-			}
-			ss, se, ok3 := plainString(b, i)
-			if !ok3 {
-				return op, false
-			}
-			s := b[ss:se]
-			i = se + 1
-			switch string(key) {
-			case "type":
-				switch string(s) {
-				case "invoke":
-					op.Type = Invoke
-				case "ok":
-					op.Type = OK
-				case "fail":
-					op.Type = Fail
-				case "info":
-					op.Type = Info
-				default:
-					op.Type = Type(d.intern(s))
-				}
-			case "f":
-				op.F = d.intern(s)
-			case "heal":
-				op.Heal = d.intern(s)
-			case "class":
-				op.Class = FaultClass(d.intern(s))
-			case "key":
-				op.Key = d.intern(s)
-			case "node":
-				op.Node = d.intern(s)
-			case "error":
-				op.Error = string(s)
-			}
-		case "value":
-			end, ok3 := skipValue(b, i, 0)
-			if !ok3 {
-				return op, false
-			}
-			if string(b[i:end]) != "null" {
-				op.Value = d.raw(b[i:end])
-			}
-			i = end
-		default:
+		if i, ok = d.field(&op, string(key), b, j); !ok {
 			return op, false
 		}
 		i = skipSpace(b, i)
@@ -393,6 +284,151 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		}
 		i = skipSpace(b, i+1)
 	}
+}
+
+// fieldKey reads a field's key, a plain string at b[i], and the colon after
+// it; next is where the field's value starts, and ok is false when the line
+// needs encoding/json or ends before a value.
+func fieldKey(b []byte, i int) (key []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	ks, ke, ok := plainString(b, i)
+	if !ok {
+		return nil, 0, false
+	}
+	i = skipSpace(b, ke+1)
+	if i >= len(b) || b[i] != ':' {
+		return nil, 0, false
+	}
+	i = skipSpace(b, i+1)
+	if i >= len(b) {
+		return nil, 0, false
+	}
+	return b[ks:ke], i, true
+}
+
+// field decodes the value at b[i] (i < len(b)) of the field key into op and
+// returns where the value ends; ok is false for a key or a value the fast
+// path does not take.
+func (d *decoder) field(op *Op, key string, b []byte, i int) (end int, ok bool) {
+	switch key {
+	case "index", "time", "process", "client", "ttl", "until", "lease", "applied", "due":
+		return intField(op, key, b, i)
+	case "session", "kept":
+		return boolField(op, key, b, i)
+	case "token":
+		var u uint64
+		u, i, ok = plainUint(b, i)
+		op.Token = u
+		return i, ok
+	case "type", "f", "heal", "class", "key", "node", "error":
+		return d.stringField(op, key, b, i)
+	case "value":
+		end, ok := skipValue(b, i, 0)
+		if !ok {
+			return i, false
+		}
+		if string(b[i:end]) != "null" {
+			op.Value = d.raw(b[i:end])
+		}
+		return end, true
+	}
+	return i, false
+}
+
+// intField decodes the integer value at b[i] of an integer field.
+func intField(op *Op, key string, b []byte, i int) (int, bool) {
+	n, i, ok := plainInt(b, i)
+	if !ok {
+		return i, false
+	}
+	switch key {
+	case "index":
+		op.Index = int(n)
+	case "time":
+		op.Time = time.Duration(n)
+	case "process":
+		op.Process = int(n)
+	case "client":
+		op.Client = int(n)
+	case "ttl":
+		op.TTL = time.Duration(n)
+	case "until":
+		op.Until = time.Duration(n)
+	case "lease":
+		op.Lease = time.Duration(n)
+	case "applied":
+		op.Applied = time.Duration(n)
+	case "due":
+		due := time.Duration(n)
+		op.Due = &due
+	}
+	return i, true
+}
+
+// boolField decodes the true or false at b[i] of a boolean field.
+func boolField(op *Op, key string, b []byte, i int) (int, bool) {
+	var v bool
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		v, i = true, i+4
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		v, i = false, i+5
+	default:
+		return i, false
+	}
+	if key == "session" {
+		op.Session = v
+	} else {
+		op.Kept = v
+	}
+	return i, true
+}
+
+// stringField decodes the plain string at b[i] of a string field, interning
+// every one but the error.
+func (d *decoder) stringField(op *Op, key string, b []byte, i int) (int, bool) {
+	if b[i] != '"' {
+		return i, false
+	}
+	ss, se, ok := plainString(b, i)
+	if !ok {
+		return i, false
+	}
+	s := b[ss:se]
+	switch key {
+	case "type":
+		op.Type = opType(d, s)
+	case "f":
+		op.F = d.intern(s)
+	case "heal":
+		op.Heal = d.intern(s)
+	case "class":
+		op.Class = FaultClass(d.intern(s))
+	case "key":
+		op.Key = d.intern(s)
+	case "node":
+		op.Node = d.intern(s)
+	case "error":
+		op.Error = string(s)
+	}
+	return se + 1, true
+}
+
+// opType is the Type named s, one of the four constants without a lookup.
+func opType(d *decoder, s []byte) Type {
+	switch string(s) {
+	case "invoke":
+		return Invoke
+	case "ok":
+		return OK
+	case "fail":
+		return Fail
+	case "info":
+		return Info
+	}
+	return Type(d.intern(s))
 }
 
 // plainString returns the bounds of the contents of the string starting at
