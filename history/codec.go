@@ -265,11 +265,23 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		return op, skipSpace(b, i+1) == len(b)
 	}
 	for {
-		key, j, ok := fieldKey(b, i)
+		// key
+		if i >= len(b) || b[i] != '"' {
+			return op, false
+		}
+		ks, ke, ok := plainString(b, i)
 		if !ok {
 			return op, false
 		}
-		if i, ok = d.field(&op, string(key), b, j); !ok {
+		i = skipSpace(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return op, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return op, false
+		}
+		if i, ok = d.field(&op, b[ks:ke], b, i); !ok {
 			return op, false
 		}
 		i = skipSpace(b, i)
@@ -286,109 +298,57 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 	}
 }
 
-// fieldKey reads a field's key, a plain string at b[i], and the colon after
-// it; next is where the field's value starts, and ok is false when the line
-// needs encoding/json or ends before a value.
-func fieldKey(b []byte, i int) (key []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, 0, false
-	}
-	ks, ke, ok := plainString(b, i)
-	if !ok {
-		return nil, 0, false
-	}
-	i = skipSpace(b, ke+1)
-	if i >= len(b) || b[i] != ':' {
-		return nil, 0, false
-	}
-	i = skipSpace(b, i+1)
-	if i >= len(b) {
-		return nil, 0, false
-	}
-	return b[ks:ke], i, true
-}
-
-// field decodes the value at b[i] (i < len(b)) of the field key into op and
-// returns where the value ends; ok is false for a key or a value the fast
-// path does not take.
-func (d *decoder) field(op *Op, key string, b []byte, i int) (end int, ok bool) {
-	switch key {
-	case "index", "time", "process", "client", "ttl", "until", "lease", "applied", "due":
-		return intField(op, key, b, i)
-	case "session", "kept":
-		return boolField(op, key, b, i)
+// field decodes into op the value at b[i] (i < len(b)) of the field key
+// and returns where the value ends; ok is false for a key or a value the
+// fast path does not take.
+func (d *decoder) field(op *Op, key, b []byte, i int) (end int, ok bool) {
+	var n int64
+	switch string(key) {
+	case "index":
+		n, i, ok = plainInt(b, i)
+		op.Index = int(n)
+	case "time":
+		n, i, ok = plainInt(b, i)
+		op.Time = time.Duration(n)
+	case "process":
+		n, i, ok = plainInt(b, i)
+		op.Process = int(n)
+	case "client":
+		n, i, ok = plainInt(b, i)
+		op.Client = int(n)
+	case "ttl":
+		n, i, ok = plainInt(b, i)
+		op.TTL = time.Duration(n)
+	case "until":
+		n, i, ok = plainInt(b, i)
+		op.Until = time.Duration(n)
+	case "lease":
+		n, i, ok = plainInt(b, i)
+		op.Lease = time.Duration(n)
+	case "applied":
+		n, i, ok = plainInt(b, i)
+		op.Applied = time.Duration(n)
+	case "due":
+		n, i, ok = plainInt(b, i)
+		due := time.Duration(n)
+		op.Due = &due
+	case "session":
+		op.Session, i, ok = plainBool(b, i)
+	case "kept":
+		op.Kept, i, ok = plainBool(b, i)
 	case "token":
-		var u uint64
-		u, i, ok = plainUint(b, i)
-		op.Token = u
-		return i, ok
+		op.Token, i, ok = plainUint(b, i)
 	case "type", "f", "heal", "class", "key", "node", "error":
 		return d.stringField(op, key, b, i)
 	case "value":
-		end, ok := skipValue(b, i, 0)
-		if !ok {
-			return i, false
-		}
-		if string(b[i:end]) != "null" {
-			op.Value = d.raw(b[i:end])
-		}
-		return end, true
+		return d.value(op, b, i)
 	}
-	return i, false
-}
-
-// intField decodes the integer value at b[i] of an integer field.
-func intField(op *Op, key string, b []byte, i int) (int, bool) {
-	n, i, ok := plainInt(b, i)
-	if !ok {
-		return i, false
-	}
-	switch key {
-	case "index":
-		op.Index = int(n)
-	case "time":
-		op.Time = time.Duration(n)
-	case "process":
-		op.Process = int(n)
-	case "client":
-		op.Client = int(n)
-	case "ttl":
-		op.TTL = time.Duration(n)
-	case "until":
-		op.Until = time.Duration(n)
-	case "lease":
-		op.Lease = time.Duration(n)
-	case "applied":
-		op.Applied = time.Duration(n)
-	case "due":
-		due := time.Duration(n)
-		op.Due = &due
-	}
-	return i, true
-}
-
-// boolField decodes the true or false at b[i] of a boolean field.
-func boolField(op *Op, key string, b []byte, i int) (int, bool) {
-	var v bool
-	switch {
-	case bytes.HasPrefix(b[i:], []byte("true")):
-		v, i = true, i+4
-	case bytes.HasPrefix(b[i:], []byte("false")):
-		v, i = false, i+5
-	default:
-		return i, false
-	}
-	if key == "session" {
-		op.Session = v
-	} else {
-		op.Kept = v
-	}
-	return i, true
+	return i, ok
 }
 
 // stringField decodes the plain string at b[i] of a string field, interning
-// every one but the error.
-func (d *decoder) stringField(op *Op, key string, b []byte, i int) (int, bool) {
+// every one but the error, and returns where it ends.
+func (d *decoder) stringField(op *Op, key, b []byte, i int) (int, bool) {
 	if b[i] != '"' {
 		return i, false
 	}
@@ -397,9 +357,9 @@ func (d *decoder) stringField(op *Op, key string, b []byte, i int) (int, bool) {
 		return i, false
 	}
 	s := b[ss:se]
-	switch key {
+	switch string(key) {
 	case "type":
-		op.Type = opType(d, s)
+		op.Type = d.opType(s)
 	case "f":
 		op.F = d.intern(s)
 	case "heal":
@@ -417,7 +377,7 @@ func (d *decoder) stringField(op *Op, key string, b []byte, i int) (int, bool) {
 }
 
 // opType is the Type named s, one of the four constants without a lookup.
-func opType(d *decoder, s []byte) Type {
+func (d *decoder) opType(s []byte) Type {
 	switch string(s) {
 	case "invoke":
 		return Invoke
@@ -429,6 +389,30 @@ func opType(d *decoder, s []byte) Type {
 		return Info
 	}
 	return Type(d.intern(s))
+}
+
+// value keeps the raw JSON value at b[i] as op's value, none for null, and
+// returns where it ends.
+func (d *decoder) value(op *Op, b []byte, i int) (int, bool) {
+	end, ok := skipValue(b, i, 0)
+	if !ok {
+		return i, false
+	}
+	if string(b[i:end]) != "null" {
+		op.Value = d.raw(b[i:end])
+	}
+	return end, true
+}
+
+// plainBool parses the JSON true or false at b[i].
+func plainBool(b []byte, i int) (v bool, end int, ok bool) {
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		return true, i + 4, true
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		return false, i + 5, true
+	}
+	return false, i, false
 }
 
 // plainString returns the bounds of the contents of the string starting at
