@@ -14,6 +14,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -135,11 +136,11 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if *faults != "" {
 		want = strings.Split(*faults, ",")
 	}
-	sh, err := parseShard(*shardArg)
+	sh, err := gate.ParseShard(*shardArg)
 	if err != nil {
 		return exitUsage, err
 	}
-	opts := hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Steer: *steer, Shard: hunt.Shard{Index: sh.index, Count: sh.count}}
+	opts := hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Steer: *steer, Shard: hunt.Shard{Index: sh.Index, Count: sh.Count}}
 	plan, err := hunt.Plan(base.System.Name, opts)
 	if err != nil {
 		return exitUsage, usageError{err}
@@ -250,11 +251,11 @@ func printHunt(w io.Writer, rep *hunt.Report) {
 		if len(r.Failing) > 0 {
 			first = r.Failing[0]
 		}
-		fmt.Fprintf(tw, "%s\t%d%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
+		fmt.Fprintf(tw, "%s\t%d%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, gate.RunMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
 	}
 	tw.Flush()
 	if huntMarked(rep) {
-		fmt.Fprintln(w, runMarksLegend)
+		fmt.Fprintln(w, gate.RunMarksLegend)
 	}
 	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
 }
@@ -291,11 +292,11 @@ func huntMarkdown(rep *hunt.Report, arg string) string {
 		if len(r.Failing) > 0 {
 			first = "`" + r.Failing[0] + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %d%s | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
+		fmt.Fprintf(&b, "| %s | %d%s | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, gate.RunMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
 	}
 	b.WriteString("\nmargin: the smallest safety margin of the kind's runs, in lease lengths (docs/history.md §4.8); negative: a violation.\n")
 	if huntMarked(rep) {
-		b.WriteString("\n" + runMarksLegend + "\n")
+		b.WriteString("\n" + gate.RunMarksLegend + "\n")
 	}
 	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
@@ -263,7 +264,7 @@ func failingFindings(dir string, rowKinds []string) (string, []string) {
 	if err != nil {
 		return "", rowKinds
 	}
-	return checker.FirstFinding(res.Checkers), anomalyKinds(res.Checkers)
+	return checker.FirstFinding(res.Checkers), gate.AnomalyKinds(res.Checkers)
 }
 
 // writeSchedules writes each unsafe cell's schedule into dir, as

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -133,7 +134,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err != nil {
 		return exitUsage, usageError{fmt.Errorf("%s: %w", runDir, err)}
 	}
-	kinds := anomalyKinds(res.Checkers)
+	kinds := gate.AnomalyKinds(res.Checkers)
 	if res.Verdict != checker.Invalid || len(kinds) == 0 {
 		return exitUsage, usagef("%s: the run's verdict is %s with no anomaly: nothing to shrink", runDir, res.Verdict)
 	}
@@ -154,7 +155,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 		if r.Results.FaultsFailed() || r.Results.Verdict != checker.Invalid {
 			return false, nil
 		}
-		found := anomalyKinds(r.Results.Checkers)
+		found := gate.AnomalyKinds(r.Results.Checkers)
 		return slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(found, k) }), nil
 	}
 	validate := func(c *scenarios.Scenario) (*scenarios.Scenario, error) {
