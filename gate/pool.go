@@ -21,7 +21,9 @@ type gate struct {
 	stored map[string][]string // scenario -> run dirs, by seed
 	log    io.Writer
 
-	mu                   sync.Mutex // guards invalid, unmet and done, which the runs read as they start, and log
+	// mu guards invalid, unmet and done, which the runs read as they
+	// start, and log, which runs side by side share.
+	mu                   sync.Mutex
 	invalid, unmet, done int
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/datasheet"
 	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -172,14 +173,14 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 				return exitInternal, werr
 			}
 		}
-		cf := newCampaignFile(pos[0], *lockCommand, base, opts, rep)
+		cf := datasheet.NewCampaignFile(pos[0], *lockCommand, base, opts, rep)
 		if *jsonOut != "" {
-			if werr := cf.write(*jsonOut); werr != nil {
+			if werr := cf.Write(*jsonOut); werr != nil {
 				return exitInternal, werr
 			}
 		}
 		if *page != "" {
-			if werr := writeDatasheet(*page, cf); werr != nil {
+			if werr := datasheet.WritePage(*page, cf); werr != nil {
 				return exitInternal, werr
 			}
 			fmt.Fprintf(stdout, "hunt: wrote the datasheet %s\n", filepath.Join(*page, "datasheet.md"))
@@ -338,24 +339,4 @@ func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, s
 		}
 	}
 	return nil
-}
-
-// writeDatasheet writes the one-row datasheet of campaign cf into dir:
-// datasheet.md, datasheet.html and each unsafe cell's schedule.
-func writeDatasheet(dir string, cf *campaignFile) error {
-	name := strings.TrimSuffix(filepath.Base(cf.Target), ".yaml")
-	if words := strings.Fields(cf.LockCommand); len(words) > 0 {
-		name = filepath.Base(words[len(words)-1])
-	}
-	m := buildMatrix([]*campaignFile{cf}, []string{name})
-	m.Title = "Safety datasheet: " + name
-	m.Intro = fmt.Sprintf("Which fault kinds %s survived and which broke it, measured by one `jepsen-lite hunt %s` campaign (docs/hunt.md).", name, cf.Target)
-	md := filepath.Join(dir, "datasheet.md")
-	if err := m.writeSchedules(dir, md); err != nil {
-		return err
-	}
-	if err := os.WriteFile(md, []byte(m.markdown()), 0o644); err != nil {
-		return err
-	}
-	return m.writeHTML(filepath.Join(dir, "datasheet.html"))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/datasheet"
 	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -40,9 +41,6 @@ interrupted.
 Examples:
   jepsen-lite shrink store/latest
   jepsen-lite shrink store/redlock-gc-pause/20261127T080000.000Z --tries 5 --need 3`
-
-// ShrunkFile is the scenario shrink writes into the run directory.
-const ShrunkFile = "shrunk.yaml"
 
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("shrink", shrinkUsage, stderr)
@@ -189,7 +187,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err != nil {
 		return exitInternal, err
 	}
-	path := filepath.Join(runDir, ShrunkFile)
+	path := filepath.Join(runDir, datasheet.ShrunkFile)
 	if err := os.WriteFile(path, yml, 0o644); err != nil {
 		return exitInternal, err
 	}
