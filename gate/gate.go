@@ -101,7 +101,10 @@ const (
 // failure of the gate itself.
 type InputError struct{ Err error }
 
+// Error returns the message of the bad input, as it is.
 func (e InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error of the bad input.
 func (e InputError) Unwrap() error { return e.Err }
 
 // Run runs (or re-checks) the pairs of opts, prints the gate's table and

@@ -190,15 +190,12 @@ func (f *gateFlags) selection() []string {
 }
 
 // gateExit is the exit code of a gate's outcome, or of its error: bad
-// input (gate.InputError, usageError) exits 254, any other error 255.
+// input (gate.InputError) exits 254, any other error 255.
 func gateExit(out gate.Outcome, err error) (int, error) {
 	var in gate.InputError
-	var ue usageError
 	switch {
 	case errors.As(err, &in):
 		return exitUsage, usageError{in.Err}
-	case errors.As(err, &ue):
-		return exitUsage, err
 	case err != nil:
 		return exitInternal, err
 	case out == gate.Interrupted:
