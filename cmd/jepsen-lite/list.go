@@ -10,6 +10,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -101,7 +102,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 			listed = scenarios.Select(cat, want...)
 		}
 		for _, s := range listed {
-			exp := expectText(s.Expect)
+			exp := gate.ExpectText(s.Expect)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Lock.Algorithm, exp, strings.Join(s.Tags, ","))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -191,7 +192,7 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	r := res.Results
 	exp := "valid"
 	if r.Expected != nil {
-		exp = expectText(*r.Expected)
+		exp = gate.ExpectText(*r.Expected)
 	}
 	met := "expectation met"
 	if !r.ExpectationMet {
