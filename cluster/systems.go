@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // SystemInfo declares what the harness knows of a system under test, once:
@@ -74,7 +76,7 @@ func ClockSkewError(system, node string) error {
 
 // StartFunc starts a cluster for a spec, its node-to-node links going
 // through net.
-type StartFunc func(ctx context.Context, spec Spec, net *Network) (Cluster, error)
+type StartFunc func(ctx context.Context, spec Spec, net *linknet.Network) (Cluster, error)
 
 // Backend is one way of running clusters (local processes, containers): its
 // name as --backend takes it, the systems it runs, and how it starts them.

@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 func TestBackendCheck(t *testing.T) {
-	start := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) { return nil, nil }
+	start := func(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) { return nil, nil }
 	leftovers := func(cluster.Cluster) func() []string { return func() []string { return nil } }
 	good := Backend{Name: "b", Start: start, Systems: []string{cluster.Redis}, Leftovers: leftovers}
 	tests := []struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // TestRelay runs a relay in the test's own network namespace (no container
@@ -42,7 +43,7 @@ func TestRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = network.Close() })
-	link := cluster.LinkName("n2", "n1")
+	link := linknet.Name("n2", "n1")
 	if _, err := network.Link(link, echo.Addr().String()); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // Container ports of the systems. A peer port that differs per node
@@ -224,8 +225,8 @@ func (c *Cluster) planZooKeeper() error {
 			for _, p := range c.nodes {
 				q, e := zookeeperQuorum+p.index, zookeeperElection+p.index
 				if p != n {
-					n.relay(q, cluster.LinkName(n.Name, p.Name), p, tcp(q))
-					n.relay(e, cluster.LinkName(n.Name, p.Name+cluster.LinkPurposeSeparator+cluster.ZooKeeperElection), p, tcp(e))
+					n.relay(q, linknet.Name(n.Name, p.Name), p, tcp(q))
+					n.relay(e, linknet.Name(n.Name, p.Name+linknet.PurposeSeparator+cluster.ZooKeeperElection), p, tcp(e))
 				}
 				conf = append(conf, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", p.index, q, e))
 			}
@@ -266,7 +267,7 @@ func (c *Cluster) planEtcd() error {
 		for _, p := range c.nodes {
 			if p != n && members > 1 {
 				q := etcdPeerBase + p.index
-				n.relay(q, cluster.LinkName(n.Name, p.Name), p, tcp(q))
+				n.relay(q, linknet.Name(n.Name, p.Name), p, tcp(q))
 			}
 		}
 		argv := append([]string{"etcd",

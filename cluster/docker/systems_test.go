@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // startSpec starts a cluster of spec on a fresh network and registers the
 // cleanup of both.
-func startSpec(t *testing.T, spec cluster.Spec) (*Cluster, *cluster.Network) {
+func startSpec(t *testing.T, spec cluster.Spec) (*Cluster, *linknet.Network) {
 	t.Helper()
 	nw, err := cluster.NewNetwork()
 	if err != nil {
@@ -171,7 +172,7 @@ func TestZooKeeperIsolatedLeaderLosesQuorum(t *testing.T) {
 	}
 	var cut []string
 	for _, l := range nw.Links() {
-		if from, to, _ := cluster.SplitLinkName(l); from == leader || to == leader {
+		if from, to, _ := linknet.SplitName(l); from == leader || to == leader {
 			cut = append(cut, l)
 		}
 	}
@@ -217,7 +218,7 @@ func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
 	}
 	var peerLinks []string
 	for _, l := range nw.Links() {
-		if from, to, _ := cluster.SplitLinkName(l); (from == "n3" || to == "n3") && !strings.HasPrefix(from, "w") {
+		if from, to, _ := linknet.SplitName(l); (from == "n3" || to == "n3") && !strings.HasPrefix(from, "w") {
 			peerLinks = append(peerLinks, l)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // setupRedis creates the nodes of the Redis topology (cluster.Layout), their
@@ -48,7 +49,7 @@ func (c *Cluster) setupRedis() error {
 		if _, ok := peer[name]; ok {
 			return nil
 		}
-		end, _, _ := cluster.SplitLinkName(name)
+		end, _, _ := linknet.SplitName(name)
 		a, err := c.link(end, to.name, to.addr())
 		peer[name] = a
 		return err
@@ -72,7 +73,7 @@ func (c *Cluster) setupRedis() error {
 			conf = append(conf, cluster.ReplicaOf(host, port))
 		}
 		if sentinel {
-			host, port := splitAddr(peer[cluster.LinkName(cluster.PeersLink, n.name)])
+			host, port := splitAddr(peer[linknet.Name(cluster.PeersLink, n.name)])
 			conf = append(conf, "replica-announce-ip "+host, "replica-announce-port "+strconv.Itoa(port))
 		}
 		path := filepath.Join(n.dir, "redis.conf")
@@ -88,7 +89,7 @@ func (c *Cluster) setupRedis() error {
 		if err != nil {
 			return fmt.Errorf("local: redis-sentinel: %w", err)
 		}
-		host, port := splitAddr(peer[cluster.LinkName(cluster.PeersLink, data[0].name)])
+		host, port := splitAddr(peer[linknet.Name(cluster.PeersLink, data[0].name)])
 		for _, s := range sentinels {
 			conf := append([]string{"port " + strconv.Itoa(s.port), "bind 127.0.0.1", `logfile ""`, "dir " + s.dir},
 				cluster.SentinelConfig(host, port)...)
@@ -161,7 +162,7 @@ func (w wiring) PeerAddr(ctx context.Context, from, to string) (string, error) {
 	}
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	end, _, _ := cluster.SplitLinkName(name)
+	end, _, _ := linknet.SplitName(name)
 	return w.c.link(end, to, t.addr())
 }
 
