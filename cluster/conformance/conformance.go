@@ -142,7 +142,7 @@ func (b Backend) requires(t *testing.T, abilities ...Ability) {
 // missing; a server binary missing for a declared system fails its start.
 func Run(t *testing.T, b Backend) {
 	t.Helper()
-	if err := b.check(); err != nil {
+	if err := errors.Join(b.check(), coverage()); err != nil {
 		t.Fatal(err)
 	}
 	for _, sys := range systems {

@@ -43,6 +43,14 @@ func TestBackendCheck(t *testing.T) {
 	}
 }
 
+// TestCoverage requires the suite to start every declared system in every
+// declared topology.
+func TestCoverage(t *testing.T) {
+	if err := coverage(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTopologies checks the suite's own table: every system has a probe
 // and topologies, every topology a cluster.Layout of its system, a start
 // case first and unique case names.

@@ -261,9 +261,12 @@ func startBackend(ctx context.Context, spec cluster.Spec, network *linknet.Netwo
 	return c, nil
 }
 
-// needsLinks reports whether a cluster of spec has node-to-node links.
+// needsLinks reports whether a cluster of spec has node-to-node links: its
+// declared topology's nodes dial one another (cluster.Topology.PeerLinks)
+// and it has more than one node.
 func needsLinks(spec cluster.Spec, layout []cluster.Node) bool {
-	return cluster.Replicated(spec) || ((spec.System == cluster.ZooKeeper || spec.System == cluster.Etcd) && len(layout) > 1)
+	top, err := cluster.TopologyOf(spec)
+	return err == nil && top.PeerLinks && len(layout) > 1
 }
 
 // Engine returns a client of the Docker engine (DOCKER_HOST, or the local

@@ -80,7 +80,11 @@ func TestSystemsStartWithTheirLinks(t *testing.T) {
 			if len(got) != len(want) {
 				t.Fatalf("nodes %v, want the layout %v", got, want)
 			}
-			ready := cluster.Ready(tt.spec.System)
+			info, err := cluster.LookupSystem(tt.spec.System)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ready := info.Ready
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			for i, n := range got {
@@ -251,5 +255,37 @@ func requireTested(t *testing.T, system string) {
 	t.Helper()
 	if only := testedSystems(); only != nil && !slices.Contains(only, system) {
 		t.Skipf("SKIPPED: JEPSEN_LITE_DOCKER_SYSTEMS=%s does not name %s", strings.Join(only, ","), system)
+	}
+}
+
+// TestNeedsLinks requires a network for the node-to-node links exactly of
+// the clusters whose declared topology has peer links and which have more
+// than one node, whatever the system: a declared system's partitions then
+// cut its peers here too.
+func TestNeedsLinks(t *testing.T) {
+	tests := []struct {
+		name string
+		spec cluster.Spec
+		want bool
+	}{
+		{"redis masters", cluster.Spec{System: cluster.Redis, Nodes: 3}, false},
+		{"redis primary-replica", cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}, true},
+		{"redis sentinel", cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2}, true},
+		{"postgres", cluster.Spec{System: cluster.Postgres, Nodes: 1}, false},
+		{"zookeeper alone", cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}, false},
+		{"zookeeper ensemble", cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}, true},
+		{"etcd alone", cluster.Spec{System: cluster.Etcd, Nodes: 1}, false},
+		{"etcd cluster", cluster.Spec{System: cluster.Etcd, Nodes: 3}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			layout, err := cluster.Layout(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := needsLinks(tt.spec, layout); got != tt.want {
+				t.Errorf("needsLinks(%+v) = %v, want %v", tt.spec, got, tt.want)
+			}
+		})
 	}
 }
