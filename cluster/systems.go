@@ -134,6 +134,17 @@ func (s SystemInfo) Topology(name string) (Topology, error) {
 	return Topology{}, fmt.Errorf("cluster: unknown %s topology %q (known: %s)", s.Name, name, strings.Join(names, ", "))
 }
 
+// Settings returns the declared server settings (SystemInfo.Settings) of a
+// cluster of spec, which every backend gives its nodes; none for an
+// undeclared system, which Layout has refused before any backend asks.
+func Settings(spec Spec) []string {
+	s, err := LookupSystem(spec.System)
+	if err != nil || s.Settings == nil {
+		return nil
+	}
+	return s.Settings(spec)
+}
+
 // LookupSystem returns the declaration of the named system.
 func LookupSystem(name string) (SystemInfo, error) {
 	for _, s := range Systems {

@@ -699,25 +699,16 @@ func (c *respConn) reply(d time.Duration) (string, error) {
 // crosses an open direction arrives, nothing crosses a cut one, a new
 // connection through a cut link does not connect, and after the heal what
 // waited is delivered on the same connections.
-var clientPartitionsCase = testCase{"client partitions of each shape", func(t *testing.T, e *env) {
+var clientPartitionsCase = testCase{"client partitions of each shape", clientPartitions}
+
+// partitionWant is what crosses a client link under clientPartitions' cuts:
+// whether a command arrives at the node, and whether its reply is received.
+type partitionWant struct{ arrives, answered bool }
+
+// clientPartitions is clientPartitionsCase's test.
+func clientPartitions(t *testing.T, e *env) {
 	nodes := e.dataNodes()
-	conns := map[string]*respConn{}
-	ids := map[string]string{}
-	for _, w := range []string{"w1", "w2"} {
-		for _, n := range nodes {
-			name := linknet.Name(w, n.Name)
-			via, err := e.nw.Link(name, n.Addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = e.nw.Remove(name) })
-			conns[name] = dialResp(t, via)
-			conns[name].send(t, "CLIENT ID")
-			if ids[name], err = conns[name].reply(10 * time.Second); err != nil {
-				t.Fatalf("CLIENT ID through %s: %v", name, err)
-			}
-		}
-	}
+	conns, ids := openClientConns(t, e, nodes)
 	steps := []struct {
 		link string
 		f    linknet.Fault
@@ -744,8 +735,7 @@ var clientPartitionsCase = testCase{"client partitions of each shape", func(t *t
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	type want struct{ arrives, answered bool }
-	wants := map[string]want{
+	wants := map[string]partitionWant{
 		"w1->n1": {true, true}, "w1->n2": {true, true}, "w1->n3": {false, false},
 		"w2->n1": {true, false}, "w2->n2": {false, false}, "w2->n3": {true, true},
 	}
@@ -774,6 +764,36 @@ var clientPartitionsCase = testCase{"client partitions of each shape", func(t *t
 			}
 		}
 	}
+	healedSame(t, e, conns, ids, wants)
+}
+
+// openClientConns links the workers w1 and w2 to every node and opens a
+// connection through each link; it returns them and their client ids, by
+// link name.
+func openClientConns(t *testing.T, e *env, nodes []cluster.Node) (map[string]*respConn, map[string]string) {
+	conns := map[string]*respConn{}
+	ids := map[string]string{}
+	for _, w := range []string{"w1", "w2"} {
+		for _, n := range nodes {
+			name := linknet.Name(w, n.Name)
+			via, err := e.nw.Link(name, n.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = e.nw.Remove(name) })
+			conns[name] = dialResp(t, via)
+			conns[name].send(t, "CLIENT ID")
+			if ids[name], err = conns[name].reply(10 * time.Second); err != nil {
+				t.Fatalf("CLIENT ID through %s: %v", name, err)
+			}
+		}
+	}
+	return conns, ids
+}
+
+// healedSame heals every link and checks that what waited behind a cut is
+// answered, and that every connection is the one opened before the cuts.
+func healedSame(t *testing.T, e *env, conns map[string]*respConn, ids map[string]string, wants map[string]partitionWant) {
 	if err := e.nw.HealAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -790,7 +810,7 @@ var clientPartitionsCase = testCase{"client partitions of each shape", func(t *t
 			t.Errorf("%s: CLIENT ID after the heal %q (%v), before %q: the connection was replaced", name, id, err, ids[name])
 		}
 	}
-}}
+}
 
 // replicaIDs returns the client ids of the replication connections the
 // primary at addr serves.

@@ -161,7 +161,7 @@ func (c *Cluster) planRedis() error {
 	}
 	primary := data[0]
 	for _, n := range data {
-		conf := append(cluster.RedisConfig(c.spec), "port "+portNumber(redisPort), "bind 0.0.0.0", "dir "+dataDir, `logfile ""`)
+		conf := append(cluster.Settings(c.spec), "port "+portNumber(redisPort), "bind 0.0.0.0", "dir "+dataDir, `logfile ""`)
 		if n.Role == cluster.RoleReplica {
 			via := n.relay(redisRelayPort(primary), cluster.ReplicationLink(c.spec, n.Name, primary.Name), primary, redisPort)
 			conf = append(conf, "replicaof 127.0.0.1 "+portOf(via))
@@ -203,7 +203,7 @@ func (c *Cluster) planPostgres() error {
 	initdb := append(append(append([]string{}, asUser...), "$bin/initdb", "-D", postgresDataDir), cluster.PostgresInitdbArgs...)
 	server := append(append([]string{}, asUser...), "$bin/postgres", "-D", postgresDataDir,
 		"-c", "listen_addresses=*", "-c", "port="+portNumber(postgresPort), "-c", "unix_socket_directories=/tmp")
-	for _, s := range cluster.PostgresSettings(c.spec) {
+	for _, s := range cluster.Settings(c.spec) {
 		server = append(server, "-c", s)
 	}
 	// $bin: the newest installed version's programs.
@@ -236,7 +236,7 @@ func (c *Cluster) planZooKeeper() error {
 		}
 	}
 	for _, n := range c.nodes {
-		conf := append(cluster.ZooKeeperConfig(members),
+		conf := append(cluster.Settings(c.spec),
 			"dataDir="+zookeeperDataDir, "clientPort="+portNumber(zookeeperPort), "clientPortAddress=0.0.0.0")
 		if members > 1 {
 			conf = append(conf, "quorumListenOnAllIPs=true")
@@ -296,7 +296,7 @@ func (c *Cluster) planEtcd() error {
 			"--listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", peer),
 			"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
 			"--initial-cluster", strings.Join(initial, ","),
-		}, cluster.EtcdFlags()...)
+		}, cluster.Settings(c.spec)...)
 		n.server = command(argv...) + logTo(n)
 	}
 	return nil

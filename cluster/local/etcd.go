@@ -75,7 +75,7 @@ func (c *Cluster) setupEtcd() error {
 			"--listen-peer-urls", "http://127.0.0.1:" + strconv.Itoa(peerPort[n.name]),
 			"--initial-advertise-peer-urls", advertised[n.name],
 			"--initial-cluster", strings.Join(initial, ","),
-		}, cluster.EtcdFlags()...)
+		}, cluster.Settings(c.spec)...)
 		addr := n.addr()
 		n.ready = func(ctx context.Context) error { return cluster.EtcdReady(ctx, addr) }
 	}

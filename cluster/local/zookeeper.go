@@ -63,7 +63,7 @@ func (c *Cluster) setupZooKeeper() error {
 		if err := os.Mkdir(data, 0o755); err != nil {
 			return fmt.Errorf("local: zookeeper data dir: %w", err)
 		}
-		conf := append(cluster.ZooKeeperConfig(count),
+		conf := append(cluster.Settings(c.spec),
 			"dataDir="+data,
 			"clientPort="+strconv.Itoa(n.port),
 			"clientPortAddress=127.0.0.1",
