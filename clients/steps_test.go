@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -200,7 +201,7 @@ func postgresOf(t *testing.T, l Locker) *Postgres {
 // throughLinks routes a worker's connections to every node of eps through
 // a proxied link of its own, closed at cleanup: the endpoints through the
 // links, the network (made with opts) and the links' names.
-func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.NetworkOption) (via []Endpoint, nw *cluster.Network, links []string) {
+func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...linknet.Option) (via []Endpoint, nw *linknet.Network, links []string) {
 	t.Helper()
 	nw, err := cluster.NewNetwork(opts...)
 	if err != nil {
@@ -209,7 +210,7 @@ func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.N
 	t.Cleanup(func() { nw.Close() })
 	via = slices.Clone(eps)
 	for i, ep := range eps {
-		link := cluster.LinkName(worker, ep.Name)
+		link := linknet.Name(worker, ep.Name)
 		if via[i].Addr, err = nw.Link(link, ep.Addr); err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +247,7 @@ func TestStepDoneButReplyLost(t *testing.T) {
 			eps := cs.endpoints(t, tc.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			via, nw, links := throughLinks(t, "w0", eps, cluster.WithProxies()) // latency needs proxies
+			via, nw, links := throughLinks(t, "w0", eps, linknet.WithProxies()) // latency needs proxies
 			const timeout, delay = time.Second, 3 * time.Second
 			options := map[string]string{"timeout": timeout.String()}
 			l := newLocker(t, tc.algorithm, via, 0, options)

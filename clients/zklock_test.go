@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // TestZKUnlockCutByReset pins zk.Lock's behaviour (v1.0.4) when the
@@ -191,7 +192,7 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 	}
 	// Only what the waiter sends is reset: the event on its way back is
 	// delivered, and the request it triggers is cut.
-	if err := nw.Apply(cluster.Fault{Kind: cluster.FaultReset, Direction: cluster.DirectionForward}, link); err != nil {
+	if err := nw.Apply(linknet.Fault{Kind: linknet.FaultReset, Direction: linknet.DirectionForward}, link); err != nil {
 		t.Fatal(err)
 	}
 	// zk.Lock returns at the cut; the recipe once it gave up its node,
@@ -254,10 +255,10 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 // zkThroughProxy starts a one-node ZooKeeper cluster of the test's own and
 // a proxied link to it from worker: its direct endpoints, the endpoints
 // through the link, the network, and the link's name.
-func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *cluster.Network, link string) {
+func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *linknet.Network, link string) {
 	t.Helper()
 	_, eps = startOwnCluster(t, zkOne)
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,10 @@ type pkg struct {
 	Dir        string
 	GoFiles    []string
 	CgoFiles   []string
+	// TestGoFiles and XTestGoFiles are the package's test files, whose
+	// tests the docs may name.
+	TestGoFiles  []string
+	XTestGoFiles []string
 	Imports    []string
 	Deps       []string
 }
@@ -109,10 +113,25 @@ type parsed struct {
 // files parses every non-test Go file of the given packages.
 func files(t *testing.T, pkgs []pkg) []parsed {
 	t.Helper()
+	return parse(t, pkgs, func(p pkg) []string { return append(append([]string{}, p.GoFiles...), p.CgoFiles...) })
+}
+
+// filesWithTests parses every Go file of the given packages, their test
+// files included.
+func filesWithTests(t *testing.T, pkgs []pkg) []parsed {
+	t.Helper()
+	return parse(t, pkgs, func(p pkg) []string {
+		return append(append(append(append([]string{}, p.GoFiles...), p.CgoFiles...), p.TestGoFiles...), p.XTestGoFiles...)
+	})
+}
+
+// parse parses the files of each package that names gives.
+func parse(t *testing.T, pkgs []pkg, names func(pkg) []string) []parsed {
+	t.Helper()
 	fset := token.NewFileSet()
 	var out []parsed
 	for _, p := range pkgs {
-		for _, name := range append(append([]string{}, p.GoFiles...), p.CgoFiles...) {
+		for _, name := range names(p) {
 			path := filepath.Join(p.Dir, name)
 			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 			if err != nil {

@@ -17,7 +17,8 @@ type names struct {
 	any   map[string]bool            // every declared name and member
 }
 
-// index parses every package of the module and indexes its declarations.
+// index parses every package of the module, its tests included, and
+// indexes its declarations.
 func index(t *testing.T) *names {
 	t.Helper()
 	n := &names{pkgs: map[string][]string{}, decls: map[string]map[string]bool{},
@@ -27,7 +28,7 @@ func index(t *testing.T) *names {
 		n.pkgs[p.Name] = append(n.pkgs[p.Name], p.rel())
 		n.decls[p.rel()] = map[string]bool{}
 	}
-	for _, f := range files(t, pkgs) {
+	for _, f := range filesWithTests(t, pkgs) {
 		for _, d := range f.file.Decls {
 			n.declare(f.pkg.rel(), d)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
@@ -74,7 +75,7 @@ func currentPrimary(ctx context.Context, env *Env) (cluster.Node, error) {
 		return cluster.Node{}, err
 	}
 	for _, l := range env.Network.LinksTo(endpoint.Name) {
-		if from, _, _ := cluster.SplitLinkName(l); IsWorkerTarget(from) {
+		if from, _, _ := linknet.SplitName(l); IsWorkerTarget(from) {
 			if cur, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
 				return cur, nil
 			}
@@ -97,7 +98,7 @@ func nodeByAddr(env *Env, addr string) (cluster.Node, bool) {
 			if env.Network.Addr(l) != addr {
 				continue
 			}
-			if _, to, ok := cluster.SplitLinkName(l); ok {
+			if _, to, ok := linknet.SplitName(l); ok {
 				for _, n := range nodes {
 					if n.Name == to {
 						return n, true
@@ -132,7 +133,7 @@ func switchWorkers(env *Env, to cluster.Node) (int, error) {
 	}
 	n := 0
 	for _, l := range env.Network.LinksTo(endpoint.Name) {
-		f, _, _ := cluster.SplitLinkName(l)
+		f, _, _ := linknet.SplitName(l)
 		if !IsWorkerTarget(f) || env.Network.Upstream(l) == to.Addr {
 			continue
 		}
@@ -239,12 +240,12 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	// Cut replication into the old primary.
 	var cut []string
 	for _, l := range env.Network.LinksTo(old.Name) {
-		from, _, _ := cluster.SplitLinkName(l)
+		from, _, _ := linknet.SplitName(l)
 		if isNode(env.Cluster.Nodes(), from) {
 			cut = append(cut, l)
 		}
 	}
-	cable := cluster.Fault{Kind: cluster.FaultCut}
+	cable := linknet.Fault{Kind: linknet.FaultCut}
 	if len(cut) > 0 {
 		if err := env.links.apply(env.Network, cable, cut...); err != nil {
 			return nil, desc, err
@@ -319,7 +320,7 @@ func follow(ctx context.Context, env *Env, node, primary cluster.Node) error {
 	if f, ok := env.Cluster.(Follower); ok {
 		return f.Follow(ctx, node.Name, primary.Name)
 	}
-	link := cluster.LinkName(node.Name, primary.Name)
+	link := linknet.Name(node.Name, primary.Name)
 	addr := env.Network.Addr(link)
 	if addr == "" {
 		a, err := env.Network.Link(link, primary.Addr)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
@@ -42,5 +42,5 @@ func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return injectLinks(env, step, Latency{}.Facts(), cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter})
+	return injectLinks(env, step, Latency{}.Facts(), linknet.Fault{Kind: linknet.FaultLatency, Delay: delay, Jitter: jitter})
 }

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -71,7 +72,7 @@ type Workers interface {
 // Env is what faults act on during one run.
 type Env struct {
 	Cluster  cluster.Cluster
-	Network  *cluster.Network
+	Network  *linknet.Network
 	Workers  Workers
 	Recorder *history.Recorder
 	// Rand resolves random target specs ("one", "minority", ...). The

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // TargetHalves is the partition target that splits the server nodes at
@@ -47,13 +48,13 @@ func checkLinkStep(step Step, extra ...string) error {
 // (Facts.Unavailable), f lets nothing through: the nodes the selection cuts
 // off are taken down before f is applied and brought back once the heal
 // removed it.
-func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, error) {
+func injectLinks(env *Env, step Step, k Facts, f linknet.Fault) (Heal, any, error) {
 	sel, err := SelectLinks(step, env.Cluster.Nodes(), env.Network.Links(), workerCount(env), env.Rand)
 	if err != nil {
 		return nil, nil, err
 	}
 	desc := sel.describe()
-	if f.Kind == cluster.FaultLatency {
+	if f.Kind == linknet.FaultLatency {
 		desc["delay"] = f.Delay.String()
 		if f.Jitter > 0 {
 			desc["jitter"] = f.Jitter.String()
@@ -64,7 +65,7 @@ func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, erro
 		cutOff = sel.CutOff()
 	}
 	groups := []linkGroup{{f, sel.Links}}
-	if f.Kind == cluster.FaultCut {
+	if f.Kind == linknet.FaultCut {
 		dir, err := choiceOption(step, "direction", DirectionBoth, DirectionInbound, DirectionOutbound)
 		if err != nil {
 			return nil, nil, err
@@ -100,7 +101,7 @@ func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, erro
 
 // linkGroup is a fault and the links it is applied to.
 type linkGroup struct {
-	fault cluster.Fault
+	fault linknet.Fault
 	links []string
 }
 
@@ -117,20 +118,20 @@ func (s LinkSelection) oneWay(dir string) []linkGroup {
 			isolated[n] = true
 		}
 	}
-	fromIsolated := map[cluster.Direction][]string{}
+	fromIsolated := map[linknet.Direction][]string{}
 	for _, l := range s.Links {
-		from, _, _ := cluster.SplitLinkName(l)
+		from, _, _ := linknet.SplitName(l)
 		// Outbound from the "from" end is forward; inbound to it is back.
-		d := cluster.DirectionForward
+		d := linknet.DirectionForward
 		if isolated[from] == (dir == DirectionInbound) {
-			d = cluster.DirectionBack
+			d = linknet.DirectionBack
 		}
 		fromIsolated[d] = append(fromIsolated[d], l)
 	}
 	var out []linkGroup
-	for _, d := range []cluster.Direction{cluster.DirectionForward, cluster.DirectionBack} {
+	for _, d := range []linknet.Direction{linknet.DirectionForward, linknet.DirectionBack} {
 		if ls := fromIsolated[d]; len(ls) > 0 {
-			out = append(out, linkGroup{cluster.Fault{Kind: cluster.FaultCut, Direction: d}, ls})
+			out = append(out, linkGroup{linknet.Fault{Kind: linknet.FaultCut, Direction: d}, ls})
 		}
 	}
 	return out
@@ -161,7 +162,7 @@ type LinkSelection struct {
 func (s LinkSelection) CutOff() []string {
 	out := slices.Clone(s.Nodes)
 	for _, l := range s.Links {
-		from, to, ok := cluster.SplitLinkName(l)
+		from, to, ok := linknet.SplitName(l)
 		if ok && IsWorkerTarget(from) && !slices.Contains(out, to) {
 			out = append(out, to)
 		}
@@ -185,7 +186,7 @@ func (s LinkSelection) describe() map[string]any {
 
 // SelectLinks resolves the targets of a network step against the nodes, the
 // existing links and the number of workers. Links are named "from->to"
-// (cluster.LinkName); a link whose "from" end is a worker ("w3") is a
+// (linknet.Name); a link whose "from" end is a worker ("w3") is a
 // client link, any other link into a node is a node-to-node link (its
 // "from" end a node, or a shared end such as "peers" that stands for every
 // other node: isolating n1 cuts "peers->n1"). It returns
@@ -219,7 +220,7 @@ func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, r
 		return sel, err
 	}
 	for _, l := range links {
-		from, to, ok := cluster.SplitLinkName(l)
+		from, to, ok := linknet.SplitName(l)
 		if !ok || !isNode(nodes, to) {
 			continue
 		}

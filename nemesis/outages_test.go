@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -42,7 +43,7 @@ func (c *stoppableCluster) Resume(_ context.Context, n string) error { return c.
 // two workers to every server node through which nothing ever connects.
 func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *history.Recorder) {
 	t.Helper()
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *histo
 	for _, n := range serverNodes(nodes) {
 		for _, w := range []string{"w0", "w1"} {
 			// Nothing listens upstream: no connection is ever made here.
-			if _, err := nw.Link(cluster.LinkName(w, n.Name), "127.0.0.1:9"); err != nil {
+			if _, err := nw.Link(linknet.Name(w, n.Name), "127.0.0.1:9"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -3,7 +3,7 @@ package nemesis
 import (
 	"context"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
@@ -55,5 +55,5 @@ func (Partition) Check(step Step) error {
 
 // Inject cuts the links the step's targets select.
 func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, Partition{}.Facts(), cluster.Fault{Kind: cluster.FaultCut})
+	return injectLinks(env, step, Partition{}.Facts(), linknet.Fault{Kind: linknet.FaultCut})
 }

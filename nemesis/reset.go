@@ -3,7 +3,7 @@ package nemesis
 import (
 	"context"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
@@ -30,5 +30,5 @@ func (Reset) Check(step Step) error { return checkLinkStep(step) }
 
 // Inject resets the links the step's targets select.
 func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, Reset{}.Facts(), cluster.Fault{Kind: cluster.FaultReset})
+	return injectLinks(env, step, Reset{}.Facts(), linknet.Fault{Kind: linknet.FaultReset})
 }

@@ -15,7 +15,7 @@ import (
 // etcdGidBase is the base of the group ids etcd members run with in a
 // cluster: member nK runs as root with primary group id etcdGidBase+K
 // (304321 for n1), so the kernel tells the connections it dials apart from
-// the other members' (cluster.Network.LinkFrom). The range lies in
+// the other members' (linknet.Network.LinkFrom). The range lies in
 // 65536-524287, which systemd leaves unused (no user database, container
 // or dynamic range), and needs no group entry; concurrent clusters may
 // share the ids, as a per-source link is also keyed by the shared address
@@ -75,7 +75,7 @@ func (c *Cluster) setupEtcd() error {
 			"--listen-peer-urls", "http://127.0.0.1:" + strconv.Itoa(peerPort[n.name]),
 			"--initial-advertise-peer-urls", advertised[n.name],
 			"--initial-cluster", strings.Join(initial, ","),
-		}, cluster.EtcdFlags()...)
+		}, cluster.Settings(c.spec)...)
 		addr := n.addr()
 		n.ready = func(ctx context.Context) error { return cluster.EtcdReady(ctx, addr) }
 	}

@@ -74,7 +74,7 @@ type Facts struct {
 	// Points.
 	Point bool
 	// Proxies says that the fault needs the run's links to go through
-	// proxies (cluster.WithProxies), which a run sets up only then.
+	// proxies (linknet.WithProxies), which a run sets up only then.
 	Proxies bool
 	// Unavailable says which server nodes the fault makes unavailable in
 	// the availability record, and until when; empty when it makes none
