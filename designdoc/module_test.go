@@ -34,8 +34,8 @@ type pkg struct {
 	// tests the docs may name.
 	TestGoFiles  []string
 	XTestGoFiles []string
-	Imports    []string
-	Deps       []string
+	Imports      []string
+	Deps         []string
 }
 
 // rel is the package's path inside the module ("checker/anomaly").
