@@ -53,6 +53,14 @@ type Topology struct {
 	// more (replication, a quorum): a backend then needs a network for the
 	// node-to-node links, through which the partitions cut them.
 	PeerLinks bool
+	// OneAdvertisedAddress says that its peers all dial one advertised
+	// address of each node, the same in every peer's view (etcd derives
+	// member ids from the advertised peer URLs): where the nodes share one
+	// network namespace (the local backend), the links into a node are then
+	// told apart by the source's group id (linknet.Network.LinkFrom), one
+	// per source, and not by the address each peer dials. It implies
+	// PeerLinks.
+	OneAdvertisedAddress bool
 	// ColdStarts are the sizes the cold-start benchmarks of every backend
 	// start it at (those of the catalog's scenarios), each with its name.
 	ColdStarts []ColdStart
@@ -87,7 +95,7 @@ var Systems = []SystemInfo{
 	},
 	{
 		Name: Etcd, Ready: EtcdReady, Port: 2379, Settings: func(Spec) []string { return EtcdFlags() },
-		Topologies:  []Topology{{Nodes: peers, PeerLinks: true, ColdStarts: []ColdStart{{"etcd-1", 1}, {"etcd-3", 3}}}},
+		Topologies:  []Topology{{Nodes: peers, PeerLinks: true, OneAdvertisedAddress: true, ColdStarts: []ColdStart{{"etcd-1", 1}, {"etcd-3", 3}}}},
 		NoClockSkew: "etcd is a Go binary: it reads the clock through the vDSO, not libc, so LD_PRELOAD cannot offset it",
 		Packages:    []string{"etcd-server"},
 	},

@@ -53,6 +53,9 @@ func checkFacts(t *testing.T, s SystemInfo) {
 			t.Errorf("topology %q: no Nodes", top.Name)
 			continue
 		}
+		if top.OneAdvertisedAddress && !top.PeerLinks {
+			t.Errorf("topology %q: one advertised address (OneAdvertisedAddress) without peer links (PeerLinks)", top.Name)
+		}
 		if nodes, err := Layout(Spec{System: s.Name, Topology: top.Name, Nodes: 1}); err != nil || len(nodes) == 0 {
 			t.Errorf("topology %q: Layout of one node: %v, %v", top.Name, nodes, err)
 		}

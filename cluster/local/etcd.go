@@ -35,6 +35,10 @@ func (c *Cluster) setupEtcd() error {
 	if err != nil {
 		return fmt.Errorf("local: etcd: %w", err)
 	}
+	top, err := cluster.TopologyOf(c.spec)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
 	count := max(c.spec.Nodes, 1)
 	peerPort := map[string]int{}
 	for i := range count {
@@ -45,7 +49,7 @@ func (c *Cluster) setupEtcd() error {
 		if peerPort[n.name], err = cluster.FreePort(); err != nil {
 			return err
 		}
-		if count > 1 {
+		if count > 1 && top.OneAdvertisedAddress {
 			n.cred = &syscall.Credential{Uid: 0, Gid: uint32(etcdGidBase + i + 1), NoSetGroups: true}
 		}
 	}
@@ -58,7 +62,7 @@ func (c *Cluster) setupEtcd() error {
 			if p == n {
 				continue
 			}
-			if adv, err = c.linkFrom(p.name, n.name, etcdGidBase+j+1, real); err != nil {
+			if adv, err = c.peerLink(top, p.name, n.name, etcdGidBase+j+1, real); err != nil {
 				return err
 			}
 		}

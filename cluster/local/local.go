@@ -393,6 +393,17 @@ func (c *Cluster) link(from, to, upstream string) (string, error) {
 	return addr, nil
 }
 
+// peerLink creates the node-to-node link from -> to of a topology: one per
+// source, carrying the connections of group gid, where its peers all dial
+// one advertised address (cluster.Topology.OneAdvertisedAddress), and one
+// per pair, an address of its own, otherwise.
+func (c *Cluster) peerLink(top cluster.Topology, from, to string, gid int, upstream string) (string, error) {
+	if top.OneAdvertisedAddress {
+		return c.linkFrom(from, to, gid, upstream)
+	}
+	return c.link(from, to, upstream)
+}
+
 // linkFrom creates the per-source node-to-node link from -> to, carrying
 // the connections that the processes of group gid open to the address it
 // shares with the other links to upstream (linknet.Network.LinkFrom).
