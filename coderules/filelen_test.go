@@ -11,17 +11,7 @@ import (
 // TestNoLongFiles fails on every Go file of the repository, tests and
 // examples included, longer than MaxFileLines.
 func TestNoLongFiles(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := GoFiles(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no Go files under %s: the test must run in its package's directory, one below the repository's root", root)
-	}
+	root, files := repositoryFiles(t)
 	long, err := LongFiles(root, files, MaxFileLines)
 	if err != nil {
 		t.Fatal(err)

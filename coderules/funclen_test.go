@@ -11,6 +11,20 @@ import (
 // repository, tests and examples included, longer than MaxFuncLines. The
 // repository's root is this package's parent directory.
 func TestNoLongFunctions(t *testing.T) {
+	root, files := repositoryFiles(t)
+	long, err := LongFunctions(root, files, MaxFuncLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range long {
+		t.Error(f)
+	}
+}
+
+// repositoryFiles returns the repository's root, this package's parent
+// directory, and its Go files (GoFiles), failing when there are none.
+func repositoryFiles(t *testing.T) (string, []string) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -22,13 +36,7 @@ func TestNoLongFunctions(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no Go files under %s: the test must run in its package's directory, one below the repository's root", root)
 	}
-	long, err := LongFunctions(root, files, MaxFuncLines)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range long {
-		t.Error(f)
-	}
+	return root, files
 }
 
 // TestLongFunctionsReportsOneLineOver checks the rule itself on
