@@ -69,12 +69,6 @@ type validChecker interface {
 	checkValid(ctx context.Context, h history.History) Result
 }
 
-// factsChecker is implemented by checkers that read the shared definitions
-// (Analyze), so that Check evaluates them once for all of them.
-type factsChecker interface {
-	checkFacts(ctx context.Context, h history.History, f *Facts) Result
-}
-
 // Check runs every checker of Checkers(opts) over h, in parallel, and
 // returns their results in the order of Checkers. A malformed history gives
 // the well-formed checker's unknown verdict with a malformed-history anomaly,
@@ -134,13 +128,7 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if fc, ok := c.(factsChecker); ok {
-				start := time.Now()
-				<-factsReady
-				r := fc.checkFacts(ctx, h, facts)
-				r.Elapsed = time.Since(start)
-				results[i+1] = r
-			} else if vc, ok := c.(validChecker); ok {
+			if vc, ok := c.(validChecker); ok {
 				results[i+1] = vc.checkValid(ctx, h)
 			} else {
 				results[i+1] = c.Check(ctx, h)
