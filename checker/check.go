@@ -69,6 +69,13 @@ type validChecker interface {
 	checkValid(ctx context.Context, h history.History) Result
 }
 
+// holdChecker is implemented by checkers that read who held which lock
+// when from the Follower's events over h (holds, in order), so that Check
+// follows the holds once for all of them.
+type holdChecker interface {
+	checkHolds(ctx context.Context, h history.History, holds []HoldEvent) Result
+}
+
 // Check runs every checker of Checkers(opts) over h, in parallel, and
 // returns their results in the order of Checkers. A malformed history gives
 // the well-formed checker's unknown verdict with a malformed-history anomaly,
@@ -117,18 +124,27 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 		notRun(checkers, results)
 		return results, nil
 	}
-	var facts *Facts
+	var (
+		facts *Facts
+		holds []HoldEvent
+	)
 	factsReady := make(chan struct{})
 	go func() {
 		defer close(factsReady)
-		facts = Analyze(h)
+		facts, holds = analyze(h, true)
 	}()
 	var wg sync.WaitGroup
 	for i, c := range checkers[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if vc, ok := c.(validChecker); ok {
+			if hc, ok := c.(holdChecker); ok {
+				start := time.Now()
+				<-factsReady
+				r := hc.checkHolds(ctx, h, holds)
+				r.Elapsed = time.Since(start)
+				results[i+1] = r
+			} else if vc, ok := c.(validChecker); ok {
 				results[i+1] = vc.checkValid(ctx, h)
 			} else {
 				results[i+1] = c.Check(ctx, h)

@@ -200,18 +200,29 @@ func malformed(checkers []Checker, start time.Time, bad *history.OpError, key st
 	return results
 }
 
-// opSink is one check fed a well-formed history op by op, in order, on
-// its own goroutine: add never keeps op itself (it copies what it keeps),
-// and end, called once after the last op, records the check's result.
+// opSink is one check fed a well-formed history chunk by chunk, in order,
+// with the Follower's events over each chunk's ops, on its own goroutine:
+// add never keeps an op itself (it copies what it keeps), and end, called
+// once after the last chunk, records the check's result.
 type opSink struct {
-	add func(c *history.Chunk)
+	add func(m fedChunk)
 	end func()
-	in  chan *history.Chunk
+	in  chan fedChunk
 }
 
-// streams are the checks of one history, fed chunk by chunk.
+// fedChunk is one chunk of a history with the Follower's events over its
+// ops, or (c nil) the end of the history with the Follower's events of
+// the end.
+type fedChunk struct {
+	c     *history.Chunk
+	holds []HoldEvent
+}
+
+// streams are the checks of one history, fed chunk by chunk. The Follower
+// follows the holds once, as the chunks come, for every check.
 type streams struct {
 	ctx   context.Context
+	fol   *Follower
 	sinks []*opSink
 	wg    sync.WaitGroup
 	// results are the checkers' results in the order of Checkers, set by
@@ -225,7 +236,7 @@ type streams struct {
 // the well-formed checker, which the reading itself is) and the liveness
 // report; each check's Elapsed counts from start, when the reading began.
 func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
-	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
+	s := &streams{ctx: ctx, fol: NewFollower(), results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	for i, c := range checkers[1:] {
 		slot := &s.results_[i+1]
@@ -233,7 +244,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 		switch c := c.(type) {
 		case DoubleHoldChecker:
 			hs := newHoldStream()
-			s.add(hs.add, func() { done(hs.result(ctx, c.Name())) })
+			s.addHolds(nil, hs.hold, func() { done(hs.result(ctx, c.Name())) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
 			s.add(ls.add, func() { done(ls.result()) })
@@ -259,40 +270,67 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 
 // add starts a sink that reads op by op.
 func (s *streams) add(add func(*history.Op), end func()) {
-	s.addChunks(func(c *history.Chunk) {
-		for i := range c.Ops {
-			add(&c.Ops[i])
+	s.addChunks(func(m fedChunk) {
+		if m.c == nil {
+			return
+		}
+		for i := range m.c.Ops {
+			add(&m.c.Ops[i])
+		}
+	}, end)
+}
+
+// addHolds starts a sink that reads op by op (add, when set) and the
+// Follower's events (hold): each op, then the events its feeding made.
+func (s *streams) addHolds(add func(*history.Op), hold func(*HoldEvent), end func()) {
+	s.addChunks(func(m fedChunk) {
+		var ops []history.Op
+		if m.c != nil {
+			ops = m.c.Ops
+		}
+		rest := feedFollowed(ops, m.holds, add, hold)
+		for i := range rest {
+			hold(&rest[i])
 		}
 	}, end)
 }
 
 // addChunks starts a sink that reads chunk by chunk.
-func (s *streams) addChunks(add func(*history.Chunk), end func()) {
-	k := &opSink{add: add, end: end, in: make(chan *history.Chunk, 2)}
+func (s *streams) addChunks(add func(fedChunk), end func()) {
+	k := &opSink{add: add, end: end, in: make(chan fedChunk, 2)}
 	s.sinks = append(s.sinks, k)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for c := range k.in {
-			k.add(c)
-			c.Release()
+		for m := range k.in {
+			k.add(m)
+			if m.c != nil {
+				m.c.Release()
+			}
 		}
 		k.end()
 	}()
 }
 
-// feed hands chunk c, held by the caller, to every sink.
+// feed follows chunk c, held by the caller, and hands it with the
+// Follower's events over it to every sink.
 func (s *streams) feed(c *history.Chunk) {
+	var holds []HoldEvent
+	for i := range c.Ops {
+		holds = s.fol.Add(&c.Ops[i], holds)
+	}
 	c.Hold(len(s.sinks) - 1)
 	for _, k := range s.sinks {
-		k.in <- c
+		k.in <- fedChunk{c: c, holds: holds}
 	}
 }
 
 // results ends the history and waits for every check's result, the
 // liveness report and the margins.
 func (s *streams) results(start time.Time) ([]Result, *LivenessResult, []Margin) {
+	end := fedChunk{holds: s.fol.End(nil)}
 	for _, k := range s.sinks {
+		k.in <- end
 		close(k.in)
 	}
 	s.wg.Wait()

@@ -407,3 +407,33 @@ func renewalLease(ttl time.Duration, done *history.Op, grant time.Duration) time
 	}
 	return grant
 }
+
+// followHistory runs a Follower over h to its end and returns every event
+// it made, in order.
+func followHistory(h history.History) []HoldEvent {
+	f := NewFollower()
+	var evs []HoldEvent
+	for i := range h {
+		evs = f.Add(&h[i], evs)
+	}
+	return f.End(evs)
+}
+
+// feedFollowed feeds a check the ops of a history (ops, each at its
+// Index) and the Follower's events over them (holds, in order): each op to
+// add (when set), then the events its feeding made to hold; events made
+// past the last op (Follower.End's) are left to the caller. It returns the
+// events not fed.
+func feedFollowed(ops []history.Op, holds []HoldEvent, add func(*history.Op), hold func(*HoldEvent)) []HoldEvent {
+	for i := range ops {
+		op := &ops[i]
+		if add != nil {
+			add(op)
+		}
+		for len(holds) > 0 && holds[0].Index <= op.Index {
+			hold(&holds[0])
+			holds = holds[1:]
+		}
+	}
+	return holds
+}

@@ -9,16 +9,6 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// followAll runs a Follower over h and returns every event it made.
-func followAll(h history.History) []HoldEvent {
-	f := NewFollower()
-	var evs []HoldEvent
-	for i := range h {
-		evs = f.Add(&h[i], evs)
-	}
-	return f.End(evs)
-}
-
 // ended is what a test asks of one HoldEnded event.
 type ended struct {
 	grant  int
@@ -57,7 +47,7 @@ func TestFollowerEnds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := endedOf(followAll(h)); !slices.Equal(got, tc.want) {
+			if got := endedOf(followHistory(h)); !slices.Equal(got, tc.want) {
 				t.Fatalf("ended %+v, want %+v", got, tc.want)
 			}
 		})
@@ -82,7 +72,7 @@ func TestFollowerClosesKeptClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []HoldEvent
-			for _, e := range followAll(h) {
+			for _, e := range followHistory(h) {
 				if e.Kind == HoldClosed {
 					got = append(got, HoldEvent{Process: e.Process, Index: e.Index, Time: e.Time})
 				}
@@ -132,7 +122,7 @@ func TestFollowerUntil(t *testing.T) {
 			if err := history.Validate(h); err != nil {
 				t.Fatal(err)
 			}
-			evs := followAll(h)
+			evs := followHistory(h)
 			var moves []time.Duration
 			for _, e := range evs {
 				if e.Kind == HoldUntil {
@@ -164,7 +154,7 @@ func TestFollowerLater(t *testing.T) {
 		lease         time.Duration
 	}
 	var got []later
-	for _, e := range followAll(h) {
+	for _, e := range followHistory(h) {
 		if e.Kind == HoldLater {
 			got = append(got, later{e.Grant, e.Invoke, e.Release, e.Lease})
 		}
