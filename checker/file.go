@@ -250,7 +250,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 			s.add(ls.add, func() { done(ls.result()) })
 		case TokenChecker:
 			ts := newTokenStream()
-			s.add(ts.add, func() { done(ts.result(ctx, c.Name())) })
+			s.addHolds(ts.add, ts.hold, func() { done(ts.result(ctx, c.Name())) })
 		case ResourceChecker:
 			rs := newResourceStream(c.Drift)
 			s.add(rs.add, func() { done(rs.result(ctx, c.Name())) })
