@@ -437,3 +437,21 @@ func feedFollowed(ops []history.Op, holds []HoldEvent, add func(*history.Op), ho
 	}
 	return holds
 }
+
+// Clone returns a copy of f that shares nothing with it: a reading can go
+// on from where f stands (a checkpoint) while f goes on.
+func (f *Follower) Clone() *Follower {
+	c := &Follower{n: f.n, grants: f.grants, kept: make(map[int][]int, len(f.kept))}
+	for w, ps := range f.kept {
+		c.kept[w] = slices.Clone(ps)
+	}
+	f.procs.each(func(proc int, p *followProc) {
+		q := *p
+		q.keys = slices.Clone(p.keys)
+		for k := range q.keys {
+			q.keys[k].later = slices.Clone(q.keys[k].later)
+		}
+		c.procs.set(proc, &q)
+	})
+	return c
+}

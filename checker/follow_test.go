@@ -186,3 +186,28 @@ func TestFollowerForgetsCrashed(t *testing.T) {
 		t.Fatalf("process 1's latest grant is %d, want 1", f.Latest(1, "k"))
 	}
 }
+
+// TestFollowerClone requires a clone to go on as the Follower it was
+// cloned from, and the two to share nothing.
+func TestFollowerClone(t *testing.T) {
+	h, _, err := history.ReadFile("testdata/outstanding-reacquire-shortens-lease.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := followHistory(h)
+	for cut := range h {
+		f := NewFollower()
+		var got []HoldEvent
+		for i := range h[:cut] {
+			got = f.Add(&h[i], got)
+		}
+		c := f.Clone()
+		for i := range h[cut:] {
+			f.Add(&h[cut+i], nil) // the original goes on on its own
+			got = c.Add(&h[cut+i], got)
+		}
+		if got = c.End(got); !slices.Equal(got, want) {
+			t.Fatalf("cloned after %d ops: events %+v, want %+v", cut, got, want)
+		}
+	}
+}

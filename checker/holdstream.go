@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
 )
 
 // holdStream is the double-hold check of a well-formed history, reading
