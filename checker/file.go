@@ -247,7 +247,13 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 			s.addHolds(nil, hs.hold, func() { done(hs.result(ctx, c.Name())) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
-			s.add(ls.add, func() { done(ls.result()) })
+			s.addChunks(func(m fedChunk) {
+				var ops []history.Op
+				if m.c != nil {
+					ops = m.c.Ops
+				}
+				feedHoldsFirst(ops, m.holds, ls.add, ls.hold)
+			}, func() { done(ls.result()) })
 		case TokenChecker:
 			ts := newTokenStream()
 			s.addHolds(ts.add, ts.hold, func() { done(ts.result(ctx, c.Name())) })

@@ -455,3 +455,20 @@ func (f *Follower) Clone() *Follower {
 	})
 	return c
 }
+
+// feedHoldsFirst is feedFollowed for a check that reads an op's events
+// before the op: the events its feeding made to hold, then the op to add.
+// The events of the end are fed too.
+func feedHoldsFirst(ops []history.Op, holds []HoldEvent, add func(*history.Op), hold func(*HoldEvent)) {
+	for i := range ops {
+		op := &ops[i]
+		for len(holds) > 0 && holds[0].Index <= op.Index {
+			hold(&holds[0])
+			holds = holds[1:]
+		}
+		add(op)
+	}
+	for i := range holds {
+		hold(&holds[i])
+	}
+}
