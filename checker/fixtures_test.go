@@ -128,98 +128,136 @@ func TestFixtures(t *testing.T) {
 	}
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			wantVerdict, wantKinds := readExpect(t, strings.TrimSuffix(file, ".jsonl")+".expect")
-			h, _, err := history.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(name, func(t *testing.T) { checkFixture(t, file) })
+	}
+}
+
+// checkFixture checks the history in file against its .expect: the
+// verdict and kinds of the checks, the claims about the anomalies, the
+// liveness kinds, the shape of every anomaly and the visualization.
+func checkFixture(t *testing.T, file string) {
+	expect := strings.TrimSuffix(file, ".jsonl") + ".expect"
+	wantVerdict, wantKinds := readExpect(t, expect)
+	h, _, err := history.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	res := Check(context.Background(), h, Options{OutDir: out})
+	kinds := fixtureKinds(t, h, res)
+	all := fixtureAnomalies(t, h, res)
+	// liveness anomalies (lost-task) are claimed about too
+	all = append(all, Liveness(h, LivenessOptions{}).Anomalies...)
+	checkFixtureClaims(t, expect, all)
+	got := Overall(res)
+	if got != wantVerdict || !slices.Equal(kinds, wantKinds) {
+		s := ""
+		for _, r := range res {
+			s += "\n" + r.Name + ": " + string(r.Verdict) + " " + r.Note
+			for _, a := range r.Anomalies {
+				s += "\n  " + a.Kind + ": " + a.Message
 			}
-			out := t.TempDir()
-			res := Check(context.Background(), h, Options{OutDir: out})
-			var kinds []string
-			for _, r := range res {
-				for _, a := range r.Anomalies {
-					if !slices.Contains(kinds, a.Kind) {
-						kinds = append(kinds, a.Kind)
-					}
-					if a.Message == "" || len(a.Ops) == 0 || strings.Contains(a.Message, "\n") {
-						t.Errorf("%s: anomaly without a one-line message or ops: %+v", r.Name, a)
-					}
-					for _, i := range a.Ops {
-						if i < 0 || i >= len(h) {
-							t.Errorf("%s: anomaly names op %d, outside the history", r.Name, i)
-						}
+		}
+		t.Fatalf("got %s %v, want %s %v%s", got, kinds, wantVerdict, wantKinds, s)
+	}
+	checkFixtureLiveness(t, expect, h)
+	_, statErr := os.Stat(filepath.Join(out, VisualizationFile))
+	linInvalid := res[2].Verdict == Invalid
+	if linInvalid != (statErr == nil) {
+		t.Errorf("linearizability %s but %s exists: %v", res[2].Verdict, VisualizationFile, statErr == nil)
+	}
+	if testing.Verbose() {
+		for _, r := range res {
+			for _, a := range r.Anomalies {
+				t.Logf("%s %s %v: %s", r.Name, a.Kind, a.Ops, a.Message)
+			}
+		}
+	}
+}
+
+// fixtureKinds returns the sorted kinds of the anomalies of res, and fails
+// t for each anomaly without a one-line message or ops, or naming an op
+// outside h.
+func fixtureKinds(t *testing.T, h history.History, res []Result) []string {
+	t.Helper()
+	var kinds []string
+	for _, r := range res {
+		for _, a := range r.Anomalies {
+			if !slices.Contains(kinds, a.Kind) {
+				kinds = append(kinds, a.Kind)
+			}
+			if a.Message == "" || len(a.Ops) == 0 || strings.Contains(a.Message, "\n") {
+				t.Errorf("%s: anomaly without a one-line message or ops: %+v", r.Name, a)
+			}
+			for _, i := range a.Ops {
+				if i < 0 || i >= len(h) {
+					t.Errorf("%s: anomaly names op %d, outside the history", r.Name, i)
+				}
+			}
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// fixtureAnomalies returns every anomaly of res, and fails t for each
+// follower naming an op outside h.
+func fixtureAnomalies(t *testing.T, h history.History, res []Result) []Anomaly {
+	t.Helper()
+	var all []Anomaly
+	for _, r := range res {
+		all = append(all, r.Anomalies...)
+		for _, a := range r.Anomalies {
+			for _, ops := range a.Followers {
+				for _, i := range ops {
+					if i < 0 || i >= len(h) {
+						t.Errorf("%s: a follower names op %d, outside the history", r.Name, i)
 					}
 				}
 			}
-			slices.Sort(kinds)
-			var all []Anomaly
-			for _, r := range res {
-				all = append(all, r.Anomalies...)
-				for _, a := range r.Anomalies {
-					for _, ops := range a.Followers {
-						for _, i := range ops {
-							if i < 0 || i >= len(h) {
-								t.Errorf("%s: a follower names op %d, outside the history", r.Name, i)
-							}
-						}
-					}
-				}
+		}
+	}
+	return all
+}
+
+// checkFixtureClaims fails t for each claim of the .expect file expect
+// that is not so of the anomalies all.
+func checkFixtureClaims(t *testing.T, expect string, all []Anomaly) {
+	t.Helper()
+	for _, c := range readClaims(t, expect) {
+		if !checkClaim(c, all) {
+			s := ""
+			for _, a := range all {
+				s += fmt.Sprintf("\n  %s %v (follows %d): %s", a.Kind, a.Ops, a.Follows, a.Message)
 			}
-			// liveness anomalies (lost-task) are claimed about too
-			all = append(all, Liveness(h, LivenessOptions{}).Anomalies...)
-			for _, c := range readClaims(t, strings.TrimSuffix(file, ".jsonl")+".expect") {
-				if !checkClaim(c, all) {
-					s := ""
-					for _, a := range all {
-						s += fmt.Sprintf("\n  %s %v (follows %d): %s", a.Kind, a.Ops, a.Follows, a.Message)
-					}
-					t.Errorf("%s: %s %s: not so of%s", c.field, c.kind, c.rest, s)
-				}
-			}
-			got := Overall(res)
-			if got != wantVerdict || !slices.Equal(kinds, wantKinds) {
-				s := ""
-				for _, r := range res {
-					s += "\n" + r.Name + ": " + string(r.Verdict) + " " + r.Note
-					for _, a := range r.Anomalies {
-						s += "\n  " + a.Kind + ": " + a.Message
-					}
-				}
-				t.Fatalf("got %s %v, want %s %v%s", got, kinds, wantVerdict, wantKinds, s)
-			}
-			wantLive, judged, err := fixture.Liveness(strings.TrimSuffix(file, ".jsonl") + ".expect")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if judged {
-				live := Liveness(h, LivenessOptions{})
-				var got []string
-				for _, a := range live.Anomalies {
-					if !slices.Contains(got, a.Kind) {
-						got = append(got, a.Kind)
-					}
-					if a.Message == "" || len(a.Ops) < 3 || a.Kind != LostTask && len(a.Ops) < 4 || a.Window == nil || strings.Contains(a.Message, "\n") {
-						t.Errorf("liveness anomaly without a one-line message, its ops or its window: %+v", a)
-					}
-				}
-				slices.Sort(got)
-				if !slices.Equal(got, wantLive) {
-					t.Fatalf("liveness %s %v, want %v (note %q, anomalies %+v)", live.Verdict, got, wantLive, live.Note, live.Anomalies)
-				}
-			}
-			_, statErr := os.Stat(filepath.Join(out, VisualizationFile))
-			linInvalid := res[2].Verdict == Invalid
-			if linInvalid != (statErr == nil) {
-				t.Errorf("linearizability %s but %s exists: %v", res[2].Verdict, VisualizationFile, statErr == nil)
-			}
-			if testing.Verbose() {
-				for _, r := range res {
-					for _, a := range r.Anomalies {
-						t.Logf("%s %s %v: %s", r.Name, a.Kind, a.Ops, a.Message)
-					}
-				}
-			}
-		})
+			t.Errorf("%s: %s %s: not so of%s", c.field, c.kind, c.rest, s)
+		}
+	}
+}
+
+// checkFixtureLiveness checks h's liveness kinds against the .expect file
+// expect, when it judges liveness, and the shape of each liveness anomaly.
+func checkFixtureLiveness(t *testing.T, expect string, h history.History) {
+	t.Helper()
+	wantLive, judged, err := fixture.Liveness(expect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !judged {
+		return
+	}
+	live := Liveness(h, LivenessOptions{})
+	var got []string
+	for _, a := range live.Anomalies {
+		if !slices.Contains(got, a.Kind) {
+			got = append(got, a.Kind)
+		}
+		if a.Message == "" || len(a.Ops) < 3 || a.Kind != LostTask && len(a.Ops) < 4 || a.Window == nil || strings.Contains(a.Message, "\n") {
+			t.Errorf("liveness anomaly without a one-line message, its ops or its window: %+v", a)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, wantLive) {
+		t.Fatalf("liveness %s %v, want %v (note %q, anomalies %+v)", live.Verdict, got, wantLive, live.Note, live.Anomalies)
 	}
 }

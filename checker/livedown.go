@@ -70,7 +70,7 @@ func (s *liveStream) pruneExpiring() {
 	if s.avail.down {
 		from = s.avail.downSince
 	}
-	s.expiring = slices.DeleteFunc(s.expiring, func(g *liveGrant) bool { return g.x < from })
+	s.expiring = slices.DeleteFunc(s.expiring, func(g *liveGrant) bool { return g.uncappedAt < from })
 	s.expiringKept = len(s.expiring)
 }
 

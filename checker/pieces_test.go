@@ -25,8 +25,38 @@ import (
 // splitPieces collects each key's lock ops of the whole history h and cuts
 // them at quiescent points (cutKey).
 func splitPieces(h history.History, drift float64) []piece {
-	// Processes are numbered densely (ids), so the per-op work below
-	// indexes slices instead of hashing.
+	pp := scanProcs(h)
+	perKey, keys := collectLockOps(h, &pp, drift)
+	slices.Sort(keys)
+	var pieces []piece
+	for _, key := range keys {
+		ops := perKey[key]
+		slices.SortFunc(ops, func(a, b *lockOp) int { return cmp.Compare(a.invoke, b.invoke) })
+		pieces = cutKey(pieces, key, ops)
+	}
+	return pieces
+}
+
+// pieceProcs is what splitPieces knows of the processes of a history
+// before it collects the lock ops: their dense ids (ids, by op), the
+// crash and the client close of each (open when none), and the number of
+// lock ops.
+type pieceProcs struct {
+	ids                              []int32
+	count                            int
+	crash, crashIdx, freed, freedIdx []int64
+	lockOps                          int
+}
+
+// endsOf returns the crash and client close of the process of dense id id.
+func (pp *pieceProcs) endsOf(id int32) ends {
+	return ends{pp.crash[id], pp.crashIdx[id], pp.freed[id], pp.freedIdx[id]}
+}
+
+// scanProcs numbers the processes of h densely, so the per-op work of
+// splitPieces indexes slices instead of hashing, and finds each one's
+// crash and client close and the number of lock ops.
+func scanProcs(h history.History) pieceProcs {
 	procs := map[int]int32{}
 	ids := make([]int32, len(h))
 	for i := range h {
@@ -38,41 +68,44 @@ func splitPieces(h history.History, drift float64) []piece {
 		}
 		ids[i] = id
 	}
-	crash := make([]int64, len(procs))
-	crashIdx := make([]int64, len(procs))
-	freed := make([]int64, len(procs))
-	freedIdx := make([]int64, len(procs))
-	for i := range crash {
-		crash[i], crashIdx[i], freed[i], freedIdx[i] = open, open, open, open
+	pp := pieceProcs{ids: ids, count: len(procs), crash: make([]int64, len(procs)), crashIdx: make([]int64, len(procs)),
+		freed: make([]int64, len(procs)), freedIdx: make([]int64, len(procs))}
+	for i := range pp.crash {
+		pp.crash[i], pp.crashIdx[i], pp.freed[i], pp.freedIdx[i] = open, open, open, open
 	}
 	// A kept crash leaves the client open: its sessions end at the next
 	// crash of the same worker that closes the client (docs/history.md §1).
 	keptOpen := map[int][]int32{} // by client: processes whose client lives on
-	n := 0
 	for i := range h {
 		op := &h[i]
 		if op.IsNemesis() {
 			continue
 		}
-		if op.Type == history.Info && crash[ids[i]] == open {
+		if op.Type == history.Info && pp.crash[ids[i]] == open {
 			id := ids[i]
-			crash[id], crashIdx[id] = int64(op.Time), int64(i)
+			pp.crash[id], pp.crashIdx[id] = int64(op.Time), int64(i)
 			if op.Kept {
 				keptOpen[op.Client] = append(keptOpen[op.Client], id)
 			} else {
-				freed[id], freedIdx[id] = int64(op.Time), int64(i)
+				pp.freed[id], pp.freedIdx[id] = int64(op.Time), int64(i)
 				for _, k := range keptOpen[op.Client] {
-					freed[k], freedIdx[k] = int64(op.Time), int64(i)
+					pp.freed[k], pp.freedIdx[k] = int64(op.Time), int64(i)
 				}
 				delete(keptOpen, op.Client)
 			}
 		}
 		if op.Type != history.Invoke && op.Type != history.Fail && (op.F == history.FAcquire || op.F == history.FRenew || op.F == history.FRelease) {
-			n++
+			pp.lockOps++
 		}
 	}
-	slab := make([]lockOp, 0, n+len(procs)) // one allocation for all lock ops
-	pending := make([]int, len(procs))
+	return pp
+}
+
+// collectLockOps returns the lock ops of h by key, and the keys in the
+// order of their first lock op.
+func collectLockOps(h history.History, pp *pieceProcs, drift float64) (map[string][]*lockOp, []string) {
+	slab := make([]lockOp, 0, pp.lockOps+pp.count) // one allocation for all lock ops
+	pending := make([]int, pp.count)
 	for i := range pending {
 		pending[i] = -1
 	}
@@ -91,7 +124,7 @@ func splitPieces(h history.History, drift float64) []piece {
 		if op.IsNemesis() {
 			continue
 		}
-		id := ids[i]
+		id := pp.ids[i]
 		if op.Type == history.Invoke {
 			pending[id] = i
 			continue
@@ -101,25 +134,18 @@ func splitPieces(h history.History, drift float64) []piece {
 		if inv < 0 || op.Type == history.Fail {
 			continue
 		}
-		if lo, ok := newLockOp(h, inv, i, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
+		if lo, ok := newLockOp(h, inv, i, pp.endsOf(id), drift, latestLease); ok {
 			add(h[inv].Key, lo)
 		}
 	}
 	for id, inv := range pending {
 		if inv >= 0 {
-			if lo, ok := newLockOp(h, inv, -1, ends{crash[id], crashIdx[id], freed[id], freedIdx[id]}, drift, latestLease); ok {
+			if lo, ok := newLockOp(h, inv, -1, pp.endsOf(int32(id)), drift, latestLease); ok {
 				add(h[inv].Key, lo)
 			}
 		}
 	}
-	slices.Sort(keys)
-	var pieces []piece
-	for _, key := range keys {
-		ops := perKey[key]
-		slices.SortFunc(ops, func(a, b *lockOp) int { return cmp.Compare(a.invoke, b.invoke) })
-		pieces = cutKey(pieces, key, ops)
-	}
-	return pieces
+	return perKey, keys
 }
 
 // newLockOp describes the lock op invoked at op inv and completed at op done

@@ -252,7 +252,7 @@ func TestQueueStreamCases(t *testing.T) {
 // kept counts the holds, set-statuses and reaps s holds besides each
 // task's latest state.
 func (s *queueStream) kept() int {
-	n := len(s.closing) + len(s.stale) + len(s.reaps) + len(s.early)
+	n := len(s.closing) + len(s.staleWaiting) + len(s.reaps) + len(s.early)
 	for _, t := range s.tasks {
 		n += len(t.holds) + len(t.outstanding) + len(t.settled)
 	}

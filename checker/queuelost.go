@@ -24,12 +24,12 @@ func (s *queueStream) lost() (bool, int, []Anomaly) {
 // finds them over the whole history.
 func (s *queueStream) lostTasks() []Anomaly {
 	var out []Anomaly
-	if s.n == 0 {
+	if s.ops == 0 {
 		return out
 	}
 	s.close()
 	for _, t := range s.tasks {
-		c := t.last
+		c := t.lastHold
 		if c == nil {
 			continue
 		}
@@ -38,10 +38,10 @@ func (s *queueStream) lostTasks() []Anomaly {
 			continue
 		}
 		_, orphan := s.orphans[t]
-		if e, _, _ := c.end(); e != Open || !t.crashed || !orphan || t.lastStatus > c.ok {
+		if e, _, _ := c.end(); e != Open || !t.crashed || !orphan || t.lastStatus > c.okIndex {
 			continue
 		}
-		out = append(out, Anomaly{Kind: LostTask, Key: t.name, Ops: []int{c.invoke, c.ok, t.crash},
+		out = append(out, Anomaly{Kind: LostTask, Key: t.name, Ops: []int{c.invoke, c.okIndex, t.crashIndex},
 			Window: &Window{Start: t.crashTime, End: s.end},
 			Message: fmt.Sprintf("task %s stayed in progress from %s's capture at %s to the end: its process crashed at %s without setting its status, and %s",
 				t.name, workerOf(c.client), secs(c.okTime), secs(t.crashTime), nothingFreed)})
@@ -60,15 +60,15 @@ func (s *queueStream) neverCaptured() []Anomaly {
 		return out
 	}
 	for name, sp := range s.specs {
-		if t := s.tasks[name]; (t != nil && t.last != nil) || (sp.Budget != nil && *sp.Budget == 0) {
+		if t := s.tasks[name]; (t != nil && t.lastHold != nil) || (sp.Budget != nil && *sp.Budget == 0) {
 			continue
 		}
 		q, t := s.queues[sp.Queue], s.tasks[name]
-		if q == nil || q.first == nil || q.lastUnknown == Open || slices.ContainsFunc(q.crashed, func(u crashedCapture) bool { return s.excuses(u, t) }) {
+		if q == nil || q.firstShort == nil || q.lastUnknown == Open || slices.ContainsFunc(q.crashed, func(u crashedCapture) bool { return s.excuses(u, t) }) {
 			continue
 		}
-		c := q.first
-		out = append(out, Anomaly{Kind: LostTask, Key: name, Ops: q.crashed.ops([]int{s.specOp, c.invoke, c.ok}),
+		c := q.firstShort
+		out = append(out, Anomaly{Kind: LostTask, Key: name, Ops: q.crashed.ops([]int{s.specOp, c.invoke, c.okIndex}),
 			Window: &Window{Start: q.crashed.start(c.invTime), End: s.end},
 			Message: fmt.Sprintf("task %s of queue %s was never captured, although it was capturable throughout (done from the start, with budget left) and %s's capture of %s at %s asked for %d tasks and got %d%s",
 				name, sp.Queue, workerOf(c.client), sp.Queue, secs(c.okTime), c.limit, c.got, q.crashed.taken())})
@@ -79,10 +79,10 @@ func (s *queueStream) neverCaptured() []Anomaly {
 // passedOver returns the lost-task of task t passed over, if it was
 // (passedOver).
 func (s *queueStream) passedOver(t *queueTask) (Anomaly, bool) {
-	c := t.last
+	c := t.lastHold
 	budget := -1 // -1: the task has none
 	if c.entryBudget != nil {
-		budget = t.least
+		budget = t.leastBudget
 		if budget <= 0 {
 			return Anomaly{}, false
 		}
@@ -107,7 +107,7 @@ func (s *queueStream) passedOver(t *queueTask) (Anomaly, bool) {
 			}
 		}
 	}
-	set, short := t.set, t.short
+	set, short := t.doneAfterLast, t.shortAfter
 	if set == nil || short == nil {
 		return Anomaly{}, false
 	}
@@ -118,7 +118,7 @@ func (s *queueStream) passedOver(t *queueTask) (Anomaly, bool) {
 			left = " with 1 capture of budget left"
 		}
 	}
-	return Anomaly{Kind: LostTask, Key: t.name, Ops: unknown.ops([]int{c.invoke, c.ok, set.invoke, set.done, short.invoke, short.ok}),
+	return Anomaly{Kind: LostTask, Key: t.name, Ops: unknown.ops([]int{c.invoke, c.okIndex, set.invoke, set.done, short.invoke, short.okIndex}),
 		Window: &Window{Start: unknown.start(short.invTime), End: s.end},
 		Message: fmt.Sprintf("task %s, last captured by %s at %s%s, was set %s by %s at %s, and %s's capture of %s at %s returned %d of %d tasks; no capture took it to the end%s",
 			t.name, workerOf(c.client), secs(c.okTime), left, set.status, workerOf(set.client), secs(set.doneTime),
@@ -131,5 +131,5 @@ func (s *queueStream) passedOver(t *queueTask) (Anomaly, bool) {
 // t that did not fail was invoked, or a reap ok naming t completed, or a
 // reap was of unknown outcome. Call it once the history has ended.
 func (s *queueStream) excuses(u crashedCapture, t *queueTask) bool {
-	return s.unknownReap != Open || (t != nil && (t.lastStatus > u.invoke || t.lastReap > u.invoke))
+	return s.firstUnknownReap != Open || (t != nil && (t.lastStatus > u.invoke || t.lastReap > u.invoke))
 }

@@ -254,7 +254,7 @@ func (s *queueStream) readHold(h *queueHold) {
 		return
 	}
 	n := len(l.holds)
-	l.holds = append(l.holds, readHold{proc: h.proc, client: h.client, invoke: h.invoke, ok: h.ok, okTime: h.okTime})
+	l.holds = append(l.holds, readHold{proc: h.proc, client: h.client, invoke: h.invoke, ok: h.okIndex, okTime: h.okTime})
 	if n == 0 || l.holds[n-1].proc == h.proc {
 		return
 	}
@@ -264,13 +264,13 @@ func (s *queueStream) readHold(h *queueHold) {
 	}
 	since := h.invoke
 	s.procs.each(func(_ int, p *queueProc) {
-		if p.pending && p.f == history.FCapture {
+		if p.pending && p.fn == history.FCapture {
 			since = min(since, p.invoke)
 		}
 	})
-	if l.settledBefore(h.ok, since) {
+	if l.settledBefore(h.okIndex, since) {
 		l.holds = slices.Delete(l.holds, 0, n)
-		l.statuses = slices.DeleteFunc(l.statuses, func(x readStatus) bool { return x.invoke < h.ok })
+		l.statuses = slices.DeleteFunc(l.statuses, func(x readStatus) bool { return x.invoke < h.okIndex })
 		l.reaps = slices.DeleteFunc(l.reaps, func(r readReap) bool { return r.done < since })
 	}
 }
@@ -284,7 +284,7 @@ func (s *queueStream) readHold(h *queueHold) {
 func (s *queueStream) overlapsForGood(l *taskReaps) bool {
 	n := len(l.holds) - 1
 	h := l.holds[n]
-	if s.unknownReap < h.ok || slices.ContainsFunc(s.reaps, func(r *queueReap) bool { return r.invoke < h.ok }) {
+	if s.firstUnknownReap < h.ok || slices.ContainsFunc(s.reaps, func(r *queueReap) bool { return r.invoke < h.ok }) {
 		return false
 	}
 	for k := n - 1; k >= 0 && l.holds[k].proc == l.holds[n-1].proc; k-- {

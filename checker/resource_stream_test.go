@@ -137,8 +137,8 @@ func TestResourceStreamForgets(t *testing.T) {
 		for i := range h {
 			rs.add(&h[i])
 		}
-		if k := rs.keys["k0"]; int(k.n)-len(k.writes) > 10 {
-			t.Fatalf("retired %d of %d writes behind a write outstanding from op %d", int(k.n)-len(k.writes), k.n, stalled)
+		if k := rs.keys["k0"]; int(k.accepted)-len(k.writes) > 10 {
+			t.Fatalf("retired %d of %d writes behind a write outstanding from op %d", int(k.accepted)-len(k.writes), k.accepted, stalled)
 		}
 		resourceAgrees(t, h, DefaultDrift)
 	})

@@ -91,104 +91,173 @@ func (q *QueueFacts) TaskQueue(t string, e history.CapturedTask) (string, int) {
 
 // analyzeQueue evaluates the queue definitions over h.
 func analyzeQueue(h history.History) *QueueFacts {
-	q := &QueueFacts{SpecOp: -1, Limits: map[int]int64{}, UnknownCaptures: map[string][]UnknownCapture{}, Crash: map[int]int{}}
-	pending := map[int]int{} // process -> its outstanding invoke
-	type pk struct {
-		proc int
-		task string
+	b := &queueFactsBuilder{
+		q:           &QueueFacts{SpecOp: -1, Limits: map[int]int64{}, UnknownCaptures: map[string][]UnknownCapture{}, Crash: map[int]int{}},
+		h:           h,
+		pending:     map[int]int{},
+		reapsByTask: map[string][][2]int{},
+		unknownReap: Open,
+		ends:        map[procTask][]int{},
 	}
-	var reapsByTask = map[string][][2]int{} // task -> the invoke and ok of each reap ok naming it
-	var unknownReap = Open                  // the first invoke of a reap of unknown outcome
-	ends := map[pk][]int{}                  // invokes of set-status that may have taken effect
 	for i := range h {
-		op := &h[i]
-		if op.IsTasks() && q.SpecOp < 0 {
-			specs, _ := history.TasksOf(*op)
-			q.SpecOp = i
-			q.Specs = map[string]history.TaskSpec{}
-			for _, s := range specs {
-				if _, dup := q.Specs[s.Task]; !dup {
-					q.Specs[s.Task] = s
-				}
-			}
+		b.add(i)
+	}
+	b.outstanding()
+	b.sortAll()
+	b.holdEnds()
+	return b.q
+}
+
+// procTask is a worker process and a task it set the status of.
+type procTask struct {
+	proc int
+	task string
+}
+
+// queueFactsBuilder is analyzeQueue's state while it reads the history.
+type queueFactsBuilder struct {
+	q       *QueueFacts
+	h       history.History
+	pending map[int]int // process -> its outstanding invoke
+	// reapsByTask maps a task to the invoke and ok of each reap ok naming
+	// it; unknownReap is the first invoke of a reap of unknown outcome.
+	reapsByTask map[string][][2]int
+	unknownReap int
+	// ends are, by process and task, the invokes of the set-statuses that
+	// may have taken effect.
+	ends map[procTask][]int
+}
+
+// add reads op i of the history.
+func (b *queueFactsBuilder) add(i int) {
+	q, op := b.q, &b.h[i]
+	if op.IsTasks() && q.SpecOp < 0 {
+		b.table(i)
+	}
+	if op.IsNemesis() {
+		return
+	}
+	if op.Type == history.Invoke {
+		b.pending[op.Process] = i
+		if op.F == history.FSetStatus {
+			q.Statuses = append(q.Statuses, StatusSet{Process: op.Process, Client: op.Client, Task: op.Key, Status: history.StatusOf(*op), Invoke: i, Done: -1, Type: history.Invoke})
 		}
-		if op.IsNemesis() {
-			continue
-		}
-		if op.Type == history.Invoke {
-			pending[op.Process] = i
-			if op.F == history.FSetStatus {
-				q.Statuses = append(q.Statuses, StatusSet{Process: op.Process, Client: op.Client, Task: op.Key, Status: history.StatusOf(*op), Invoke: i, Done: -1, Type: history.Invoke})
-			}
-			continue
-		}
-		inv, ok := pending[op.Process]
-		if !ok {
-			continue
-		}
-		delete(pending, op.Process)
-		if op.Type == history.Info {
-			q.Crash[op.Process] = i
-		}
-		switch op.F {
-		case history.FCapture:
-			switch op.Type {
-			case history.OK:
-				n, _ := h[inv].Int()
-				q.Limits[i] = n
-				ts, _ := history.CapturedOf(*op)
-				for _, t := range ts {
-					q.Holds = append(q.Holds, Hold{Task: t.Task, Queue: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i, End: Open})
-				}
-			case history.Info:
-				q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], UnknownCapture{Invoke: inv, End: i})
-			case history.Fail:
-				q.failedCaptures++
-			}
-		case history.FSetStatus:
-			for j := len(q.Statuses) - 1; j >= 0; j-- {
-				if q.Statuses[j].Invoke == inv {
-					q.Statuses[j].Done, q.Statuses[j].Type = i, op.Type
-					break
-				}
-			}
-			if op.Type != history.Fail {
-				ends[pk{op.Process, op.Key}] = append(ends[pk{op.Process, op.Key}], inv)
-			}
-		case history.FReap:
-			switch op.Type {
-			case history.OK:
-				ts, _ := history.ReapedOf(*op)
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
-				for _, t := range ts {
-					reapsByTask[t] = append(reapsByTask[t], [2]int{inv, i})
-				}
-			case history.Info:
-				q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
-				unknownReap = min(unknownReap, inv)
-			}
+		return
+	}
+	inv, ok := b.pending[op.Process]
+	if !ok {
+		return
+	}
+	delete(b.pending, op.Process)
+	if op.Type == history.Info {
+		q.Crash[op.Process] = i
+	}
+	switch op.F {
+	case history.FCapture:
+		b.captureDone(inv, i)
+	case history.FSetStatus:
+		b.statusDone(inv, i)
+	case history.FReap:
+		b.reapDone(inv, i)
+	}
+}
+
+// table takes the task table record, op i, the first one.
+func (b *queueFactsBuilder) table(i int) {
+	q := b.q
+	specs, _ := history.TasksOf(b.h[i])
+	q.SpecOp = i
+	q.Specs = map[string]history.TaskSpec{}
+	for _, s := range specs {
+		if _, dup := q.Specs[s.Task]; !dup {
+			q.Specs[s.Task] = s
 		}
 	}
-	// Ops still outstanding at the end are of unknown outcome.
-	for proc, inv := range pending {
-		op := &h[inv]
+}
+
+// captureDone takes op i, the completion of the capture invoked at inv.
+func (b *queueFactsBuilder) captureDone(inv, i int) {
+	q, op := b.q, &b.h[i]
+	switch op.Type {
+	case history.OK:
+		n, _ := b.h[inv].Int()
+		q.Limits[i] = n
+		ts, _ := history.CapturedOf(*op)
+		for _, t := range ts {
+			q.Holds = append(q.Holds, Hold{Task: t.Task, Queue: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i, End: Open})
+		}
+	case history.Info:
+		q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], UnknownCapture{Invoke: inv, End: i})
+	case history.Fail:
+		q.failedCaptures++
+	}
+}
+
+// statusDone takes op i, the completion of the set-status invoked at inv.
+func (b *queueFactsBuilder) statusDone(inv, i int) {
+	q, op := b.q, &b.h[i]
+	for j := len(q.Statuses) - 1; j >= 0; j-- {
+		if q.Statuses[j].Invoke == inv {
+			q.Statuses[j].Done, q.Statuses[j].Type = i, op.Type
+			break
+		}
+	}
+	if op.Type != history.Fail {
+		b.ends[procTask{op.Process, op.Key}] = append(b.ends[procTask{op.Process, op.Key}], inv)
+	}
+}
+
+// reapDone takes op i, the completion of the reap invoked at inv.
+func (b *queueFactsBuilder) reapDone(inv, i int) {
+	q, op := b.q, &b.h[i]
+	switch op.Type {
+	case history.OK:
+		ts, _ := history.ReapedOf(*op)
+		q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Tasks: ts})
+		for _, t := range ts {
+			b.reapsByTask[t] = append(b.reapsByTask[t], [2]int{inv, i})
+		}
+	case history.Info:
+		q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: i, Unknown: true})
+		b.unknownReap = min(b.unknownReap, inv)
+	}
+}
+
+// outstanding takes the ops still outstanding at the end: they are of
+// unknown outcome.
+func (b *queueFactsBuilder) outstanding() {
+	q := b.q
+	for proc, inv := range b.pending {
+		op := &b.h[inv]
 		switch op.F {
 		case history.FCapture:
 			q.UnknownCaptures[op.Key] = append(q.UnknownCaptures[op.Key], UnknownCapture{Invoke: inv, End: Open})
 		case history.FSetStatus:
-			ends[pk{proc, op.Key}] = append(ends[pk{proc, op.Key}], inv)
+			b.ends[procTask{proc, op.Key}] = append(b.ends[procTask{proc, op.Key}], inv)
 		case history.FReap:
 			q.Reaps = append(q.Reaps, Reap{Invoke: inv, Done: -1, Unknown: true})
-			unknownReap = min(unknownReap, inv)
+			b.unknownReap = min(b.unknownReap, inv)
 		}
 	}
-	slices.SortFunc(q.Reaps, func(a, b Reap) int { return a.Invoke - b.Invoke })
-	for _, v := range q.UnknownCaptures {
-		slices.SortFunc(v, func(a, b UnknownCapture) int { return a.End - b.End })
+}
+
+// sortAll puts the reaps in the order of their invokes, each queue's
+// captures of unknown outcome in the order of their ends and the
+// set-status invokes of each process and task in order.
+func (b *queueFactsBuilder) sortAll() {
+	slices.SortFunc(b.q.Reaps, func(x, y Reap) int { return x.Invoke - y.Invoke })
+	for _, v := range b.q.UnknownCaptures {
+		slices.SortFunc(v, func(x, y UnknownCapture) int { return x.End - y.End })
 	}
-	for _, v := range ends {
+	for _, v := range b.ends {
 		slices.Sort(v)
 	}
+}
+
+// holdEnds sets the end of every hold: its process's first set-status of
+// its task after its ok that may have taken effect, or the first reap that
+// may have set it back, when that comes sooner (Reaped).
+func (b *queueFactsBuilder) holdEnds() {
 	// first returns the first index in sorted xs after i, Open when none.
 	first := func(xs []int, i int) int {
 		j, _ := slices.BinarySearch(xs, i+1)
@@ -197,14 +266,14 @@ func analyzeQueue(h history.History) *QueueFacts {
 		}
 		return Open
 	}
-	for k := range q.Holds {
-		ho := &q.Holds[k]
-		ho.End = first(ends[pk{ho.Process, ho.Task}], ho.OK)
+	for k := range b.q.Holds {
+		ho := &b.q.Holds[k]
+		ho.End = first(b.ends[procTask{ho.Process, ho.Task}], ho.OK)
 		r := Open
-		if unknownReap != Open {
-			r = max(ho.OK, unknownReap)
+		if b.unknownReap != Open {
+			r = max(ho.OK, b.unknownReap)
 		}
-		for _, x := range reapsByTask[ho.Task] {
+		for _, x := range b.reapsByTask[ho.Task] {
 			if x[1] > ho.Invoke {
 				r = min(r, max(ho.OK, x[0]))
 			}
@@ -213,7 +282,6 @@ func analyzeQueue(h history.History) *QueueFacts {
 			ho.End, ho.Reaped = r, true
 		}
 	}
-	return q
 }
 
 // Captured reports whether the history has a capture op: a queue history,
