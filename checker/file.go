@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -216,15 +217,40 @@ type opSink struct {
 type fedChunk struct {
 	c     *history.Chunk
 	holds []HoldEvent
+	batch *holdBatch // holds' storage, given back once every sink read it
+}
+
+// holdBatch is the storage of one chunk's events, shared by the sinks and
+// reused once the last of them has read it, so that following a long
+// history makes no garbage of events.
+type holdBatch struct {
+	evs  []HoldEvent
+	refs atomic.Int32
+}
+
+// holdBatches are the holdBatches free for reuse.
+var holdBatches = sync.Pool{New: func() any { return &holdBatch{} }}
+
+// done gives up one sink's use of b.
+func (b *holdBatch) done() {
+	if b != nil && b.refs.Add(-1) == 0 {
+		b.evs = b.evs[:0]
+		holdBatches.Put(b)
+	}
 }
 
 // streams are the checks of one history, fed chunk by chunk. The Follower
 // follows the holds once, as the chunks come, for every check.
 type streams struct {
-	ctx   context.Context
-	fol   *Follower
-	sinks []*opSink
-	wg    sync.WaitGroup
+	ctx context.Context
+	fol *Follower
+	// follow hands the chunks read to the Follower's goroutine (follow),
+	// which hands them on to the sinks; followed is closed once it has
+	// handed on the end of the history.
+	follow   chan *history.Chunk
+	followed chan struct{}
+	sinks    []*opSink
+	wg       sync.WaitGroup
 	// results are the checkers' results in the order of Checkers, set by
 	// the sinks' ends; live is the liveness report.
 	results_ []Result
@@ -236,7 +262,8 @@ type streams struct {
 // the well-formed checker, which the reading itself is) and the liveness
 // report; each check's Elapsed counts from start, when the reading began.
 func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
-	s := &streams{ctx: ctx, fol: NewFollower(), results_: make([]Result, len(checkers))}
+	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk, 2), followed: make(chan struct{}),
+		results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	for i, c := range checkers[1:] {
 		slot := &s.results_[i+1]
@@ -271,6 +298,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 	s.add(lv.add, func() { s.live = lv.result() })
 	ms := newMarginStream(opts.drift())
 	s.add(ms.add, func() { s.margins = ms.result() })
+	go s.following()
 	return s
 }
 
@@ -310,6 +338,7 @@ func (s *streams) addChunks(add func(fedChunk), end func()) {
 		defer s.wg.Done()
 		for m := range k.in {
 			k.add(m)
+			m.batch.done()
 			if m.c != nil {
 				m.c.Release()
 			}
@@ -318,27 +347,37 @@ func (s *streams) addChunks(add func(fedChunk), end func()) {
 	}()
 }
 
-// feed follows chunk c, held by the caller, and hands it with the
-// Follower's events over it to every sink.
-func (s *streams) feed(c *history.Chunk) {
-	var holds []HoldEvent
-	for i := range c.Ops {
-		holds = s.fol.Add(&c.Ops[i], holds)
+// feed hands chunk c, held by the caller, to the Follower's goroutine.
+func (s *streams) feed(c *history.Chunk) { s.follow <- c }
+
+// following is the Follower's goroutine: it follows each chunk read and
+// hands it with the Follower's events over it to every sink, and at the
+// end of the history the events of the end.
+func (s *streams) following() {
+	defer close(s.followed)
+	for c := range s.follow {
+		b := holdBatches.Get().(*holdBatch)
+		for i := range c.Ops {
+			b.evs = s.fol.Add(&c.Ops[i], b.evs)
+		}
+		b.refs.Store(int32(len(s.sinks)))
+		c.Hold(len(s.sinks) - 1)
+		for _, k := range s.sinks {
+			k.in <- fedChunk{c: c, holds: b.evs, batch: b}
+		}
 	}
-	c.Hold(len(s.sinks) - 1)
+	end := fedChunk{holds: s.fol.End(nil)}
 	for _, k := range s.sinks {
-		k.in <- fedChunk{c: c, holds: holds}
+		k.in <- end
+		close(k.in)
 	}
 }
 
 // results ends the history and waits for every check's result, the
 // liveness report and the margins.
 func (s *streams) results(start time.Time) ([]Result, *LivenessResult, []Margin) {
-	end := fedChunk{holds: s.fol.End(nil)}
-	for _, k := range s.sinks {
-		k.in <- end
-		close(k.in)
-	}
+	close(s.follow)
+	<-s.followed
 	s.wg.Wait()
 	s.results_[0].Elapsed = time.Since(start)
 	return s.results_, &s.live, s.margins
