@@ -274,19 +274,13 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 			s.addHolds(nil, hs.hold, func() { done(hs.result(ctx, c.Name())) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
-			s.addChunks(func(m fedChunk) {
-				var ops []history.Op
-				if m.c != nil {
-					ops = m.c.Ops
-				}
-				feedHoldsFirst(ops, m.holds, ls.add, ls.hold)
-			}, func() { done(ls.result()) })
+			s.addHoldsFirst(ls.add, ls.hold, func() { done(ls.result()) })
 		case TokenChecker:
 			ts := newTokenStream()
 			s.addHolds(ts.add, ts.hold, func() { done(ts.result(ctx, c.Name())) })
 		case ResourceChecker:
 			rs := newResourceStream(c.Drift)
-			s.add(rs.add, func() { done(rs.result(ctx, c.Name())) })
+			s.addHoldsFirst(rs.add, rs.hold, func() { done(rs.result(ctx, c.Name())) })
 		case QueueChecker:
 			qs := newQueueStream()
 			s.add(qs.add, func() { done(qs.result(ctx, c.Name())) })
@@ -326,6 +320,18 @@ func (s *streams) addHolds(add func(*history.Op), hold func(*HoldEvent), end fun
 		for i := range rest {
 			hold(&rest[i])
 		}
+	}, end)
+}
+
+// addHoldsFirst starts a sink that reads the Follower's events of each op
+// (hold) before the op (add).
+func (s *streams) addHoldsFirst(add func(*history.Op), hold func(*HoldEvent), end func()) {
+	s.addChunks(func(m fedChunk) {
+		var ops []history.Op
+		if m.c != nil {
+			ops = m.c.Ops
+		}
+		feedHoldsFirst(ops, m.holds, add, hold)
 	}, end)
 }
 

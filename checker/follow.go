@@ -43,6 +43,11 @@ const (
 	// earlier than the ops before it (Grant.Later): Grant, Key, Invoke,
 	// Call, Release, Lease and Session as LaterOp has them.
 	HoldLater
+	// HoldSettled says that no lock op joins a grant's Later any more (a
+	// release joined it, or an op called after its hold may have ended
+	// came, or its process crashed): its hold's bounds are known. Grant,
+	// Key.
+	HoldSettled
 	// HoldCrashed is a process's crash (its first info): it issues nothing
 	// more. Time is the crash's.
 	HoldCrashed
@@ -282,6 +287,11 @@ func (f *Follower) crash(out []HoldEvent, p *followProc, op *history.Op, i int) 
 	for k := range p.keys {
 		out = f.end(out, p, op.Process, &p.keys[k], op.Time, i, EndCrash)
 	}
+	for _, fk := range p.keys {
+		for _, c := range fk.later {
+			out = f.settled(out, p, op.Process, i, fk.key, c.grant)
+		}
+	}
 	c := f.event(HoldCrashed, p, op.Process, i)
 	c.Time = op.Time
 	out = append(out, c)
@@ -334,11 +344,14 @@ func (f *Follower) later(out []HoldEvent, p *followProc, proc, i int, inv *pendi
 	kept := fk.later[:0]
 	for _, c := range fk.later {
 		if x.Call >= c.bound {
-			continue // nothing from here on ends its hold any earlier
+			// nothing from here on ends its hold any earlier
+			out = f.settled(out, p, proc, i, inv.key, c.grant)
+			continue
 		}
 		x.Grant = c.grant
 		out = append(out, x)
 		if x.Release {
+			out = f.settled(out, p, proc, i, inv.key, c.grant)
 			continue
 		}
 		c.bound = min(c.bound, leaseEnd(x.Call, x.Lease, 0))
@@ -346,6 +359,14 @@ func (f *Follower) later(out []HoldEvent, p *followProc, proc, i int, inv *pendi
 	}
 	fk.later = kept
 	return out
+}
+
+// settled is the HoldSettled event of grant g of process proc (p), key k,
+// found at op i.
+func (f *Follower) settled(out []HoldEvent, p *followProc, proc, i int, k string, g int) []HoldEvent {
+	e := f.event(HoldSettled, p, proc, i)
+	e.Grant, e.Key = g, k
+	return append(out, e)
 }
 
 // End ends the history and appends to out the events that makes: the
