@@ -31,7 +31,9 @@ type followedFeed struct {
 	evs []HoldEvent
 }
 
-func newFollowedFeed(rs *resourceStream) *followedFeed { return &followedFeed{fol: NewFollower(), rs: rs} }
+func newFollowedFeed(rs *resourceStream) *followedFeed {
+	return &followedFeed{fol: NewFollower(), rs: rs}
+}
 
 func (f *followedFeed) add(op *history.Op) {
 	f.evs = f.fol.Add(op, f.evs[:0])
