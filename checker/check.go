@@ -83,7 +83,7 @@ type holdChecker interface {
 // a verdict about the lock. An anomaly whose window a host record of h
 // overlaps says so (NoteHost).
 func Check(ctx context.Context, h history.History, opts Options) []Result {
-	results, facts := check(ctx, h, opts)
+	results, facts, _ := check(ctx, h, opts)
 	if facts != nil {
 		NoteHost(h, results, nil)
 	}
@@ -103,18 +103,18 @@ func CheckWithLiveness(ctx context.Context, h history.History, opts Options, lop
 // that a caller that goes on to draw h (the run's report) reads the same
 // analysis instead of making it again.
 func CheckAnalyzed(ctx context.Context, h history.History, opts Options, lopts LivenessOptions) ([]Result, *LivenessResult, *Facts) {
-	results, facts := check(ctx, h, opts)
+	results, facts, holds := check(ctx, h, opts)
 	if facts == nil {
 		return results, nil, nil
 	}
-	live := liveness(h, facts, lopts)
+	live := liveness(h, facts, holds, lopts)
 	NoteHost(h, results, &live)
 	return results, &live, facts
 }
 
-// check is Check; it also returns the facts it analyzed (nil when the
-// history is not well-formed).
-func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts) {
+// check is Check; it also returns the facts it analyzed and the
+// Follower's events over h (nil when the history is not well-formed).
+func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts, []HoldEvent) {
 	ctx, cancel := withBudget(ctx, opts.Timeout)
 	defer cancel()
 	checkers := Checkers(opts)
@@ -122,7 +122,7 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 	results[0] = checkers[0].Check(ctx, h)
 	if results[0].Verdict != Valid {
 		notRun(checkers, results)
-		return results, nil
+		return results, nil, nil
 	}
 	var (
 		facts *Facts
@@ -153,7 +153,7 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 	}
 	wg.Wait()
 	<-factsReady
-	return results, facts
+	return results, facts, holds
 }
 
 // notRun fills results[1:] with the unknown verdicts of checkers that did

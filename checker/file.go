@@ -289,7 +289,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 		}
 	}
 	lv := newLiveStream(lopts)
-	s.add(lv.add, func() { s.live = lv.result() })
+	s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
 	ms := newMarginStream(opts.drift())
 	s.add(ms.add, func() { s.margins = ms.result() })
 	go s.following()
