@@ -131,11 +131,15 @@ clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f
 	-docker network ls -q --filter label=jepsen-lite.run | xargs -r docker network rm
 
+# go.mod and go.sum tidy, vet, gofmt, and the code rules of package
+# coderules (no function over 80 lines, in any package or example). CI runs
+# it before the tests.
 lint:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) test -count=1 ./coderules
 
 fuzz: build
 	$(GO) test ./history -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)

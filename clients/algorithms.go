@@ -291,8 +291,14 @@ const (
 	zkLeaseDetail = "negotiated session timeout after the last heartbeat"
 )
 
-// Algorithms returns every lock algorithm under test, in a fixed order.
+// Algorithms returns every lock algorithm under test, in a fixed order:
+// Redis's, PostgreSQL's, ZooKeeper's, etcd's, then exec.
 func Algorithms() []Algorithm {
+	return slices.Concat(redisAlgorithms(), postgresAlgorithms(), zooKeeperAlgorithms(), etcdAlgorithms(), []Algorithm{execAlgorithm()})
+}
+
+// redisAlgorithms declares the Redis lock algorithms.
+func redisAlgorithms() []Algorithm {
 	return []Algorithm{
 		{Name: "redis-single", System: systemRedis,
 			Validity:     "SET NX PX ttl; until acquire start + ttl - drift",
@@ -334,6 +340,12 @@ func Algorithms() []Algorithm {
 			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolder, Detail: "never: held until set done"},
 			Capabilities: zaddCaps, Options: redisNodeOptions,
 			Steps: zaddSteps(zaddStateSet, "done"), New: NewRedisZaddState},
+	}
+}
+
+// postgresAlgorithms declares the PostgreSQL lock algorithms.
+func postgresAlgorithms() []Algorithm {
+	return []Algorithm{
 		{Name: "pg-mutex", System: systemPostgres,
 			Validity:     "none: held until released, no expiry",
 			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolderRefusesFree, Detail: "never: held until released"},
@@ -359,6 +371,12 @@ func Algorithms() []Algorithm {
 			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Session: true, Detail: "never while the connection lives"},
 			Capabilities: pgCaps, Options: pgOptions,
 			Steps: pgSteps(pgAdvisory), New: NewPgAdvisory},
+	}
+}
+
+// zooKeeperAlgorithms declares the ZooKeeper lock algorithms.
+func zooKeeperAlgorithms() []Algorithm {
+	return []Algorithm{
 		{Name: "zk-recipe", System: systemZooKeeper,
 			Validity:     "session: lost on expiry, on disconnect, or when a new session replaced it",
 			Lease:        &LeaseSemantics{Token: "lock node's czxid", Expiry: ExpiresWithSession, Session: true, Detail: zkLeaseDetail},
@@ -369,16 +387,27 @@ func Algorithms() []Algorithm {
 			Lease:        &LeaseSemantics{Expiry: ExpiresWithSession, Session: true, GiveUp: GiveUpClosesClient, Detail: zkLeaseDetail},
 			Capabilities: zkLockCaps, Options: zkLockOptions,
 			Steps: zkLockSteps, New: NewZKLock},
+	}
+}
+
+// etcdAlgorithms declares the etcd lock algorithm.
+func etcdAlgorithms() []Algorithm {
+	return []Algorithm{
 		{Name: "etcd-mutex", System: systemEtcd,
 			Validity:     "session: lease of ttl (>= 1s) kept alive; lost when it expires",
 			Lease:        &LeaseSemantics{Token: "lock key's create revision", Expiry: ExpiresWithSession, Session: true, Detail: "granted lease TTL (whole seconds) after the last keep-alive"},
 			Capabilities: etcdCaps, Options: etcdOptions,
 			Steps: etcdSteps, New: NewEtcdMutex},
-		{Name: ExecAlgorithm, System: systemAny,
-			Validity:     "what the client reports (until_ms)",
-			Capabilities: execCaps, Options: execOptions, OtherOptions: "the client, in init's options",
-			Steps: execSteps, New: NewExec},
 	}
+}
+
+// execAlgorithm declares exec, the algorithm of an external lock client
+// program, on any system.
+func execAlgorithm() Algorithm {
+	return Algorithm{Name: ExecAlgorithm, System: systemAny,
+		Validity:     "what the client reports (until_ms)",
+		Capabilities: execCaps, Options: execOptions, OtherOptions: "the client, in init's options",
+		Steps: execSteps, New: NewExec}
 }
 
 // The steps of each algorithm's acquire (Step), declared once: `jepsen-lite

@@ -287,117 +287,157 @@ func TestContract(t *testing.T) {
 	cs := newClusters(t)
 	for _, c := range algorithmCases(t, true) {
 		t.Run(c.label, func(t *testing.T) {
-			eps := cs.endpoints(t, c.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			a := newLocker(t, c.Name, eps, 0, c.options)
-			b := newLocker(t, c.Name, eps, 1, c.options)
-			key := "contract-" + c.Name
-			// A lock that frees itself is taken again once it did.
-			ttl := 5 * time.Second
+			r := &contractRun{t: t, c: c, eps: cs.endpoints(t, c.spec), ctx: ctx, key: "contract-" + c.Name, ttl: 5 * time.Second}
 			if c.expires() {
-				ttl = 300 * time.Millisecond
+				// A lock that frees itself is taken again once it did.
+				r.ttl = 300 * time.Millisecond
 			}
-			noTry := c.lease.GiveUp == GiveUpClosesClient
-			ownedRelease := c.lease.Release == ReleaseChecksOwner
-			hasToken := c.lease.Token != ""
-
-			start := time.Now()
-			la, err := a.Acquire(ctx, key, ttl)
-			if err != nil {
-				t.Fatalf("first acquire: %v", err)
-			}
-			checkLease(t, c, ttl, la, key, start, time.Now())
-
-			// refused checks that l's acquire of the held key is refused,
-			// and returns the Locker to go on with.
-			refused := func(l Locker, worker int, what string) Locker {
-				t.Helper()
-				if !noTry {
-					if _, err := l.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
-						t.Fatalf("%s: err = %v, want ErrNotAcquired", what, err)
-					}
-					return l
-				}
-				wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-				defer cancel()
-				if _, err := l.Acquire(wctx, key, ttl); !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
-					t.Fatalf("%s: err = %v, want ErrClientClosed", what, err)
-				}
-				return newLocker(t, c.Name, eps, worker, c.options)
-			}
-			b = refused(b, 1, "contended acquire")
-			err = a.Release(ctx, la)
+			a := newLocker(t, c.Name, r.eps, 0, c.options)
+			b := newLocker(t, c.Name, r.eps, 1, c.options)
+			la := r.acquire(a, "first acquire")
+			b = r.refused(b, 1, "contended acquire")
+			r.firstRelease(a, b, la)
+			lb := r.acquire(b, "acquire after release")
+			r.tokenAfter(lb, la)
+			r.staleRelease(a, la)
 			switch {
-			case c.expires() && !errors.Is(err, ErrReleaseNoOp):
-				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
-			case !c.expires() && err != nil:
-				t.Fatalf("release: %v", err)
-			}
-			if c.expires() {
-				// Released or not, the lock is held until its validity ends.
-				if time.Now().Before(la.Until) {
-					if _, err := b.Acquire(ctx, key, ttl); !errors.Is(err, ErrNotAcquired) {
-						t.Fatalf("acquire within the validity after release: err = %v, want ErrNotAcquired", err)
-					}
-				}
-				time.Sleep(time.Until(la.Until) + 20*time.Millisecond)
-			}
-			start = time.Now()
-			lb, err := b.Acquire(ctx, key, ttl)
-			if err != nil {
-				t.Fatalf("acquire after release: %v", err)
-			}
-			checkLease(t, c, ttl, lb, key, start, time.Now())
-			if hasToken && lb.Token <= la.Token {
-				t.Fatalf("token %d after token %d: not increasing", lb.Token, la.Token)
-			}
-
-			err = a.Release(ctx, la)
-			switch {
-			case ownedRelease && !errors.Is(err, ErrNotHeld):
-				t.Fatalf("second release of the first lease: err = %v, want ErrNotHeld", err)
-			case c.expires() && !errors.Is(err, ErrReleaseNoOp):
-				t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
-			case !ownedRelease && !c.expires() && err != nil:
-				t.Fatalf("release without owner check: err = %v, want nil", err)
-			}
-			if c.expires() {
-				return
-			}
-			if !ownedRelease {
-				// The stale release freed b's lock: a takes it at once.
-				lc, err := a.Acquire(ctx, key, ttl)
-				if err != nil {
-					t.Fatalf("acquire after a stale release: %v", err)
-				}
-				if err := a.Release(ctx, lc); err != nil {
-					t.Fatalf("release: %v", err)
-				}
-				err = a.Release(ctx, lc)
-				if c.lease.Release == ReleaseFreesAnyHolderRefusesFree && !errors.Is(err, ErrNotHeld) {
-					t.Fatalf("release of a free lock: err = %v, want ErrNotHeld", err)
-				}
-				if c.lease.Release != ReleaseFreesAnyHolderRefusesFree && err != nil {
-					t.Fatalf("unconditional release of a free lock: err = %v, want nil", err)
-				}
-				return
-			}
-			a2 := refused(a, 0, "acquire while the second lease is held")
-			if err := b.Release(ctx, lb); err != nil {
-				t.Fatalf("release of the second lease: %v", err)
-			}
-			lc, err := a2.Acquire(ctx, key, ttl)
-			if err != nil {
-				t.Fatalf("third acquire: %v", err)
-			}
-			if hasToken && lc.Token <= lb.Token {
-				t.Fatalf("token %d after token %d: not increasing", lc.Token, lb.Token)
-			}
-			if err := a2.Release(ctx, lc); err != nil {
-				t.Fatalf("third release: %v", err)
+			case c.expires():
+			case c.lease.Release != ReleaseChecksOwner:
+				r.staleReleaseFreed(a)
+			default:
+				r.nextTurn(a, b, lb)
 			}
 		})
+	}
+}
+
+// contractRun is one algorithm's run of TestContract: two workers' Lockers
+// on one key.
+type contractRun struct {
+	t   *testing.T
+	c   algorithmCase
+	eps []Endpoint
+	ctx context.Context
+	key string
+	ttl time.Duration
+}
+
+// acquire takes the key with l, which must succeed, and checks the lease.
+func (r *contractRun) acquire(l Locker, what string) Lease {
+	r.t.Helper()
+	start := time.Now()
+	lease, err := l.Acquire(r.ctx, r.key, r.ttl)
+	if err != nil {
+		r.t.Fatalf("%s: %v", what, err)
+	}
+	checkLease(r.t, r.c, r.ttl, lease, r.key, start, time.Now())
+	return lease
+}
+
+// tokenAfter fails unless later's token is above earlier's, for an
+// algorithm that has tokens.
+func (r *contractRun) tokenAfter(later, earlier Lease) {
+	r.t.Helper()
+	if r.c.lease.Token != "" && later.Token <= earlier.Token {
+		r.t.Fatalf("token %d after token %d: not increasing", later.Token, earlier.Token)
+	}
+}
+
+// refused checks that l's acquire of the held key is refused, and returns
+// the Locker to go on with (a new one when giving up closed l's client).
+func (r *contractRun) refused(l Locker, worker int, what string) Locker {
+	r.t.Helper()
+	if r.c.lease.GiveUp != GiveUpClosesClient {
+		if _, err := l.Acquire(r.ctx, r.key, r.ttl); !errors.Is(err, ErrNotAcquired) {
+			r.t.Fatalf("%s: err = %v, want ErrNotAcquired", what, err)
+		}
+		return l
+	}
+	wctx, cancel := context.WithTimeout(r.ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := l.Acquire(wctx, r.key, r.ttl); !errors.Is(err, ErrClientClosed) || errors.Is(err, ErrNotAcquired) {
+		r.t.Fatalf("%s: err = %v, want ErrClientClosed", what, err)
+	}
+	return newLocker(r.t, r.c.Name, r.eps, worker, r.c.options)
+}
+
+// firstRelease releases a's lease la, and for a lock that frees itself
+// checks that b cannot take it within its validity, then waits it out.
+func (r *contractRun) firstRelease(a, b Locker, la Lease) {
+	r.t.Helper()
+	err := a.Release(r.ctx, la)
+	switch {
+	case r.c.expires() && !errors.Is(err, ErrReleaseNoOp):
+		r.t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
+	case !r.c.expires() && err != nil:
+		r.t.Fatalf("release: %v", err)
+	}
+	if !r.c.expires() {
+		return
+	}
+	// Released or not, the lock is held until its validity ends.
+	if time.Now().Before(la.Until) {
+		if _, err := b.Acquire(r.ctx, r.key, r.ttl); !errors.Is(err, ErrNotAcquired) {
+			r.t.Fatalf("acquire within the validity after release: err = %v, want ErrNotAcquired", err)
+		}
+	}
+	time.Sleep(time.Until(la.Until) + 20*time.Millisecond)
+}
+
+// staleRelease releases a's first lease la again, after b took the key.
+func (r *contractRun) staleRelease(a Locker, la Lease) {
+	r.t.Helper()
+	ownedRelease := r.c.lease.Release == ReleaseChecksOwner
+	err := a.Release(r.ctx, la)
+	switch {
+	case ownedRelease && !errors.Is(err, ErrNotHeld):
+		r.t.Fatalf("second release of the first lease: err = %v, want ErrNotHeld", err)
+	case r.c.expires() && !errors.Is(err, ErrReleaseNoOp):
+		r.t.Fatalf("release of a lock that frees itself: err = %v, want ErrReleaseNoOp", err)
+	case !ownedRelease && !r.c.expires() && err != nil:
+		r.t.Fatalf("release without owner check: err = %v, want nil", err)
+	}
+}
+
+// staleReleaseFreed checks, for a release without owner check, that the
+// stale release freed b's lock: a takes it at once, and a release of the
+// free lock ends as the lease semantics say.
+func (r *contractRun) staleReleaseFreed(a Locker) {
+	r.t.Helper()
+	lc, err := a.Acquire(r.ctx, r.key, r.ttl)
+	if err != nil {
+		r.t.Fatalf("acquire after a stale release: %v", err)
+	}
+	if err := a.Release(r.ctx, lc); err != nil {
+		r.t.Fatalf("release: %v", err)
+	}
+	err = a.Release(r.ctx, lc)
+	if r.c.lease.Release == ReleaseFreesAnyHolderRefusesFree && !errors.Is(err, ErrNotHeld) {
+		r.t.Fatalf("release of a free lock: err = %v, want ErrNotHeld", err)
+	}
+	if r.c.lease.Release != ReleaseFreesAnyHolderRefusesFree && err != nil {
+		r.t.Fatalf("unconditional release of a free lock: err = %v, want nil", err)
+	}
+}
+
+// nextTurn checks, for a release with owner check, that b's lease lb still
+// holds the key against a, and that a takes it, with a higher token, once b
+// released it.
+func (r *contractRun) nextTurn(a, b Locker, lb Lease) {
+	r.t.Helper()
+	a2 := r.refused(a, 0, "acquire while the second lease is held")
+	if err := b.Release(r.ctx, lb); err != nil {
+		r.t.Fatalf("release of the second lease: %v", err)
+	}
+	lc, err := a2.Acquire(r.ctx, r.key, r.ttl)
+	if err != nil {
+		r.t.Fatalf("third acquire: %v", err)
+	}
+	r.tokenAfter(lc, lb)
+	if err := a2.Release(r.ctx, lc); err != nil {
+		r.t.Fatalf("third release: %v", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -215,7 +216,7 @@ func TestEtcdReleaseAfterIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nw.Close() })
-	link := cluster.LinkName("isolated-client", eps[0].Name)
+	link := linknet.Name("isolated-client", eps[0].Name)
 	addr, err := nw.Link(link, eps[0].Addr)
 	if err != nil {
 		t.Fatal(err)

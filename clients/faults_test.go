@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 )
 
@@ -286,7 +287,7 @@ func TestZKSessionLost(t *testing.T) {
 func TestRedlockValidityWithSlowMaster(t *testing.T) {
 	cs := newClusters(t)
 	eps := cs.endpoints(t, redisMasters)
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -399,95 +399,121 @@ func (p *Postgres) acquire(ctx context.Context, key string, ttl time.Duration) (
 	}
 	switch p.flavor {
 	case pgMutex:
-		p.step("create")
-		if _, err := p.exec(ctx, `insert into task_state (id, acquired) values ($1, false) on conflict (id) do nothing`, key); err != nil {
-			return Lease{}, beforeGrant("create", err)
-		}
-		p.step("acquire")
-		n, err := p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, true, key)
-		if err != nil {
-			return Lease{}, err
-		}
-		p.runAfterResponse()
-		if n == 0 {
-			return Lease{}, ErrNotAcquired
-		}
-		return Lease{Key: key, Never: true}, nil
-
+		return p.acquireMutex(ctx, key)
 	case pgTimeout:
-		if err := checkTTL(p.flavor.String(), ttl); err != nil {
-			return Lease{}, err
-		}
-		p.step("create")
-		if _, err := p.exec(ctx, `insert into task_timeout (id, ts, timeout) values ($1, 0, $2) on conflict (id) do nothing`,
-			key, ttl.Milliseconds()); err != nil {
-			return Lease{}, beforeGrant("create", err)
-		}
-		p.step("acquire")
-		start := time.Now() // no later than the clock reading below
-		ts := p.clock.Now().UnixMilli()
-		var timeout int64
-		found, err := p.queryRow(ctx, `update task_timeout set ts = $1 where id = $2 and ts + timeout < $1 returning timeout`,
-			[]any{ts, key}, &timeout)
-		if err != nil {
-			return Lease{}, err
-		}
-		p.runAfterResponse()
-		if !found {
-			return Lease{}, ErrNotAcquired
-		}
-		if ts < 0 {
-			return Lease{}, fmt.Errorf("worker clock before 1970 gave ts %d", ts)
-		}
-		// A contender takes the row when its own clock passes ts + timeout:
-		// timeout after start on a clock like ours.
-		stored := time.Duration(timeout) * time.Millisecond
-		return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, stored, p.drift), Expires: start.Add(stored)}, nil
-
+		return p.acquireTimeout(ctx, key, ttl)
 	case pgState:
-		p.step("create")
-		if _, err := p.exec(ctx, `insert into task (id, status) values ($1, 'done') on conflict (id) do nothing`, key); err != nil {
-			return Lease{}, beforeGrant("create", err)
-		}
-		p.step("acquire")
-		var id, status string
-		found, err := p.queryRow(ctx, pgStateCapture, []any{key}, &id, &status)
-		if err != nil {
-			return Lease{}, err
-		}
-		p.runAfterResponse()
-		if !found {
-			return Lease{}, ErrNotAcquired
-		}
-		return Lease{Key: key, Never: true}, nil
-
+		return p.acquireState(ctx, key)
 	case pgUniqueRow:
-		owner := p.owners.next()
-		var token int64
-		p.step("acquire")
-		_, err := p.queryRow(ctx, `insert into lock_row (id, owner) values ($1, $2) returning token`, []any{key, owner}, &token)
-		p.runAfterResponse()
-		if err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-				return Lease{}, ErrNotAcquired
-			}
-			return Lease{}, err
-		}
-		return Lease{Key: key, Owner: owner, Token: uint64(token), Never: true}, nil
-
+		return p.acquireUniqueRow(ctx, key)
 	default: // pgAdvisory
-		var ok bool
-		p.step("acquire")
-		if _, err := p.queryRow(ctx, `select pg_try_advisory_lock(hashtextextended($1, 0))`, []any{key}, &ok); err != nil {
-			return Lease{}, err
-		}
-		p.runAfterResponse()
-		if !ok {
+		return p.acquireAdvisory(ctx, key)
+	}
+}
+
+// acquireMutex takes the pg-mutex lock: the row's acquired flag, set from
+// false to true.
+func (p *Postgres) acquireMutex(ctx context.Context, key string) (Lease, error) {
+	p.step("create")
+	if _, err := p.exec(ctx, `insert into task_state (id, acquired) values ($1, false) on conflict (id) do nothing`, key); err != nil {
+		return Lease{}, beforeGrant("create", err)
+	}
+	p.step("acquire")
+	n, err := p.exec(ctx, `update task_state set acquired = $1 where id = $2 and acquired != $1`, true, key)
+	if err != nil {
+		return Lease{}, err
+	}
+	p.runAfterResponse()
+	if n == 0 {
+		return Lease{}, ErrNotAcquired
+	}
+	return Lease{Key: key, Never: true}, nil
+}
+
+// acquireTimeout takes the pg-timeout lock: the row's ts, moved to the
+// worker's clock when the stored one has timed out.
+func (p *Postgres) acquireTimeout(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := checkTTL(p.flavor.String(), ttl); err != nil {
+		return Lease{}, err
+	}
+	p.step("create")
+	if _, err := p.exec(ctx, `insert into task_timeout (id, ts, timeout) values ($1, 0, $2) on conflict (id) do nothing`,
+		key, ttl.Milliseconds()); err != nil {
+		return Lease{}, beforeGrant("create", err)
+	}
+	p.step("acquire")
+	start := time.Now() // no later than the clock reading below
+	ts := p.clock.Now().UnixMilli()
+	var timeout int64
+	found, err := p.queryRow(ctx, `update task_timeout set ts = $1 where id = $2 and ts + timeout < $1 returning timeout`,
+		[]any{ts, key}, &timeout)
+	if err != nil {
+		return Lease{}, err
+	}
+	p.runAfterResponse()
+	if !found {
+		return Lease{}, ErrNotAcquired
+	}
+	if ts < 0 {
+		return Lease{}, fmt.Errorf("worker clock before 1970 gave ts %d", ts)
+	}
+	// A contender takes the row when its own clock passes ts + timeout:
+	// timeout after start on a clock like ours.
+	stored := time.Duration(timeout) * time.Millisecond
+	return Lease{Key: key, Token: uint64(ts), Until: validUntil(start, stored, p.drift), Expires: start.Add(stored)}, nil
+}
+
+// acquireState takes the pg-state lock: the task's status, captured as
+// pgStateCapture does.
+func (p *Postgres) acquireState(ctx context.Context, key string) (Lease, error) {
+	p.step("create")
+	if _, err := p.exec(ctx, `insert into task (id, status) values ($1, 'done') on conflict (id) do nothing`, key); err != nil {
+		return Lease{}, beforeGrant("create", err)
+	}
+	p.step("acquire")
+	var id, status string
+	found, err := p.queryRow(ctx, pgStateCapture, []any{key}, &id, &status)
+	if err != nil {
+		return Lease{}, err
+	}
+	p.runAfterResponse()
+	if !found {
+		return Lease{}, ErrNotAcquired
+	}
+	return Lease{Key: key, Never: true}, nil
+}
+
+// acquireUniqueRow takes the pg-unique-row lock: a row of the key's id,
+// which the primary key lets only one insert create.
+func (p *Postgres) acquireUniqueRow(ctx context.Context, key string) (Lease, error) {
+	owner := p.owners.next()
+	var token int64
+	p.step("acquire")
+	_, err := p.queryRow(ctx, `insert into lock_row (id, owner) values ($1, $2) returning token`, []any{key, owner}, &token)
+	p.runAfterResponse()
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 			return Lease{}, ErrNotAcquired
 		}
-		return Lease{Key: key, Owner: "pid-" + strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10), Never: true, Session: true}, nil
+		return Lease{}, err
 	}
+	return Lease{Key: key, Owner: owner, Token: uint64(token), Never: true}, nil
+}
+
+// acquireAdvisory takes the pg-advisory lock: the session's advisory lock
+// on the key's hash.
+func (p *Postgres) acquireAdvisory(ctx context.Context, key string) (Lease, error) {
+	var ok bool
+	p.step("acquire")
+	if _, err := p.queryRow(ctx, `select pg_try_advisory_lock(hashtextextended($1, 0))`, []any{key}, &ok); err != nil {
+		return Lease{}, err
+	}
+	p.runAfterResponse()
+	if !ok {
+		return Lease{}, ErrNotAcquired
+	}
+	return Lease{Key: key, Owner: "pid-" + strconv.FormatUint(uint64(p.conn.PgConn().PID()), 10), Never: true, Session: true}, nil
 }
 
 // Release gives the lock back as the flavor's seed does.

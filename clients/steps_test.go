@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -100,87 +101,110 @@ func TestStepFaultsCoverEverySteppedAlgorithm(t *testing.T) {
 func TestStepFaults(t *testing.T) {
 	cs := newClusters(t)
 	for _, tc := range stepFaults(t) {
-		t.Run(tc.Name+"/"+tc.step, func(t *testing.T) {
-			eps := cs.endpoints(t, tc.spec)
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			via, nw, links := throughLinks(t, "w0", eps)
-			const ttl = 5 * time.Second
-			// A key of this run's own: the servers outlive a test run.
-			key := fmt.Sprintf("steps-%s-%s-%d", tc.Name, tc.step, time.Now().UnixNano())
-			l := newLocker(t, tc.Name, via, 0, tc.options)
-			rec := history.NewRecorder()
-			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
-			if tc.warm {
-				la, err := l.Acquire(ctx, key, ttl)
-				if err != nil {
-					t.Fatalf("acquire before the fault: %v", err)
-				}
-				if err := l.Release(ctx, la); err != nil {
-					t.Fatalf("release before the fault: %v", err)
-				}
-			}
-			if tc.disconnect {
-				if err := postgresOf(t, l).Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
+		t.Run(tc.Name+"/"+tc.step, func(t *testing.T) { runStepFault(t, cs, tc) })
+	}
+}
 
-			var steps []string
-			hooked := l.(interface{ setBeforeStep(func(string)) })
-			hooked.setBeforeStep(func(step string) {
-				steps = append(steps, step)
-				if step == tc.step {
-					if err := nw.Reset(links...); err != nil {
-						t.Errorf("reset: %v", err)
-					}
-				}
-			})
-			_, err := a.Acquire(ctx, key, ttl)
-			hooked.setBeforeStep(nil)
-			if err := nw.Heal(links...); err != nil {
-				t.Fatal(err)
+// runStepFault is TestStepFaults' run of one algorithm's step.
+func runStepFault(t *testing.T, cs *clusters, tc stepFault) {
+	eps := cs.endpoints(t, tc.spec)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	via, nw, links := throughLinks(t, "w0", eps)
+	const ttl = 5 * time.Second
+	// A key of this run's own: the servers outlive a test run.
+	key := fmt.Sprintf("steps-%s-%s-%d", tc.Name, tc.step, time.Now().UnixNano())
+	l := newLocker(t, tc.Name, via, 0, tc.options)
+	rec := history.NewRecorder()
+	a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
+	if tc.warm {
+		la, err := l.Acquire(ctx, key, ttl)
+		if err != nil {
+			t.Fatalf("acquire before the fault: %v", err)
+		}
+		if err := l.Release(ctx, la); err != nil {
+			t.Fatalf("release before the fault: %v", err)
+		}
+	}
+	if tc.disconnect {
+		if err := postgresOf(t, l).Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var steps []string
+	hooked := l.(interface{ setBeforeStep(func(string)) })
+	hooked.setBeforeStep(func(step string) {
+		steps = append(steps, step)
+		if step == tc.step {
+			if err := nw.Reset(links...); err != nil {
+				t.Errorf("reset: %v", err)
 			}
-			if !slices.Contains(steps, tc.step) {
-				t.Fatalf("the acquire never reached step %s (steps %v; err %v)", tc.step, steps, err)
-			}
-			if steps[len(steps)-1] != tc.step {
-				t.Fatalf("the acquire went on past the faulted step %s: steps %v (err %v)", tc.step, steps, err)
-			}
-			h := rec.History()
-			if len(h) != 2 {
-				t.Fatalf("history %v, want the acquire's invoke and completion", h)
-			}
-			done := h[1]
-			if done.Type != tc.want {
-				t.Fatalf("acquire with step %s cut: recorded %s (%s), want %s", tc.step, done.Type, done.Error, tc.want)
-			}
-			if err == nil || !strings.Contains(done.Error, tc.step) {
-				t.Fatalf("recorded error %q does not name the step %s", done.Error, tc.step)
-			}
-			if tc.want == history.Info {
-				if errors.Is(err, ErrNotAcquired) || a.Proc.ID() != 2 {
-					t.Fatalf("info: err %v, process %d; want an indeterminate error and a crash", err, a.Proc.ID())
-				}
-				return
-			}
-			var bg *beforeGrantError
-			if !errors.As(err, &bg) || bg.step != tc.step || !errors.Is(err, ErrNotAcquired) {
-				t.Fatalf("fail: err %v, want the %s step's failure, wrapping ErrNotAcquired", err, tc.step)
-			}
-			if a.Proc.ID() != 0 {
-				t.Fatalf("a definite failure crashed the process (now %d)", a.Proc.ID())
-			}
-			// It took nothing: another worker takes the lock at once.
-			b := newLocker(t, tc.Name, eps, 1, tc.options)
-			lb, err := b.Acquire(ctx, key, ttl)
-			if err != nil {
-				t.Fatalf("another worker after the failed acquire: %v", err)
-			}
-			if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
-				t.Fatalf("release: %v", err)
-			}
-		})
+		}
+	})
+	_, err := a.Acquire(ctx, key, ttl)
+	hooked.setBeforeStep(nil)
+	if err := nw.Heal(links...); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(steps, tc.step) {
+		t.Fatalf("the acquire never reached step %s (steps %v; err %v)", tc.step, steps, err)
+	}
+	if steps[len(steps)-1] != tc.step {
+		t.Fatalf("the acquire went on past the faulted step %s: steps %v (err %v)", tc.step, steps, err)
+	}
+	if checkStepRecorded(t, tc, rec, a, err) {
+		return
+	}
+	tookNothing(t, ctx, tc, eps, key, ttl)
+}
+
+// checkStepRecorded checks what the history records of the acquire whose
+// step tc.step was reset, which returned err: its type, and its error
+// naming the step. It reports whether the acquire was indeterminate (info),
+// and then that the process crashed; for a fail, that err is the step's
+// definite failure and the process goes on.
+func checkStepRecorded(t *testing.T, tc stepFault, rec *history.Recorder, a *Recorded, err error) (info bool) {
+	t.Helper()
+	h := rec.History()
+	if len(h) != 2 {
+		t.Fatalf("history %v, want the acquire's invoke and completion", h)
+	}
+	done := h[1]
+	if done.Type != tc.want {
+		t.Fatalf("acquire with step %s cut: recorded %s (%s), want %s", tc.step, done.Type, done.Error, tc.want)
+	}
+	if err == nil || !strings.Contains(done.Error, tc.step) {
+		t.Fatalf("recorded error %q does not name the step %s", done.Error, tc.step)
+	}
+	if tc.want == history.Info {
+		if errors.Is(err, ErrNotAcquired) || a.Proc.ID() != 2 {
+			t.Fatalf("info: err %v, process %d; want an indeterminate error and a crash", err, a.Proc.ID())
+		}
+		return true
+	}
+	var bg *beforeGrantError
+	if !errors.As(err, &bg) || bg.step != tc.step || !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("fail: err %v, want the %s step's failure, wrapping ErrNotAcquired", err, tc.step)
+	}
+	if a.Proc.ID() != 0 {
+		t.Fatalf("a definite failure crashed the process (now %d)", a.Proc.ID())
+	}
+	return false
+}
+
+// tookNothing checks that an acquire that failed before any step that can
+// take the lock took nothing: another worker takes key at once.
+func tookNothing(t *testing.T, ctx context.Context, tc stepFault, eps []Endpoint, key string, ttl time.Duration) {
+	t.Helper()
+	// It took nothing: another worker takes the lock at once.
+	b := newLocker(t, tc.Name, eps, 1, tc.options)
+	lb, err := b.Acquire(ctx, key, ttl)
+	if err != nil {
+		t.Fatalf("another worker after the failed acquire: %v", err)
+	}
+	if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+		t.Fatalf("release: %v", err)
 	}
 }
 
@@ -200,7 +224,7 @@ func postgresOf(t *testing.T, l Locker) *Postgres {
 // throughLinks routes a worker's connections to every node of eps through
 // a proxied link of its own, closed at cleanup: the endpoints through the
 // links, the network (made with opts) and the links' names.
-func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.NetworkOption) (via []Endpoint, nw *cluster.Network, links []string) {
+func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...linknet.Option) (via []Endpoint, nw *linknet.Network, links []string) {
 	t.Helper()
 	nw, err := cluster.NewNetwork(opts...)
 	if err != nil {
@@ -209,7 +233,7 @@ func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.N
 	t.Cleanup(func() { nw.Close() })
 	via = slices.Clone(eps)
 	for i, ep := range eps {
-		link := cluster.LinkName(worker, ep.Name)
+		link := linknet.Name(worker, ep.Name)
 		if via[i].Addr, err = nw.Link(link, ep.Addr); err != nil {
 			t.Fatal(err)
 		}
@@ -226,14 +250,7 @@ func throughLinks(t *testing.T, worker string, eps []Endpoint, opts ...cluster.N
 // once.
 func TestStepDoneButReplyLost(t *testing.T) {
 	cs := newClusters(t)
-	tests := []struct {
-		algorithm string
-		spec      cluster.Spec
-		step      string
-		// left reports whether what the step leaves behind is on the
-		// server.
-		left func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool
-	}{
+	tests := []replyLostCase{
 		{"redis-zadd-mutex", redisMasters, "create", zaddMember(zaddMutexSet)},
 		{"redis-zadd-state", redisMasters, "create", zaddMember(zaddStateSet)},
 		{"pg-mutex", postgresOne, "create", pgRow(`select acquired::text from task_state where id = $1`, "false")},
@@ -242,83 +259,103 @@ func TestStepDoneButReplyLost(t *testing.T) {
 		{"etcd-mutex", etcdOne, "grant", nil}, // the new lease is looked for below
 	}
 	for _, tc := range tests {
-		t.Run(tc.algorithm, func(t *testing.T) {
-			eps := cs.endpoints(t, tc.spec)
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			via, nw, links := throughLinks(t, "w0", eps, cluster.WithProxies()) // latency needs proxies
-			const timeout, delay = time.Second, 3 * time.Second
-			options := map[string]string{"timeout": timeout.String()}
-			l := newLocker(t, tc.algorithm, via, 0, options)
-			rec := history.NewRecorder()
-			a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
-			key := fmt.Sprintf("reply-lost-%s-%d", tc.algorithm, time.Now().UnixNano())
-			// A first acquire on another key opens the connection and
-			// prepares the statements, so that the delayed step is sent
-			// at once rather than behind a handshake or a prepare whose
-			// reply is delayed too.
-			lw, err := l.Acquire(ctx, key+"-warm", time.Second)
-			if err != nil {
-				t.Fatalf("acquire before the fault: %v", err)
+		t.Run(tc.algorithm, func(t *testing.T) { runReplyLost(t, cs, tc) })
+	}
+}
+
+// replyLostCase is a step of TestStepDoneButReplyLost: the algorithm, its
+// servers, the step whose replies are delayed, and left, which reports
+// whether what the step leaves behind is on the server (nil for etcd's
+// lease, looked for among the server's leases).
+type replyLostCase struct {
+	algorithm string
+	spec      cluster.Spec
+	step      string
+	left      func(t *testing.T, ctx context.Context, eps []Endpoint, key string) bool
+}
+
+// runReplyLost is TestStepDoneButReplyLost's run of one case.
+func runReplyLost(t *testing.T, cs *clusters, tc replyLostCase) {
+	eps := cs.endpoints(t, tc.spec)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	via, nw, links := throughLinks(t, "w0", eps, linknet.WithProxies()) // latency needs proxies
+	const timeout, delay = time.Second, 3 * time.Second
+	options := map[string]string{"timeout": timeout.String()}
+	l := newLocker(t, tc.algorithm, via, 0, options)
+	rec := history.NewRecorder()
+	a := &Recorded{Locker: l, Rec: rec, Proc: NewProcess(0, 2)}
+	key := fmt.Sprintf("reply-lost-%s-%d", tc.algorithm, time.Now().UnixNano())
+	// A first acquire on another key opens the connection and
+	// prepares the statements, so that the delayed step is sent
+	// at once rather than behind a handshake or a prepare whose
+	// reply is delayed too.
+	lw, err := l.Acquire(ctx, key+"-warm", time.Second)
+	if err != nil {
+		t.Fatalf("acquire before the fault: %v", err)
+	}
+	if err := l.Release(ctx, lw); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+		t.Fatalf("release before the fault: %v", err)
+	}
+	var admin *clientv3.Client
+	var leasesBefore map[clientv3.LeaseID]bool
+	if tc.left == nil {
+		admin = etcdAdmin(t, eps)
+		leasesBefore = etcdLeases(t, ctx, admin)
+	}
+	var steps []string
+	hooked := l.(interface{ setBeforeStep(func(string)) })
+	hooked.setBeforeStep(func(step string) {
+		steps = append(steps, step)
+		if step == tc.step {
+			if err := nw.Latency(links, delay, 0); err != nil {
+				t.Errorf("latency: %v", err)
 			}
-			if err := l.Release(ctx, lw); err != nil && !errors.Is(err, ErrReleaseNoOp) {
-				t.Fatalf("release before the fault: %v", err)
-			}
-			var admin *clientv3.Client
-			var leasesBefore map[clientv3.LeaseID]bool
-			if tc.left == nil {
-				admin = etcdAdmin(t, eps)
-				leasesBefore = etcdLeases(t, ctx, admin)
-			}
-			var steps []string
-			hooked := l.(interface{ setBeforeStep(func(string)) })
-			hooked.setBeforeStep(func(step string) {
-				steps = append(steps, step)
-				if step == tc.step {
-					if err := nw.Latency(links, delay, 0); err != nil {
-						t.Errorf("latency: %v", err)
-					}
-				}
-			})
-			_, err = a.Acquire(ctx, key, 5*time.Second)
-			hooked.setBeforeStep(nil)
-			if err := nw.Heal(links...); err != nil {
-				t.Fatal(err)
-			}
-			if len(steps) == 0 || steps[len(steps)-1] != tc.step {
-				t.Fatalf("steps %v, want the acquire to end at %s (err %v)", steps, tc.step, err)
-			}
-			h := rec.History()
-			if len(h) != 2 || h[1].Type != history.Fail {
-				t.Fatalf("history %v, want the acquire's invoke and fail", h)
-			}
-			// What the step did is on the server (poll: the request may
-			// still be on its way). A step whose request never left the
-			// client would leave nothing, and the test would fail here.
-			for {
-				var there bool
-				if tc.left != nil {
-					there = tc.left(t, ctx, eps, key)
-				} else {
-					there = newLease(etcdLeases(t, ctx, admin), leasesBefore)
-				}
-				if there {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("the %s step never took effect on the server", tc.step)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			b := newLocker(t, tc.algorithm, eps, 1, nil)
-			lb, err := b.Acquire(ctx, key, 5*time.Second)
-			if err != nil {
-				t.Fatalf("another worker, with what the failed step left: %v", err)
-			}
-			if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
-				t.Fatalf("release: %v", err)
-			}
-		})
+		}
+	})
+	_, err = a.Acquire(ctx, key, 5*time.Second)
+	hooked.setBeforeStep(nil)
+	if err := nw.Heal(links...); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) == 0 || steps[len(steps)-1] != tc.step {
+		t.Fatalf("steps %v, want the acquire to end at %s (err %v)", steps, tc.step, err)
+	}
+	h := rec.History()
+	if len(h) != 2 || h[1].Type != history.Fail {
+		t.Fatalf("history %v, want the acquire's invoke and fail", h)
+	}
+	stepLeft(t, ctx, tc, eps, key, admin, leasesBefore)
+	b := newLocker(t, tc.algorithm, eps, 1, nil)
+	lb, err := b.Acquire(ctx, key, 5*time.Second)
+	if err != nil {
+		t.Fatalf("another worker, with what the failed step left: %v", err)
+	}
+	if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
+		t.Fatalf("release: %v", err)
+	}
+}
+
+// stepLeft waits until what tc's step did is on the server (poll: the
+// request may still be on its way), failing when ctx ends first. A step
+// whose request never left the client would leave nothing, and the test
+// would fail here.
+func stepLeft(t *testing.T, ctx context.Context, tc replyLostCase, eps []Endpoint, key string, admin *clientv3.Client, leasesBefore map[clientv3.LeaseID]bool) {
+	t.Helper()
+	for {
+		var there bool
+		if tc.left != nil {
+			there = tc.left(t, ctx, eps, key)
+		} else {
+			there = newLease(etcdLeases(t, ctx, admin), leasesBefore)
+		}
+		if there {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the %s step never took effect on the server", tc.step)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

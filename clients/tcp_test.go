@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // The tests of this file check the scenario's tcp settings on the lock
@@ -262,113 +263,151 @@ func TestShortTCPEndsConnectionsDuringCut(t *testing.T) {
 			eps := cs.endpoints(t, f.spec)
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 			defer cancel()
-			viaShort, nwShort, linksShort := throughLinks(t, "w0", eps)
-			viaDef, nwDef, linksDef := throughLinks(t, "w1", eps)
-			short := newTCPLocker(t, f.algorithm, viaShort, 0, f.options, shortTCP)
-			def := newTCPLocker(t, f.algorithm, viaDef, 1, f.options, TCP{})
-			cut := func() {
-				t.Helper()
-				if err := nwShort.Cut(linksShort...); err != nil {
-					t.Fatal(err)
-				}
-				if err := nwDef.Cut(linksDef...); err != nil {
-					t.Fatal(err)
-				}
-			}
-			heal := func() {
-				t.Helper()
-				if err := nwShort.HealAll(); err != nil {
-					t.Fatal(err)
-				}
-				if err := nwDef.HealAll(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Cleanup(func() { _ = nwShort.HealAll(); _ = nwDef.HealAll() })
-
+			p := &tcpPair{t: t, ctx: ctx, f: f}
+			p.viaShort, p.nwShort, p.linksShort = throughLinks(t, "w0", eps)
+			p.viaDef, p.nwDef, p.linksDef = throughLinks(t, "w1", eps)
+			p.short = newTCPLocker(t, f.algorithm, p.viaShort, 0, f.options, shortTCP)
+			p.def = newTCPLocker(t, f.algorithm, p.viaDef, 1, f.options, TCP{})
+			t.Cleanup(func() { _ = p.nwShort.HealAll(); _ = p.nwDef.HealAll() })
 			if f.errors {
-				// A call sent during the cut.
-				lockUnlock(t, ctx, short, "tcp-busy-w0")
-				lockUnlock(t, ctx, def, "tcp-busy-w1")
-				cut()
-				type result struct {
-					lease Lease
-					err   error
-				}
-				shortDone, defDone := make(chan result, 1), make(chan result, 1)
-				go func() { l, err := short.Acquire(ctx, "tcp-busy-w0", 30*time.Second); shortDone <- result{l, err} }()
-				go func() { l, err := def.Acquire(ctx, "tcp-busy-w1", 30*time.Second); defDone <- result{l, err} }()
-				var r result
-				select {
-				case r = <-shortDone:
-				case <-ctx.Done():
-					t.Fatal("worker 0's call during the cut never returned")
-				}
-				if !endedByOS(r.err) {
-					t.Errorf("worker 0's call during the cut: %v, want the OS's end of its connection (TCP_USER_TIMEOUT): ETIMEDOUT, or EOF once the client's own peek took the error", r.err)
-				}
-				select {
-				case r := <-defDone:
-					t.Fatalf("worker 1's call returned during the cut (%v, %v): nothing can cross it", r.lease, r.err)
-				default:
-				}
-				heal()
-				r = <-defDone
-				if r.err != nil {
-					t.Fatalf("worker 1's call sent during the cut, after the heal: %v; want its reply on the same connection", r.err)
-				}
-				if err := def.Release(ctx, r.lease); err != nil {
-					t.Fatal(err)
-				}
+				p.callDuringCut()
 			}
-
-			// Idle connections through a cut.
-			lockUnlock(t, ctx, short, "tcp-idle-w0")
-			lockUnlock(t, ctx, def, "tcp-idle-w1")
-			shortConns, defConns := established(t, viaShort[0].Addr), established(t, viaDef[0].Addr)
-			if len(shortConns) == 0 || len(defConns) == 0 {
-				t.Fatalf("established connections before the cut: worker 0 %v, worker 1 %v; want some of each", shortConns, defConns)
-			}
-			cut()
-			for {
-				now := established(t, viaShort[0].Addr)
-				left := 0
-				for port := range shortConns {
-					if now[port] {
-						left++
-					}
-				}
-				if left == 0 {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("worker 0's idle connections %v are still established: the OS did not end them", shortConns)
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			now := established(t, viaDef[0].Addr)
-			for port := range defConns {
-				if !now[port] {
-					t.Errorf("worker 1's connection from port %d ended during the same cut: with the defaults it must outlast it", port)
-				}
-			}
-			heal()
-			if f.errors && f.spec.System == cluster.Postgres {
-				if _, err := short.Acquire(ctx, "tcp-idle-w0", 30*time.Second); !errors.Is(err, syscall.ETIMEDOUT) {
-					t.Errorf("worker 0's first call after the cut: %v, want ETIMEDOUT from the OS (keepalive)", err)
-				}
-			}
-			lockUnlock(t, ctx, def, "tcp-idle-w1")
-			if now := established(t, viaDef[0].Addr); len(now) != len(defConns) {
-				t.Errorf("worker 1's connections after the heal: %v, before the cut %v: they were replaced", now, defConns)
-			} else {
-				for port := range defConns {
-					if !now[port] {
-						t.Errorf("worker 1's connection from port %d was replaced after the heal", port)
-					}
-				}
-			}
+			p.idleThroughCut()
 		})
+	}
+}
+
+// tcpPair is one family's run of TestShortTCPEndsConnectionsDuringCut:
+// worker 0's Locker with short tcp settings and worker 1's with the
+// defaults, each through links of its own.
+type tcpPair struct {
+	t                    *testing.T
+	ctx                  context.Context
+	f                    tcpFamily
+	short, def           Locker
+	viaShort, viaDef     []Endpoint
+	nwShort, nwDef       *linknet.Network
+	linksShort, linksDef []string
+}
+
+// cut cuts both workers' links.
+func (p *tcpPair) cut() {
+	p.t.Helper()
+	if err := p.nwShort.Cut(p.linksShort...); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := p.nwDef.Cut(p.linksDef...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// heal heals both workers' links.
+func (p *tcpPair) heal() {
+	p.t.Helper()
+	if err := p.nwShort.HealAll(); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := p.nwDef.HealAll(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// tcpResult is what an acquire returned.
+type tcpResult struct {
+	lease Lease
+	err   error
+}
+
+// callDuringCut sends a call of each worker during a cut: worker 0's ends
+// with the OS's end of its connection, worker 1's waits for the heal and
+// succeeds.
+func (p *tcpPair) callDuringCut() {
+	t, ctx := p.t, p.ctx
+	lockUnlock(t, ctx, p.short, "tcp-busy-w0")
+	lockUnlock(t, ctx, p.def, "tcp-busy-w1")
+	p.cut()
+	shortDone, defDone := make(chan tcpResult, 1), make(chan tcpResult, 1)
+	go func() { l, err := p.short.Acquire(ctx, "tcp-busy-w0", 30*time.Second); shortDone <- tcpResult{l, err} }()
+	go func() { l, err := p.def.Acquire(ctx, "tcp-busy-w1", 30*time.Second); defDone <- tcpResult{l, err} }()
+	var r tcpResult
+	select {
+	case r = <-shortDone:
+	case <-ctx.Done():
+		t.Fatal("worker 0's call during the cut never returned")
+	}
+	if !endedByOS(r.err) {
+		t.Errorf("worker 0's call during the cut: %v, want the OS's end of its connection (TCP_USER_TIMEOUT): ETIMEDOUT, or EOF once the client's own peek took the error", r.err)
+	}
+	select {
+	case r := <-defDone:
+		t.Fatalf("worker 1's call returned during the cut (%v, %v): nothing can cross it", r.lease, r.err)
+	default:
+	}
+	p.heal()
+	r = <-defDone
+	if r.err != nil {
+		t.Fatalf("worker 1's call sent during the cut, after the heal: %v; want its reply on the same connection", r.err)
+	}
+	if err := p.def.Release(ctx, r.lease); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// idleThroughCut cuts both workers' idle connections: the OS ends worker
+// 0's while worker 1's outlast the cut, and are the same after the heal.
+func (p *tcpPair) idleThroughCut() {
+	t, ctx := p.t, p.ctx
+	lockUnlock(t, ctx, p.short, "tcp-idle-w0")
+	lockUnlock(t, ctx, p.def, "tcp-idle-w1")
+	shortConns, defConns := established(t, p.viaShort[0].Addr), established(t, p.viaDef[0].Addr)
+	if len(shortConns) == 0 || len(defConns) == 0 {
+		t.Fatalf("established connections before the cut: worker 0 %v, worker 1 %v; want some of each", shortConns, defConns)
+	}
+	p.cut()
+	p.waitEnded(shortConns)
+	now := established(t, p.viaDef[0].Addr)
+	for port := range defConns {
+		if !now[port] {
+			t.Errorf("worker 1's connection from port %d ended during the same cut: with the defaults it must outlast it", port)
+		}
+	}
+	p.heal()
+	if p.f.errors && p.f.spec.System == cluster.Postgres {
+		if _, err := p.short.Acquire(ctx, "tcp-idle-w0", 30*time.Second); !errors.Is(err, syscall.ETIMEDOUT) {
+			t.Errorf("worker 0's first call after the cut: %v, want ETIMEDOUT from the OS (keepalive)", err)
+		}
+	}
+	lockUnlock(t, ctx, p.def, "tcp-idle-w1")
+	if now := established(t, p.viaDef[0].Addr); len(now) != len(defConns) {
+		t.Errorf("worker 1's connections after the heal: %v, before the cut %v: they were replaced", now, defConns)
+	} else {
+		for port := range defConns {
+			if !now[port] {
+				t.Errorf("worker 1's connection from port %d was replaced after the heal", port)
+			}
+		}
+	}
+}
+
+// waitEnded waits until none of worker 0's connections conns is
+// established any more, failing when the test's context ends first.
+func (p *tcpPair) waitEnded(conns map[int]bool) {
+	p.t.Helper()
+	for {
+		now := established(p.t, p.viaShort[0].Addr)
+		left := 0
+		for port := range conns {
+			if now[port] {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		select {
+		case <-p.ctx.Done():
+			p.t.Fatalf("worker 0's idle connections %v are still established: the OS did not end them", conns)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // TestZKUnlockCutByReset pins zk.Lock's behaviour (v1.0.4) when the
@@ -170,10 +171,41 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 		t.Fatal(err)
 	}
 	defer observer.Close()
+	waitSettled(t, ctx, observer, eps[0].Addr, dir, sid)
+	if err := nw.Latency([]string{link}, 300*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	werr := resetWaiter(t, nw, link, waited)
+	if werr == nil {
+		return false
+	}
+	t.Logf("the waiter's acquire: %v", werr)
+	for zkSessionID(b) != sid && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond) // the same session again
+	}
+	children, _, err := observer.Children(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stuck {
+		nodeLeftBehind(t, ctx, b, algorithm, eps, options, key, children)
+		return true
+	}
+	recipeCleansUp(t, ctx, b, algorithm, eps, options, key, children)
+	return true
+}
+
+// waitSettled waits until the waiter of session sid settled behind the
+// holder: dir has two nodes and the session sent nothing new for ten polls.
+func waitSettled(t *testing.T, ctx context.Context, observer *zk.Conn, addr, dir string, sid int64) {
+	t.Helper()
 	for still, xid := 0, int64(-1); still < 10; {
 		time.Sleep(50 * time.Millisecond)
 		children, _, err := observer.Children(dir)
-		x := zkLastXid(t, eps[0].Addr, sid)
+		x := zkLastXid(t, addr, sid)
 		if err == nil && len(children) == 2 && x >= 0 && x == xid {
 			still++
 		} else {
@@ -183,15 +215,14 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 			t.Fatal("the waiter never settled behind the holder")
 		}
 	}
-	if err := nw.Latency([]string{link}, 300*time.Millisecond, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(ctx, la); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	// Only what the waiter sends is reset: the event on its way back is
-	// delivered, and the request it triggers is cut.
-	if err := nw.Apply(cluster.Fault{Kind: cluster.FaultReset, Direction: cluster.DirectionForward}, link); err != nil {
+}
+
+// resetWaiter resets what the waiter sends through link (the event on its
+// way back is delivered, and the request it triggers is cut), heals the
+// link, and returns the error the waiter's acquire (waited) ended with.
+func resetWaiter(t *testing.T, nw *linknet.Network, link string, waited <-chan error) error {
+	t.Helper()
+	if err := nw.Apply(linknet.Fault{Kind: linknet.FaultReset, Direction: linknet.DirectionForward}, link); err != nil {
 		t.Fatal(err)
 	}
 	// zk.Lock returns at the cut; the recipe once it gave up its node,
@@ -209,32 +240,30 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 	if !returned {
 		werr = <-waited
 	}
-	if werr == nil {
-		return false
+	return werr
+}
+
+// nodeLeftBehind checks, for zk-lock, that the failed Lock left the
+// waiter's node behind, with no handle on it, and that the node blocks
+// another client.
+func nodeLeftBehind(t *testing.T, ctx context.Context, b Locker, algorithm string, eps []Endpoint, options map[string]string, key string, children []string) {
+	t.Helper()
+	if len(children) != 1 {
+		t.Fatalf("nodes after the failed Lock: %v; want the waiter's node left behind", children)
 	}
-	t.Logf("the waiter's acquire: %v", werr)
-	for zkSessionID(b) != sid && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond) // the same session again
+	if err := b.(*ZKLock).locks[key].Unlock(); !errors.Is(err, zk.ErrNotLocked) {
+		t.Fatalf("Unlock after the failed Lock: %v, want zk.ErrNotLocked (no handle on the node)", err)
 	}
-	children, _, err := observer.Children(dir)
-	if err != nil {
-		t.Fatal(err)
+	c := newLocker(t, algorithm, eps, 2, options)
+	if _, err := c.(Waiter).AcquireWait(ctx, key, time.Second, 2*time.Second); err == nil {
+		t.Fatal("another client took the lock behind the node the failed Lock left")
 	}
-	if stuck {
-		if len(children) != 1 {
-			t.Fatalf("nodes after the failed Lock: %v; want the waiter's node left behind", children)
-		}
-		if err := b.(*ZKLock).locks[key].Unlock(); !errors.Is(err, zk.ErrNotLocked) {
-			t.Fatalf("Unlock after the failed Lock: %v, want zk.ErrNotLocked (no handle on the node)", err)
-		}
-		c := newLocker(t, algorithm, eps, 2, options)
-		if _, err := c.(Waiter).AcquireWait(ctx, key, time.Second, 2*time.Second); err == nil {
-			t.Fatal("another client took the lock behind the node the failed Lock left")
-		}
-		return true
-	}
-	// The recipe, its client kept, asks again: it deletes what is left
-	// of its node first, and takes the free lock.
+}
+
+// recipeCleansUp checks that the recipe, its client kept, asks again: it
+// deletes what is left of its node first, and takes the free lock.
+func recipeCleansUp(t *testing.T, ctx context.Context, b Locker, algorithm string, eps []Endpoint, options map[string]string, key string, children []string) {
+	t.Helper()
 	lb, err := b.(Waiter).AcquireWait(ctx, key, time.Second, 2*time.Second)
 	if err != nil {
 		t.Fatalf("the waiter's next acquire (nodes %v): %v", children, err)
@@ -248,16 +277,15 @@ func cutAfterCreate(t *testing.T, algorithm string, options map[string]string, s
 		t.Fatalf("another client after the recipe cleaned up: %v", err)
 	}
 	_ = c.Release(ctx, lc)
-	return true
 }
 
 // zkThroughProxy starts a one-node ZooKeeper cluster of the test's own and
 // a proxied link to it from worker: its direct endpoints, the endpoints
 // through the link, the network, and the link's name.
-func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *cluster.Network, link string) {
+func zkThroughProxy(t *testing.T, worker string) (eps, via []Endpoint, nw *linknet.Network, link string) {
 	t.Helper()
 	_, eps = startOwnCluster(t, zkOne)
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}

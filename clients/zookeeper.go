@@ -365,51 +365,10 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	giveUp := func(cause error) (Lease, error) {
-		if err := z.conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			z.orphans = append(z.orphans, path)
-			return Lease{}, fmt.Errorf("clients: zk-recipe: %v; delete %s: %w: %w", cause, path, err, ErrOutcomeUnknown)
-		}
-		if errors.Is(cause, ErrNotAcquired) {
-			return Lease{}, cause
-		}
-		// Our node is gone again: nothing is left to undo.
-		return Lease{}, fmt.Errorf("clients: zk-recipe: %w: %w", cause, ErrNotAcquired)
-	}
+	giveUp := func(cause error) (Lease, error) { return z.giveUp(path, cause) }
 	z.step("wait")
-	for {
-		children, _, err := z.conn.Children(dir)
-		if err != nil {
-			return giveUp(fmt.Errorf("children of %s: %w", dir, err))
-		}
-		pred, err := zkPredecessor(children, name)
-		if err != nil {
-			return giveUp(err)
-		}
-		if pred == "" {
-			break
-		}
-		exists, _, watch, err := z.conn.ExistsW(dir + "/" + pred)
-		if err != nil {
-			return giveUp(fmt.Errorf("watch %s: %w", pred, err))
-		}
-		if !exists {
-			continue
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired))
-		}
-		timer := time.NewTimer(left)
-		select {
-		case <-watch:
-			timer.Stop()
-		case <-timer.C:
-			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired))
-		case <-ctx.Done():
-			timer.Stop()
-			return giveUp(fmt.Errorf("clients: zk-recipe: %s is held by %s: %w: %w", key, pred, ctx.Err(), ErrNotAcquired))
-		}
+	if err := z.waitTurn(ctx, key, dir, name, deadline); err != nil {
+		return giveUp(err)
 	}
 	exists, stat, err := z.conn.Exists(path)
 	if err != nil {
@@ -432,6 +391,61 @@ func (z *ZKRecipe) acquire(ctx context.Context, key string, wait time.Duration) 
 	}
 	z.leases[path] = zkLease{session: z.session, lost: make(chan struct{})}
 	return Lease{Key: key, Token: uint64(stat.Czxid), Owner: path, Expires: start.Add(negotiated), Session: true}, nil
+}
+
+// giveUp deletes our node at path after a failure (cause) that left the lock
+// possibly ours, and returns the acquire's error: ErrNotAcquired once the
+// node is gone, ErrOutcomeUnknown (the node kept as an orphan, to be deleted
+// at the next acquire) when the delete failed.
+func (z *ZKRecipe) giveUp(path string, cause error) (Lease, error) {
+	if err := z.conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		z.orphans = append(z.orphans, path)
+		return Lease{}, fmt.Errorf("clients: zk-recipe: %v; delete %s: %w: %w", cause, path, err, ErrOutcomeUnknown)
+	}
+	if errors.Is(cause, ErrNotAcquired) {
+		return Lease{}, cause
+	}
+	// Our node is gone again: nothing is left to undo.
+	return Lease{}, fmt.Errorf("clients: zk-recipe: %w: %w", cause, ErrNotAcquired)
+}
+
+// waitTurn waits until our node name is the lowest of dir's children, up to
+// deadline: it returns nil then, and else why not, for giveUp.
+func (z *ZKRecipe) waitTurn(ctx context.Context, key, dir, name string, deadline time.Time) error {
+	for {
+		children, _, err := z.conn.Children(dir)
+		if err != nil {
+			return fmt.Errorf("children of %s: %w", dir, err)
+		}
+		pred, err := zkPredecessor(children, name)
+		if err != nil {
+			return err
+		}
+		if pred == "" {
+			return nil
+		}
+		exists, _, watch, err := z.conn.ExistsW(dir + "/" + pred)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", pred, err)
+		}
+		if !exists {
+			continue
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired)
+		}
+		timer := time.NewTimer(left)
+		select {
+		case <-watch:
+			timer.Stop()
+		case <-timer.C:
+			return fmt.Errorf("clients: zk-recipe: %s is held by %s: %w", key, pred, ErrNotAcquired)
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("clients: zk-recipe: %s is held by %s: %w: %w", key, pred, ctx.Err(), ErrNotAcquired)
+		}
+	}
 }
 
 // Renew proves the lease's session alive by reading the lease's node: the

@@ -2,16 +2,18 @@
 // do (Systems), the plan every backend follows (the nodes and roles of
 // Layout, the Redis topologies, configs and failovers of Replication, the
 // other systems' settings, the readiness probes, the clock files), the
-// network of links every client and replication link goes through, and
-// the backends' declaration (Backend). The backends live in subpackages
+// leftovers of dead harnesses, and the backends' declaration (Backend).
+// The network of links every client and replication link goes through is
+// package cluster/linknet. The backends live in subpackages
 // (cluster/local: processes, cluster/docker: containers) and only start,
 // stop, pause and wire nodes.
 package cluster
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // The systems a cluster can run.
@@ -24,7 +26,9 @@ const (
 
 // ErrUnavailable reports that a node cannot do what was asked (for instance a
 // Go binary whose clock cannot be skewed). Faults test for it with errors.Is.
-var ErrUnavailable = errors.New("cluster: not available")
+// It is linknet.ErrUnavailable, which the network of links reports for a
+// fault it cannot apply: one error for both.
+var ErrUnavailable = linknet.ErrUnavailable
 
 // Spec describes the cluster a scenario needs.
 type Spec struct {
@@ -79,7 +83,7 @@ type ClockSkewer interface {
 // topologies) whose primary can be replaced by a replica. Replication is
 // asynchronous: writes acknowledged by the old primary may be missing on the
 // new one. Promote does not move clients: the nemesis points the clients'
-// links at the new primary with Network.SetUpstream (the old primary's
+// links at the new primary with linknet.Network.SetUpstream (the old primary's
 // client links to the Addr of the node returned by Primary).
 type Failoverer interface {
 	// Primary returns the name of the node that currently serves as primary:

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // tempDirPrefix begins the name of every temp dir a harness makes
@@ -60,10 +63,28 @@ func tempDirPid(name string) (pid int, ok bool) {
 }
 
 // DeleteLeftovers removes what harnesses whose process is gone left on
-// this machine: their nftables tables (DeleteStaleTables) and their temp
+// this machine: their nftables tables (linknet.DeleteStaleTables) and their temp
 // dirs (DeleteStaleTempDirs). Their server processes died with them (each
 // gets SIGKILL when the harness dies); a container backend removes their
 // containers itself.
 func DeleteLeftovers() error {
-	return errors.Join(DeleteStaleTables(), DeleteStaleTempDirs())
+	return errors.Join(linknet.DeleteStaleTables(), DeleteStaleTempDirs())
+}
+
+// NewNetwork removes the temp dirs of dead harnesses (DeleteStaleTempDirs)
+// and returns a new network of links with opts (linknet.New, which deletes
+// their nftables tables): what DeleteLeftovers removes is gone before a
+// run's network exists. It is the harness's way to make the network its
+// cluster's connections go through.
+func NewNetwork(opts ...linknet.Option) (*linknet.Network, error) {
+	if err := DeleteStaleTempDirs(); err != nil {
+		return nil, err
+	}
+	return linknet.New(opts...)
+}
+
+// processAlive reports whether a process with the pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

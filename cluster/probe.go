@@ -12,8 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The readiness probes of the systems: each reports nil once a node at addr
-// serves clients, whatever backend runs it. A published container port
+// The readiness probes of the systems (each system's SystemInfo.Ready):
+// each reports nil once a node at addr serves clients, whatever backend
+// runs it. A published container port
 // accepts connections before its server listens, so every probe waits for
 // an answer of the server itself, not for a successful dial.
 
@@ -108,21 +109,6 @@ func EtcdReady(ctx context.Context, addr string) error {
 		return fmt.Errorf("cluster: etcd not healthy: %s", strings.TrimSpace(string(body)))
 	}
 	return nil
-}
-
-// Ready returns the readiness probe of a system's server nodes (for Redis,
-// also of sentinels: they answer PING).
-func Ready(system string) func(ctx context.Context, addr string) error {
-	switch system {
-	case Postgres:
-		return PostgresReady
-	case ZooKeeper:
-		return ZooKeeperReady
-	case Etcd:
-		return EtcdReady
-	default:
-		return RedisReady
-	}
 }
 
 // ClockFileEnv is the environment variable the clock-skew library reads in

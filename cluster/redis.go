@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // The Redis plan, which every backend follows: the topologies, the roles of
@@ -67,9 +69,9 @@ func Replicated(spec Spec) bool {
 // or "peers->to" in the sentinel topology.
 func ReplicationLink(spec Spec, from, to string) string {
 	if spec.Topology == TopologySentinel {
-		return LinkName(PeersLink, to)
+		return linknet.Name(PeersLink, to)
 	}
-	return LinkName(from, to)
+	return linknet.Name(from, to)
 }
 
 // RedisConfig returns the configuration lines (redis.conf syntax) of every

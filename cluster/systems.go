@@ -5,26 +5,100 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // SystemInfo declares what the harness knows of a system under test, once:
-// every backend, the validation of scenarios and the clock faults read it.
+// every backend, the validation of scenarios, the clock faults, the node
+// image and the cold-start benchmarks read it. Adding a system is adding
+// its declaration to Systems (docs/design.md §10); a reader never falls
+// back to another system's facts.
 type SystemInfo struct {
 	// Name is the system's name in scenarios (Redis, Postgres, ...).
 	Name string
+	// Ready is the readiness probe of its server nodes: nil once the node
+	// at addr serves clients, whatever backend runs it.
+	Ready func(ctx context.Context, addr string) error
+	// Port is the TCP port its server listens on for clients where the
+	// backend chooses it (in a container).
+	Port int
+	// Settings returns the server settings of a cluster of spec that every
+	// backend gives its nodes (config lines or flags, in the server's own
+	// syntax); a backend adds only addresses, directories and logs.
+	Settings func(spec Spec) []string
+	// Topologies are its topologies; the first is the default, which an
+	// empty Spec.Topology selects.
+	Topologies []Topology
 	// NoClockSkew, when not empty, says why the nodes' wall clocks cannot
 	// be offset by the clock-skew preload library; SetClockOffset then
 	// reports ErrUnavailable with this reason on every backend.
 	NoClockSkew string
+	// Packages are the Debian packages its servers need, installed in the
+	// node image (images/packages.txt) and on the host (scripts/deps.sh).
+	Packages []string
+}
+
+// Topology declares one topology of a system.
+type Topology struct {
+	// Name is the topology as Spec.Topology names it. The one topology of
+	// a system that declares it with an empty name is selected by any
+	// Spec.Topology.
+	Name string
+	// Nodes returns the nodes, by name and role, of a cluster of this
+	// topology with count server nodes (at least 1), or why it cannot have
+	// that many.
+	Nodes func(count int) ([]Node, error)
+	// PeerLinks says that its nodes dial one another once there are two or
+	// more (replication, a quorum): a backend then needs a network for the
+	// node-to-node links, through which the partitions cut them.
+	PeerLinks bool
+	// OneAdvertisedAddress says that its peers all dial one advertised
+	// address of each node, the same in every peer's view (etcd derives
+	// member ids from the advertised peer URLs): where the nodes share one
+	// network namespace (the local backend), the links into a node are then
+	// told apart by the source's group id (linknet.Network.LinkFrom), one
+	// per source, and not by the address each peer dials. It implies
+	// PeerLinks.
+	OneAdvertisedAddress bool
+	// ColdStarts are the sizes the cold-start benchmarks of every backend
+	// start it at (those of the catalog's scenarios), each with its name.
+	ColdStarts []ColdStart
+}
+
+// ColdStart is one size of a topology the cold-start benchmarks start.
+type ColdStart struct {
+	Name  string // the benchmark's name ("redis-sentinel")
+	Nodes int
 }
 
 // Systems lists every system a cluster can run, in the order they are
 // shown.
 var Systems = []SystemInfo{
-	{Name: Redis},
-	{Name: Postgres},
-	{Name: ZooKeeper},
-	{Name: Etcd, NoClockSkew: "etcd is a Go binary: it reads the clock through the vDSO, not libc, so LD_PRELOAD cannot offset it"},
+	{
+		Name: Redis, Ready: RedisReady, Port: 6379, Settings: RedisConfig,
+		Topologies: redisTopologies,
+		Packages:   []string{"redis-server", "redis-sentinel"},
+	},
+	{
+		Name: Postgres, Ready: PostgresReady, Port: 5432, Settings: PostgresSettings,
+		Topologies: []Topology{{Nodes: singleNode(Postgres), ColdStarts: []ColdStart{{"postgres", 1}}}},
+		Packages:   []string{"postgresql"},
+	},
+	{
+		Name: ZooKeeper, Ready: ZooKeeperReady, Port: 2181,
+		Settings:   func(spec Spec) []string { return ZooKeeperConfig(max(spec.Nodes, 1)) },
+		Topologies: []Topology{{Nodes: peers, PeerLinks: true, ColdStarts: []ColdStart{{"zookeeper-1", 1}, {"zookeeper-3", 3}}}},
+		// Debian's jar and its dependencies, the JRE, and SLF4J's simple
+		// logger so that servers log to the node log.
+		Packages: []string{"zookeeper", "default-jre-headless", "libslf4j-java"},
+	},
+	{
+		Name: Etcd, Ready: EtcdReady, Port: 2379, Settings: func(Spec) []string { return EtcdFlags() },
+		Topologies:  []Topology{{Nodes: peers, PeerLinks: true, OneAdvertisedAddress: true, ColdStarts: []ColdStart{{"etcd-1", 1}, {"etcd-3", 3}}}},
+		NoClockSkew: "etcd is a Go binary: it reads the clock through the vDSO, not libc, so LD_PRELOAD cannot offset it",
+		Packages:    []string{"etcd-server"},
+	},
 }
 
 // SystemNames returns the names of Systems in order.
@@ -46,6 +120,37 @@ func SkewableSystems() []string {
 		}
 	}
 	return out
+}
+
+// Topology returns the declared topology that selects: its default for an
+// empty name, the one of that name, or its one topology when that is
+// declared without a name.
+func (s SystemInfo) Topology(name string) (Topology, error) {
+	if len(s.Topologies) == 0 {
+		return Topology{}, fmt.Errorf("cluster: %s declares no topology", s.Name)
+	}
+	if name == "" || len(s.Topologies) == 1 && s.Topologies[0].Name == "" {
+		return s.Topologies[0], nil
+	}
+	names := make([]string, len(s.Topologies))
+	for i, t := range s.Topologies {
+		if t.Name == name {
+			return t, nil
+		}
+		names[i] = t.Name
+	}
+	return Topology{}, fmt.Errorf("cluster: unknown %s topology %q (known: %s)", s.Name, name, strings.Join(names, ", "))
+}
+
+// Settings returns the declared server settings (SystemInfo.Settings) of a
+// cluster of spec, which every backend gives its nodes; none for an
+// undeclared system, which Layout has refused before any backend asks.
+func Settings(spec Spec) []string {
+	s, err := LookupSystem(spec.System)
+	if err != nil || s.Settings == nil {
+		return nil
+	}
+	return s.Settings(spec)
 }
 
 // LookupSystem returns the declaration of the named system.
@@ -74,7 +179,7 @@ func ClockSkewError(system, node string) error {
 
 // StartFunc starts a cluster for a spec, its node-to-node links going
 // through net.
-type StartFunc func(ctx context.Context, spec Spec, net *Network) (Cluster, error)
+type StartFunc func(ctx context.Context, spec Spec, net *linknet.Network) (Cluster, error)
 
 // Backend is one way of running clusters (local processes, containers): its
 // name as --backend takes it, the systems it runs, and how it starts them.

@@ -93,12 +93,7 @@ func readChunks(ctx context.Context, r io.Reader, name string, size int, fn func
 	for range chunksInFlight {
 		free <- &Chunk{}
 	}
-	type job struct {
-		c    *Chunk
-		last bool
-		out  chan decoded
-	}
-	jobs := make(chan job, workers)
+	jobs := make(chan chunkJob, workers)
 	order := make(chan chan decoded, chunksInFlight)
 	var readErr error
 	var wg sync.WaitGroup
@@ -115,47 +110,7 @@ func readChunks(ctx context.Context, r io.Reader, name string, size int, fn func
 	go func() {
 		defer close(order)
 		defer close(jobs)
-		var carry []byte
-		var off int64
-		for done := false; !done; {
-			var c *Chunk
-			select {
-			case c = <-free:
-			case <-ctx.Done():
-				return
-			}
-			c.free = free
-			buf := append(c.buf[:0], carry...)
-			buf, done, readErr = fill(r, buf, size)
-			if readErr != nil {
-				return
-			}
-			cut := len(buf)
-			if !done {
-				cut = bytes.LastIndexByte(buf, '\n') + 1
-				for cut == 0 && !done { // one line longer than a chunk
-					buf, done, readErr = fill(r, buf, len(buf)+size)
-					if readErr != nil {
-						return
-					}
-					cut = len(buf)
-					if !done {
-						cut = bytes.LastIndexByte(buf, '\n') + 1
-					}
-				}
-			}
-			carry = append(carry[:0], buf[cut:]...)
-			c.buf = buf[:cut]
-			off += int64(cut)
-			c.Bytes = off
-			out := make(chan decoded, 1)
-			select {
-			case jobs <- job{c: c, last: done, out: out}:
-			case <-ctx.Done():
-				return
-			}
-			order <- out
-		}
+		readErr = splitBlocks(ctx, r, size, free, jobs, order)
 	}()
 	info, err := deliver(ctx, order, name, fn)
 	cancel()
@@ -166,6 +121,74 @@ func readChunks(ctx context.Context, r io.Reader, name string, size int, fn func
 		err = fmt.Errorf("history: %s: %w", name, readErr)
 	}
 	return info, err
+}
+
+// chunkJob is one block for a decoding worker: its chunk, whether it is
+// the last, and where its decoded ops go.
+type chunkJob struct {
+	c    *Chunk
+	last bool
+	out  chan decoded
+}
+
+// splitBlocks reads r into blocks of whole lines of about size bytes, each
+// in a chunk taken from free, and hands each to the workers (jobs) and its
+// result's channel to the deliverer (order), in order, until r ends, a read
+// fails (its error is returned) or ctx is done.
+func splitBlocks(ctx context.Context, r io.Reader, size int, free chan *Chunk, jobs chan<- chunkJob, order chan<- chan decoded) error {
+	var carry []byte
+	var off int64
+	for done := false; !done; {
+		var c *Chunk
+		select {
+		case c = <-free:
+		case <-ctx.Done():
+			return nil
+		}
+		c.free = free
+		buf, cut, last, err := readBlock(r, append(c.buf[:0], carry...), size)
+		if err != nil {
+			return err
+		}
+		done = last
+		carry = append(carry[:0], buf[cut:]...)
+		c.buf = buf[:cut]
+		off += int64(cut)
+		c.Bytes = off
+		out := make(chan decoded, 1)
+		select {
+		case jobs <- chunkJob{c: c, last: done, out: out}:
+		case <-ctx.Done():
+			return nil
+		}
+		order <- out
+	}
+	return nil
+}
+
+// readBlock fills buf from r to about size bytes and returns it with cut,
+// the end of its last whole line (all of it when r ended: done). A line
+// longer than a block is read whole, size bytes more at a time.
+func readBlock(r io.Reader, buf []byte, size int) (_ []byte, cut int, done bool, err error) {
+	buf, done, err = fill(r, buf, size)
+	if err != nil {
+		return buf, 0, done, err
+	}
+	cut = len(buf)
+	if !done {
+		cut = bytes.LastIndexByte(buf, '\n') + 1
+		for cut == 0 && !done { // one line longer than a chunk
+			buf, done, err = fill(r, buf, len(buf)+size)
+			if err != nil {
+				return buf, 0, done, err
+			}
+			cut = len(buf)
+			if !done {
+				cut = bytes.LastIndexByte(buf, '\n') + 1
+			}
+		}
+	}
+	return buf, cut, done, nil
 }
 
 // deliver hands the decoded blocks to fn in order and adds up ReadInfo.

@@ -269,11 +269,10 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		if i >= len(b) || b[i] != '"' {
 			return op, false
 		}
-		ks, ke, ok2 := plainString(b, i)
-		if !ok2 {
+		ks, ke, ok := plainString(b, i)
+		if !ok {
 			return op, false
 		}
-		key := b[ks:ke]
 		i = skipSpace(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
 			return op, false
@@ -282,103 +281,7 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		if i >= len(b) {
 			return op, false
 		}
-		var n int64
-		switch string(key) {
-		case "index", "time", "process", "client", "ttl", "until", "lease", "applied", "due":
-			n, i, ok2 = plainInt(b, i)
-			if !ok2 {
-				return op, false
-			}
-			switch string(key) {
-			case "index":
-				op.Index = int(n)
-			case "time":
-				op.Time = time.Duration(n)
-			case "process":
-				op.Process = int(n)
-			case "client":
-				op.Client = int(n)
-			case "ttl":
-				op.TTL = time.Duration(n)
-			case "until":
-				op.Until = time.Duration(n)
-			case "lease":
-				op.Lease = time.Duration(n)
-			case "applied":
-				op.Applied = time.Duration(n)
-			case "due":
-				due := time.Duration(n)
-				op.Due = &due
-			}
-		case "session", "kept":
-			var v bool
-			switch {
-			case bytes.HasPrefix(b[i:], []byte("true")):
-				v, i = true, i+4
-			case bytes.HasPrefix(b[i:], []byte("false")):
-				v, i = false, i+5
-			default:
-				return op, false
-			}
-			if string(key) == "session" {
-				op.Session = v
-			} else {
-				op.Kept = v
-			}
-		case "token":
-			var u uint64
-			u, i, ok2 = plainUint(b, i)
-			if !ok2 {
-				return op, false
-			}
-			op.Token = u
-		case "type", "f", "heal", "class", "key", "node", "error":
-			if b[i] != '"' {
-				return op, false
-			}
-			ss, se, ok3 := plainString(b, i)
-			if !ok3 {
-				return op, false
-			}
-			s := b[ss:se]
-			i = se + 1
-			switch string(key) {
-			case "type":
-				switch string(s) {
-				case "invoke":
-					op.Type = Invoke
-				case "ok":
-					op.Type = OK
-				case "fail":
-					op.Type = Fail
-				case "info":
-					op.Type = Info
-				default:
-					op.Type = Type(d.intern(s))
-				}
-			case "f":
-				op.F = d.intern(s)
-			case "heal":
-				op.Heal = d.intern(s)
-			case "class":
-				op.Class = FaultClass(d.intern(s))
-			case "key":
-				op.Key = d.intern(s)
-			case "node":
-				op.Node = d.intern(s)
-			case "error":
-				op.Error = string(s)
-			}
-		case "value":
-			end, ok3 := skipValue(b, i, 0)
-			if !ok3 {
-				return op, false
-			}
-			if string(b[i:end]) != "null" {
-				op.Value = d.raw(b[i:end])
-			}
-			i = end
-		default:
+		if i, ok = d.field(&op, b[ks:ke], b, i); !ok {
 			return op, false
 		}
 		i = skipSpace(b, i)
@@ -393,6 +296,123 @@ func (d *decoder) fast(b []byte) (op Op, ok bool) {
 		}
 		i = skipSpace(b, i+1)
 	}
+}
+
+// field decodes into op the value at b[i] (i < len(b)) of the field key
+// and returns where the value ends; ok is false for a key or a value the
+// fast path does not take.
+func (d *decoder) field(op *Op, key, b []byte, i int) (end int, ok bool) {
+	var n int64
+	switch string(key) {
+	case "index":
+		n, i, ok = plainInt(b, i)
+		op.Index = int(n)
+	case "time":
+		n, i, ok = plainInt(b, i)
+		op.Time = time.Duration(n)
+	case "process":
+		n, i, ok = plainInt(b, i)
+		op.Process = int(n)
+	case "client":
+		n, i, ok = plainInt(b, i)
+		op.Client = int(n)
+	case "ttl":
+		n, i, ok = plainInt(b, i)
+		op.TTL = time.Duration(n)
+	case "until":
+		n, i, ok = plainInt(b, i)
+		op.Until = time.Duration(n)
+	case "lease":
+		n, i, ok = plainInt(b, i)
+		op.Lease = time.Duration(n)
+	case "applied":
+		n, i, ok = plainInt(b, i)
+		op.Applied = time.Duration(n)
+	case "due":
+		n, i, ok = plainInt(b, i)
+		due := time.Duration(n)
+		op.Due = &due
+	case "session":
+		op.Session, i, ok = plainBool(b, i)
+	case "kept":
+		op.Kept, i, ok = plainBool(b, i)
+	case "token":
+		op.Token, i, ok = plainUint(b, i)
+	case "type", "f", "heal", "class", "key", "node", "error":
+		return d.stringField(op, key, b, i)
+	case "value":
+		return d.value(op, b, i)
+	}
+	return i, ok
+}
+
+// stringField decodes the plain string at b[i] of a string field, interning
+// every one but the error, and returns where it ends.
+func (d *decoder) stringField(op *Op, key, b []byte, i int) (int, bool) {
+	if b[i] != '"' {
+		return i, false
+	}
+	ss, se, ok := plainString(b, i)
+	if !ok {
+		return i, false
+	}
+	s := b[ss:se]
+	switch string(key) {
+	case "type":
+		op.Type = d.opType(s)
+	case "f":
+		op.F = d.intern(s)
+	case "heal":
+		op.Heal = d.intern(s)
+	case "class":
+		op.Class = FaultClass(d.intern(s))
+	case "key":
+		op.Key = d.intern(s)
+	case "node":
+		op.Node = d.intern(s)
+	case "error":
+		op.Error = string(s)
+	}
+	return se + 1, true
+}
+
+// opType is the Type named s, one of the four constants without a lookup.
+func (d *decoder) opType(s []byte) Type {
+	switch string(s) {
+	case "invoke":
+		return Invoke
+	case "ok":
+		return OK
+	case "fail":
+		return Fail
+	case "info":
+		return Info
+	}
+	return Type(d.intern(s))
+}
+
+// value keeps the raw JSON value at b[i] as op's value, none for null, and
+// returns where it ends.
+func (d *decoder) value(op *Op, b []byte, i int) (int, bool) {
+	end, ok := skipValue(b, i, 0)
+	if !ok {
+		return i, false
+	}
+	if string(b[i:end]) != "null" {
+		op.Value = d.raw(b[i:end])
+	}
+	return end, true
+}
+
+// plainBool parses the JSON true or false at b[i].
+func plainBool(b []byte, i int) (v bool, end int, ok bool) {
+	switch {
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		return true, i + 4, true
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		return false, i + 5, true
+	}
+	return false, i, false
 }
 
 // plainString returns the bounds of the contents of the string starting at

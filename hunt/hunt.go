@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -308,12 +307,9 @@ func Kinds(system, backend string, want []string) ([]string, error) {
 // partition can outlive a lease. Every shape of the kind is drawn: a
 // network fault cuts one node, a minority or a majority off, or one
 // worker (w0: its links to every node, a client-specific cut; the workers
-// run the same loop, so one of them stands for any); a partition drops
-// both ways, or only what reaches or what leaves the isolated side; a
-// client pause stops its worker before the write or after a response,
-// with its links cut for the pause or not (isolate: a stop-the-world
-// pause of a Go Locker's whole process, whose library heartbeats stop
-// too, as an external client's do under SIGSTOP).
+// run the same loop, so one of them stands for any); and the kind's own
+// options and pause points, as its facts declare them (faultkind.Hunt: a
+// partition's direction, a client pause's point and isolation).
 func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 	ttl := base.Lock.TTL
 	if ttl <= 0 {
@@ -329,19 +325,12 @@ func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 		Workers:     []string{"one"},
 		Offsets:     []time.Duration{-2 * ttl, 2 * ttl, 30 * time.Second},
 	}
-	if c := choices[kind]; c != nil {
+	f, _ := nemesis.FactsOf(kind)
+	if c := f.Hunt.Choices; c != nil {
 		spec.Choices = map[string]map[string][]string{kind: c}
 	}
-	if f, _ := nemesis.FactsOf(kind); f.Point {
-		spec.Points = []string{nemesis.BeforeWrite, nemesis.AfterResponse}
-	}
+	spec.Points = f.Hunt.Points
 	return spec
-}
-
-// choices are the options a campaign draws per step, per fault kind.
-var choices = map[string]map[string][]string{
-	"partition":          {"direction": {nemesis.DirectionBoth, nemesis.DirectionInbound, nemesis.DirectionOutbound}},
-	history.FClientPause: {"isolate": {"false", "true"}},
 }
 
 // targets are the targets drawn for the faults of kind: one node, or for a
@@ -521,12 +510,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	if kind != NoFault {
 		sp = NewSpace(c.base, kind)
 	}
-	left := 0 // this shard's runs of the kind not yet made
-	for i := range c.opts.Runs {
-		if c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
-			left++
-		}
-	}
+	left := c.shardRuns() // this shard's runs of the kind not yet made
 	for i := range c.opts.Runs {
 		if !c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
 			continue
@@ -538,22 +522,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 			c.rep.OutOfTime = true
 			break
 		}
-		sc, how := c.next(kind, i, &corpus, sp)
-		if c.opts.Progress != nil {
-			c.told.Kind, c.told.Seed = kind, sc.Seed
-			c.opts.Progress(c.told)
-		}
-		out, err := c.run(ctx, sc)
-		var we *WorkloadError
-		for errors.As(err, &we) && !c.cannot[we.Field] && drawnFields[we.Field] != nil {
-			c.cannot[we.Field] = true
-			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
-			sc, how = c.next(kind, i, &corpus, sp)
-			out, err = c.run(ctx, sc)
-		}
-		if errors.As(err, &we) {
-			err = fmt.Errorf("%w: %v", ErrNotApplicable, err)
-		}
+		sc, how, out, err := c.runOne(ctx, kind, i, &corpus, sp)
 		if errors.Is(err, ErrNotApplicable) {
 			row.NotApplicable = err.Error()
 			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %v\n", kind, err)
@@ -579,11 +548,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if !out.FaultFailed {
 			corpus.Add(Entry{Scenario: sc, Schedule: Resolved(sc), Margin: score, HasMargin: has, Order: i, Dir: out.Dir})
 		}
-		if how == "" {
-			how = "random"
-		}
-		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
-			kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		c.logRun(kind, i, sc, how, out, score, has)
 		if c.opts.Stop != nil && c.opts.Stop(out) {
 			c.rep.Stopped, c.rep.StoppedAfter = cmp.Or(out.Dir, "(no directory)"), c.rep.Runs
 			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d found what the campaign looks for; it stops after %d runs\n", kind, i+1, c.opts.Runs, c.rep.Runs)
@@ -595,6 +560,52 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	}
 	slices.Sort(row.Anomalies)
 	return nil
+}
+
+// shardRuns returns the number of this shard's runs of the kind being
+// hunted.
+func (c *campaign) shardRuns() int {
+	n := 0
+	for i := range c.opts.Runs {
+		if c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
+			n++
+		}
+	}
+	return n
+}
+
+// runOne makes run i of kind and returns its scenario, how its schedule was
+// made (next) and its outcome. A workload field the lock turns out not to
+// serve is drawn again without it, once per field; a run whose lock cannot
+// serve its workload otherwise is not applicable (ErrNotApplicable).
+func (c *campaign) runOne(ctx context.Context, kind string, i int, corpus *Corpus, sp Space) (*scenarios.Scenario, string, Outcome, error) {
+	sc, how := c.next(kind, i, corpus, sp)
+	if c.opts.Progress != nil {
+		c.told.Kind, c.told.Seed = kind, sc.Seed
+		c.opts.Progress(c.told)
+	}
+	out, err := c.run(ctx, sc)
+	var we *WorkloadError
+	for errors.As(err, &we) && !c.cannot[we.Field] && drawnFields[we.Field] != nil {
+		c.cannot[we.Field] = true
+		fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d: %v; its workload is drawn again, and no later run asks for %s\n", kind, i+1, c.opts.Runs, err, we.Field)
+		sc, how = c.next(kind, i, corpus, sp)
+		out, err = c.run(ctx, sc)
+	}
+	if errors.As(err, &we) {
+		err = fmt.Errorf("%w: %v", ErrNotApplicable, err)
+	}
+	return sc, how, out, err
+}
+
+// logRun logs run i of kind: its seed, its workload, how its schedule was
+// made, its verdict, anomalies and margin, and its directory.
+func (c *campaign) logRun(kind string, i int, sc *scenarios.Scenario, how string, out Outcome, score float64, has bool) {
+	if how == "" {
+		how = "random"
+	}
+	fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
+		kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
 }
 
 // next returns the scenario of run i of kind, and how its schedule was

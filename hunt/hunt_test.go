@@ -58,6 +58,9 @@ func base() *scenarios.Scenario {
 		Expect:  checker.Expectation{Verdict: checker.Invalid}}
 }
 
+// TestVariant checks a variant of a base: its seed, its schedule of the kind
+// alone, its expectation, and the workloads, registers and holds its seeds
+// draw.
 func TestVariant(t *testing.T) {
 	b := base()
 	v := Variant(b, "partition", 7, nil)
@@ -116,6 +119,15 @@ func TestVariant(t *testing.T) {
 	if !registers[scenarios.Fenced] || !registers[scenarios.Unfenced] {
 		t.Errorf("20 seeds drew registers %v, want fenced and unfenced", registers)
 	}
+	variantFallbacks(t, b)
+}
+
+// variantFallbacks checks that the variants of b drop what the lock cannot
+// run: the whole drawn workload when it can run neither field, only the wait
+// when it cannot wait.
+func variantFallbacks(t *testing.T, b *scenarios.Scenario) {
+	t.Helper()
+	accept := func(*scenarios.Scenario) error { return nil }
 	// A workload the lock cannot run falls back to the base's.
 	refuse := func(sc *scenarios.Scenario) error {
 		if sc.Lock.Acquire == scenarios.AcquireWait || sc.Lock.Renew > 0 {
@@ -337,37 +349,8 @@ func TestCampaignShards(t *testing.T) {
 				var union []Planned
 				invalid := 0
 				for i := 1; i <= n; i++ {
-					opts := whole
-					opts.Shard = Shard{Index: i, Count: n}
-					plan, err := Plan("redis", opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var ran []Planned
-					rep, err := Campaign(context.Background(), base(), run(&ran), nil, opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !slices.Equal(ran, plan) {
-						t.Errorf("shard %d/%d ran %v, planned %v", i, n, ran, plan)
-					}
-					if rep.Runs != len(plan) {
-						t.Errorf("shard %d/%d reports %d runs, planned %d", i, n, rep.Runs, len(plan))
-					}
-					for _, r := range rep.Rows {
-						invalid += r.Invalid
-					}
-					if steer {
-						kindsOf := map[string]int{}
-						for _, p := range plan {
-							kindsOf[p.Kind]++
-						}
-						for k, c := range kindsOf {
-							if c != whole.Runs {
-								t.Errorf("steered shard %d/%d has %d of kind %s's %d runs, want all", i, n, c, k, whole.Runs)
-							}
-						}
-					}
+					plan, inv := runShard(t, whole, i, n, run)
+					invalid += inv
 					union = append(union, plan...)
 				}
 				slices.SortFunc(union, func(a, b Planned) int {
@@ -386,6 +369,45 @@ func TestCampaignShards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runShard runs shard i of n of the campaign whole, with the runs that run
+// makes, checks that it runs what Plan plans for it (a steered shard every
+// run of its kinds), and returns its plan and its invalid runs.
+func runShard(t *testing.T, whole Options, i, n int, run func(*[]Planned) RunFunc) (plan []Planned, invalid int) {
+	t.Helper()
+	opts := whole
+	opts.Shard = Shard{Index: i, Count: n}
+	plan, err := Plan("redis", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran []Planned
+	rep, err := Campaign(context.Background(), base(), run(&ran), nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ran, plan) {
+		t.Errorf("shard %d/%d ran %v, planned %v", i, n, ran, plan)
+	}
+	if rep.Runs != len(plan) {
+		t.Errorf("shard %d/%d reports %d runs, planned %d", i, n, rep.Runs, len(plan))
+	}
+	for _, r := range rep.Rows {
+		invalid += r.Invalid
+	}
+	if whole.Steer {
+		kindsOf := map[string]int{}
+		for _, p := range plan {
+			kindsOf[p.Kind]++
+		}
+		for k, c := range kindsOf {
+			if c != whole.Runs {
+				t.Errorf("steered shard %d/%d has %d of kind %s's %d runs, want all", i, n, c, k, whole.Runs)
+			}
+		}
+	}
+	return plan, invalid
 }
 
 // TestCampaignDrawsWorkloadAgain runs a campaign whose lock turns out, when

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -19,7 +20,7 @@ import (
 // options and system), for every fault kind of a one-node, a five-node and
 // a ZooKeeper baseline.
 func TestMutantsValidate(t *testing.T) {
-	start := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) {
+	start := func(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) {
 		return nil, errors.New("nothing starts")
 	}
 	validate := func(sc *scenarios.Scenario) error { return runner.Validate(sc, runner.WithBackend(start)) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -123,7 +124,7 @@ func TestRunnerRecordsFaultsAndHeals(t *testing.T) {
 }
 
 func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestOverlappingLinkFaultsHealSeparately(t *testing.T) {
 			t.Fatalf("%s: faulty links %v, want %v", when, got, want)
 		}
 	}
-	cable := cluster.Fault{Kind: cluster.FaultCut}
+	cable := linknet.Fault{Kind: linknet.FaultCut}
 	if err := env.ApplyLinks(cable, "w1->n1"); err != nil { // an isolated worker, say
 		t.Fatal(err)
 	}

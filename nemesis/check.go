@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // CheckTargets checks a step's targets against the nodes of the cluster it
@@ -31,7 +32,7 @@ func CheckTargets(step Step, nodes []cluster.Node, workers int) error {
 		var links []string
 		for w := range workers {
 			for _, n := range serverNodes(nodes) {
-				links = append(links, cluster.LinkName(workerName(w), n.Name))
+				links = append(links, linknet.Name(workerName(w), n.Name))
 			}
 		}
 		if _, err := SelectLinks(step, nodes, links, workers, rng); errors.Is(err, ErrTarget) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // ClientClock skews the wall clock of target workers by the step's Offset,
@@ -12,17 +12,9 @@ import (
 // healed by restoring the true time. It makes no node unavailable.
 type ClientClock struct{}
 
-// Facts declares the client clock.
+// Facts returns the client clock's facts, declared in faultkind.ClientClock.
 func (ClientClock) Facts() Facts {
-	return Facts{
-		Name:        "client-clock",
-		Description: "offset the wall clock of workers (targets w0, w1, one, minority, majority, all) by offset until the heal; for locks that send client timestamps",
-		Heal:        "client-clock-reset",
-		Class:       history.ClassClock,
-		Targets:     TargetsWorkers,
-		Offset:      true,
-		Tag:         "clock", Column: "clock jump",
-	}
+	return faultkind.ClientClock()
 }
 
 // Name returns the fault's name.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // ClientPause stops workers at a pause point of the workload loop for the
@@ -21,19 +22,11 @@ import (
 // for nothing while its links are cut).
 type ClientPause struct{}
 
-// Facts declares the client pause. The nemesis records the pause armed, a
+// Facts returns the client pause's facts, declared in faultkind.ClientPause. The nemesis records the pause armed, a
 // moment; the worker records the pause itself when it begins
 // (ClientPauseOp), ended by its heal, client-resume (ClientResumeOp).
 func (ClientPause) Facts() Facts {
-	return Facts{
-		Name:        history.FClientPause,
-		Description: clientPauseDescription,
-		Heal:        history.FClientResume,
-		Class:       history.ClassClientPause,
-		Targets:     TargetsWorkers,
-		Point:       true,
-		Tag:         "gc-pause", Column: "process pause",
-	}
+	return faultkind.ClientPause()
 }
 
 // Name returns the fault's name.
@@ -43,7 +36,7 @@ func (f ClientPause) Name() string { return f.Facts().Name }
 // it, with what it does to whom as desc: an interval that its heal,
 // ClientResumeOp, ends.
 func ClientPauseOp(desc any) history.Op {
-	op := ClientPause{}.Facts().op(history.Info, history.JSONValue(desc), true)
+	op := faultOp(ClientPause{}.Facts(), history.Info, history.JSONValue(desc), true)
 	op.Process = history.NemesisProcess
 	return op
 }
@@ -52,9 +45,6 @@ func ClientPauseOp(desc any) history.Op {
 func ClientResumeOp(desc any) history.Op {
 	return history.Op{Process: history.NemesisProcess, Type: history.Info, F: ClientPause{}.Facts().Heal, Value: history.JSONValue(desc)}
 }
-
-// clientPauseDescription says what a client pause does and what it takes.
-const clientPauseDescription = "pause workers (targets w0, w1, one, minority, majority, all) at a point of the workload loop (point: before-write, the default, after-response, or in-call: while a request to an external client is in flight, at once when the step fires during a request, else right after the next one is sent) for the duration (default 5s): a stop-the-world GC pause. An external client (lock algorithm exec) is stopped whole with SIGSTOP, its background threads too; a Go Locker's workload goroutine stops, its library's background goroutines (a watchdog, a heartbeat) go on. Option isolate: true also cuts the workers' links for the pause"
 
 // Check checks the pause point and rejects options.
 func (ClientPause) Check(step Step) error {
@@ -115,7 +105,7 @@ func (ClientPause) Inject(_ context.Context, env *Env, step Step) (Heal, any, er
 // Failed.
 func (r *Runner) ClientPauseFailed(worker int, point string, d time.Duration, err error) {
 	desc := map[string]any{"worker": worker, "point": point, "duration": d.String()}
-	op := ClientPause{}.Facts().op(history.Fail, history.JSONValue(desc), false)
+	op := faultOp(ClientPause{}.Facts(), history.Fail, history.JSONValue(desc), false)
 	op.Error = err.Error()
 	r.record(op)
 	step := Step{Fault: ClientPause{}.Name(), Targets: []string{fmt.Sprintf("w%d", worker)}, Point: point, Duration: d}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // ClockBump jumps the wall clock of target nodes by the step's Offset; the
@@ -17,18 +17,10 @@ import (
 // judge).
 type ClockBump struct{}
 
-// Facts declares the clock bump.
+// Facts returns the clock bump's facts, declared in faultkind.ClockBump, on the
+// systems whose clocks can be skewed (clockSystems).
 func (ClockBump) Facts() Facts {
-	return Facts{
-		Name:        "clock-bump",
-		Description: "offset the nodes' wall clocks by offset (e.g. +30s) until the heal resets them; " + nodeTargets,
-		Heal:        "clock-reset",
-		Class:       history.ClassClock,
-		Targets:     TargetsNodes,
-		Offset:      true,
-		Systems:     clockSystems,
-		Tag:         "clock", Column: "clock jump",
-	}
+	return onClockSystems(faultkind.ClockBump())
 }
 
 // Name returns the fault's name.

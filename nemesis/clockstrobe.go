@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // DefaultStrobePeriod is the period of a clock-strobe without a period
@@ -20,19 +20,10 @@ const DefaultStrobePeriod = time.Second
 // resets the clocks. Like ClockBump, it makes no node unavailable.
 type ClockStrobe struct{}
 
-// Facts declares the clock strobe.
+// Facts returns the clock strobe's facts, declared in faultkind.ClockStrobe, on the
+// systems whose clocks can be skewed (clockSystems).
 func (ClockStrobe) Facts() Facts {
-	return Facts{
-		Name: "clock-strobe",
-		Description: "flip the nodes' wall clocks between the true time and offset every period (option, default 1s) until the heal; " +
-			nodeTargets,
-		Heal:    "clock-reset",
-		Class:   history.ClassClock,
-		Targets: TargetsNodes,
-		Offset:  true,
-		Systems: clockSystems,
-		Tag:     "clock", Column: "clock jump",
-	}
+	return onClockSystems(faultkind.ClockStrobe())
 }
 
 // Name returns the fault's name.

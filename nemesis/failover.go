@@ -10,7 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Follower is a cluster that makes a node a replica of another node itself.
@@ -74,7 +75,7 @@ func currentPrimary(ctx context.Context, env *Env) (cluster.Node, error) {
 		return cluster.Node{}, err
 	}
 	for _, l := range env.Network.LinksTo(endpoint.Name) {
-		if from, _, _ := cluster.SplitLinkName(l); IsWorkerTarget(from) {
+		if from, _, _ := linknet.SplitName(l); IsWorkerTarget(from) {
 			if cur, ok := nodeByAddr(env, env.Network.Upstream(l)); ok {
 				return cur, nil
 			}
@@ -97,7 +98,7 @@ func nodeByAddr(env *Env, addr string) (cluster.Node, bool) {
 			if env.Network.Addr(l) != addr {
 				continue
 			}
-			if _, to, ok := cluster.SplitLinkName(l); ok {
+			if _, to, ok := linknet.SplitName(l); ok {
 				for _, n := range nodes {
 					if n.Name == to {
 						return n, true
@@ -132,7 +133,7 @@ func switchWorkers(env *Env, to cluster.Node) (int, error) {
 	}
 	n := 0
 	for _, l := range env.Network.LinksTo(endpoint.Name) {
-		f, _, _ := cluster.SplitLinkName(l)
+		f, _, _ := linknet.SplitName(l)
 		if !IsWorkerTarget(f) || env.Network.Upstream(l) == to.Addr {
 			continue
 		}
@@ -174,19 +175,9 @@ func redisPrimaryAvailable(env *Env) error {
 // the lock service.
 type Failover struct{}
 
-// Facts declares the failover.
+// Facts returns the failover's facts, declared in faultkind.Failover.
 func (Failover) Facts() Facts {
-	return Facts{
-		Name: "failover",
-		Description: "cut replication into the redis primary, wait lag (option, default 0), promote a replica (target, default the first replica), " +
-			"switch the workers' primary links to it; heal (option): rejoin (old primary follows the new one, default) or keep; " +
-			"needs the primary-replica topology",
-		Heal:    "heal",
-		Class:   history.ClassFailover,
-		Targets: TargetsReplica,
-		Systems: []string{cluster.Redis},
-		Tag:     "failover", Column: "async failover",
-	}
+	return faultkind.Failover()
 }
 
 // Name returns the fault's name.
@@ -249,12 +240,12 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	// Cut replication into the old primary.
 	var cut []string
 	for _, l := range env.Network.LinksTo(old.Name) {
-		from, _, _ := cluster.SplitLinkName(l)
+		from, _, _ := linknet.SplitName(l)
 		if isNode(env.Cluster.Nodes(), from) {
 			cut = append(cut, l)
 		}
 	}
-	cable := cluster.Fault{Kind: cluster.FaultCut}
+	cable := linknet.Fault{Kind: linknet.FaultCut}
 	if len(cut) > 0 {
 		if err := env.links.apply(env.Network, cable, cut...); err != nil {
 			return nil, desc, err
@@ -329,7 +320,7 @@ func follow(ctx context.Context, env *Env, node, primary cluster.Node) error {
 	if f, ok := env.Cluster.(Follower); ok {
 		return f.Follow(ctx, node.Name, primary.Name)
 	}
-	link := cluster.LinkName(node.Name, primary.Name)
+	link := linknet.Name(node.Name, primary.Name)
 	addr := env.Network.Addr(link)
 	if addr == "" {
 		a, err := env.Network.Link(link, primary.Addr)
@@ -364,19 +355,9 @@ const DefaultSentinelTimeout = 30 * time.Second
 // paused or killed until the heal has resumed or started it.
 type SentinelFailover struct{}
 
-// Facts declares the sentinel failover.
+// Facts returns the sentinel failover's facts, declared in faultkind.SentinelFailover.
 func (SentinelFailover) Facts() Facts {
-	return Facts{
-		Name: "sentinel-failover",
-		Description: "pause (option how: pause|kill) the redis primary until the sentinels promote a replica (options master, default mymaster; timeout, default 30s), " +
-			"then switch the workers' primary links to it; the heal brings the old primary back as a replica; needs the sentinel topology",
-		Heal:        "heal",
-		Class:       history.ClassFailover,
-		Targets:     TargetsNone,
-		Unavailable: "the old primary it pauses or kills, until the heal brings it back",
-		Systems:     []string{cluster.Redis},
-		Tag:         "failover", Column: "async failover",
-	}
+	return faultkind.SentinelFailover()
 }
 
 // Name returns the fault's name.

@@ -7,104 +7,64 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
-// Faults returns every fault kind, in the order `jepsen-lite list --faults`
-// shows them and the docs' design × fault table orders its columns. It is the
-// one list of fault kinds: adding a fault is its own file (a type with Facts,
-// Available, Check and Inject) plus one line here.
+// Faults returns every fault kind with its injector, in the order of the one
+// list of fault kinds, faultkind.All. Adding a fault is its facts (a file of
+// package faultkind and a line of faultkind.All), its injector (a file here:
+// a type with Facts, Available, Check and Inject) and a line of injectors.
 func Faults() []Fault {
-	return []Fault{
-		ClientPause{},
-		ClockBump{},
-		ClockStrobe{},
-		ClientClock{},
-		Kill{},
-		Restart{},
-		Pause{},
-		Failover{},
-		SentinelFailover{},
-		Partition{},
-		Reset{},
-		Latency{},
+	var out []Fault
+	for _, f := range faultkind.All() {
+		if k, ok := injectors[f.Name]; ok {
+			out = append(out, k)
+		}
 	}
+	return out
 }
 
-// Facts are everything the harness, the report and the docs know about one
-// fault kind, declared once, in the kind's own file (its Facts method), and
-// read by `list --faults`, scenario validation, random schedules, the
-// nemesis, the availability record, the history (each fault op records its
-// heal and class, so offline readers need no fault names), the docs table
-// and the reference checker's generator.
-type Facts struct {
-	// Name is what scenarios call the fault.
-	Name string
-	// Description says what the fault does and what it takes, for
-	// `list --faults`.
-	Description string
-	// Heal is the f the nemesis records when the fault is healed; empty
-	// for a moment.
-	Heal string
-	// Moment says that the fault acts at one instant and has no heal: the
-	// report draws it as a line. A fault that is not a moment has a Heal,
-	// and the report draws it from its op to its heal's.
-	Moment bool
-	// Class is the fault's class: the report's colour, and whether it
-	// skews a clock (history.ClassClock), which the liveness checker reads.
-	Class history.FaultClass
-	// Targets is what a step's targets name, and so what a random schedule
-	// draws for it.
-	Targets TargetKind
-	// Offset says that the fault takes a clock offset (Step.Offset), which
-	// a random schedule draws.
-	Offset bool
-	// Point says that the fault takes a pause point (Step.Point, one of
-	// PausePoints), which a random schedule draws from its Points.
-	Point bool
-	// Proxies says that the fault needs the run's links to go through
-	// proxies (cluster.WithProxies), which a run sets up only then.
-	Proxies bool
-	// Unavailable says which server nodes the fault makes unavailable in
-	// the availability record, and until when; empty when it makes none
-	// unavailable. A fault without it cannot take nodes down
-	// (Env.takeDown).
-	Unavailable string
-	// Systems are the systems whose nodes can take the fault (cluster.Redis,
-	// ...); nil for every system. A step of another system is refused
-	// before anything starts, unless it expects the failure.
-	Systems []string
-	// Backends are the backends that can perform the fault ("local",
-	// "docker"); nil for every backend.
-	Backends []string
-	// Tag is the scenario tag that marks the scenarios of the fault's
-	// column in the docs' design × fault table, and Column that column's
-	// title; faults that share a column share both.
-	Tag, Column string
-}
-
-// TargetKind is what a fault's step targets name.
-type TargetKind string
-
-// The kinds of targets.
-const (
-	// TargetsNodes are server nodes: names or a spec (one, minority,
-	// majority, all, primaries, replicas).
-	TargetsNodes TargetKind = "nodes"
-	// TargetsLinks are the links of nodes (as TargetsNodes), of halves, or
-	// of workers: the network faults'.
-	TargetsLinks TargetKind = "links"
-	// TargetsWorkers are workers: w0, w1, or a spec (one, minority,
-	// majority, all).
-	TargetsWorkers TargetKind = "workers"
-	// TargetsReplica is at most one node, the replica to promote; a random
-	// schedule gives none.
-	TargetsReplica TargetKind = "replica"
-	// TargetsNone takes no targets.
-	TargetsNone TargetKind = "none"
+// injectors pairs each fault kind, by name, with the type that injects it.
+// TestEveryKindHasItsInjector holds it to faultkind.All.
+var injectors = byName(
+	ClientPause{},
+	ClockBump{},
+	ClockStrobe{},
+	ClientClock{},
+	Kill{},
+	Restart{},
+	Pause{},
+	Failover{},
+	SentinelFailover{},
+	Partition{},
+	Reset{},
+	Latency{},
 )
 
-// targetKinds lists every TargetKind.
-var targetKinds = []TargetKind{TargetsNodes, TargetsLinks, TargetsWorkers, TargetsReplica, TargetsNone}
+// byName returns the faults keyed by their names.
+func byName(faults ...Fault) map[string]Fault {
+	out := make(map[string]Fault, len(faults))
+	for _, f := range faults {
+		out[f.Facts().Name] = f
+	}
+	return out
+}
+
+// Facts are a fault kind's facts (faultkind.Facts), named here for the
+// nemesis's readers.
+type Facts = faultkind.Facts
+
+// TargetKind is what a fault's step targets name (faultkind.TargetKind).
+type TargetKind = faultkind.TargetKind
+
+// The kinds of targets, as faultkind declares them.
+const (
+	TargetsNodes   = faultkind.TargetsNodes
+	TargetsLinks   = faultkind.TargetsLinks
+	TargetsWorkers = faultkind.TargetsWorkers
+	TargetsReplica = faultkind.TargetsReplica
+	TargetsNone    = faultkind.TargetsNone
+)
 
 // FactsOf returns the facts of the fault called name, and false when there
 // is no such fault.
@@ -133,10 +93,10 @@ func CheckSystem(step Step, system string) error {
 	return fmt.Errorf("%w: %s cannot act on %s nodes (it acts on %s)", ErrSystem, f.Name, system, strings.Join(f.Systems, ", "))
 }
 
-// op returns the history op of a fault of these facts: its f, its class, and
+// faultOp returns the history op of a fault of facts f: its f, its class, and
 // its heal when heals says that a heal op will end it (a fault that failed,
 // or that ends on its own, has none).
-func (f Facts) op(typ history.Type, value []byte, heals bool) history.Op {
+func faultOp(f Facts, typ history.Type, value []byte, heals bool) history.Op {
 	op := history.Op{Type: typ, F: f.Name, Class: f.Class, Value: value}
 	if heals {
 		op.Heal = f.Heal

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // TestEveryFaultDeclaresEveryFact ranges over every fault kind and fails when
@@ -36,7 +37,7 @@ func TestEveryFaultDeclaresEveryFact(t *testing.T) {
 				t.Errorf("heal %q with moment %v: a fault has a heal exactly when it is no moment", f.Heal, f.Moment)
 			case !slices.Contains(history.FaultClasses(), f.Class) || f.Class == history.ClassOther:
 				t.Errorf("class %q is none of the fault classes (other is for imported histories)", f.Class)
-			case !slices.Contains(targetKinds, f.Targets):
+			case !slices.Contains(faultkind.TargetKinds(), f.Targets):
 				t.Errorf("targets %q is no TargetKind", f.Targets)
 			case f.Tag == "" || f.Column == "":
 				t.Errorf("tag %q, column %q: the docs table needs both", f.Tag, f.Column)

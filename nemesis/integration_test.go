@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -46,7 +47,7 @@ func (w *quietWorkers) SetClockOffset(i int, off time.Duration) error {
 // nemesis Runner recording into rec.
 type testRun struct {
 	c      *local.Cluster
-	net    *cluster.Network
+	net    *linknet.Network
 	env    *Env
 	rec    *history.Recorder
 	runner *Runner
@@ -55,7 +56,7 @@ type testRun struct {
 // startRun starts a local cluster for spec with links "wX->nY" for workers
 // workers, the way the runner wires a run (opts: WithProxies for latency).
 // Everything is torn down in t.Cleanup, after a final HealAll.
-func startRun(t *testing.T, spec cluster.Spec, workers int, opts ...cluster.NetworkOption) *testRun {
+func startRun(t *testing.T, spec cluster.Spec, workers int, opts ...linknet.Option) *testRun {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed")
@@ -84,7 +85,7 @@ func startRun(t *testing.T, spec cluster.Spec, workers int, opts ...cluster.Netw
 			if n.Role == "sentinel" {
 				continue
 			}
-			if _, err := nw.Link(cluster.LinkName(workerName(w), n.Name), n.Addr); err != nil {
+			if _, err := nw.Link(linknet.Name(workerName(w), n.Name), n.Addr); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -135,7 +136,7 @@ func client(t *testing.T, addr string, timeout time.Duration) *redis.Client {
 
 // worker returns worker w's client to node through its proxy.
 func (tr *testRun) worker(t *testing.T, w int, node string) *redis.Client {
-	addr := tr.net.Addr(cluster.LinkName(workerName(w), node))
+	addr := tr.net.Addr(linknet.Name(workerName(w), node))
 	if addr == "" {
 		t.Fatalf("no link %s->%s", workerName(w), node)
 	}
@@ -375,7 +376,7 @@ func TestFailoverLosesTheUnreplicatedLock(t *testing.T) {
 		addr[n.Name] = n.Addr
 	}
 	for _, l := range []string{"w0->n1", "w1->n1", "w0->n2"} {
-		_, to, _ := cluster.SplitLinkName(l)
+		_, to, _ := linknet.SplitName(l)
 		if got := tr.net.Upstream(l); got != addr[to] {
 			t.Errorf("after failing back, link %s leads to %s, want %s's %s", l, got, to, addr[to])
 		}
@@ -489,7 +490,7 @@ func TestClockStrobeFlipsTheNodeClock(t *testing.T) {
 }
 
 func TestLatencySlowsOnlyTheTargetNode(t *testing.T) {
-	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 2}, 1, cluster.WithProxies())
+	tr := startRun(t, cluster.Spec{System: cluster.Redis, Nodes: 2}, 1, linknet.WithProxies())
 	rtt := func(node string) time.Duration {
 		c := tr.worker(t, 0, node)
 		began := time.Now()

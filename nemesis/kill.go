@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Kill kills target nodes (SIGKILL) until healed; the heal starts them again
@@ -18,18 +18,9 @@ import (
 // once it has started again (a node that fails to start stays down).
 type Kill struct{}
 
-// Facts declares the kill.
+// Facts returns the kill's facts, declared in faultkind.Kill.
 func (Kill) Facts() Facts {
-	return Facts{
-		Name: "kill",
-		Description: "kill the nodes (SIGKILL) until the heal starts them again with their data dir (kept or lost per system.persistence); " +
-			nodeTargets + "; option restart-after (stay down at least this long); needs a cluster that can kill nodes",
-		Heal:        "start",
-		Class:       history.ClassKill,
-		Targets:     TargetsNodes,
-		Unavailable: "the nodes killed, until they are started",
-		Tag:         "crash", Column: "crash + restart",
-	}
+	return faultkind.Kill()
 }
 
 // Name returns the fault's name.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // DefaultLatency is the delay of a latency step without a delay option.
@@ -18,17 +18,9 @@ const DefaultLatency = 100 * time.Millisecond
 // latency makes no node unavailable.
 type Latency struct{}
 
-// Facts declares the latency.
+// Facts returns the latency's facts, declared in faultkind.Latency.
 func (Latency) Facts() Facts {
-	return Facts{
-		Name:        "latency",
-		Description: "delay replies on the links; options delay (default 100ms), jitter (default 0); " + linkShapes,
-		Heal:        "heal",
-		Class:       history.ClassNetwork,
-		Targets:     TargetsLinks,
-		Proxies:     true,
-		Tag:         "latency", Column: "latency",
-	}
+	return faultkind.Latency()
 }
 
 // Name returns the fault's name.
@@ -50,5 +42,5 @@ func (Latency) Inject(_ context.Context, env *Env, step Step) (Heal, any, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return injectLinks(env, step, Latency{}.Facts(), cluster.Fault{Kind: cluster.FaultLatency, Delay: delay, Jitter: jitter})
+	return injectLinks(env, step, Latency{}.Facts(), linknet.Fault{Kind: linknet.FaultLatency, Delay: delay, Jitter: jitter})
 }

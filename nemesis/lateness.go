@@ -109,7 +109,7 @@ func (l *actionLog) lateness(due, begin time.Duration) time.Duration {
 func notRunOp(step Step) history.Op {
 	op := history.Op{Type: history.Fail, F: step.Fault, Value: history.JSONValue(step.String())}
 	if f, err := Lookup(step.Fault); err == nil {
-		op = f.Facts().op(history.Fail, op.Value, false)
+		op = faultOp(f.Facts(), history.Fail, op.Value, false)
 	} else if step.Fault != "heal" && step.Fault != "heal-all" {
 		op.Class = history.ClassOther
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // linkLedger remembers the network faults the nemesis applied to each link,
@@ -13,18 +13,18 @@ import (
 // zero value is ready to use.
 type linkLedger struct {
 	mu sync.Mutex
-	on map[string][]cluster.Fault // the faults applied to a link, oldest first
+	on map[string][]linknet.Fault // the faults applied to a link, oldest first
 }
 
 // apply applies f to links and records it.
-func (l *linkLedger) apply(nw *cluster.Network, f cluster.Fault, links ...string) error {
+func (l *linkLedger) apply(nw *linknet.Network, f linknet.Fault, links ...string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := nw.Apply(f, links...); err != nil {
 		return err
 	}
 	if l.on == nil {
-		l.on = map[string][]cluster.Fault{}
+		l.on = map[string][]linknet.Fault{}
 	}
 	for _, name := range links {
 		l.on[name] = append(l.on[name], f)
@@ -34,7 +34,7 @@ func (l *linkLedger) apply(nw *cluster.Network, f cluster.Fault, links ...string
 
 // heal removes one application of f from each link: the link is healed and
 // the faults still recorded on it are applied again.
-func (l *linkLedger) heal(nw *cluster.Network, f cluster.Fault, links ...string) error {
+func (l *linkLedger) heal(nw *linknet.Network, f linknet.Fault, links ...string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var errs []error
@@ -75,12 +75,12 @@ func (l *linkLedger) forget() {
 // should go through it rather than through the Network. It makes no node
 // unavailable in the availability record: a worker that cuts its own links
 // (a paused process) asks for nothing meanwhile.
-func (env *Env) ApplyLinks(f cluster.Fault, links ...string) error {
+func (env *Env) ApplyLinks(f linknet.Fault, links ...string) error {
 	return env.links.apply(env.Network, f, links...)
 }
 
 // HealLinks removes one application of f, made with ApplyLinks, from the
 // named links; other faults recorded on them stay.
-func (env *Env) HealLinks(f cluster.Fault, links ...string) error {
+func (env *Env) HealLinks(f linknet.Fault, links ...string) error {
 	return env.links.heal(env.Network, f, links...)
 }

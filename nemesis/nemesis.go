@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -71,7 +72,7 @@ type Workers interface {
 // Env is what faults act on during one run.
 type Env struct {
 	Cluster  cluster.Cluster
-	Network  *cluster.Network
+	Network  *linknet.Network
 	Workers  Workers
 	Recorder *history.Recorder
 	// Rand resolves random target specs ("one", "minority", ...). The
@@ -421,7 +422,7 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	}
 	facts := f.Facts()
 	if err := f.Available(r.env); err != nil {
-		op := facts.op(history.Fail, history.JSONValue(step.String()), false)
+		op := faultOp(facts, history.Fail, history.JSONValue(step.String()), false)
 		op.Error = err.Error()
 		r.record(op)
 		return nil, &FailedError{Step: step, Err: err}
@@ -433,7 +434,7 @@ func (r *Runner) injectFault(ctx context.Context, step Step) (*active, error) {
 	late := r.actions.lateness(step.At, began)
 	heal, desc, err := f.Inject(ctx, r.env, step)
 	// The op names the heal only when a heal op will follow.
-	op := facts.op(history.Info, history.JSONValue(desc), heal != nil)
+	op := faultOp(facts, history.Info, history.JSONValue(desc), heal != nil)
 	if desc == nil {
 		op.Value = history.JSONValue(step.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // TargetHalves is the partition target that splits the server nodes at
@@ -26,15 +27,6 @@ const (
 	// LinksNodes hits only node-to-node links (replication, quorum).
 	LinksNodes = "nodes"
 )
-
-// linkShapes documents the target shapes shared by the network faults.
-const linkShapes = "targets: nodes (names, one, minority, majority, all, primaries, replicas: cut off from the workers and the other nodes), " +
-	"halves (a random split of nodes and workers), or workers (w0, one, all: they lose the nodes of option nodes, default all); " +
-	"option links: all (default), clients, nodes"
-
-// linksUnavailable is what the faults that cut links make unavailable.
-const linksUnavailable = "every node they isolate (from the other nodes or from the workers) and every node that some worker no longer reaches through a cut link, until the heal: " +
-	"a node counts as up only while every worker and its peers reach it (so halves with workers on both sides leaves no node up)"
 
 func networkAvailable(env *Env) error {
 	if env.Network == nil || env.Cluster == nil {
@@ -56,13 +48,13 @@ func checkLinkStep(step Step, extra ...string) error {
 // (Facts.Unavailable), f lets nothing through: the nodes the selection cuts
 // off are taken down before f is applied and brought back once the heal
 // removed it.
-func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, error) {
+func injectLinks(env *Env, step Step, k Facts, f linknet.Fault) (Heal, any, error) {
 	sel, err := SelectLinks(step, env.Cluster.Nodes(), env.Network.Links(), workerCount(env), env.Rand)
 	if err != nil {
 		return nil, nil, err
 	}
 	desc := sel.describe()
-	if f.Kind == cluster.FaultLatency {
+	if f.Kind == linknet.FaultLatency {
 		desc["delay"] = f.Delay.String()
 		if f.Jitter > 0 {
 			desc["jitter"] = f.Jitter.String()
@@ -73,7 +65,7 @@ func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, erro
 		cutOff = sel.CutOff()
 	}
 	groups := []linkGroup{{f, sel.Links}}
-	if f.Kind == cluster.FaultCut {
+	if f.Kind == linknet.FaultCut {
 		dir, err := choiceOption(step, "direction", DirectionBoth, DirectionInbound, DirectionOutbound)
 		if err != nil {
 			return nil, nil, err
@@ -109,7 +101,7 @@ func injectLinks(env *Env, step Step, k Facts, f cluster.Fault) (Heal, any, erro
 
 // linkGroup is a fault and the links it is applied to.
 type linkGroup struct {
-	fault cluster.Fault
+	fault linknet.Fault
 	links []string
 }
 
@@ -126,20 +118,20 @@ func (s LinkSelection) oneWay(dir string) []linkGroup {
 			isolated[n] = true
 		}
 	}
-	fromIsolated := map[cluster.Direction][]string{}
+	fromIsolated := map[linknet.Direction][]string{}
 	for _, l := range s.Links {
-		from, _, _ := cluster.SplitLinkName(l)
+		from, _, _ := linknet.SplitName(l)
 		// Outbound from the "from" end is forward; inbound to it is back.
-		d := cluster.DirectionForward
+		d := linknet.DirectionForward
 		if isolated[from] == (dir == DirectionInbound) {
-			d = cluster.DirectionBack
+			d = linknet.DirectionBack
 		}
 		fromIsolated[d] = append(fromIsolated[d], l)
 	}
 	var out []linkGroup
-	for _, d := range []cluster.Direction{cluster.DirectionForward, cluster.DirectionBack} {
+	for _, d := range []linknet.Direction{linknet.DirectionForward, linknet.DirectionBack} {
 		if ls := fromIsolated[d]; len(ls) > 0 {
-			out = append(out, linkGroup{cluster.Fault{Kind: cluster.FaultCut, Direction: d}, ls})
+			out = append(out, linkGroup{linknet.Fault{Kind: linknet.FaultCut, Direction: d}, ls})
 		}
 	}
 	return out
@@ -170,7 +162,7 @@ type LinkSelection struct {
 func (s LinkSelection) CutOff() []string {
 	out := slices.Clone(s.Nodes)
 	for _, l := range s.Links {
-		from, to, ok := cluster.SplitLinkName(l)
+		from, to, ok := linknet.SplitName(l)
 		if ok && IsWorkerTarget(from) && !slices.Contains(out, to) {
 			out = append(out, to)
 		}
@@ -194,7 +186,7 @@ func (s LinkSelection) describe() map[string]any {
 
 // SelectLinks resolves the targets of a network step against the nodes, the
 // existing links and the number of workers. Links are named "from->to"
-// (cluster.LinkName); a link whose "from" end is a worker ("w3") is a
+// (linknet.Name); a link whose "from" end is a worker ("w3") is a
 // client link, any other link into a node is a node-to-node link (its
 // "from" end a node, or a shared end such as "peers" that stands for every
 // other node: isolating n1 cuts "peers->n1"). It returns
@@ -218,89 +210,17 @@ func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, r
 		if workerTargets != len(step.Targets) {
 			return sel, fmt.Errorf("%w: %v mixes workers and nodes; name workers in targets and nodes in option nodes", ErrTarget, step.Targets)
 		}
-		ws, err := ResolveWorkers(step.Targets, workers, rng)
-		if err != nil {
-			return sel, err
-		}
-		nodeSpecs := splitList(step.Options["nodes"])
-		if len(nodeSpecs) == 0 {
-			nodeSpecs = []string{TargetAll}
-		}
-		ns, err := ResolveNodes(nodeSpecs, nodes, rng)
-		if err != nil {
-			return sel, err
-		}
-		sel.Workers, sel.Nodes, sel.Mode = ws, ns, LinksClients
-		inW, inN := setOf(workerNames(ws)), setOf(ns)
-		cut = func(from, to string) bool { return inW[from] && inN[to] }
+		cut, err = sel.selectWorkers(step, nodes, workers, rng)
 	case len(step.Targets) == 1 && step.Targets[0] == TargetHalves:
-		servers := serverNodes(nodes)
-		if len(servers) < 2 {
-			return sel, fmt.Errorf("%w: halves needs at least 2 server nodes, the cluster has %d", ErrTarget, len(servers))
-		}
-		if rng == nil {
-			return sel, fmt.Errorf("%w: halves needs a random source", ErrTarget)
-		}
-		k := len(servers) / 2
-		minority := map[string]bool{}
-		for _, i := range rng.Perm(len(servers))[:k] {
-			minority[servers[i].Name] = true
-		}
-		for _, n := range servers {
-			if minority[n.Name] {
-				sel.Nodes = append(sel.Nodes, n.Name)
-			} else {
-				sel.Others = append(sel.Others, n.Name)
-			}
-		}
-		sel.Workers = []int{}
-		if workers > 0 {
-			kw := (workers*k + len(servers)/2) / len(servers)
-			perm := rng.Perm(workers)
-			ws := map[int]bool{}
-			for _, i := range perm[:kw] {
-				ws[i] = true
-			}
-			for i := range workers {
-				if ws[i] {
-					sel.Workers = append(sel.Workers, i)
-				}
-			}
-		}
-		minorityWorkers := setOf(workerNames(sel.Workers))
-		majority := setOf(sel.Others)
-		side := func(end string) (known, inMinority bool) {
-			switch {
-			case minority[end] || minorityWorkers[end]:
-				return true, true
-			case majority[end]:
-				return true, false
-			case IsWorkerTarget(end):
-				return true, false
-			}
-			return false, false // sentinels and unknown ends are on no side
-		}
-		cut = func(from, to string) bool {
-			kf, mf := side(from)
-			kt, mt := side(to)
-			return kf && kt && mf != mt
-		}
+		cut, err = sel.selectHalves(nodes, workers, rng)
 	default:
-		ns, err := ResolveNodes(step.Targets, nodes, rng)
-		if err != nil {
-			return sel, err
-		}
-		sel.Nodes = ns
-		in := setOf(ns)
-		cut = func(from, to string) bool {
-			if IsWorkerTarget(from) {
-				return in[to]
-			}
-			return in[from] != in[to]
-		}
+		cut, err = sel.selectNodes(step, nodes, rng)
+	}
+	if err != nil {
+		return sel, err
 	}
 	for _, l := range links {
-		from, to, ok := cluster.SplitLinkName(l)
+		from, to, ok := linknet.SplitName(l)
 		if !ok || !isNode(nodes, to) {
 			continue
 		}
@@ -318,6 +238,112 @@ func SelectLinks(step Step, nodes []cluster.Node, links []string, workers int, r
 		return sel, fmt.Errorf("%w: %s %s selects none of the %d links (mode %s)", cluster.ErrUnavailable, step.Fault, strings.Join(step.Targets, ","), len(links), sel.Mode)
 	}
 	return sel, nil
+}
+
+// selectWorkers selects the workers that step targets and the nodes of its
+// option nodes (default all), and returns the cut of the links from those
+// workers to those nodes. Its mode is then clients.
+func (s *LinkSelection) selectWorkers(step Step, nodes []cluster.Node, workers int, rng *rand.Rand) (func(from, to string) bool, error) {
+	ws, err := ResolveWorkers(step.Targets, workers, rng)
+	if err != nil {
+		return nil, err
+	}
+	nodeSpecs := splitList(step.Options["nodes"])
+	if len(nodeSpecs) == 0 {
+		nodeSpecs = []string{TargetAll}
+	}
+	ns, err := ResolveNodes(nodeSpecs, nodes, rng)
+	if err != nil {
+		return nil, err
+	}
+	s.Workers, s.Nodes, s.Mode = ws, ns, LinksClients
+	inW, inN := setOf(workerNames(ws)), setOf(ns)
+	return func(from, to string) bool { return inW[from] && inN[to] }, nil
+}
+
+// selectHalves splits the server nodes and the workers at random into a
+// minority (Nodes, Workers) and the rest (Others; the other workers), and
+// returns the cut of every link between the two sides. Sentinels and other
+// ends on no side keep their links.
+func (s *LinkSelection) selectHalves(nodes []cluster.Node, workers int, rng *rand.Rand) (func(from, to string) bool, error) {
+	servers := serverNodes(nodes)
+	if len(servers) < 2 {
+		return nil, fmt.Errorf("%w: halves needs at least 2 server nodes, the cluster has %d", ErrTarget, len(servers))
+	}
+	if rng == nil {
+		return nil, fmt.Errorf("%w: halves needs a random source", ErrTarget)
+	}
+	k := len(servers) / 2
+	minority := map[string]bool{}
+	for _, i := range rng.Perm(len(servers))[:k] {
+		minority[servers[i].Name] = true
+	}
+	for _, n := range servers {
+		if minority[n.Name] {
+			s.Nodes = append(s.Nodes, n.Name)
+		} else {
+			s.Others = append(s.Others, n.Name)
+		}
+	}
+	s.Workers = minorityWorkers(workers, k, len(servers), rng)
+	inWorkers := setOf(workerNames(s.Workers))
+	majority := setOf(s.Others)
+	side := func(end string) (known, inMinority bool) {
+		switch {
+		case minority[end] || inWorkers[end]:
+			return true, true
+		case majority[end]:
+			return true, false
+		case IsWorkerTarget(end):
+			return true, false
+		}
+		return false, false // sentinels and unknown ends are on no side
+	}
+	return func(from, to string) bool {
+		kf, mf := side(from)
+		kt, mt := side(to)
+		return kf && kt && mf != mt
+	}, nil
+}
+
+// minorityWorkers draws the workers on the minority's side of halves: of
+// workers, in the proportion of the k minority nodes among the servers
+// (rounded), in order; none (not nil) when there are no workers.
+func minorityWorkers(workers, k, servers int, rng *rand.Rand) []int {
+	out := []int{}
+	if workers == 0 {
+		return out
+	}
+	kw := (workers*k + servers/2) / servers
+	perm := rng.Perm(workers)
+	ws := map[int]bool{}
+	for _, i := range perm[:kw] {
+		ws[i] = true
+	}
+	for i := range workers {
+		if ws[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// selectNodes selects the nodes that step targets and returns the cut of
+// the links that cross their border: a worker's into them, a node's
+// between them and the other nodes.
+func (s *LinkSelection) selectNodes(step Step, nodes []cluster.Node, rng *rand.Rand) (func(from, to string) bool, error) {
+	ns, err := ResolveNodes(step.Targets, nodes, rng)
+	if err != nil {
+		return nil, err
+	}
+	s.Nodes = ns
+	in := setOf(ns)
+	return func(from, to string) bool {
+		if IsWorkerTarget(from) {
+			return in[to]
+		}
+		return in[from] != in[to]
+	}, nil
 }
 
 func workerNames(ws []int) []string {

@@ -11,8 +11,6 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
 
-const nodeTargets = "targets: node names or one, minority, majority, all, primaries, replicas"
-
 // actOn calls act for each node, and returns the nodes it succeeded on, those
 // it failed on, and the joined errors.
 func actOn(nodes []string, act func(node string) error) (done, failed []string, err error) {
@@ -31,6 +29,14 @@ func actOn(nodes []string, act func(node string) error) (done, failed []string, 
 // clockSystems are the systems whose nodes' clocks can be skewed, as
 // package cluster declares them.
 var clockSystems = cluster.SkewableSystems()
+
+// onClockSystems returns f, a fault that skews node clocks, acting on
+// clockSystems only: package faultkind, which imports nothing of the
+// cluster's, leaves its Systems to the nemesis.
+func onClockSystems(f Facts) Facts {
+	f.Systems = slices.Clone(clockSystems)
+	return f
+}
 
 // clockAvailable reports whether the cluster can skew node clocks and its
 // system is one of the clock fault f's (Facts.Systems).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
@@ -42,7 +43,7 @@ func (c *stoppableCluster) Resume(_ context.Context, n string) error { return c.
 // two workers to every server node through which nothing ever connects.
 func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *history.Recorder) {
 	t.Helper()
-	nw, err := cluster.NewNetwork(cluster.WithProxies()) // latency needs proxies
+	nw, err := cluster.NewNetwork(linknet.WithProxies()) // latency needs proxies
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func outageEnv(t *testing.T, nodes []cluster.Node, fail ...string) (*Env, *histo
 	for _, n := range serverNodes(nodes) {
 		for _, w := range []string{"w0", "w1"} {
 			// Nothing listens upstream: no connection is ever made here.
-			if _, err := nw.Link(cluster.LinkName(w, n.Name), "127.0.0.1:9"); err != nil {
+			if _, err := nw.Link(linknet.Name(w, n.Name), "127.0.0.1:9"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -93,84 +94,17 @@ func nemesisTrail(t *testing.T, rec *history.Recorder) []string {
 	return out
 }
 
+// TestAvailabilityRecords checks the availability records and fault ops
+// that each sequence of injections and heals leaves: a node down from just
+// before the fault that takes it down acts until every fault that keeps it
+// down is healed, and never a node a fault failed to act on.
 func TestAvailabilityRecords(t *testing.T) {
 	ctx := context.Background()
-	step := func(fault string, targets ...string) Step { return Step{Fault: fault, Targets: targets} }
-	type action struct {
-		step Step // injected, or
-		heal int  // the heal of the n-th injected step (from 1), when step is zero
-	}
-	inject := func(fault string, targets ...string) action { return action{step: step(fault, targets...)} }
-	heal := func(n int) action { return action{heal: n} }
-	tests := []struct {
-		name    string
-		nodes   []cluster.Node
-		fail    []string
-		actions []action
-		healAll bool
-		want    []string
-	}{
-		{"a kill takes the node down before it acts and brings it back after the start",
-			fiveMasters(), nil, []action{inject("kill", "n3"), heal(1)}, false,
-			[]string{"availability 5 n3", "kill", "availability 5", "start"}},
-		{"a node killed and partitioned stays down until both are healed",
-			fiveMasters(), nil, []action{inject("kill", "n3"), inject("partition", "n3"), heal(1), heal(2)}, false,
-			[]string{"availability 5 n3", "kill", "partition", "start", "availability 5", "heal"}},
-		{"healing the partition first keeps the killed node down",
-			fiveMasters(), nil, []action{inject("kill", "n3"), inject("partition", "n3"), heal(2), heal(1)}, false,
-			[]string{"availability 5 n3", "kill", "partition", "heal", "availability 5", "start"}},
-		{"overlapping kills and pauses count each node once",
-			fiveMasters(), nil, []action{inject("kill", "n1", "n2"), inject("pause", "n2", "n3"), heal(1), heal(2)}, false,
-			[]string{"availability 5 n1,n2", "kill", "availability 5 n1,n2,n3", "pause", "availability 5 n2,n3", "start", "availability 5", "resume"}},
-		{"latency and clock faults make no node unavailable",
-			fiveMasters(), nil, []action{inject("latency", "n1"), inject("client-clock", "w0")}, true,
-			[]string{"latency", "client-clock", "client-clock-reset", "heal"}},
-		{"a reset cuts the node off like a partition",
-			fiveMasters(), nil, []action{inject("reset", "n4"), heal(1)}, false,
-			[]string{"availability 5 n4", "reset", "availability 5", "heal"}},
-		{"a worker partition makes the nodes it loses unavailable",
-			fiveMasters(), nil, []action{{step: Step{Fault: "partition", Targets: []string{"w0"}, Options: map[string]string{"nodes": "n1,n2"}}}, heal(1)}, false,
-			[]string{"availability 5 n1,n2", "partition", "availability 5", "heal"}},
-		{"halves with workers on both sides cut every node off from some worker",
-			fiveMasters(), nil, []action{inject("partition", TargetHalves)}, true,
-			[]string{"availability 5 n1,n2,n3,n4,n5", "partition", "availability 5", "heal"}},
-		{"sentinels are not server nodes",
-			sentinelTopology(), nil, []action{inject("kill", "s1"), inject("kill", "n1"), heal(2), heal(1)}, false,
-			[]string{"kill", "availability 3 n1", "kill", "availability 3", "start", "start"}},
-		{"a node the fault failed to act on is never recorded down",
-			fiveMasters(), []string{"n2"}, []action{inject("pause", "n1", "n2"), heal(1)}, false,
-			[]string{"availability 5 n1", "pause partly", "availability 5", "resume"}},
-		{"a kill that failed on every node takes nothing down and is not healed",
-			fiveMasters(), []string{"n2"}, []action{inject("kill", "n2")}, true,
-			[]string{"kill failed"}},
-		{"a pause that failed is recorded as failed, and the next fault as usual",
-			fiveMasters(), []string{"n1"}, []action{inject("pause", "n1"), inject("kill", "n3"), heal(2)}, false,
-			[]string{"pause failed", "availability 5 n3", "kill", "availability 5", "start"}},
-		{"heal-all ends every outage",
-			fiveMasters(), nil, []action{inject("partition", "n5"), inject("kill", "n1")}, true,
-			[]string{"availability 5 n5", "partition", "availability 5 n1,n5", "kill", "availability 5 n5", "start", "availability 5", "heal"}},
-	}
-	for _, tc := range tests {
+	for _, tc := range outageCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			env, rec := outageEnv(t, tc.nodes, tc.fail...)
 			r := NewRunner(env)
-			var injected []*active
-			for _, a := range tc.actions {
-				if a.heal > 0 {
-					if injected[a.heal-1] == nil {
-						t.Fatalf("step %d took no effect: nothing to heal", a.heal)
-					}
-					if err := r.heal(ctx, injected[a.heal-1]); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				act, err := r.inject(ctx, a.step)
-				if err != nil && len(tc.fail) == 0 {
-					t.Fatalf("%s: %v", a.step, err)
-				}
-				injected = append(injected, act)
-			}
+			playOutage(t, r, tc.actions, len(tc.fail) > 0)
 			if tc.healAll {
 				if err := r.HealAll(ctx); err != nil {
 					t.Fatal(err)
@@ -185,29 +119,129 @@ func TestAvailabilityRecords(t *testing.T) {
 		})
 	}
 
-	t.Run("a node that fails to start stays down", func(t *testing.T) {
-		env, rec := outageEnv(t, fiveMasters())
-		r := NewRunner(env)
-		act, err := r.inject(ctx, step("kill", "n3", "n4"))
-		if err != nil {
-			t.Fatal(err)
+	t.Run("a node that fails to start stays down", nodeFailingToStart)
+}
+
+// nodeFailingToStart checks that a node whose start fails at the heal of its
+// kill stays down, and that the failed heal is reported.
+func nodeFailingToStart(t *testing.T) {
+	ctx := context.Background()
+	env, rec := outageEnv(t, fiveMasters())
+	r := NewRunner(env)
+	act, err := r.inject(ctx, Step{Fault: "kill", Targets: []string{"n3", "n4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Cluster.(*stoppableCluster).fail["n4"] = true
+	if err := r.heal(ctx, act); err == nil {
+		t.Fatal("the heal of a node that cannot start returned no error")
+	}
+	want := []string{"availability 5 n3,n4", "kill", "availability 5 n4", "start failed"}
+	if got := nemesisTrail(t, rec); !slices.Equal(got, want) {
+		t.Fatalf("nemesis ops %q, want %q", got, want)
+	}
+	if a := env.Availability(); !slices.Equal(a.Down, []string{"n4"}) || !a.Majority() {
+		t.Fatalf("availability %+v, want n4 down and a majority up", a)
+	}
+	var fe *FailedError
+	if failed := r.Failed(); len(failed) != 1 || !errors.As(failed[0], &fe) || !fe.Heal || fe.Step.Fault != "kill" {
+		t.Fatalf("Failed() = %v, want the failed heal of the kill", failed)
+	}
+}
+
+// outageAction is an action of an outage case: a step injected, or the heal
+// of the n-th injected step (from 1) when the step is zero.
+type outageAction struct {
+	step Step
+	heal int
+}
+
+// outageInject is the action that injects fault on targets.
+func outageInject(fault string, targets ...string) outageAction {
+	return outageAction{step: Step{Fault: fault, Targets: targets}}
+}
+
+// outageHeal is the action that heals the n-th injected step.
+func outageHeal(n int) outageAction { return outageAction{heal: n} }
+
+// outageCase is a case of TestAvailabilityRecords: the actions on nodes
+// (whose names in fail the cluster fails to act on), a final heal-all or
+// not, and the nemesis ops they leave.
+type outageCase struct {
+	name    string
+	nodes   []cluster.Node
+	fail    []string
+	actions []outageAction
+	healAll bool
+	want    []string
+}
+
+// outageCases are TestAvailabilityRecords' cases.
+func outageCases() []outageCase {
+	return []outageCase{
+		{"a kill takes the node down before it acts and brings it back after the start",
+			fiveMasters(), nil, []outageAction{outageInject("kill", "n3"), outageHeal(1)}, false,
+			[]string{"availability 5 n3", "kill", "availability 5", "start"}},
+		{"a node killed and partitioned stays down until both are healed",
+			fiveMasters(), nil, []outageAction{outageInject("kill", "n3"), outageInject("partition", "n3"), outageHeal(1), outageHeal(2)}, false,
+			[]string{"availability 5 n3", "kill", "partition", "start", "availability 5", "heal"}},
+		{"healing the partition first keeps the killed node down",
+			fiveMasters(), nil, []outageAction{outageInject("kill", "n3"), outageInject("partition", "n3"), outageHeal(2), outageHeal(1)}, false,
+			[]string{"availability 5 n3", "kill", "partition", "heal", "availability 5", "start"}},
+		{"overlapping kills and pauses count each node once",
+			fiveMasters(), nil, []outageAction{outageInject("kill", "n1", "n2"), outageInject("pause", "n2", "n3"), outageHeal(1), outageHeal(2)}, false,
+			[]string{"availability 5 n1,n2", "kill", "availability 5 n1,n2,n3", "pause", "availability 5 n2,n3", "start", "availability 5", "resume"}},
+		{"latency and clock faults make no node unavailable",
+			fiveMasters(), nil, []outageAction{outageInject("latency", "n1"), outageInject("client-clock", "w0")}, true,
+			[]string{"latency", "client-clock", "client-clock-reset", "heal"}},
+		{"a reset cuts the node off like a partition",
+			fiveMasters(), nil, []outageAction{outageInject("reset", "n4"), outageHeal(1)}, false,
+			[]string{"availability 5 n4", "reset", "availability 5", "heal"}},
+		{"a worker partition makes the nodes it loses unavailable",
+			fiveMasters(), nil, []outageAction{{step: Step{Fault: "partition", Targets: []string{"w0"}, Options: map[string]string{"nodes": "n1,n2"}}}, outageHeal(1)}, false,
+			[]string{"availability 5 n1,n2", "partition", "availability 5", "heal"}},
+		{"halves with workers on both sides cut every node off from some worker",
+			fiveMasters(), nil, []outageAction{outageInject("partition", TargetHalves)}, true,
+			[]string{"availability 5 n1,n2,n3,n4,n5", "partition", "availability 5", "heal"}},
+		{"sentinels are not server nodes",
+			sentinelTopology(), nil, []outageAction{outageInject("kill", "s1"), outageInject("kill", "n1"), outageHeal(2), outageHeal(1)}, false,
+			[]string{"kill", "availability 3 n1", "kill", "availability 3", "start", "start"}},
+		{"a node the fault failed to act on is never recorded down",
+			fiveMasters(), []string{"n2"}, []outageAction{outageInject("pause", "n1", "n2"), outageHeal(1)}, false,
+			[]string{"availability 5 n1", "pause partly", "availability 5", "resume"}},
+		{"a kill that failed on every node takes nothing down and is not healed",
+			fiveMasters(), []string{"n2"}, []outageAction{outageInject("kill", "n2")}, true,
+			[]string{"kill failed"}},
+		{"a pause that failed is recorded as failed, and the next fault as usual",
+			fiveMasters(), []string{"n1"}, []outageAction{outageInject("pause", "n1"), outageInject("kill", "n3"), outageHeal(2)}, false,
+			[]string{"pause failed", "availability 5 n3", "kill", "availability 5", "start"}},
+		{"heal-all ends every outage",
+			fiveMasters(), nil, []outageAction{outageInject("partition", "n5"), outageInject("kill", "n1")}, true,
+			[]string{"availability 5 n5", "partition", "availability 5 n1,n5", "kill", "availability 5 n5", "start", "availability 5", "heal"}},
+	}
+}
+
+// playOutage performs actions with r; an injection may fail when failing.
+func playOutage(t *testing.T, r *Runner, actions []outageAction, failing bool) {
+	t.Helper()
+	ctx := context.Background()
+	var injected []*active
+	for _, a := range actions {
+		if a.heal > 0 {
+			if injected[a.heal-1] == nil {
+				t.Fatalf("step %d took no effect: nothing to heal", a.heal)
+			}
+			if err := r.heal(ctx, injected[a.heal-1]); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
-		env.Cluster.(*stoppableCluster).fail["n4"] = true
-		if err := r.heal(ctx, act); err == nil {
-			t.Fatal("the heal of a node that cannot start returned no error")
+		act, err := r.inject(ctx, a.step)
+		if err != nil && !failing {
+			t.Fatalf("%s: %v", a.step, err)
 		}
-		want := []string{"availability 5 n3,n4", "kill", "availability 5 n4", "start failed"}
-		if got := nemesisTrail(t, rec); !slices.Equal(got, want) {
-			t.Fatalf("nemesis ops %q, want %q", got, want)
-		}
-		if a := env.Availability(); !slices.Equal(a.Down, []string{"n4"}) || !a.Majority() {
-			t.Fatalf("availability %+v, want n4 down and a majority up", a)
-		}
-		var fe *FailedError
-		if failed := r.Failed(); len(failed) != 1 || !errors.As(failed[0], &fe) || !fe.Heal || fe.Step.Fault != "kill" {
-			t.Fatalf("Failed() = %v, want the failed heal of the kill", failed)
-		}
-	})
+		injected = append(injected, act)
+	}
 }
 
 // TestAvailabilityMajority checks the majority rule of an availability

@@ -3,8 +3,8 @@ package nemesis
 import (
 	"context"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // The values of the direction option of the partition fault.
@@ -30,18 +30,9 @@ const (
 // its peers reach it.
 type Partition struct{}
 
-// Facts declares the partition.
+// Facts returns the partition's facts, declared in faultkind.Partition.
 func (Partition) Facts() Facts {
-	return Facts{
-		Name: "partition",
-		Description: "cut links, holding connections open and dropping packets until the heal delivers what waited; " +
-			"option direction: both (default), inbound (nothing reaches the isolated side), outbound (nothing leaves it); " + linkShapes,
-		Heal:        "heal",
-		Class:       history.ClassNetwork,
-		Targets:     TargetsLinks,
-		Unavailable: linksUnavailable,
-		Tag:         "partition", Column: "partitions",
-	}
+	return faultkind.Partition()
 }
 
 // Name returns the fault's name.
@@ -64,5 +55,5 @@ func (Partition) Check(step Step) error {
 
 // Inject cuts the links the step's targets select.
 func (Partition) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, Partition{}.Facts(), cluster.Fault{Kind: cluster.FaultCut})
+	return injectLinks(env, step, Partition{}.Facts(), linknet.Fault{Kind: linknet.FaultCut})
 }

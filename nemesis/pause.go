@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Pause stops target nodes (SIGSTOP, docker pause) until healed; the heal
@@ -15,17 +15,9 @@ import (
 // once it is resumed (a node whose resume fails stays down).
 type Pause struct{}
 
-// Facts declares the pause.
+// Facts returns the pause's facts, declared in faultkind.Pause.
 func (Pause) Facts() Facts {
-	return Facts{
-		Name:        "pause",
-		Description: "stop the nodes' processes (SIGSTOP) until the heal resumes them; " + nodeTargets + "; needs a cluster that can pause nodes",
-		Heal:        "resume",
-		Class:       history.ClassPause,
-		Targets:     TargetsNodes,
-		Unavailable: "the nodes paused, until they are resumed",
-		Tag:         "node-pause", Column: "node pause",
-	}
+	return faultkind.Pause()
 }
 
 // Name returns the fault's name.

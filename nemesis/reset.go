@@ -3,8 +3,8 @@ package nemesis
 import (
 	"context"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Reset closes the links' connections at once (a TCP RST to both ends) and
@@ -14,17 +14,9 @@ import (
 // nodes it cuts off unavailable until the heal.
 type Reset struct{}
 
-// Facts declares the reset.
+// Facts returns the reset's facts, declared in faultkind.Reset.
 func (Reset) Facts() Facts {
-	return Facts{
-		Name:        "reset",
-		Description: "close every connection of the links with a RST and refuse new ones until the heal; " + linkShapes,
-		Heal:        "heal",
-		Class:       history.ClassNetwork,
-		Targets:     TargetsLinks,
-		Unavailable: linksUnavailable,
-		Tag:         "reset", Column: "connection resets",
-	}
+	return faultkind.Reset()
 }
 
 // Name returns the fault's name.
@@ -38,5 +30,5 @@ func (Reset) Check(step Step) error { return checkLinkStep(step) }
 
 // Inject resets the links the step's targets select.
 func (Reset) Inject(_ context.Context, env *Env, step Step) (Heal, any, error) {
-	return injectLinks(env, step, Reset{}.Facts(), cluster.Fault{Kind: cluster.FaultReset})
+	return injectLinks(env, step, Reset{}.Facts(), linknet.Fault{Kind: linknet.FaultReset})
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // Restart kills target nodes (SIGKILL) and starts them again at once with
@@ -20,18 +20,9 @@ import (
 // restart is recorded as in force in part with the error.
 type Restart struct{}
 
-// Facts declares the restart.
+// Facts returns the restart's facts, declared in faultkind.Restart.
 func (Restart) Facts() Facts {
-	return Facts{
-		Name: "restart",
-		Description: "kill the nodes (SIGKILL) and start them again at once with their data dir (kept or lost per system.persistence): a moment, with no heal and no duration; " +
-			nodeTargets + "; needs a cluster that can kill nodes",
-		Moment:      true,
-		Class:       history.ClassKill,
-		Targets:     TargetsNodes,
-		Unavailable: "the nodes restarted, from their kill until they have started again",
-		Tag:         "crash", Column: "crash + restart",
-	}
+	return faultkind.Restart()
 }
 
 // Name returns the fault's name.

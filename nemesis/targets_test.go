@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 func fiveMasters() []cluster.Node {
@@ -155,13 +156,13 @@ func meshLinks(workers int, nodes []cluster.Node, extra ...string) []string {
 	var out []string
 	for w := range workers {
 		for _, n := range nodes {
-			out = append(out, cluster.LinkName(workerName(w), n.Name))
+			out = append(out, linknet.Name(workerName(w), n.Name))
 		}
 	}
 	for _, a := range nodes {
 		for _, b := range nodes {
 			if a.Name != b.Name {
-				out = append(out, cluster.LinkName(a.Name, b.Name))
+				out = append(out, linknet.Name(a.Name, b.Name))
 			}
 		}
 	}
@@ -170,16 +171,44 @@ func meshLinks(workers int, nodes []cluster.Node, extra ...string) []string {
 	return out
 }
 
+// TestSelectLinks checks the links each shape of targets and option links
+// selects, and the errors of shapes that select none or mix workers and
+// nodes.
 func TestSelectLinks(t *testing.T) {
+	for _, tc := range selectLinksCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, err := SelectLinks(tc.step, tc.nodes, tc.links, 2, rand.New(rand.NewPCG(1, 1)))
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("SelectLinks = %v, %v; want error %v", sel.Links, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(sel.Links, tc.want) {
+				t.Fatalf("SelectLinks = %v, want %v", sel.Links, tc.want)
+			}
+		})
+	}
+}
+
+// selectLinksCase is a case of TestSelectLinks: a step on nodes with links,
+// and the links it selects or its error.
+type selectLinksCase struct {
+	name    string
+	step    Step
+	nodes   []cluster.Node
+	links   []string
+	want    []string
+	wantErr error
+}
+
+// selectLinksCases are TestSelectLinks' cases, on two workers.
+func selectLinksCases() []selectLinksCase {
 	three := []cluster.Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
-	tests := []struct {
-		name    string
-		step    Step
-		nodes   []cluster.Node
-		links   []string
-		want    []string
-		wantErr error
-	}{
+	return []selectLinksCase{
 		{
 			name:  "isolate a node from workers and nodes",
 			step:  Step{Fault: "partition", Targets: []string{"n1"}},
@@ -235,23 +264,6 @@ func TestSelectLinks(t *testing.T) {
 			wantErr: ErrOption,
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			sel, err := SelectLinks(tc.step, tc.nodes, tc.links, 2, rand.New(rand.NewPCG(1, 1)))
-			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) {
-					t.Fatalf("SelectLinks = %v, %v; want error %v", sel.Links, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(sel.Links, tc.want) {
-				t.Fatalf("SelectLinks = %v, want %v", sel.Links, tc.want)
-			}
-		})
-	}
 }
 
 func TestSelectLinksHalves(t *testing.T) {
@@ -270,7 +282,7 @@ func TestSelectLinksHalves(t *testing.T) {
 	minority := setOf(append(sel.Nodes, workerNames(sel.Workers)...))
 	cut := setOf(sel.Links)
 	for _, l := range links {
-		from, to, _ := cluster.SplitLinkName(l)
+		from, to, _ := linknet.SplitName(l)
 		crosses := minority[from] != minority[to]
 		if cut[l] != crosses {
 			t.Errorf("link %s: cut %v, crosses the halves %v", l, cut[l], crosses)
@@ -280,32 +292,32 @@ func TestSelectLinksHalves(t *testing.T) {
 
 func TestOneWayPartitions(t *testing.T) {
 	three := []cluster.Node{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}
-	fwd, back := cluster.DirectionForward, cluster.DirectionBack
+	fwd, back := linknet.DirectionForward, linknet.DirectionBack
 	tests := []struct {
 		name string
 		step Step
-		want map[cluster.Direction][]string
+		want map[linknet.Direction][]string
 	}{
 		{
 			name: "nothing reaches n1",
 			step: Step{Fault: "partition", Targets: []string{"n1"}, Options: map[string]string{"direction": DirectionInbound}},
 			// n1 dials n2 and n3: their replies are cut; the others dial n1: their requests are.
-			want: map[cluster.Direction][]string{fwd: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}, back: {"n1->n2", "n1->n3"}},
+			want: map[linknet.Direction][]string{fwd: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}, back: {"n1->n2", "n1->n3"}},
 		},
 		{
 			name: "nothing leaves n1",
 			step: Step{Fault: "partition", Targets: []string{"n1"}, Options: map[string]string{"direction": DirectionOutbound}},
-			want: map[cluster.Direction][]string{fwd: {"n1->n2", "n1->n3"}, back: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}},
+			want: map[linknet.Direction][]string{fwd: {"n1->n2", "n1->n3"}, back: {"n2->n1", "n3->n1", "w0->n1", "w1->n1"}},
 		},
 		{
 			name: "worker w1 hears nothing from n2",
 			step: Step{Fault: "partition", Targets: []string{"w1"}, Options: map[string]string{"nodes": "n2", "direction": DirectionInbound}},
-			want: map[cluster.Direction][]string{back: {"w1->n2"}},
+			want: map[linknet.Direction][]string{back: {"w1->n2"}},
 		},
 		{
 			name: "worker w1's requests to n2 and n3 are lost",
 			step: Step{Fault: "partition", Targets: []string{"w1"}, Options: map[string]string{"nodes": "n2,n3", "direction": DirectionOutbound}},
-			want: map[cluster.Direction][]string{fwd: {"w1->n2", "w1->n3"}},
+			want: map[linknet.Direction][]string{fwd: {"w1->n2", "w1->n3"}},
 		},
 	}
 	for _, tt := range tests {
@@ -317,9 +329,9 @@ func TestOneWayPartitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := map[cluster.Direction][]string{}
+			got := map[linknet.Direction][]string{}
 			for _, g := range sel.oneWay(tt.step.Options["direction"]) {
-				if g.fault.Kind != cluster.FaultCut {
+				if g.fault.Kind != linknet.FaultCut {
 					t.Errorf("one-way fault of kind %q", g.fault.Kind)
 				}
 				got[g.fault.Direction] = g.links

@@ -29,6 +29,8 @@ func keepScreenshot(t *testing.T, path string) {
 	}
 }
 
+// TestBrowserReport opens a report in headless Chromium and checks what
+// report.js draws and how it answers clicks.
 func TestBrowserReport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the headless Chromium test")
@@ -48,6 +50,15 @@ func TestBrowserReport(t *testing.T) {
 		t.Fatal("report.js did not run to its end")
 	}
 
+	checkReportBeforeClick(t, b)
+	checkAnomalyClick(t, b)
+	checkZoomButtons(t, b)
+}
+
+// checkReportBeforeClick checks the report as it opens: the anomaly listed,
+// the faults shaded on the timeline and the plots, nothing highlighted.
+func checkReportBeforeClick(t *testing.T, b *browser) {
+	t.Helper()
 	var anomalies []string
 	b.eval(`Array.from(document.querySelectorAll("li.anomaly .msg")).map(e => e.textContent)`, &anomalies)
 	if !slices.Equal(anomalies, []string{doubleHoldMessage}) {
@@ -75,7 +86,13 @@ func TestBrowserReport(t *testing.T) {
 	if err := b.screenshot(filepath.Join(t.TempDir(), "report-before.png")); err != nil {
 		t.Fatal(err)
 	}
+}
 
+// checkAnomalyClick clicks the listed anomaly and checks that it
+// highlights its ops and no op it does not name, is marked selected and
+// zooms the timeline around its ops.
+func checkAnomalyClick(t *testing.T, b *browser) {
+	t.Helper()
 	b.eval(`document.querySelector("li.anomaly").click()`, nil)
 	var hl struct {
 		Indexes  []string `json:"indexes"`
@@ -116,8 +133,12 @@ func TestBrowserReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
-	// Zoom and pan by the buttons change the view and keep drawing.
+// checkZoomButtons checks that zoom and pan by the buttons change the view
+// and keep drawing.
+func checkZoomButtons(t *testing.T, b *browser) {
+	t.Helper()
 	var zoomed struct{ T0, T1 float64 }
 	b.eval(`document.getElementById("zoom-fit").click(); document.getElementById("zoom-in").click();
 		new Promise(r => requestAnimationFrame(() => r({T0: window.jepsenLiteReport.view.t0, T1: window.jepsenLiteReport.view.t1})))`, &zoomed)

@@ -357,157 +357,220 @@ var esc = template.HTMLEscapeString
 // reaper row on top when the run has reaper passes, and a dashed line at
 // each reaper pass of unknown outcome (which may have set back any task).
 func (d *taskDrawer) drawRows(tasks []string, title string) plot {
-	q := d.q
+	c := &rowsCanvas{d: d, p: &plotFrame{w: taskViewWidth, h: d.rowsHeight(tasks), end: d.end, nemesis: d.nem}}
+	c.p.begin("tasks")
+	b := &c.p.b
+	// the time axis again on top, for a tall view
+	for _, t := range timeTicks(d.end, 10) {
+		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%g" text-anchor="middle">%s</text>`, c.p.x(t), plotTop+taskAxisH-3, fmtSeconds(t))
+	}
+	c.y = plotTop + taskAxisH + 1
+	if len(d.q.Reaps) > 0 {
+		c.reaperRow()
+	}
+	for n, t := range tasks {
+		c.taskRow(n, t)
+	}
+	// The layers, back to front: rows and anomaly bands (b), holds (mid,
+	// holdPaths), set-status and reaper marks (marks), the outlines of the
+	// holds anomalies name and the anomalies' marks (front).
+	b.WriteString(c.mid.String())
+	c.holdPaths.write(b)
+	c.marks.write(b)
+	b.WriteString(c.front.String())
+	c.unknownReaps()
+	return plot{Title: title, SVG: c.p.end_()}
+}
+
+// rowsHeight is the height of the task rows' plot of tasks.
+func (d *taskDrawer) rowsHeight(tasks []string) float64 {
 	height := plotTop + taskAxisH + plotBottom + 2
-	if len(q.Reaps) > 0 {
+	if len(d.q.Reaps) > 0 {
 		height += taskLaneH + taskRowGap
 	}
 	for _, t := range tasks {
 		height += float64(d.rows[t].lanes)*taskLaneH + taskMarkH + taskRowGap
 	}
-	p := &plotFrame{w: taskViewWidth, h: height, end: d.end, nemesis: d.nem}
-	p.begin("tasks")
-	b := &p.b
-	x := func(t time.Duration) float64 { return p.x(min(max(t, 0), d.end)) }
-	// the time axis again on top, for a tall view
-	for _, t := range timeTicks(d.end, 10) {
-		fmt.Fprintf(b, `<text class="tick" x="%.1f" y="%g" text-anchor="middle">%s</text>`, p.x(t), plotTop+taskAxisH-3, fmtSeconds(t))
-	}
-	y := plotTop + taskAxisH + 1
-	if len(q.Reaps) > 0 {
-		fmt.Fprintf(b, `<text class="tlabel" x="%g" y="%.1f" text-anchor="end">reaper</text>`, plotLeft-4, y+taskLaneH-1)
-		for _, r := range q.Reaps {
-			x0, x1 := x(d.at(r.Invoke)), x(d.end)
-			done, cls := "never completed", "reap-pass unknown"
-			if r.Done >= 0 {
-				x1 = x(d.at(r.Done))
-				done = "completed at " + fmtAt(d.at(r.Done))
-			}
-			what := "of unknown outcome: it may have set back any task"
-			if !r.Unknown {
-				cls = "reap-pass"
-				what = "set back " + strings.Join(r.Tasks, ", ")
-				if len(r.Tasks) == 0 {
-					what = "set back nothing"
-				} else {
-					cls = "reap-pass reaped"
-				}
-			}
-			fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>reaper pass invoked at %s (op %d), %s; %s</title></rect>`,
-				cls, x0, y, max(x1-x0, 1), taskLaneH-1, fmtAt(d.at(r.Invoke)), d.h[r.Invoke].Index, done, esc(what))
+	return height
+}
+
+// rowsCanvas is the task rows' plot as drawRows draws it: the frame, whose
+// builder holds the back layer, the layers in front of it, and y, the top
+// of the next row.
+type rowsCanvas struct {
+	d                *taskDrawer
+	p                *plotFrame
+	mid, front       strings.Builder
+	holdPaths, marks paths
+	y                float64
+}
+
+// x is the abscissa of time t, clamped to the run.
+func (c *rowsCanvas) x(t time.Duration) float64 { return c.p.x(min(max(t, 0), c.d.end)) }
+
+// reaperRow draws the reaper's row: one rectangle per pass, from its
+// invoke to its completion.
+func (c *rowsCanvas) reaperRow() {
+	d, b := c.d, &c.p.b
+	fmt.Fprintf(b, `<text class="tlabel" x="%g" y="%.1f" text-anchor="end">reaper</text>`, plotLeft-4, c.y+taskLaneH-1)
+	for _, r := range d.q.Reaps {
+		x0, x1 := c.x(d.at(r.Invoke)), c.x(d.end)
+		done, cls := "never completed", "reap-pass unknown"
+		if r.Done >= 0 {
+			x1 = c.x(d.at(r.Done))
+			done = "completed at " + fmtAt(d.at(r.Done))
 		}
-		y += taskLaneH + taskRowGap
-	}
-	// The layers, back to front: rows and anomaly bands (b), holds (mid,
-	// holdPaths), set-status and reaper marks (marks), the outlines of the
-	// holds anomalies name and the anomalies' marks (front).
-	var mid, front strings.Builder
-	var holdPaths, marks paths
-	for n, t := range tasks {
-		r := d.rows[t]
-		rowH := float64(r.lanes)*taskLaneH + taskMarkH
-		odd := ""
-		if n%2 == 1 {
-			odd = " odd"
-		}
-		fmt.Fprintf(b, `<rect class="trow%s" x="%g" y="%.1f" width="%g" height="%g"/>`, odd, plotLeft, y-1, p.w-plotLeft-plotRight, rowH+2)
-		label, lc := t, "tlabel"
-		if len([]rune(label)) > 10 {
-			label = string([]rune(label)[:9]) + "…"
-		}
-		if len(r.anomalies) > 0 {
-			lc += " anom"
-		}
-		info := fmt.Sprintf("task %s: %d captures", t, len(r.holds))
-		if s, ok := q.Specs[t]; ok {
-			info += ", queue " + s.Queue
-			if s.Budget != nil {
-				info += fmt.Sprintf(", budget %d", *s.Budget)
-			}
-		}
-		fmt.Fprintf(b, `<text class="%s" data-task="%s" x="%g" y="%.1f" text-anchor="end">%s<title>%s</title></text>`,
-			lc, esc(t), plotLeft-4, y+taskLaneH-1, esc(label), esc(info))
-		// the anomalies, behind the holds
-		for _, n := range r.anomalies {
-			a := &d.anoms[n]
-			if a.From < 0 {
-				continue
-			}
-			x0, x1 := x(time.Duration(a.From)*time.Microsecond), x(time.Duration(a.To)*time.Microsecond)
-			fmt.Fprintf(b, `<rect class="task-anom k-%s" data-anomaly="%d" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s: %s</title></rect>`,
-				esc(a.Kind), n, x0, y-1, max(x1-x0, 2), rowH+2, esc(a.Kind), esc(a.Message))
-			fmt.Fprintf(&front, `<path class="task-anom-mark k-%s" data-anomaly="%d" data-task="%s" d="M%.1f %.1fl5 -7h-10z"><title>%s: %s</title></path>`,
-				esc(a.Kind), n, esc(t), x0, y+5, esc(a.Kind), esc(a.Message))
-		}
-		// Without tooltips, the holds of one worker colour on one lane
-		// that touch (within half a unit) are one rectangle, and marks of
-		// one class at one half unit one mark.
-		type run struct {
-			lane   int
-			cls    string
-			x0, x1 float64
-		}
-		var runs []run
-		pending := map[[2]string]int{} // lane and class -> index into runs
-		for k, i := range r.holds {
-			ho := &q.Holds[i]
-			x0, x1 := x(d.at(ho.OK)), x(d.holdEnd(ho))
-			w := max(x1-x0, 0.8)
-			hy := y + float64(r.lane[k])*taskLaneH
-			cls := fmt.Sprintf("thold tw%d", ho.Client%workerColours)
-			if d.titles {
-				fmt.Fprintf(&mid, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s</title></rect>`, cls, x0, hy, w, taskLaneH-1, esc(d.holdText(ho)))
+		what := "of unknown outcome: it may have set back any task"
+		if !r.Unknown {
+			cls = "reap-pass"
+			what = "set back " + strings.Join(r.Tasks, ", ")
+			if len(r.Tasks) == 0 {
+				what = "set back nothing"
 			} else {
-				key := [2]string{fmt.Sprint(r.lane[k]), cls}
-				if j, ok := pending[key]; ok && x0 <= runs[j].x1+0.5 {
-					runs[j].x1 = max(runs[j].x1, x0+w)
-				} else {
-					pending[key] = len(runs)
-					runs = append(runs, run{r.lane[k], cls, x0, x0 + w})
-				}
-			}
-			if ho.End == checker.Open {
-				holdPaths.add("thold-open", "M%.1f %.1fh%.1fv%gh%.1fz", x0, hy, w, taskLaneH-1, -w)
-			}
-			if by := d.namedBy(r, ho); len(by) > 0 {
-				fmt.Fprintf(&front, `<rect class="thold-named" data-anomaly="%d" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s — named by %s</title></rect>`,
-					by[0], x0, hy, w, taskLaneH-1, esc(d.holdText(ho)), esc(d.anoms[by[0]].Kind))
+				cls = "reap-pass reaped"
 			}
 		}
-		for _, u := range runs {
-			hy := y + float64(u.lane)*taskLaneH
-			holdPaths.add(u.cls, "M%.1f %.1fh%.1fv%gh%.1fz", u.x0, hy, u.x1-u.x0, taskLaneH-1, u.x0-u.x1)
-		}
-		my := y + float64(r.lanes)*taskLaneH
-		marked := map[string]bool{}
-		mark := func(cls string, x0, y0, h float64) {
-			x0 = math.Round(x0*2) / 2
-			if k := fmt.Sprint(cls, x0); d.titles || !marked[k] {
-				marked[k] = true
-				marks.add(cls, "M%g %.1fv%g", x0, y0, h)
-			}
-		}
-		for _, i := range r.statuses {
-			s := &q.Statuses[i]
-			mark(statusClass(s), x(d.at(s.Invoke)), my, taskMarkH)
-		}
-		for _, i := range r.reaps {
-			mark("reap-mark", x(d.at(q.Reaps[i].Invoke)), y-1, rowH+2)
-		}
-		y += rowH + taskRowGap
+		fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>reaper pass invoked at %s (op %d), %s; %s</title></rect>`,
+			cls, x0, c.y, max(x1-x0, 1), taskLaneH-1, fmtAt(d.at(r.Invoke)), d.h[r.Invoke].Index, done, esc(what))
 	}
-	b.WriteString(mid.String())
-	holdPaths.write(b)
-	marks.write(b)
-	b.WriteString(front.String())
-	for _, r := range q.Reaps {
+	c.y += taskLaneH + taskRowGap
+}
+
+// taskRow draws the row of task t, the n-th: its band and label, its
+// anomalies, its holds and its marks.
+func (c *rowsCanvas) taskRow(n int, t string) {
+	r := c.d.rows[t]
+	rowH := float64(r.lanes)*taskLaneH + taskMarkH
+	c.rowLabel(n, t, r, rowH)
+	c.rowAnomalies(t, r, rowH)
+	c.rowHolds(r)
+	c.rowMarks(r, rowH)
+	c.y += rowH + taskRowGap
+}
+
+// rowLabel draws the band of task t's row, striped on odd rows, and its
+// label, whose tooltip gives the task's captures, queue and budget.
+func (c *rowsCanvas) rowLabel(n int, t string, r *taskRow, rowH float64) {
+	b := &c.p.b
+	odd := ""
+	if n%2 == 1 {
+		odd = " odd"
+	}
+	fmt.Fprintf(b, `<rect class="trow%s" x="%g" y="%.1f" width="%g" height="%g"/>`, odd, plotLeft, c.y-1, c.p.w-plotLeft-plotRight, rowH+2)
+	label, lc := t, "tlabel"
+	if len([]rune(label)) > 10 {
+		label = string([]rune(label)[:9]) + "…"
+	}
+	if len(r.anomalies) > 0 {
+		lc += " anom"
+	}
+	info := fmt.Sprintf("task %s: %d captures", t, len(r.holds))
+	if s, ok := c.d.q.Specs[t]; ok {
+		info += ", queue " + s.Queue
+		if s.Budget != nil {
+			info += fmt.Sprintf(", budget %d", *s.Budget)
+		}
+	}
+	fmt.Fprintf(b, `<text class="%s" data-task="%s" x="%g" y="%.1f" text-anchor="end">%s<title>%s</title></text>`,
+		lc, esc(t), plotLeft-4, c.y+taskLaneH-1, esc(label), esc(info))
+}
+
+// rowAnomalies draws the anomalies that name task t, behind the holds,
+// each marked at its start in front.
+func (c *rowsCanvas) rowAnomalies(t string, r *taskRow, rowH float64) {
+	for _, n := range r.anomalies {
+		a := &c.d.anoms[n]
+		if a.From < 0 {
+			continue
+		}
+		x0, x1 := c.x(time.Duration(a.From)*time.Microsecond), c.x(time.Duration(a.To)*time.Microsecond)
+		fmt.Fprintf(&c.p.b, `<rect class="task-anom k-%s" data-anomaly="%d" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s: %s</title></rect>`,
+			esc(a.Kind), n, x0, c.y-1, max(x1-x0, 2), rowH+2, esc(a.Kind), esc(a.Message))
+		fmt.Fprintf(&c.front, `<path class="task-anom-mark k-%s" data-anomaly="%d" data-task="%s" d="M%.1f %.1fl5 -7h-10z"><title>%s: %s</title></path>`,
+			esc(a.Kind), n, esc(t), x0, c.y+5, esc(a.Kind), esc(a.Message))
+	}
+}
+
+// holdRun is a run of touching holds of one worker colour on one lane,
+// drawn as one rectangle.
+type holdRun struct {
+	lane   int
+	cls    string
+	x0, x1 float64
+}
+
+// rowHolds draws a row's holds on their lanes. Without tooltips, the holds
+// of one worker colour on one lane that touch (within half a unit) are one
+// rectangle.
+func (c *rowsCanvas) rowHolds(r *taskRow) {
+	d := c.d
+	var runs []holdRun
+	pending := map[[2]string]int{} // lane and class -> index into runs
+	for k, i := range r.holds {
+		ho := &d.q.Holds[i]
+		x0, x1 := c.x(d.at(ho.OK)), c.x(d.holdEnd(ho))
+		w := max(x1-x0, 0.8)
+		hy := c.y + float64(r.lane[k])*taskLaneH
+		cls := fmt.Sprintf("thold tw%d", ho.Client%workerColours)
+		if d.titles {
+			fmt.Fprintf(&c.mid, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s</title></rect>`, cls, x0, hy, w, taskLaneH-1, esc(d.holdText(ho)))
+		} else {
+			key := [2]string{fmt.Sprint(r.lane[k]), cls}
+			if j, ok := pending[key]; ok && x0 <= runs[j].x1+0.5 {
+				runs[j].x1 = max(runs[j].x1, x0+w)
+			} else {
+				pending[key] = len(runs)
+				runs = append(runs, holdRun{r.lane[k], cls, x0, x0 + w})
+			}
+		}
+		if ho.End == checker.Open {
+			c.holdPaths.add("thold-open", "M%.1f %.1fh%.1fv%gh%.1fz", x0, hy, w, taskLaneH-1, -w)
+		}
+		if by := d.namedBy(r, ho); len(by) > 0 {
+			fmt.Fprintf(&c.front, `<rect class="thold-named" data-anomaly="%d" x="%.1f" y="%.1f" width="%.1f" height="%g"><title>%s — named by %s</title></rect>`,
+				by[0], x0, hy, w, taskLaneH-1, esc(d.holdText(ho)), esc(d.anoms[by[0]].Kind))
+		}
+	}
+	for _, u := range runs {
+		hy := c.y + float64(u.lane)*taskLaneH
+		c.holdPaths.add(u.cls, "M%.1f %.1fh%.1fv%gh%.1fz", u.x0, hy, u.x1-u.x0, taskLaneH-1, u.x0-u.x1)
+	}
+}
+
+// rowMarks draws a row's set-status marks under its lanes and its reaper
+// passes across it. Without tooltips, marks of one class at one half unit
+// are one mark.
+func (c *rowsCanvas) rowMarks(r *taskRow, rowH float64) {
+	d := c.d
+	my := c.y + float64(r.lanes)*taskLaneH
+	marked := map[string]bool{}
+	mark := func(cls string, x0, y0, h float64) {
+		x0 = math.Round(x0*2) / 2
+		if k := fmt.Sprint(cls, x0); d.titles || !marked[k] {
+			marked[k] = true
+			c.marks.add(cls, "M%g %.1fv%g", x0, y0, h)
+		}
+	}
+	for _, i := range r.statuses {
+		s := &d.q.Statuses[i]
+		mark(statusClass(s), c.x(d.at(s.Invoke)), my, taskMarkH)
+	}
+	for _, i := range r.reaps {
+		mark("reap-mark", c.x(d.at(d.q.Reaps[i].Invoke)), c.y-1, rowH+2)
+	}
+}
+
+// unknownReaps draws a dashed line across every row at each reaper pass of
+// unknown outcome.
+func (c *rowsCanvas) unknownReaps() {
+	d := c.d
+	for _, r := range d.q.Reaps {
 		if r.Unknown {
-			x0 := x(d.at(r.Invoke))
-			fmt.Fprintf(b, `<line class="reap-unknown" x1="%.1f" x2="%.1f" y1="%g" y2="%.1f"><title>reaper pass of unknown outcome invoked at %s (op %d): it may have set back any task</title></line>`,
-				x0, x0, plotTop, y, fmtAt(d.at(r.Invoke)), d.h[r.Invoke].Index)
+			x0 := c.x(d.at(r.Invoke))
+			fmt.Fprintf(&c.p.b, `<line class="reap-unknown" x1="%.1f" x2="%.1f" y1="%g" y2="%.1f"><title>reaper pass of unknown outcome invoked at %s (op %d): it may have set back any task</title></line>`,
+				x0, x0, plotTop, c.y, fmtAt(d.at(r.Invoke)), d.h[r.Invoke].Index)
 		}
 	}
-	return plot{Title: title, SVG: p.end_()}
 }
 
 // bucket returns the heat map bucket of time t.

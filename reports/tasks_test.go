@@ -77,16 +77,21 @@ func drawnHolds(svg string) []holdRect {
 
 type taskMark struct{ kind, task string }
 
+// taskViewRowsCase is a fixture's task rows and what they must show.
+type taskViewRowsCase struct {
+	name    string
+	fixture string // a file of checker/testdata
+	tasks   []string
+	marks   []taskMark     // the anomaly marks, each on its task's row
+	named   int            // the holds outlined as named by an anomaly
+	lanes   map[string]int // the lanes of some rows
+	texts   []string       // in the task view (unescaped)
+}
+
+// TestTaskViewRows: the task rows of a queue run's report draw the
+// checker's holds, marks and anomalies.
 func TestTaskViewRows(t *testing.T) {
-	tests := []struct {
-		name    string
-		fixture string // a file of checker/testdata
-		tasks   []string
-		marks   []taskMark     // the anomaly marks, each on its task's row
-		named   int            // the holds outlined as named by an anomaly
-		lanes   map[string]int // the lanes of some rows
-		texts   []string       // in the task view (unescaped)
-	}{
+	tests := []taskViewRowsCase{
 		{name: "double capture: the task has two lanes, both holds named", fixture: "queue-double-capture.jsonl",
 			tasks: []string{"t1", "t2"}, marks: []taskMark{{checker.DoubleCapture, "t1"}}, named: 2,
 			lanes: map[string]int{"t1": 2, "t2": 1},
@@ -113,91 +118,107 @@ func TestTaskViewRows(t *testing.T) {
 			texts: []string{`class="st st-done st-refused"`}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h, _, err := history.ReadFile(filepath.Join("..", "checker", "testdata", tc.fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			page, data := renderQueue(t, h)
-			view := between(page, `<section class="tasks"`, `</section>`)
-			if view == "" {
-				t.Fatal("the report of a queue run has no task view")
-			}
-			if strings.Contains(view, `class="task-heat"`) {
-				t.Error("a heat map for a few tasks")
-			}
-			rows := between(view, `<figure class="task-rows">`, `</figure>`)
-			for _, task := range tc.tasks {
-				if !strings.Contains(rows, fmt.Sprintf(`data-task="%s" x=`, task)) {
-					t.Errorf("no row for task %s", task)
-				}
-			}
-			// The holds drawn are the checker's, from the capture's ok to
-			// the end of the hold.
-			tl := buildTimeline(h)
-			q := tl.facts.Queue
-			p := plotFrame{w: taskViewWidth, end: tl.End}
-			var want []holdRect
-			for _, ho := range q.Holds {
-				end := tl.End
-				if ho.End != checker.Open {
-					end = h[ho.End].Time
-				}
-				x0, x1 := p.x(h[ho.OK].Time), p.x(end)
-				want = append(want, holdRect{x0, x0 + max(x1-x0, 0.8)})
-			}
-			slices.SortFunc(want, func(a, b holdRect) int { return cmp.Or(cmp.Compare(a.x0, b.x0), cmp.Compare(a.x1, b.x1)) })
-			got := drawnHolds(rows)
-			if len(got) != len(want) {
-				t.Fatalf("%d holds drawn, want the checker's %d", len(got), len(want))
-			}
-			for i := range got {
-				if math.Abs(got[i].x0-want[i].x0) > 0.06 || math.Abs(got[i].x1-want[i].x1) > 0.11 {
-					t.Errorf("hold %d drawn over %.1f..%.1f, want %.1f..%.1f", i, got[i].x0, got[i].x1, want[i].x0, want[i].x1)
-				}
-			}
-			// Each anomaly's mark, on its task's row, is the checker's
-			// anomaly, by its index in the list.
-			if n := strings.Count(view, `class="task-anom-mark`); n != len(tc.marks) {
-				t.Errorf("%d anomaly marks, want %d", n, len(tc.marks))
-			}
-			for _, m := range tc.marks {
-				n := anomalyIndex(data, m.kind, m.task)
-				if n < 0 {
-					t.Fatalf("the checkers found no %s on %s: %+v", m.kind, m.task, data.Anomalies)
-				}
-				mark := fmt.Sprintf(`class="task-anom-mark k-%s" data-anomaly="%d" data-task="%s"`, m.kind, n, m.task)
-				if !strings.Contains(view, mark) {
-					t.Errorf("no mark %s", mark)
-				}
-				if !strings.Contains(view, fmt.Sprintf(`class="task-anom k-%s" data-anomaly="%d"`, m.kind, n)) {
-					t.Errorf("no window of the %s anomaly", m.kind)
-				}
-			}
-			if n := strings.Count(view, `class="thold-named"`); n != tc.named {
-				t.Errorf("%d holds outlined as named, want %d", n, tc.named)
-			}
-			d := newTaskDrawer(h, q, tl.End, tl.Nemesis, data.Anomalies)
-			for task, n := range tc.lanes {
-				if got := d.rows[task].lanes; got != n {
-					t.Errorf("task %s has %d lanes, want %d", task, got, n)
-				}
-			}
-			text := html.UnescapeString(view)
-			for _, w := range tc.texts {
-				if !strings.Contains(text, w) && !strings.Contains(view, w) {
-					t.Errorf("the task view lacks %q", w)
-				}
-			}
-			// every set-status is marked under its task's row
-			marks := 0
-			for _, m := range regexp.MustCompile(`<path class="st [^"]*" d="([^"]*)"`).FindAllStringSubmatch(view, -1) {
-				marks += strings.Count(m[1], "M")
-			}
-			if marks != len(q.Statuses) {
-				t.Errorf("%d set-status marks, want %d", marks, len(q.Statuses))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkTaskViewRows(t, tc) })
+	}
+}
+
+// checkTaskViewRows renders the report of tc's fixture and checks its task
+// rows against tc and the checker's facts.
+func checkTaskViewRows(t *testing.T, tc taskViewRowsCase) {
+	t.Helper()
+	h, _, err := history.ReadFile(filepath.Join("..", "checker", "testdata", tc.fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, data := renderQueue(t, h)
+	view := between(page, `<section class="tasks"`, `</section>`)
+	if view == "" {
+		t.Fatal("the report of a queue run has no task view")
+	}
+	if strings.Contains(view, `class="task-heat"`) {
+		t.Error("a heat map for a few tasks")
+	}
+	rows := between(view, `<figure class="task-rows">`, `</figure>`)
+	for _, task := range tc.tasks {
+		if !strings.Contains(rows, fmt.Sprintf(`data-task="%s" x=`, task)) {
+			t.Errorf("no row for task %s", task)
+		}
+	}
+	tl := buildTimeline(h)
+	q := tl.facts.Queue
+	checkDrawnHolds(t, h, tl, rows)
+	checkAnomalyMarks(t, view, data, tc.marks)
+	if n := strings.Count(view, `class="thold-named"`); n != tc.named {
+		t.Errorf("%d holds outlined as named, want %d", n, tc.named)
+	}
+	d := newTaskDrawer(h, q, tl.End, tl.Nemesis, data.Anomalies)
+	for task, n := range tc.lanes {
+		if got := d.rows[task].lanes; got != n {
+			t.Errorf("task %s has %d lanes, want %d", task, got, n)
+		}
+	}
+	text := html.UnescapeString(view)
+	for _, w := range tc.texts {
+		if !strings.Contains(text, w) && !strings.Contains(view, w) {
+			t.Errorf("the task view lacks %q", w)
+		}
+	}
+	// every set-status is marked under its task's row
+	marks := 0
+	for _, m := range regexp.MustCompile(`<path class="st [^"]*" d="([^"]*)"`).FindAllStringSubmatch(view, -1) {
+		marks += strings.Count(m[1], "M")
+	}
+	if marks != len(q.Statuses) {
+		t.Errorf("%d set-status marks, want %d", marks, len(q.Statuses))
+	}
+}
+
+// checkDrawnHolds checks that the holds drawn in rows are the checker's,
+// from the capture's ok to the end of the hold.
+func checkDrawnHolds(t *testing.T, h history.History, tl timeline, rows string) {
+	t.Helper()
+	p := plotFrame{w: taskViewWidth, end: tl.End}
+	var want []holdRect
+	for _, ho := range tl.facts.Queue.Holds {
+		end := tl.End
+		if ho.End != checker.Open {
+			end = h[ho.End].Time
+		}
+		x0, x1 := p.x(h[ho.OK].Time), p.x(end)
+		want = append(want, holdRect{x0, x0 + max(x1-x0, 0.8)})
+	}
+	slices.SortFunc(want, func(a, b holdRect) int { return cmp.Or(cmp.Compare(a.x0, b.x0), cmp.Compare(a.x1, b.x1)) })
+	got := drawnHolds(rows)
+	if len(got) != len(want) {
+		t.Fatalf("%d holds drawn, want the checker's %d", len(got), len(want))
+	}
+	for i := range got {
+		if math.Abs(got[i].x0-want[i].x0) > 0.06 || math.Abs(got[i].x1-want[i].x1) > 0.11 {
+			t.Errorf("hold %d drawn over %.1f..%.1f, want %.1f..%.1f", i, got[i].x0, got[i].x1, want[i].x0, want[i].x1)
+		}
+	}
+}
+
+// checkAnomalyMarks checks that the task view has exactly the marks of
+// marks, each on its task's row and naming the checker's anomaly by its
+// index in the list, with its window behind the row.
+func checkAnomalyMarks(t *testing.T, view string, data reportData, marks []taskMark) {
+	t.Helper()
+	if n := strings.Count(view, `class="task-anom-mark`); n != len(marks) {
+		t.Errorf("%d anomaly marks, want %d", n, len(marks))
+	}
+	for _, m := range marks {
+		n := anomalyIndex(data, m.kind, m.task)
+		if n < 0 {
+			t.Fatalf("the checkers found no %s on %s: %+v", m.kind, m.task, data.Anomalies)
+		}
+		mark := fmt.Sprintf(`class="task-anom-mark k-%s" data-anomaly="%d" data-task="%s"`, m.kind, n, m.task)
+		if !strings.Contains(view, mark) {
+			t.Errorf("no mark %s", mark)
+		}
+		if !strings.Contains(view, fmt.Sprintf(`class="task-anom k-%s" data-anomaly="%d"`, m.kind, n)) {
+			t.Errorf("no window of the %s anomaly", m.kind)
+		}
 	}
 }
 
@@ -300,22 +321,7 @@ func TestTaskViewHeatMap(t *testing.T) {
 			if !slices.Equal(got, tc.rows) {
 				t.Errorf("rows for %v, want %v", got, tc.rows)
 			}
-			for _, task := range tc.double {
-				n := anomalyIndex(data, checker.DoubleCapture, task)
-				if n < 0 {
-					t.Fatalf("the checker found no double-capture of %s", task)
-				}
-				for _, want := range []string{
-					fmt.Sprintf(`class="task-anom-mark k-double-capture" data-anomaly="%d" data-task="%s"`, n, task),
-				} {
-					if !strings.Contains(rows, want) {
-						t.Errorf("rows lack %s", want)
-					}
-				}
-				if !strings.Contains(heat, fmt.Sprintf(`class="heat-anom" data-anomaly="%d"`, n)) {
-					t.Errorf("the heat map does not mark the row of %s", task)
-				}
-			}
+			checkDoubleCaptureMarks(t, rows, heat, data, tc.double)
 			tl := buildTimeline(h)
 			d := newTaskDrawer(h, tl.facts.Queue, tl.End, nil, data.Anomalies)
 			for task, want := range tc.most {
@@ -326,6 +332,25 @@ func TestTaskViewHeatMap(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkDoubleCaptureMarks checks that the double capture of each task of
+// double is marked on its row and on its row of the heat map.
+func checkDoubleCaptureMarks(t *testing.T, rows, heat string, data reportData, double []string) {
+	t.Helper()
+	for _, task := range double {
+		n := anomalyIndex(data, checker.DoubleCapture, task)
+		if n < 0 {
+			t.Fatalf("the checker found no double-capture of %s", task)
+		}
+		want := fmt.Sprintf(`class="task-anom-mark k-double-capture" data-anomaly="%d" data-task="%s"`, n, task)
+		if !strings.Contains(rows, want) {
+			t.Errorf("rows lack %s", want)
+		}
+		if !strings.Contains(heat, fmt.Sprintf(`class="heat-anom" data-anomaly="%d"`, n)) {
+			t.Errorf("the heat map does not mark the row of %s", task)
+		}
 	}
 }
 

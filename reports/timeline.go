@@ -244,37 +244,9 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			continue
 		}
 		if op.IsHealOp(version) {
-			if op.NemesisFailed(version) {
-				continue // the fault stays in force
+			if !op.NemesisFailed(version) { // else the fault stays in force
+				open = closeHealed(out, open, op)
 			}
-			healLate, _ := op.LateBy()
-			closeIdx := -1
-			if op.F == history.FHealAll {
-				for _, k := range open {
-					out[k].End, out[k].Open, out[k].J, out[k].HealLate = op.Time, false, op.Index, healLate
-				}
-				open = open[:0]
-				continue
-			}
-			val := compactValue(op.Value)
-			for pass := 0; pass < 2 && closeIdx < 0; pass++ {
-				for n, k := range open {
-					if out[k].heal != op.F {
-						continue
-					}
-					if pass == 0 && out[k].Value != val {
-						continue
-					}
-					closeIdx = n
-					break
-				}
-			}
-			if closeIdx < 0 {
-				continue // a heal of nothing we saw: nothing to draw
-			}
-			k := open[closeIdx]
-			out[k].End, out[k].Open, out[k].J, out[k].HealLate = op.Time, false, op.Index, healLate
-			open = append(open[:closeIdx], open[closeIdx+1:]...)
 			continue
 		}
 		heal, class := op.FaultOf(version)
@@ -282,37 +254,81 @@ func buildNemesis(h history.History, end time.Duration) []nemesisInterval {
 			out = append(out, notRunPoint(op, string(class)))
 			continue
 		}
-		iv := nemesisInterval{
-			Fault: op.F, Class: string(class), heal: heal, Start: start, End: end,
-			Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.NemesisFailed(version),
-		}
-		iv.Late, _ = op.LateBy()
-		switch {
-		case iv.Failed:
-			iv.Value = strings.TrimSpace(iv.Value + " — failed: " + op.Error)
-		case op.Error != "":
-			iv.Value = strings.TrimSpace(iv.Value + " — in part: " + op.Error)
-		}
-		switch d, hasD := nemesisDuration(op.Value); {
-		case iv.Failed:
-			iv.Point, iv.End = true, op.Time
-		case armed(op.Value):
-			iv.Point, iv.End = true, op.Time
-		case hasD:
-			// A client pause ends by itself after its duration (its
-			// client-resume, when recorded, marks the same moment).
-			iv.End = min(op.Time+d, max(end, op.Time+d))
-		case heal == "":
-			iv.Point, iv.End = true, op.Time
-		default:
-			iv.Open = true
-			out = append(out, iv)
-			open = append(open, len(out)-1)
-			continue
-		}
+		iv := faultInterval(op, version, heal, class, start, end)
 		out = append(out, iv)
+		if iv.Open {
+			open = append(open, len(out)-1)
+		}
 	}
 	return out
+}
+
+// closeHealed ends at heal, a heal op that took effect, the faults of out
+// it heals among open (indexes into out of the faults still open), and
+// returns the faults still open. A heal-all ends every one; another heal
+// ends the first open fault it heals with the same value, or else the
+// first it heals; a heal of nothing open ends nothing.
+func closeHealed(out []nemesisInterval, open []int, heal history.Op) []int {
+	healLate, _ := heal.LateBy()
+	if heal.F == history.FHealAll {
+		for _, k := range open {
+			out[k].End, out[k].Open, out[k].J, out[k].HealLate = heal.Time, false, heal.Index, healLate
+		}
+		return open[:0]
+	}
+	val := compactValue(heal.Value)
+	closeIdx := -1
+	for pass := 0; pass < 2 && closeIdx < 0; pass++ {
+		for n, k := range open {
+			if out[k].heal != heal.F {
+				continue
+			}
+			if pass == 0 && out[k].Value != val {
+				continue
+			}
+			closeIdx = n
+			break
+		}
+	}
+	if closeIdx < 0 {
+		return open // a heal of nothing we saw: nothing to draw
+	}
+	k := open[closeIdx]
+	out[k].End, out[k].Open, out[k].J, out[k].HealLate = heal.Time, false, heal.Index, healLate
+	return append(open[:closeIdx], open[closeIdx+1:]...)
+}
+
+// faultInterval is the interval of op, a fault's completion whose invoke
+// was at start, which heals with heal: a failed point when it did not take
+// effect, a point when it is an armed client pause or has no heal, its
+// duration for a client pause, and otherwise open, to end, until its heal.
+func faultInterval(op history.Op, version int, heal string, class history.FaultClass, start, end time.Duration) nemesisInterval {
+	iv := nemesisInterval{
+		Fault: op.F, Class: string(class), heal: heal, Start: start, End: end,
+		Value: compactValue(op.Value), I: op.Index, J: -1, Failed: op.NemesisFailed(version),
+	}
+	iv.Late, _ = op.LateBy()
+	switch {
+	case iv.Failed:
+		iv.Value = strings.TrimSpace(iv.Value + " — failed: " + op.Error)
+	case op.Error != "":
+		iv.Value = strings.TrimSpace(iv.Value + " — in part: " + op.Error)
+	}
+	switch d, hasD := nemesisDuration(op.Value); {
+	case iv.Failed:
+		iv.Point, iv.End = true, op.Time
+	case armed(op.Value):
+		iv.Point, iv.End = true, op.Time
+	case hasD:
+		// A client pause ends by itself after its duration (its
+		// client-resume, when recorded, marks the same moment).
+		iv.End = min(op.Time+d, max(end, op.Time+d))
+	case heal == "":
+		iv.Point, iv.End = true, op.Time
+	default:
+		iv.Open = true
+	}
+	return iv
 }
 
 // notRunPoint draws the op of a step never reached (history.Op.NotRun) as a
@@ -732,70 +748,115 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 	for _, r := range tl.Rows {
 		out.Rows = append(out.Rows, rowJSON{Client: r.Client, Processes: r.Processes})
 	}
-	keySet := map[string]int{}
-	for _, s := range tl.Spans {
-		if _, ok := keySet[s.Key]; !ok && s.Key != "" {
-			keySet[s.Key] = len(out.Keys)
-			out.Keys = append(out.Keys, s.Key)
+	e := &spanEncoder{out: &out, n: n, named: named, errIdx: map[string]int{}}
+	e.keys(tl.Spans)
+	for k := range tl.Spans {
+		e.add(k, &tl.Spans[k])
+	}
+	tl.compactRecords(&out)
+	return out
+}
+
+// spanEncoder encodes a timeline's spans into out, one after the other:
+// each column that not every span has holds, per span that has it, the
+// distance from the previous such span (the prev fields).
+type spanEncoder struct {
+	out                                                   *timelineJSON
+	n                                                     int            // the number of spans
+	named                                                 map[int]bool   // the op indexes anomalies name
+	errIdx                                                map[string]int // error text -> index into out.Errors
+	keySet                                                map[string]int // key -> index into out.Keys
+	multiKey                                              bool
+	prevStart                                             int64
+	prevI, prevMark, prevApply, prevTok, prevErr, prevKey int
+}
+
+// keys lists the spans' keys in out.Keys in the order they first appear,
+// and none when there is only one.
+func (e *spanEncoder) keys(spans []span) {
+	e.keySet = map[string]int{}
+	for _, s := range spans {
+		if _, ok := e.keySet[s.Key]; !ok && s.Key != "" {
+			e.keySet[s.Key] = len(e.out.Keys)
+			e.out.Keys = append(e.out.Keys, s.Key)
 		}
 	}
-	multiKey := len(out.Keys) > 1
-	if !multiKey {
-		out.Keys = nil
+	e.multiKey = len(e.out.Keys) > 1
+	if !e.multiKey {
+		e.out.Keys = nil
 	}
-	errIdx := map[string]int{}
-	var prevStart int64
-	prevI, prevMark, prevApply, prevTok, prevErr, prevKey := 0, 0, 0, 0, 0, 0
-	for k, s := range tl.Spans {
-		st := us(s.Start)
-		out.S[k] = st - prevStart
-		prevStart = st
-		out.D[k] = us(s.End) - st
-		out.C[k] = s.Row*64 + int(s.Kind)*4 + int(s.Out)
-		out.I[k] = s.I - prevI
-		prevI = s.I
-		if s.J >= 0 {
-			out.J[k] = s.J - s.I
-		}
-		if s.Applies {
-			out.ApplySpan = append(out.ApplySpan, k-prevApply)
-			out.ApplyLo = append(out.ApplyLo, us(s.Mark)-st)
-			d := int64(-1)
-			if s.MarkEnd != checker.Forever {
-				d = us(s.MarkEnd) - us(s.Mark)
-			}
-			out.ApplyLen = append(out.ApplyLen, d)
-			prevApply = k
-		} else if s.Mark > 0 {
-			out.MarkSpan = append(out.MarkSpan, k-prevMark)
-			out.MarkAt = append(out.MarkAt, us(s.Mark))
-			prevMark = k
-		}
-		if s.Token > 0 && (s.Kind == kindHold || s.Kind == kindAcquire || s.Kind == kindWrite || n < 200000) {
-			out.TokSpan = append(out.TokSpan, k-prevTok)
-			out.Tok = append(out.Tok, s.Token)
-			prevTok = k
-		}
-		if s.Err != "" && len(out.ErrSpan) < maxErrorSpans {
-			e, ok := errIdx[s.Err]
-			if !ok {
-				e = len(out.Errors)
-				errIdx[s.Err] = e
-				out.Errors = append(out.Errors, s.Err)
-			}
-			out.ErrSpan = append(out.ErrSpan, k-prevErr)
-			out.Err = append(out.Err, e)
-			prevErr = k
-		}
-		if multiKey && s.Key != "" {
-			out.KeySpan = append(out.KeySpan, k-prevKey)
-			out.Key = append(out.Key, keySet[s.Key])
-			prevKey = k
-		}
-		if named[s.I] || (s.J >= 0 && named[s.J]) {
-			out.Named = append(out.Named, k)
-		}
+}
+
+// add encodes span s, the k-th.
+func (e *spanEncoder) add(k int, s *span) {
+	out := e.out
+	st := us(s.Start)
+	out.S[k] = st - e.prevStart
+	e.prevStart = st
+	out.D[k] = us(s.End) - st
+	out.C[k] = s.Row*64 + int(s.Kind)*4 + int(s.Out)
+	out.I[k] = s.I - e.prevI
+	e.prevI = s.I
+	if s.J >= 0 {
+		out.J[k] = s.J - s.I
 	}
+	e.marks(k, s, st)
+	if s.Token > 0 && (s.Kind == kindHold || s.Kind == kindAcquire || s.Kind == kindWrite || e.n < 200000) {
+		out.TokSpan = append(out.TokSpan, k-e.prevTok)
+		out.Tok = append(out.Tok, s.Token)
+		e.prevTok = k
+	}
+	if s.Err != "" && len(out.ErrSpan) < maxErrorSpans {
+		e.err(k, s.Err)
+	}
+	if e.multiKey && s.Key != "" {
+		out.KeySpan = append(out.KeySpan, k-e.prevKey)
+		out.Key = append(out.Key, e.keySet[s.Key])
+		e.prevKey = k
+	}
+	if e.named[s.I] || (s.J >= 0 && e.named[s.J]) {
+		out.Named = append(out.Named, k)
+	}
+}
+
+// marks encodes the mark of span s, the k-th, which starts at st (µs): the
+// window in which it applies, or the moment it marks.
+func (e *spanEncoder) marks(k int, s *span, st int64) {
+	out := e.out
+	if s.Applies {
+		out.ApplySpan = append(out.ApplySpan, k-e.prevApply)
+		out.ApplyLo = append(out.ApplyLo, us(s.Mark)-st)
+		d := int64(-1)
+		if s.MarkEnd != checker.Forever {
+			d = us(s.MarkEnd) - us(s.Mark)
+		}
+		out.ApplyLen = append(out.ApplyLen, d)
+		e.prevApply = k
+	} else if s.Mark > 0 {
+		out.MarkSpan = append(out.MarkSpan, k-e.prevMark)
+		out.MarkAt = append(out.MarkAt, us(s.Mark))
+		e.prevMark = k
+	}
+}
+
+// err encodes the error text of the k-th span, each text listed once in
+// out.Errors.
+func (e *spanEncoder) err(k int, text string) {
+	out := e.out
+	i, ok := e.errIdx[text]
+	if !ok {
+		i = len(out.Errors)
+		e.errIdx[text] = i
+		out.Errors = append(out.Errors, text)
+	}
+	out.ErrSpan = append(out.ErrSpan, k-e.prevErr)
+	out.Err = append(out.Err, i)
+	e.prevErr = k
+}
+
+// compactRecords encodes tl's faults, availability and host records into
+// out.
+func (tl timeline) compactRecords(out *timelineJSON) {
 	for _, iv := range tl.Nemesis {
 		out.Nemesis = append(out.Nemesis, nemesisJSON{
 			Fault: iv.Fault, Class: iv.Class, Start: us(iv.Start), End: us(iv.End), Open: iv.Open,
@@ -808,7 +869,6 @@ func (tl timeline) compact(named map[int]bool) timelineJSON {
 	for _, e := range tl.Host {
 		out.Host = append(out.Host, hostJSON{Kind: e.Kind, Start: us(e.From), End: us(e.Time), Text: e.Describe()})
 	}
-	return out
 }
 
 // anomalyJSON is one anomaly as report.js needs it: its ops and the time

@@ -90,18 +90,43 @@ func TestBuildTimelineLanesAndHolds(t *testing.T) {
 	}
 }
 
+// nemesisOp is a nemesis op completed at second at, its fault declared.
+func nemesisOp(at float64, f string, val json.RawMessage, errText string) history.Op {
+	return declared(history.Op{Time: sec(at), Process: -1, Type: history.Info, F: f, Value: val, Error: errText})
+}
+
+// wantInterval is a fault interval a test expects, its times in seconds.
+type wantInterval struct {
+	fault      string
+	class      string
+	start, end float64
+	open, pt   bool
+}
+
+// checkBuildNemesis checks buildNemesis's intervals of ops, on a timeline
+// ending at 10 s, against want.
+func checkBuildNemesis(t *testing.T, ops []history.Op, want []wantInterval) {
+	t.Helper()
+	for i := range ops {
+		ops[i].Index = i
+	}
+	got := buildNemesis(ops, sec(10))
+	if len(got) != len(want) {
+		t.Fatalf("got %d intervals %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Fault != w.fault || g.Class != w.class || g.Start != sec(w.start) || g.End != sec(w.end) || g.Open != w.open || g.Point != w.pt {
+			t.Errorf("interval %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
 func TestBuildNemesis(t *testing.T) {
 	v := func(x any) json.RawMessage { return history.JSONValue(x) }
-	nem := func(at float64, f string, val json.RawMessage, errText string) history.Op {
-		return declared(history.Op{Time: sec(at), Process: -1, Type: history.Info, F: f, Value: val, Error: errText})
-	}
+	nem := nemesisOp
 	failed := func(op history.Op) history.Op { op.Type = history.Fail; return op }
-	type iv struct {
-		fault      string
-		class      string
-		start, end float64
-		open, pt   bool
-	}
+	type iv = wantInterval
 	tests := []struct {
 		name string
 		ops  []history.Op
@@ -157,21 +182,7 @@ func TestBuildNemesis(t *testing.T) {
 		}, []iv{{"partition", "network", 0.5, 2, false, false}}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			for i := range tc.ops {
-				tc.ops[i].Index = i
-			}
-			got := buildNemesis(tc.ops, sec(10))
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d intervals %+v, want %d", len(got), got, len(tc.want))
-			}
-			for i, w := range tc.want {
-				g := got[i]
-				if g.Fault != w.fault || g.Class != w.class || g.Start != sec(w.start) || g.End != sec(w.end) || g.Open != w.open || g.Point != w.pt {
-					t.Errorf("interval %d = %+v, want %+v", i, g, w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkBuildNemesis(t, tc.ops, tc.want) })
 	}
 }
 
@@ -279,20 +290,8 @@ func assertHoldsAreBeliefs(t *testing.T, h history.History, tl timeline) {
 // the verdict. Every hold drawn is a checker.Belief, on hand-written
 // histories and on the checker's fixtures; the header op draws no fault.
 func TestTimelineDrawsTheCheckersBeliefs(t *testing.T) {
-	type hold struct {
-		start, end float64
-		j          int
-		until      float64
-		open       bool
-	}
-	tests := []struct {
-		name    string
-		ops     []history.Op // or:
-		fixture string       // a file of checker/testdata
-		holds   []hold       // nil: only compared with the checker
-		end     float64      // the timeline's end, when nonzero
-		nemesis []string     // the faults drawn, when not nil
-	}{
+	type hold = wantHold
+	tests := []beliefsCase{
 		{name: "open belief without until runs to the end of the timeline", ops: []history.Op{
 			wop(1.0, 0, history.Invoke, "acquire", withTTL(5)), wop(1.1, 0, history.OK, "acquire"),
 			wop(2.0, 1, history.Invoke, "read"), wop(3.0, 1, history.OK, "read"),
@@ -342,47 +341,71 @@ func TestTimelineDrawsTheCheckersBeliefs(t *testing.T) {
 		{name: "the report's own history", ops: invalidHistory()},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := indexed(slices.Clone(tc.ops))
-			if tc.fixture != "" {
-				var err error
-				if h, _, err = history.ReadFile(filepath.Join("..", "checker", "testdata", tc.fixture)); err != nil {
-					t.Fatal(err)
-				}
+		t.Run(tc.name, func(t *testing.T) { checkTimelineBeliefs(t, tc) })
+	}
+}
+
+// wantHold is a hold a test expects drawn, its times in seconds.
+type wantHold struct {
+	start, end float64
+	j          int
+	until      float64
+	open       bool
+}
+
+// beliefsCase is a history whose timeline TestTimelineDrawsTheCheckersBeliefs
+// checks.
+type beliefsCase struct {
+	name    string
+	ops     []history.Op // or:
+	fixture string       // a file of checker/testdata
+	holds   []wantHold   // nil: only compared with the checker
+	end     float64      // the timeline's end, when nonzero
+	nemesis []string     // the faults drawn, when not nil
+}
+
+// checkTimelineBeliefs checks that the timeline of tc's history draws the
+// checker's beliefs, and tc's holds, end and faults where it gives them.
+func checkTimelineBeliefs(t *testing.T, tc beliefsCase) {
+	t.Helper()
+	h := indexed(slices.Clone(tc.ops))
+	if tc.fixture != "" {
+		var err error
+		if h, _, err = history.ReadFile(filepath.Join("..", "checker", "testdata", tc.fixture)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := history.Validate(h); err != nil {
+		t.Fatalf("not well-formed: %v", err)
+	}
+	tl := buildTimeline(h)
+	assertHoldsAreBeliefs(t, h, tl)
+	if tc.holds != nil {
+		got := findSpans(tl, kindHold)
+		if len(got) != len(tc.holds) {
+			t.Fatalf("holds = %v, want %d", got, len(tc.holds))
+		}
+		for n, w := range tc.holds {
+			s := got[n]
+			if s.Start != sec(w.start) || s.End != sec(w.end) || s.J != w.j || s.Mark != sec(w.until) || (s.Out == outOpen) != w.open {
+				t.Errorf("hold %d = %s until %v open %v, want %+v", n, describeSpan(s), s.Mark, s.Out == outOpen, w)
 			}
-			if err := history.Validate(h); err != nil {
-				t.Fatalf("not well-formed: %v", err)
-			}
-			tl := buildTimeline(h)
-			assertHoldsAreBeliefs(t, h, tl)
-			if tc.holds != nil {
-				got := findSpans(tl, kindHold)
-				if len(got) != len(tc.holds) {
-					t.Fatalf("holds = %v, want %d", got, len(tc.holds))
-				}
-				for n, w := range tc.holds {
-					s := got[n]
-					if s.Start != sec(w.start) || s.End != sec(w.end) || s.J != w.j || s.Mark != sec(w.until) || (s.Out == outOpen) != w.open {
-						t.Errorf("hold %d = %s until %v open %v, want %+v", n, describeSpan(s), s.Mark, s.Out == outOpen, w)
-					}
-				}
-			}
-			if tc.end != 0 && tl.End != sec(tc.end) {
-				t.Errorf("timeline ends at %v, want %v", tl.End, sec(tc.end))
-			}
-			if tc.nemesis != nil {
-				faults := []string{}
-				for _, iv := range tl.Nemesis {
-					faults = append(faults, iv.Fault)
-				}
-				if !slices.Equal(faults, tc.nemesis) {
-					t.Errorf("nemesis = %+v, want %v", tl.Nemesis, tc.nemesis)
-				}
-				if c := tl.compact(nil); len(c.Nemesis) != len(tc.nemesis) {
-					t.Errorf("encoded nemesis = %+v, want %v", c.Nemesis, tc.nemesis)
-				}
-			}
-		})
+		}
+	}
+	if tc.end != 0 && tl.End != sec(tc.end) {
+		t.Errorf("timeline ends at %v, want %v", tl.End, sec(tc.end))
+	}
+	if tc.nemesis != nil {
+		faults := []string{}
+		for _, iv := range tl.Nemesis {
+			faults = append(faults, iv.Fault)
+		}
+		if !slices.Equal(faults, tc.nemesis) {
+			t.Errorf("nemesis = %+v, want %v", tl.Nemesis, tc.nemesis)
+		}
+		if c := tl.compact(nil); len(c.Nemesis) != len(tc.nemesis) {
+			t.Errorf("encoded nemesis = %+v, want %v", c.Nemesis, tc.nemesis)
+		}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/hostwatch"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
@@ -134,7 +134,7 @@ func watchHost(clockAt func(start time.Time) hostwatch.Clock, start time.Time, r
 // every link of the network, the first time it is called; later calls do
 // nothing. The run calls it when the duration ends, and on its way out
 // when a panic kept it from getting there.
-func healOnce(ctx context.Context, nem *nemesis.Runner, net *cluster.Network, logger *log.Logger) func() {
+func healOnce(ctx context.Context, nem *nemesis.Runner, net *linknet.Network, logger *log.Logger) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {

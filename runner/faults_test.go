@@ -14,6 +14,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
@@ -89,7 +90,7 @@ func TestRestartThatCannotBind(t *testing.T) {
 		name := map[bool]string{false: "unexpected", true: "expected"}[expected]
 		t.Run(name, func(t *testing.T) {
 			var taker *portTaker
-			start := func(ctx context.Context, spec cluster.Spec, nw *cluster.Network) (cluster.Cluster, error) {
+			start := func(ctx context.Context, spec cluster.Spec, nw *linknet.Network) (cluster.Cluster, error) {
 				c, err := runner.LocalBackend(ctx, spec, nw)
 				if err != nil {
 					return nil, err
@@ -186,7 +187,7 @@ func TestNothingStartsForTargetsTheRunDoesNotHave(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			started := false
-			start := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) {
+			start := func(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) {
 				started = true
 				return nil, errors.New("no cluster should start")
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/history"
 )
@@ -29,7 +30,7 @@ func startRedis(b *testing.B) (direct, link, proxied string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { net.Close() })
-	pnet, err := cluster.NewNetwork(cluster.WithProxies())
+	pnet, err := cluster.NewNetwork(linknet.WithProxies())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,10 +41,10 @@ func startRedis(b *testing.B) (direct, link, proxied string) {
 	}
 	b.Cleanup(func() { c.Close() })
 	n := c.Nodes()[0]
-	if link, err = net.Link(cluster.LinkName("w0", n.Name), n.Addr); err != nil {
+	if link, err = net.Link(linknet.Name("w0", n.Name), n.Addr); err != nil {
 		b.Fatal(err)
 	}
-	if proxied, err = pnet.Link(cluster.LinkName("w0", n.Name), n.Addr); err != nil {
+	if proxied, err = pnet.Link(linknet.Name("w0", n.Name), n.Addr); err != nil {
 		b.Fatal(err)
 	}
 	return n.Addr, link, proxied

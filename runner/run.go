@@ -24,6 +24,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/hostwatch"
@@ -91,13 +92,13 @@ type StartFunc = cluster.StartFunc
 // SpecChecker is asked before anything starts whether it can run the
 // scenario's cluster.
 type Backend interface {
-	Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+	Start(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error)
 }
 
 // startFunc is a StartFunc as a Backend that declares nothing.
 type startFunc StartFunc
 
-func (f startFunc) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+func (f startFunc) Start(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 	return f(ctx, spec, net)
 }
 
@@ -105,7 +106,7 @@ func (f startFunc) Start(ctx context.Context, spec cluster.Spec, net *cluster.Ne
 // systems it runs (SpecChecker).
 type clusterBackend struct{ b cluster.Backend }
 
-func (c clusterBackend) Start(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+func (c clusterBackend) Start(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 	return c.b.Start(ctx, spec, net)
 }
 
@@ -218,8 +219,9 @@ func WithHostClock(clock func(start time.Time) hostwatch.Clock) Option {
 func WithCheck(o checker.Options) Option { return func(c *config) { c.check = o } }
 
 // Names returns the names scenarios may use: the algorithms of
-// clients.Algorithms, the systems the backends start and the faults of
-// nemesis.Faults. Pass it to scenarios.Load and scenarios.Parse.
+// clients.Algorithms and the systems they run on, the systems the backends
+// start and the faults of nemesis.Faults. Pass it to scenarios.Load and
+// scenarios.Parse.
 func Names() scenarios.Names {
 	return scenarios.Names{
 		Algorithms:      clients.Names(),
@@ -229,8 +231,22 @@ func Names() scenarios.Names {
 		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
 			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})
 		},
-		LockOptions: clients.CheckOptions,
+		LockOptions:      clients.CheckOptions,
+		AlgorithmSystems: algorithmSystems(),
 	}
+}
+
+// algorithmSystems returns the system each algorithm and queue
+// implementation runs on, by name, as clients declares them.
+func algorithmSystems() map[string]string {
+	out := map[string]string{}
+	for _, a := range clients.Algorithms() {
+		out[a.Name] = a.System
+	}
+	for _, q := range clients.QueueAlgorithms() {
+		out[q.Name] = q.System
+	}
+	return out
 }
 
 // lockNeeds returns the capabilities s asks of its lock, each with the
@@ -254,7 +270,7 @@ func lockNeeds(s *scenarios.Scenario) []clients.Need {
 }
 
 // LocalBackend starts clusters as local processes.
-func LocalBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+func LocalBackend(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 	c, err := local.Start(ctx, spec, net)
 	if err != nil {
 		return nil, err
@@ -320,9 +336,9 @@ func skewsNodeClocks(steps []nemesis.Step) bool { return nemesis.SkewsNodeClocks
 // networkOptions returns the options of the run's network: links go
 // through proxies only when a step of the schedule needs them (latency), so that
 // every other run's links cost nothing.
-func networkOptions(steps []nemesis.Step) []cluster.NetworkOption {
+func networkOptions(steps []nemesis.Step) []linknet.Option {
 	if nemesis.NeedsProxies(steps) {
-		return []cluster.NetworkOption{cluster.WithProxies()}
+		return []linknet.Option{linknet.WithProxies()}
 	}
 	return nil
 }
@@ -332,7 +348,7 @@ func networkOptions(steps []nemesis.Step) []cluster.NetworkOption {
 // partition of the same links in place, and healing that partition leaves
 // the isolation.
 func isolator(env *nemesis.Env, worker string) func(cut bool) error {
-	cable := cluster.Fault{Kind: cluster.FaultCut}
+	cable := linknet.Fault{Kind: linknet.FaultCut}
 	return func(cut bool) error {
 		links := env.Network.LinksFrom(worker)
 		if cut {
@@ -438,13 +454,13 @@ type workerSetup struct {
 // workerSetups makes the set-up of workers w0..w(n-1): each dials every
 // node through its own link, keeps its own clock, and draws from a random
 // source derived from the run's seed, in worker order.
-func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *cluster.Network, n int, clockDir string, log io.Writer) ([]workerSetup, error) {
+func workerSetups(s *scenarios.Scenario, c cluster.Cluster, net *linknet.Network, n int, clockDir string, log io.Writer) ([]workerSetup, error) {
 	root := rand.New(rand.NewPCG(s.Seed, 0x6a65707365656e))
 	var setups []workerSetup
 	for i := range n {
 		var eps []clients.Endpoint
 		for _, nd := range c.Nodes() {
-			addr, err := net.Link(cluster.LinkName(fmt.Sprintf("w%d", i), nd.Name), nd.Addr)
+			addr, err := net.Link(linknet.Name(fmt.Sprintf("w%d", i), nd.Name), nd.Addr)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 			}

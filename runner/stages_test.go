@@ -14,6 +14,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -38,7 +39,7 @@ func (b *refusingBackend) CheckSpec(spec cluster.Spec) error {
 	return fmt.Errorf("system %q: %w (this backend runs %s)", spec.System, cluster.ErrUnavailable, strings.Join(b.systems, ", "))
 }
 
-func (b *refusingBackend) Start(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) {
+func (b *refusingBackend) Start(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) {
 	b.starts++
 	return nil, errors.New("this backend starts nothing")
 }
@@ -132,7 +133,7 @@ func TestAbilitiesBeforeTheClock(t *testing.T) {
 	sc := execScenario(t, "redis-single-gc-pause", "")
 	sc.Lock.Renew = 100 * time.Millisecond
 	var nodes []cluster.Node
-	local := func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+	local := func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 		c, err := runner.LocalBackend(ctx, spec, net)
 		if err == nil {
 			nodes = c.Nodes()

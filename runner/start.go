@@ -9,6 +9,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/reports"
@@ -20,7 +21,7 @@ import (
 // ready, the workers with the loop each runs, and everything to tear down.
 type started struct {
 	cluster cluster.Cluster
-	net     *cluster.Network
+	net     *linknet.Network
 	rec     *history.Recorder
 	workers workerSet
 	// run is worker i's loop: it works until stop ends, and gives up a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -59,7 +60,7 @@ nemesis:
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(ctx context.Context, spec cluster.Spec, nw *cluster.Network) (cluster.Cluster, error) {
+	start := func(ctx context.Context, spec cluster.Spec, nw *linknet.Network) (cluster.Cluster, error) {
 		c, err := runner.LocalBackend(ctx, spec, nw)
 		if err != nil {
 			return nil, err

@@ -334,7 +334,18 @@ type Names struct {
 	// implementation, names and values, as its factory will
 	// (clients.CheckOptions). Nil skips that check.
 	LockOptions func(algorithm string, options map[string]string) error
+	// AlgorithmSystems are the systems the algorithms and queue
+	// implementations run on, by name (their declarations' System): one of
+	// Systems, or AnySystem for one that runs on whichever the scenario
+	// starts. A scenario whose lock runs on another system than its own is
+	// refused. An algorithm it does not name is not checked; nil checks
+	// none.
+	AlgorithmSystems map[string]string
 }
+
+// AnySystem is the system of an algorithm that runs on whichever system the
+// scenario starts (an external client's), as the algorithms declare it.
+const AnySystem = "any"
 
 // Parse decodes and validates a scenario from data read from file. A file
 // beyond its bounds (CheckFile), unknown fields, unknown names, sizes and
@@ -474,6 +485,8 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		return fail(fmt.Sprintf("%q is a built-in algorithm's name; give your own lock a name of its own", s.Lock.Algorithm), "lock", "algorithm")
 	case s.Workload != WorkloadQueue && !s.Lock.Own && s.Lock.Algorithm != "" && !slices.Contains(names.Algorithms, s.Lock.Algorithm):
 		return fail(fmt.Sprintf("unknown algorithm %q (known: %s; a Go Locker of your own: leave it out, or set lock.own)", s.Lock.Algorithm, strings.Join(names.Algorithms, ", ")), "lock", "algorithm")
+	case !s.Lock.Own && runsElsewhere(names.AlgorithmSystems[s.Lock.Algorithm], s.System.Name):
+		return fail(fmt.Sprintf("%q runs on %s, not on the scenario's system %s", s.Lock.Algorithm, names.AlgorithmSystems[s.Lock.Algorithm], s.System.Name), "lock", "algorithm")
 	case s.Lock.TTL <= 0:
 		return fail("must be a positive duration such as 2s", "lock", "ttl")
 	case s.Lock.Drift < 0 || s.Lock.Drift >= s.Lock.TTL:
@@ -522,6 +535,12 @@ func (s *Scenario) validate(root *yaml.Node, names Names) error {
 		}
 	}
 	return s.validateNemesis(fail, names)
+}
+
+// runsElsewhere reports whether an algorithm that runs on system algorithm
+// (Names.AlgorithmSystems; empty when undeclared) cannot run on system.
+func runsElsewhere(algorithm, system string) bool {
+	return algorithm != "" && algorithm != AnySystem && algorithm != system
 }
 
 // validateNemesis checks the fault schedule's names and values: each step

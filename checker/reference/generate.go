@@ -8,7 +8,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/history"
-	"github.com/jepsen-lite/jepsen-lite/nemesis"
+	"github.com/jepsen-lite/jepsen-lite/nemesis/faultkind"
 )
 
 // GenOptions shape the histories Generate writes. The zero value lets
@@ -196,20 +196,45 @@ func (g *gen) emit(op history.Op) int {
 	return op.Index
 }
 
+// run draws the history's shape (workers, keys, rates, cluster), then
+// steps the workers and the nemesis until the budget of client ops is spent
+// and every op has completed or been left pending.
 func (g *gen) run() history.History {
-	nw := 2 + g.pick(2)
+	nw, budget := g.drawShape()
+	g.drawRates()
+	if g.chance(0.25) {
+		nw = g.resourceShape()
+	}
+	g.initService()
+	g.drawCluster()
+	g.addWorkers(nw)
+	g.steps(budget)
+	return g.h
+}
+
+// drawShape draws the number of workers, the keys and the budget of client
+// ops.
+func (g *gen) drawShape() (nw, budget int) {
+	nw = 2 + g.pick(2)
 	if g.chance(0.65) {
 		g.keys = []string{"k"}
 	} else {
 		g.keys = []string{"k0", "k1"}
 	}
-	budget := g.opts.Ops
+	budget = g.opts.Ops
 	if budget == 0 {
 		budget = 7 + g.pick(6)
 		if g.opts.Outages || g.opts.Faults {
 			budget += g.pick(8) // more asks, for liveness
 		}
 	}
+	return nw, budget
+}
+
+// drawRates draws how the service misbehaves, how often ops end unknown,
+// the tokens, the register's fencing, the leases and the slow and paused
+// writes.
+func (g *gen) drawRates() {
 	if !g.opts.Honest && g.chance(0.6) {
 		g.misbehave = []float64{0.1, 0.25, 0.5}[g.pick(3)]
 	}
@@ -239,17 +264,24 @@ func (g *gen) run() history.History {
 	}
 	g.slowRate = []float64{0, 0.15}[g.pick(2)]
 	g.pauseRate = []float64{0, 0.2, 0.5}[g.pick(3)]
-	if g.chance(0.25) {
-		// a history about the resource: two workers on one key with short
-		// leases, writes paused past them, no fencing
-		nw, g.keys = 2, []string{"k"}
-		g.infoRate = min(g.infoRate, 0.08)
-		g.exact = g.chance(0.8)
-		g.fenced = false
-		g.pauseRate = 0.5
-		g.untilRate = 0.95
-		g.shortOnly = true
-	}
+}
+
+// resourceShape makes the history one about the resource, and returns its
+// number of workers: two workers on one key with short leases, writes paused
+// past them, no fencing.
+func (g *gen) resourceShape() int {
+	g.keys = []string{"k"}
+	g.infoRate = min(g.infoRate, 0.08)
+	g.exact = g.chance(0.8)
+	g.fenced = false
+	g.pauseRate = 0.5
+	g.untilRate = 0.95
+	g.shortOnly = true
+	return 2
+}
+
+// initService sets up the lock service and the register of every key.
+func (g *gen) initService() {
 	g.svc = map[string]*lockSvc{}
 	g.reg = map[string]*register{}
 	g.crashed = map[int]bool{}
@@ -258,7 +290,11 @@ func (g *gen) run() history.History {
 		g.reg[k] = &register{}
 	}
 	g.tokensInit()
+}
 
+// drawCluster draws the format version (with the header op), the cluster's
+// nodes (Faults) and the outage (Outages).
+func (g *gen) drawCluster() {
 	g.version = 1
 	if g.chance(0.5) || g.opts.Faults && g.chance(0.6) {
 		g.emit(history.Header())
@@ -275,6 +311,11 @@ func (g *gen) run() history.History {
 			g.outTo = g.outFrom + (100+g.r.Int64N(1000))*ms
 		}
 	}
+}
+
+// addWorkers adds nw workers, each on the first key or, but for the first
+// worker, half the time on one drawn.
+func (g *gen) addWorkers(nw int) {
 	for i := range nw {
 		w := &worker{client: i, proc: i, held: map[string]*heldLease{}, lastRead: map[string]int64{}}
 		w.key = g.keys[0]
@@ -284,6 +325,11 @@ func (g *gen) run() history.History {
 		g.workers = append(g.workers, w)
 	}
 	g.nextProc = nw
+}
+
+// steps steps the workers and the nemesis until budget client ops have
+// been issued and none is outstanding, or 400 steps have passed.
+func (g *gen) steps(budget int) {
 	issued := 0
 	for steps := 0; steps < 400; steps++ {
 		busy := false
@@ -325,7 +371,6 @@ func (g *gen) run() history.History {
 			issued++
 		}
 	}
-	return g.h
 }
 
 // healAll heals every fault in force, as a test's final heal does.
@@ -375,7 +420,7 @@ func (g *gen) nextToken(k string) uint64 {
 // faultOp returns the op of fault f as a history of g's version records it:
 // from version 6 on with its class, and with its heal unless noHeal (a moment,
 // or a fault that failed).
-func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op {
+func (g *gen) faultOp(typ history.Type, f faultkind.Facts, noHeal bool) history.Op {
 	op := history.Op{Process: history.NemesisProcess, Type: typ, F: f.Name}
 	if g.version >= 6 {
 		op.Class = f.Class
@@ -386,13 +431,13 @@ func (g *gen) faultOp(typ history.Type, f nemesis.Facts, noHeal bool) history.Op
 	return op
 }
 
-// nemesis emits one fault of any kind (nemesis.Faults), sometimes with its
+// nemesis emits one fault of any kind (faultkind.All), sometimes with its
 // invoke, and sometimes its heal (a Jepsen stop after a moment). From version 6 on, a client pause is
 // sometimes recorded only armed, a moment (as the nemesis records it before
 // the worker pauses), which nothing heals.
 func (g *gen) nemesis() {
-	kinds := nemesis.Faults()
-	f := kinds[g.pick(len(kinds))].Facts()
+	kinds := faultkind.All()
+	f := kinds[g.pick(len(kinds))]
 	moment := f.Moment || g.version >= 6 && f.Name == history.FClientPause && g.chance(0.5)
 	v := history.JSONValue(map[string]any{"targets": []string{"n" + strconv.Itoa(1+g.pick(3))}})
 	op := g.faultOp(history.Info, f, moment)
@@ -418,11 +463,11 @@ func (g *gen) nemesis() {
 
 // clusterFaults are the fault kinds that Faults injects: those that target
 // nodes, links or workers.
-func clusterFaults() []nemesis.Facts {
-	var out []nemesis.Facts
-	for _, k := range nemesis.Faults() {
-		switch f := k.Facts(); f.Targets {
-		case nemesis.TargetsNodes, nemesis.TargetsLinks, nemesis.TargetsWorkers:
+func clusterFaults() []faultkind.Facts {
+	var out []faultkind.Facts
+	for _, f := range faultkind.All() {
+		switch f.Targets {
+		case faultkind.TargetsNodes, faultkind.TargetsLinks, faultkind.TargetsWorkers:
 			out = append(out, f)
 		}
 	}
@@ -529,11 +574,38 @@ func (g *gen) believes(w *worker, k string) *heldLease {
 	return hl
 }
 
+// invoke issues w's next op, on its key or one drawn, and leaves it
+// outstanding.
 func (g *gen) invoke(w *worker) {
 	k := w.key
 	if len(g.keys) > 1 && g.chance(0.3) {
 		k = g.keys[g.pick(len(g.keys))]
 	}
+	f := g.drawF(w, k)
+	op := history.Op{Process: w.proc, Client: w.client, Type: history.Invoke, F: f, Key: k}
+	o := &outstanding{f: f, key: k}
+	switch f {
+	case history.FAcquire:
+		g.invokeAcquire(&op, o)
+	case history.FRenew:
+		g.invokeRenew(w, &op, o)
+	case history.FRelease:
+		if hl := w.held[k]; hl != nil {
+			op.Token = hl.token
+		}
+		delete(w.held, k)
+	case history.FLeaseLost:
+		delete(w.held, k)
+	case history.FWrite:
+		g.invokeWrite(w, &op, o)
+	}
+	o.inv = g.emit(op)
+	w.out = o
+}
+
+// drawF draws the f of w's next op on key k, by what w believes it holds
+// and whether it has read k.
+func (g *gen) drawF(w *worker, k string) string {
 	var f string
 	held := g.believes(w, k) != nil
 	_, hasRead := w.lastRead[k]
@@ -560,66 +632,66 @@ func (g *gen) invoke(w *worker) {
 	if (g.opts.Outages || g.opts.Faults) && !held && g.chance(0.5) {
 		f = history.FAcquire // liveness wants asks
 	}
-	op := history.Op{Process: w.proc, Client: w.client, Type: history.Invoke, F: f, Key: k}
-	o := &outstanding{f: f, key: k}
-	switch f {
-	case history.FAcquire:
-		o.style = g.pick(6)
-		if g.shortOnly {
-			o.style = []int{0, 1, 4}[g.pick(3)]
-		}
-		switch o.style {
-		case 0, 1: // ttl and lease (short)
-			op.TTL = time.Duration(g.shortTTL)
-			o.lease = g.shortTTL
-		case 2: // ttl and lease (long)
-			op.TTL = time.Duration(g.longTTL)
-			o.lease = g.longTTL
-		case 3: // a lease that never expires (-1), no ttl asked
-			o.lease = -1
-		case 4: // legacy: ttl only, the ok carries no lease
-			op.TTL = time.Duration(g.shortTTL)
-			o.lease = g.shortTTL
-		case 5: // legacy session lock: neither ttl nor lease
-			o.lease = -1
-		}
-	case history.FRenew:
-		if hl := w.held[k]; hl != nil {
-			o.lease = hl.lease
-		} else {
-			o.lease = g.shortTTL
-		}
-		if g.chance(0.15) { // a renewal for another length than the grant's
-			o.lease = []int64{g.shortTTL / 2, g.shortTTL, g.longTTL, -1}[g.pick(4)]
-		}
-		if o.lease != -1 && g.chance(0.7) {
-			op.TTL = time.Duration(o.lease)
-		}
-	case history.FRelease:
-		if hl := w.held[k]; hl != nil {
-			op.Token = hl.token
-		}
-		delete(w.held, k)
-	case history.FLeaseLost:
-		delete(w.held, k)
-	case history.FWrite:
-		o.value = w.lastRead[k] + 1
-		if !g.chance(0.03) { // rarely, a write whose value the history does not say
-			op.Value = history.IntValue(o.value)
-		}
-		if hl := w.held[k]; hl != nil {
-			o.token = hl.token
-		}
-		op.Token = o.token
-		if g.chance(g.pauseRate) {
-			o.notBefore = g.now + 2*g.shortTTL + g.r.Int64N(2*g.shortTTL)
-		} else if g.chance(0.3) { // applied (or refused) as soon as it is sent
-			o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
-			o.appliedAt = g.now
-		}
+	return f
+}
+
+// invokeAcquire draws an acquire's lease style, its ttl and its lease.
+func (g *gen) invokeAcquire(op *history.Op, o *outstanding) {
+	o.style = g.pick(6)
+	if g.shortOnly {
+		o.style = []int{0, 1, 4}[g.pick(3)]
 	}
-	o.inv = g.emit(op)
-	w.out = o
+	switch o.style {
+	case 0, 1: // ttl and lease (short)
+		op.TTL = time.Duration(g.shortTTL)
+		o.lease = g.shortTTL
+	case 2: // ttl and lease (long)
+		op.TTL = time.Duration(g.longTTL)
+		o.lease = g.longTTL
+	case 3: // a lease that never expires (-1), no ttl asked
+		o.lease = -1
+	case 4: // legacy: ttl only, the ok carries no lease
+		op.TTL = time.Duration(g.shortTTL)
+		o.lease = g.shortTTL
+	case 5: // legacy session lock: neither ttl nor lease
+		o.lease = -1
+	}
+}
+
+// invokeRenew draws a renewal's lease and whether it asks for a ttl.
+func (g *gen) invokeRenew(w *worker, op *history.Op, o *outstanding) {
+	k := o.key
+	if hl := w.held[k]; hl != nil {
+		o.lease = hl.lease
+	} else {
+		o.lease = g.shortTTL
+	}
+	if g.chance(0.15) { // a renewal for another length than the grant's
+		o.lease = []int64{g.shortTTL / 2, g.shortTTL, g.longTTL, -1}[g.pick(4)]
+	}
+	if o.lease != -1 && g.chance(0.7) {
+		op.TTL = time.Duration(o.lease)
+	}
+}
+
+// invokeWrite draws a write's value, token, and whether it is paused or
+// applied (or refused) as soon as it is sent.
+func (g *gen) invokeWrite(w *worker, op *history.Op, o *outstanding) {
+	k := o.key
+	o.value = w.lastRead[k] + 1
+	if !g.chance(0.03) { // rarely, a write whose value the history does not say
+		op.Value = history.IntValue(o.value)
+	}
+	if hl := w.held[k]; hl != nil {
+		o.token = hl.token
+	}
+	op.Token = o.token
+	if g.chance(g.pauseRate) {
+		o.notBefore = g.now + 2*g.shortTTL + g.r.Int64N(2*g.shortTTL)
+	} else if g.chance(0.3) { // applied (or refused) as soon as it is sent
+		o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
+		o.appliedAt = g.now
+	}
 }
 
 // applyWrite applies a write to the register unless fencing refuses it.
@@ -652,183 +724,244 @@ func (g *gen) available(k string, proc int) bool {
 	return s.holder == -1 || s.holder == proc || s.expiry != never && g.now >= s.expiry || s.session && g.crashed[s.holder]
 }
 
+// complete completes w's outstanding op, or leaves it waiting (a blocking
+// acquire, a slow write), as the simulated service and register decide.
 func (g *gen) complete(w *worker) {
 	o := w.out
-	k := o.key
-	inv := g.h[o.inv]
-	op := history.Op{Process: w.proc, Client: w.client, F: o.f, Key: k, Type: history.OK}
-	crash := g.chance(g.infoRate)
-	svc := g.svc[k]
+	c := &completion{w: w, o: o, k: o.key, inv: g.h[o.inv], crash: g.chance(g.infoRate), svc: g.svc[o.key]}
+	c.op = &history.Op{Process: w.proc, Client: w.client, F: o.f, Key: o.key, Type: history.OK}
+	waits := false
 	switch o.f {
 	case history.FAcquire:
-		grantable := g.available(k, w.proc) || g.chance(g.misbehave)
-		if !g.majority() || g.outFrom >= 0 && g.now >= g.outFrom && g.now < g.outTo {
-			grantable = false // no quorum, or an outage: nobody can take it
-		}
-		if crash {
-			// an acquire of unknown outcome may have taken effect (§4.1: as
-			// its ok would, or never), also one that renews its process's
-			// hold with a shorter lease
-			if grantable && g.chance(0.5) {
-				g.grant(w, o, true)
-			}
-			break
-		}
-		if !grantable {
-			if bound := 4 + 8*b2i(g.opts.Waits); o.waited < bound && g.chance(0.7+0.15*float64(b2i(g.opts.Waits))) {
-				o.waited++ // a blocking acquire waits on
-				return
-			}
-			op.Type = history.Fail
-			op.Error = "held"
-			break
-		}
-		sess := g.grant(w, o, false)
-		op.Token = svc.tok
-		if g.tokens == tokNone {
-			op.Token = 0
-		}
-		hl := &heldLease{token: op.Token, lease: o.lease}
-		switch o.style {
-		case 0, 1, 2:
-			op.Lease = time.Duration(o.lease)
-			op.Session = sess
-		case 3:
-			op.Lease = history.NoLease
-			op.Session = sess
-		}
-		if o.lease != -1 && g.chance(g.untilRate) {
-			hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
-			if g.chance(0.1) {
-				hl.until = int64(inv.Time) + 2*o.lease // a client that trusts too long
-			}
-			op.Until = time.Duration(hl.until)
-		}
-		w.held[k] = hl
+		waits = g.completeAcquire(c)
 	case history.FRelease:
-		mine := svc.holder == w.proc
-		if crash {
-			if mine && g.chance(0.5) {
-				svc.holder = -1
-			}
-			break
-		}
-		switch {
-		case mine && g.chance(0.1):
-			// a release the algorithm does not perform on the server: the
-			// lock frees itself when its lease ends
-			op.Type = history.Fail
-			op.Error = "clients: release does nothing on the server: the lock frees itself when its lease ends"
-		case mine:
-			svc.holder = -1
-		case g.chance(g.misbehave):
-			if g.chance(0.5) {
-				svc.holder = -1 // a foreign release that frees the lock
-			}
-		default:
-			op.Type = history.Fail
-			op.Error = notHeld
-		}
-		op.Token = inv.Token
+		g.completeRelease(c)
 	case history.FRenew:
-		mine := svc.holder == w.proc
-		exp := never
-		if o.lease != -1 {
-			exp = g.now + o.lease
-		}
-		if crash {
-			// an unknown renew may have taken effect (§4.1: as its ok would,
-			// or never); without a ttl on its invoke the model takes its
-			// grant's lease for it, so then the honest service applies it
-			// only when it does not shorten the lease
-			if mine && g.chance(0.5) && (inv.TTL != 0 || exp >= svc.expiry || g.misbehave > 0) {
-				svc.expiry = exp
-			}
-			break
-		}
-		switch {
-		case mine:
-			svc.expiry = exp
-		case g.chance(g.misbehave):
-			// renewed for a process that does not hold the lock
-		default:
-			op.Type = history.Fail
-			op.Error = notHeld
-		}
-		if op.Type == history.OK {
-			if hl := w.held[k]; hl != nil && g.tokens != tokNone && g.chance(0.5) {
-				// the ok carries the lease's token: mostly its grant's, or
-				// (pg-timeout) a new one the renewal hands out
-				op.Token = hl.token
-				if g.chance(0.4) {
-					hl.token = g.nextToken(k)
-					op.Token = hl.token
-				}
-			}
-			if g.chance(0.6) {
-				op.Lease = time.Duration(o.lease)
-			}
-			if hl := w.held[k]; inv.TTL == 0 && op.Lease == 0 && (hl == nil || hl.lease != o.lease) {
-				// the grant's lease would stand for it: say what it is
-				op.Lease = time.Duration(o.lease)
-			}
-			if hl := w.held[k]; hl != nil && o.lease != -1 && (hl.until != 0 && g.chance(0.8) || g.chance(0.05)) {
-				// (rarely an until on the renewal of a grant that had none)
-				hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
-				op.Until = time.Duration(hl.until)
-			}
-		}
+		g.completeRenew(c)
 	case history.FRead:
-		if !crash && g.chance(0.05) {
-			op.Type = history.Fail
-			op.Error = "timeout"
-			break
-		}
-		if !crash {
-			v := g.reg[k].value
-			if past := g.reg[k].past; len(past) > 0 && g.chance(g.misbehave/4) {
-				v = past[g.pick(len(past))] // a stale read: the register is not linearizable
-			}
-			op.Value = history.IntValue(v)
-			w.lastRead[k] = v
-		}
+		g.completeRead(c)
 	case history.FWrite:
-		if !o.applied && !o.rejected && !crash && g.slowRate > 0 && o.waited < 4 && g.chance(g.slowRate*2) {
-			o.waited++ // a slow write: still in flight
-			return
-		}
-		op.Value = inv.Value
-		op.Token = o.token
-		if crash {
-			if !o.applied && !o.rejected {
-				switch x := g.r.Float64(); {
-				case x < 0.4:
-					g.applyWrite(k, o.value, o.token)
-				case x < 0.7:
-					g.deferred = append(g.deferred, deferredWrite{k, o.value, o.token})
-				}
-			}
-			break
-		}
-		if !o.applied && !o.rejected {
-			if g.chance(0.05) {
-				op.Type = history.Fail
-				op.Error = "timeout"
-				break
-			}
-			o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
-			o.appliedAt = g.now
-		}
-		if o.rejected {
-			op.Type = history.Fail
-			op.Error = "stale token"
-		}
-		if g.exact {
-			op.Applied = time.Duration(o.appliedAt)
-		}
-		delete(w.lastRead, k)
+		waits = g.completeWrite(c)
 	case history.FLeaseLost:
 	}
+	if !waits {
+		g.finish(c)
+	}
+}
+
+// completion is one op being completed: its worker, the op outstanding and
+// its invoke, the op to record, whether the worker crashed, and the
+// service's view of the op's key.
+type completion struct {
+	w     *worker
+	o     *outstanding
+	k     string
+	inv   history.Op
+	op    *history.Op
+	crash bool
+	svc   *lockSvc
+}
+
+// completeAcquire completes an acquire: granted, refused, or of unknown
+// outcome and maybe granted; it reports whether a blocking acquire waits on.
+func (g *gen) completeAcquire(c *completion) bool {
+	w, o, k, inv, op, crash, svc := c.w, c.o, c.k, c.inv, c.op, c.crash, c.svc
+	grantable := g.available(k, w.proc) || g.chance(g.misbehave)
+	if !g.majority() || g.outFrom >= 0 && g.now >= g.outFrom && g.now < g.outTo {
+		grantable = false // no quorum, or an outage: nobody can take it
+	}
+	if crash {
+		// an acquire of unknown outcome may have taken effect (§4.1: as
+		// its ok would, or never), also one that renews its process's
+		// hold with a shorter lease
+		if grantable && g.chance(0.5) {
+			g.grant(w, o, true)
+		}
+		return false
+	}
+	if !grantable {
+		if bound := 4 + 8*b2i(g.opts.Waits); o.waited < bound && g.chance(0.7+0.15*float64(b2i(g.opts.Waits))) {
+			o.waited++ // a blocking acquire waits on
+			return true
+		}
+		op.Type = history.Fail
+		op.Error = "held"
+		return false
+	}
+	sess := g.grant(w, o, false)
+	op.Token = svc.tok
+	if g.tokens == tokNone {
+		op.Token = 0
+	}
+	hl := &heldLease{token: op.Token, lease: o.lease}
+	switch o.style {
+	case 0, 1, 2:
+		op.Lease = time.Duration(o.lease)
+		op.Session = sess
+	case 3:
+		op.Lease = history.NoLease
+		op.Session = sess
+	}
+	if o.lease != -1 && g.chance(g.untilRate) {
+		hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
+		if g.chance(0.1) {
+			hl.until = int64(inv.Time) + 2*o.lease // a client that trusts too long
+		}
+		op.Until = time.Duration(hl.until)
+	}
+	w.held[k] = hl
+	return false
+}
+
+// completeRelease completes a release: the holder's frees the lock, unless
+// the algorithm does not release on the server; another's fails, or, from a
+// misbehaving service, frees it.
+func (g *gen) completeRelease(c *completion) {
+	w, inv, op, crash, svc := c.w, c.inv, c.op, c.crash, c.svc
+	mine := svc.holder == w.proc
+	if crash {
+		if mine && g.chance(0.5) {
+			svc.holder = -1
+		}
+		return
+	}
+	switch {
+	case mine && g.chance(0.1):
+		// a release the algorithm does not perform on the server: the
+		// lock frees itself when its lease ends
+		op.Type = history.Fail
+		op.Error = "clients: release does nothing on the server: the lock frees itself when its lease ends"
+	case mine:
+		svc.holder = -1
+	case g.chance(g.misbehave):
+		if g.chance(0.5) {
+			svc.holder = -1 // a foreign release that frees the lock
+		}
+	default:
+		op.Type = history.Fail
+		op.Error = notHeld
+	}
+	op.Token = inv.Token
+}
+
+// completeRenew completes a renewal: the holder's extends the lease; another's
+// fails, or, from a misbehaving service, succeeds.
+func (g *gen) completeRenew(c *completion) {
+	w, o, k, inv, op, crash, svc := c.w, c.o, c.k, c.inv, c.op, c.crash, c.svc
+	mine := svc.holder == w.proc
+	exp := never
+	if o.lease != -1 {
+		exp = g.now + o.lease
+	}
+	if crash {
+		// an unknown renew may have taken effect (§4.1: as its ok would,
+		// or never); without a ttl on its invoke the model takes its
+		// grant's lease for it, so then the honest service applies it
+		// only when it does not shorten the lease
+		if mine && g.chance(0.5) && (inv.TTL != 0 || exp >= svc.expiry || g.misbehave > 0) {
+			svc.expiry = exp
+		}
+		return
+	}
+	switch {
+	case mine:
+		svc.expiry = exp
+	case g.chance(g.misbehave):
+		// renewed for a process that does not hold the lock
+	default:
+		op.Type = history.Fail
+		op.Error = notHeld
+	}
+	if op.Type == history.OK {
+		if hl := w.held[k]; hl != nil && g.tokens != tokNone && g.chance(0.5) {
+			// the ok carries the lease's token: mostly its grant's, or
+			// (pg-timeout) a new one the renewal hands out
+			op.Token = hl.token
+			if g.chance(0.4) {
+				hl.token = g.nextToken(k)
+				op.Token = hl.token
+			}
+		}
+		if g.chance(0.6) {
+			op.Lease = time.Duration(o.lease)
+		}
+		if hl := w.held[k]; inv.TTL == 0 && op.Lease == 0 && (hl == nil || hl.lease != o.lease) {
+			// the grant's lease would stand for it: say what it is
+			op.Lease = time.Duration(o.lease)
+		}
+		if hl := w.held[k]; hl != nil && o.lease != -1 && (hl.until != 0 && g.chance(0.8) || g.chance(0.05)) {
+			// (rarely an until on the renewal of a grant that had none)
+			hl.until = int64(inv.Time) + int64(float64(o.lease)*0.99)
+			op.Until = time.Duration(hl.until)
+		}
+	}
+}
+
+// completeRead completes a read with the register's value, or a stale one
+// from a misbehaving register.
+func (g *gen) completeRead(c *completion) {
+	w, k, op, crash := c.w, c.k, c.op, c.crash
+	if !crash && g.chance(0.05) {
+		op.Type = history.Fail
+		op.Error = "timeout"
+		return
+	}
+	if !crash {
+		v := g.reg[k].value
+		if past := g.reg[k].past; len(past) > 0 && g.chance(g.misbehave/4) {
+			v = past[g.pick(len(past))] // a stale read: the register is not linearizable
+		}
+		op.Value = history.IntValue(v)
+		w.lastRead[k] = v
+	}
+}
+
+// completeWrite completes a write: applied, refused by fencing, or of
+// unknown outcome and applied now, later or never; it reports whether a slow
+// write is still in flight.
+func (g *gen) completeWrite(c *completion) bool {
+	w, o, k, inv, op, crash := c.w, c.o, c.k, c.inv, c.op, c.crash
+	if !o.applied && !o.rejected && !crash && g.slowRate > 0 && o.waited < 4 && g.chance(g.slowRate*2) {
+		o.waited++ // a slow write: still in flight
+		return true
+	}
+	op.Value = inv.Value
+	op.Token = o.token
+	if crash {
+		if !o.applied && !o.rejected {
+			switch x := g.r.Float64(); {
+			case x < 0.4:
+				g.applyWrite(k, o.value, o.token)
+			case x < 0.7:
+				g.deferred = append(g.deferred, deferredWrite{k, o.value, o.token})
+			}
+		}
+		return false
+	}
+	if !o.applied && !o.rejected {
+		if g.chance(0.05) {
+			op.Type = history.Fail
+			op.Error = "timeout"
+			return false
+		}
+		o.applied, o.rejected = g.applyWrite(k, o.value, o.token)
+		o.appliedAt = g.now
+	}
+	if o.rejected {
+		op.Type = history.Fail
+		op.Error = "stale token"
+	}
+	if g.exact {
+		op.Applied = time.Duration(o.appliedAt)
+	}
+	delete(w.lastRead, k)
+	return false
+}
+
+// finish records the completed op and, after a crash, closes the worker's
+// client (unless the crash kept it) and gives it a new process.
+func (g *gen) finish(c *completion) {
+	w, op, crash := c.w, c.op, c.crash
 	kept := crash && g.opts.Kept && g.chance(0.4)
 	if crash {
 		op.Type = history.Info
@@ -836,7 +969,7 @@ func (g *gen) complete(w *worker) {
 		op.Lease, op.Until, op.Session, op.Applied = 0, 0, false, 0
 		op.Kept = kept
 	}
-	g.emit(op)
+	g.emit(*op)
 	w.out = nil
 	if crash {
 		// A kept crash leaves the client, and its sessions, open until a

@@ -232,6 +232,9 @@ func (g *qgen) capturable(q string, misfire bool) []int {
 	return out
 }
 
+// complete completes w's outstanding op: ok, fail or info (a crash, after
+// which the worker goes on under a new process), taking effect when it is
+// ok and, half the time, when it is info.
 func (g *qgen) complete(w *qworker) {
 	o := w.out
 	w.out = nil
@@ -248,37 +251,7 @@ func (g *qgen) complete(w *qworker) {
 	case history.FCapture:
 		var got []history.CapturedTask
 		if took {
-			cands := o.snap
-			if !g.racy {
-				cands = g.capturable(o.key, true)
-			}
-			if g.blind && len(cands) > o.limit {
-				cands = cands[:o.limit]
-			}
-			for _, i := range cands {
-				if len(got) == o.limit {
-					break
-				}
-				t := g.tasks[i]
-				if g.blind && t.budget == 0 {
-					continue
-				}
-				if t.budget > 0 {
-					t.budget--
-				}
-				t.status, t.holder = history.StatusInProgress, w.proc
-				g.token++
-				e := history.CapturedTask{Task: t.id, Token: g.token}
-				if g.budgets && t.budget >= 0 {
-					b := t.budget
-					e.Budget = &b
-				}
-				if g.queues {
-					e.Queue = t.queue
-				}
-				got = append(got, e)
-				w.held = append(w.held, t.id)
-			}
+			got = g.capture(w, o)
 		}
 		if typ == history.OK {
 			if got == nil {
@@ -323,4 +296,43 @@ func (g *qgen) complete(w *qworker) {
 		g.nextProc++
 		w.held = nil
 	}
+}
+
+// capture takes, for w's capture o, up to its limit of the tasks the service
+// sees as capturable (at the capture's invoke when it is racy), and returns
+// them as the capture reports them.
+func (g *qgen) capture(w *qworker, o *qout) []history.CapturedTask {
+	var got []history.CapturedTask
+	cands := o.snap
+	if !g.racy {
+		cands = g.capturable(o.key, true)
+	}
+	if g.blind && len(cands) > o.limit {
+		cands = cands[:o.limit]
+	}
+	for _, i := range cands {
+		if len(got) == o.limit {
+			break
+		}
+		t := g.tasks[i]
+		if g.blind && t.budget == 0 {
+			continue
+		}
+		if t.budget > 0 {
+			t.budget--
+		}
+		t.status, t.holder = history.StatusInProgress, w.proc
+		g.token++
+		e := history.CapturedTask{Task: t.id, Token: g.token}
+		if g.budgets && t.budget >= 0 {
+			b := t.budget
+			e.Budget = &b
+		}
+		if g.queues {
+			e.Queue = t.queue
+		}
+		got = append(got, e)
+		w.held = append(w.held, t.id)
+	}
+	return got
 }

@@ -27,39 +27,7 @@ func TestGenerateMix(t *testing.T) {
 		if err := history.Validate(h); err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, jsonl(h))
 		}
-		clientOps := 0
-		for _, op := range h {
-			if op.IsHeader() {
-				seen["header"] = true
-				continue
-			}
-			if op.IsNemesis() {
-				seen["nemesis"] = true
-				continue
-			}
-			if op.Type == history.Invoke {
-				clientOps++
-			}
-			seen[op.F+" "+string(op.Type)] = true
-			switch {
-			case op.F == history.FAcquire && op.Type == history.OK && op.Lease == 0 && h[0].Time >= 0:
-				seen["acquire ok without lease"] = true
-			case op.F == history.FAcquire && op.Type == history.OK && op.Lease == -1:
-				seen["acquire ok lease -1"] = true
-			}
-			if op.F == history.FAcquire && op.Type == history.OK && op.Session {
-				seen["acquire ok session"] = true
-			}
-			if op.F == history.FAcquire && op.Type == history.OK && op.Until != 0 {
-				seen["acquire ok until"] = true
-			}
-			if op.F == history.FWrite && op.Type == history.OK && op.Applied != 0 {
-				seen["write ok applied"] = true
-			}
-			if op.F == history.FWrite && op.Type == history.OK && op.Applied == 0 {
-				seen["write ok without applied"] = true
-			}
-		}
+		clientOps := noteOps(h, seen)
 		if clientOps > 12 {
 			t.Fatalf("seed %d: %d client ops", seed, clientOps)
 		}
@@ -87,6 +55,55 @@ func TestGenerateMix(t *testing.T) {
 			t.Errorf("no history with %s", k)
 		}
 	}
+	for _, w := range mixWants() {
+		if !seen[w] {
+			t.Errorf("no %q in %d histories", w, n)
+		}
+	}
+}
+
+// noteOps marks in seen the kinds of op h has, and returns its number of
+// client ops.
+func noteOps(h history.History, seen map[string]bool) int {
+	clientOps := 0
+	for _, op := range h {
+		if op.IsHeader() {
+			seen["header"] = true
+			continue
+		}
+		if op.IsNemesis() {
+			seen["nemesis"] = true
+			continue
+		}
+		if op.Type == history.Invoke {
+			clientOps++
+		}
+		seen[op.F+" "+string(op.Type)] = true
+		switch {
+		case op.F == history.FAcquire && op.Type == history.OK && op.Lease == 0 && h[0].Time >= 0:
+			seen["acquire ok without lease"] = true
+		case op.F == history.FAcquire && op.Type == history.OK && op.Lease == -1:
+			seen["acquire ok lease -1"] = true
+		}
+		if op.F == history.FAcquire && op.Type == history.OK && op.Session {
+			seen["acquire ok session"] = true
+		}
+		if op.F == history.FAcquire && op.Type == history.OK && op.Until != 0 {
+			seen["acquire ok until"] = true
+		}
+		if op.F == history.FWrite && op.Type == history.OK && op.Applied != 0 {
+			seen["write ok applied"] = true
+		}
+		if op.F == history.FWrite && op.Type == history.OK && op.Applied == 0 {
+			seen["write ok without applied"] = true
+		}
+	}
+	return clientOps
+}
+
+// mixWants are the kinds of op that TestGenerateMix wants among the
+// generated histories.
+func mixWants() []string {
 	want := []string{"header", "nemesis", "acquire ok without lease", "acquire ok lease -1", "acquire ok session", "acquire ok until",
 		"write ok applied", "write ok without applied", "pending acquire", "pending write", "pending release"}
 	for _, f := range []string{history.FAcquire, history.FRelease, history.FRenew, history.FRead, history.FWrite} {
@@ -95,11 +112,7 @@ func TestGenerateMix(t *testing.T) {
 		}
 	}
 	want = append(want, history.FLeaseLost+" invoke", history.FLeaseLost+" ok")
-	for _, w := range want {
-		if !seen[w] {
-			t.Errorf("no %q in %d histories", w, n)
-		}
-	}
+	return want
 }
 
 // pendingOps lists the f of every invoke without a completion.

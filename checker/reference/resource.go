@@ -42,9 +42,21 @@ func resourceAnomalies(x *parsed, d float64) []string {
 	return kinds
 }
 
+// resourceKey returns the anomalies of the writes and reads of key
+// (§4.2): stale-write and lost-update.
 func resourceKey(x *parsed, key string, d float64) []string {
-	var ws []*write
-	var reads []*opCall // ok reads
+	ws, reads := keyWrites(x, key)
+	acc := acceptedWrites(ws)
+	tightenByReads(ws, acc, reads)
+	kinds := staleWrites(x, acc, d)
+	if len(acc) > 0 && lostUpdate(ws, acc, reads) {
+		kinds = append(kinds, checker.LostUpdate)
+	}
+	return kinds
+}
+
+// keyWrites returns the writes of key and its ok reads.
+func keyWrites(x *parsed, key string) (ws []*write, reads []*opCall) {
 	for _, c := range x.calls {
 		if c.key != key {
 			continue
@@ -58,10 +70,15 @@ func resourceKey(x *parsed, key string, d float64) []string {
 			reads = append(reads, c)
 		}
 	}
+	return ws, reads
+}
+
+// acceptedWrites returns the accepted writes of ws, each with its apply
+// interval: applied where present, else [invoke, completion].
+func acceptedWrites(ws []*write) []*write {
 	var acc []*write
 	for _, w := range ws {
 		if w.accepted {
-			// the apply interval: applied where present, else [invoke, completion]
 			w.lo, w.hi = w.call, w.ret
 			if a := int64(w.doneOp.Applied); a != 0 {
 				w.lo, w.hi = a, a
@@ -69,6 +86,12 @@ func resourceKey(x *parsed, key string, d float64) []string {
 			acc = append(acc, w)
 		}
 	}
+	return acc
+}
+
+// tightenByReads sets after(w) of each accepted write and tightens its
+// apply interval by the reads of its unique value that agree with time.
+func tightenByReads(ws, acc []*write, reads []*opCall) {
 	// the intervals by time alone, before reads tighten them
 	lo := map[*write]int64{}
 	hi := map[*write]int64{}
@@ -109,43 +132,76 @@ func resourceKey(x *parsed, key string, d float64) []string {
 			}
 		}
 	}
-	before := func(a, b *write) bool { return a.hi < b.after }
+}
+
+// appliedBefore reports whether write a was provably applied before b.
+func appliedBefore(a, b *write) bool { return a.hi < b.after }
+
+// staleWrites returns a stale-write for each pair of accepted writes where
+// the newer lease's write was provably applied before the older's.
+func staleWrites(x *parsed, acc []*write, d float64) []string {
 	var kinds []string
-	// stale-write: w_new provably applied before w_old, whose lease is older
 	for _, wo := range acc {
 		for _, wn := range acc {
 			if wo.lease == nil || wn.lease == nil {
 				continue
 			}
-			if x.older(wo.lease, wn.lease, d) && before(wn, wo) {
+			if x.older(wo.lease, wn.lease, d) && appliedBefore(wn, wo) {
 				kinds = append(kinds, checker.StaleWrite)
 			}
 		}
 	}
-	// lost-update: every possible final value known and below n
+	return kinds
+}
+
+// finalValue is a possible final value of the register, and whether it is
+// known.
+type finalValue struct {
+	v     int64
+	known bool
+}
+
+// lostUpdate reports a lost-update: every possible final value of the
+// register known and below the number of accepted writes (acc, not empty).
+func lostUpdate(ws, acc []*write, reads []*opCall) bool {
 	n := int64(len(acc))
-	if n == 0 {
-		return kinds
-	}
-	type final struct {
-		v     int64
-		known bool
-	}
-	var finals []final
+	var finals []finalValue
 	for _, w := range acc {
 		last := true
 		for _, o := range acc {
-			if o != w && before(w, o) {
+			if o != w && appliedBefore(w, o) {
 				last = false
 			}
 		}
 		if last {
-			finals = append(finals, final{w.value, w.hasValue})
+			finals = append(finals, finalValue{w.value, w.hasValue})
 		}
 	}
-	// the last ok read to return of those invoked after hi of every accepted
-	// write (when several return at that same time, any of them may have been
-	// last: each one's value counts)
+	if last := lastReads(acc, reads); len(last) > 0 {
+		finals = nil
+		for _, r := range last {
+			v, ok := r.doneOp.Int()
+			finals = append(finals, finalValue{v, ok})
+		}
+	}
+	for _, w := range ws {
+		if w.unknownW {
+			finals = append(finals, finalValue{w.value, w.hasValue})
+		}
+	}
+	lost := len(finals) > 0
+	for _, f := range finals {
+		if !f.known || f.v >= n {
+			lost = false
+		}
+	}
+	return lost
+}
+
+// lastReads returns the last ok read to return of those invoked after hi of
+// every accepted write (when several return at that same time, any of them
+// may have been last: each one's value counts).
+func lastReads(acc []*write, reads []*opCall) []*opCall {
 	var last []*opCall
 	for _, r := range reads {
 		afterAll := true
@@ -162,28 +218,7 @@ func resourceKey(x *parsed, key string, d float64) []string {
 			last = append(last, r)
 		}
 	}
-	if len(last) > 0 {
-		finals = nil
-		for _, r := range last {
-			v, ok := r.doneOp.Int()
-			finals = append(finals, final{v, ok})
-		}
-	}
-	for _, w := range ws {
-		if w.unknownW {
-			finals = append(finals, final{w.value, w.hasValue})
-		}
-	}
-	lost := len(finals) > 0
-	for _, f := range finals {
-		if !f.known || f.v >= n {
-			lost = false
-		}
-	}
-	if lost {
-		kinds = append(kinds, checker.LostUpdate)
-	}
-	return kinds
+	return last
 }
 
 // tokenGrant is a grant of a fencing token (§4.3): an acquire ok with a

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // picker chooses the node a case acts on.
@@ -631,12 +632,12 @@ func isolateCase(pick picker) testCase {
 		target := e.node(t, pick(t, e))
 		var cut []string
 		for _, l := range e.nw.Links() {
-			if from, to, _ := cluster.SplitLinkName(l); from == target.Name || to == target.Name {
+			if from, to, _ := linknet.SplitName(l); from == target.Name || to == target.Name {
 				cut = append(cut, l)
 			}
 		}
 		if len(cut) == 0 {
-			t.Fatalf("no link of the network reaches %s (links %v): node-to-node traffic must cross the cluster.Network", target.Name, e.nw.Links())
+			t.Fatalf("no link of the network reaches %s (links %v): node-to-node traffic must cross the linknet.Network", target.Name, e.nw.Links())
 		}
 		if err := e.nw.Cut(cut...); err != nil {
 			t.Fatal(err)
@@ -698,13 +699,83 @@ func (c *respConn) reply(d time.Duration) (string, error) {
 // crosses an open direction arrives, nothing crosses a cut one, a new
 // connection through a cut link does not connect, and after the heal what
 // waited is delivered on the same connections.
-var clientPartitionsCase = testCase{"client partitions of each shape", func(t *testing.T, e *env) {
+var clientPartitionsCase = testCase{"client partitions of each shape", clientPartitions}
+
+// partitionWant is what crosses a client link under clientPartitions' cuts:
+// whether a command arrives at the node, and whether its reply is received.
+type partitionWant struct{ arrives, answered bool }
+
+// clientPartitions is clientPartitionsCase's test.
+func clientPartitions(t *testing.T, e *env) {
 	nodes := e.dataNodes()
+	conns, ids := openClientConns(t, e, nodes)
+	steps := []struct {
+		link string
+		f    linknet.Fault
+	}{
+		{"w1->n3", linknet.Fault{Kind: linknet.FaultCut}},
+		{"w2->n1", linknet.Fault{Kind: linknet.FaultCut, Direction: linknet.DirectionBack}},
+		{"w2->n2", linknet.Fault{Kind: linknet.FaultCut, Direction: linknet.DirectionForward}},
+	}
+	for _, s := range steps {
+		if err := e.nw.Apply(s.f, s.link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = e.nw.HealAll() })
+	if c, err := net.DialTimeout("tcp", e.nw.Addr("w1->n3"), quiet); err == nil {
+		c.Close()
+		t.Error("a new connection through the cut link w1->n3 connected")
+	}
+	key := func(link string) string { return "cut-" + strings.ReplaceAll(link, linknet.Separator, "-") }
+	for name, conn := range conns {
+		conn.send(t, "SET "+key(name)+" 1")
+	}
+	byName := map[string]cluster.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	wants := map[string]partitionWant{
+		"w1->n1": {true, true}, "w1->n2": {true, true}, "w1->n3": {false, false},
+		"w2->n1": {true, false}, "w2->n2": {false, false}, "w2->n3": {true, true},
+	}
+	for name, w := range wants {
+		_, node, _ := linknet.SplitName(name)
+		if w.arrives {
+			e.reaches(t, byName[node], key(name), "1")
+		}
+		if w.answered {
+			if r, err := conns[name].reply(generous); err != nil || r != "+OK" {
+				t.Errorf("%s: reply %q, %v", name, r, err)
+			}
+		}
+	}
+	time.Sleep(quiet)
+	for name, w := range wants {
+		_, node, _ := linknet.SplitName(name)
+		if !w.arrives {
+			if v, ok := e.read(t, byName[node], key(name)); ok {
+				t.Errorf("%s: the command crossed a cut (key is %s)", name, v)
+			}
+		}
+		if !w.answered {
+			if r, err := conns[name].reply(100 * time.Millisecond); err == nil {
+				t.Errorf("%s: a reply %q crossed a cut", name, r)
+			}
+		}
+	}
+	healedSame(t, e, conns, ids, wants)
+}
+
+// openClientConns links the workers w1 and w2 to every node and opens a
+// connection through each link; it returns them and their client ids, by
+// link name.
+func openClientConns(t *testing.T, e *env, nodes []cluster.Node) (map[string]*respConn, map[string]string) {
 	conns := map[string]*respConn{}
 	ids := map[string]string{}
 	for _, w := range []string{"w1", "w2"} {
 		for _, n := range nodes {
-			name := cluster.LinkName(w, n.Name)
+			name := linknet.Name(w, n.Name)
 			via, err := e.nw.Link(name, n.Addr)
 			if err != nil {
 				t.Fatal(err)
@@ -717,62 +788,12 @@ var clientPartitionsCase = testCase{"client partitions of each shape", func(t *t
 			}
 		}
 	}
-	steps := []struct {
-		link string
-		f    cluster.Fault
-	}{
-		{"w1->n3", cluster.Fault{Kind: cluster.FaultCut}},
-		{"w2->n1", cluster.Fault{Kind: cluster.FaultCut, Direction: cluster.DirectionBack}},
-		{"w2->n2", cluster.Fault{Kind: cluster.FaultCut, Direction: cluster.DirectionForward}},
-	}
-	for _, s := range steps {
-		if err := e.nw.Apply(s.f, s.link); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _ = e.nw.HealAll() })
-	if c, err := net.DialTimeout("tcp", e.nw.Addr("w1->n3"), quiet); err == nil {
-		c.Close()
-		t.Error("a new connection through the cut link w1->n3 connected")
-	}
-	key := func(link string) string { return "cut-" + strings.ReplaceAll(link, cluster.LinkSeparator, "-") }
-	for name, conn := range conns {
-		conn.send(t, "SET "+key(name)+" 1")
-	}
-	byName := map[string]cluster.Node{}
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
-	type want struct{ arrives, answered bool }
-	wants := map[string]want{
-		"w1->n1": {true, true}, "w1->n2": {true, true}, "w1->n3": {false, false},
-		"w2->n1": {true, false}, "w2->n2": {false, false}, "w2->n3": {true, true},
-	}
-	for name, w := range wants {
-		_, node, _ := cluster.SplitLinkName(name)
-		if w.arrives {
-			e.reaches(t, byName[node], key(name), "1")
-		}
-		if w.answered {
-			if r, err := conns[name].reply(generous); err != nil || r != "+OK" {
-				t.Errorf("%s: reply %q, %v", name, r, err)
-			}
-		}
-	}
-	time.Sleep(quiet)
-	for name, w := range wants {
-		_, node, _ := cluster.SplitLinkName(name)
-		if !w.arrives {
-			if v, ok := e.read(t, byName[node], key(name)); ok {
-				t.Errorf("%s: the command crossed a cut (key is %s)", name, v)
-			}
-		}
-		if !w.answered {
-			if r, err := conns[name].reply(100 * time.Millisecond); err == nil {
-				t.Errorf("%s: a reply %q crossed a cut", name, r)
-			}
-		}
-	}
+	return conns, ids
+}
+
+// healedSame heals every link and checks that what waited behind a cut is
+// answered, and that every connection is the one opened before the cuts.
+func healedSame(t *testing.T, e *env, conns map[string]*respConn, ids map[string]string, wants map[string]partitionWant) {
 	if err := e.nw.HealAll(); err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +810,7 @@ var clientPartitionsCase = testCase{"client partitions of each shape", func(t *t
 			t.Errorf("%s: CLIENT ID after the heal %q (%v), before %q: the connection was replaced", name, id, err, ids[name])
 		}
 	}
-}}
+}
 
 // replicaIDs returns the client ids of the replication connections the
 // primary at addr serves.
@@ -851,9 +872,9 @@ func replicaLags(t *testing.T, addr string) []int {
 // after its heal, and n1 serves the same replication connections after the
 // heals.
 var replicationPartitionsCase = testCase{"replication partitions of each shape", func(t *testing.T, e *env) {
-	link := cluster.LinkName("n2", "n1")
+	link := linknet.Name("n2", "n1")
 	if e.nw.Addr(link) == "" {
-		t.Fatalf("no link %s (links %v): replication must cross the cluster.Network", link, e.nw.Links())
+		t.Fatalf("no link %s (links %v): replication must cross the linknet.Network", link, e.nw.Links())
 	}
 	n1, n2, n3 := e.node(t, "n1"), e.node(t, "n2"), e.node(t, "n3")
 	var before []string
@@ -866,15 +887,15 @@ var replicationPartitionsCase = testCase{"replication partitions of each shape",
 	t.Cleanup(func() { _ = e.nw.Heal(link) })
 	for i, tc := range []struct {
 		name  string
-		dir   cluster.Direction
+		dir   linknet.Direction
 		holds bool
 	}{
-		{"full", cluster.DirectionBoth, true},
-		{"forward", cluster.DirectionForward, false},
-		{"back", cluster.DirectionBack, true},
+		{"full", linknet.DirectionBoth, true},
+		{"forward", linknet.DirectionForward, false},
+		{"back", linknet.DirectionBack, true},
 	} {
 		key := fmt.Sprintf("repl-%d-%s", i, tc.name)
-		if err := e.nw.Apply(cluster.Fault{Kind: cluster.FaultCut, Direction: tc.dir}, link); err != nil {
+		if err := e.nw.Apply(linknet.Fault{Kind: linknet.FaultCut, Direction: tc.dir}, link); err != nil {
 			t.Fatal(err)
 		}
 		e.write(t, n1, key, "1")

@@ -4,7 +4,7 @@
 // Follower), with real servers and real connections: start every topology
 // of every system the backend runs, kill and restart with and without
 // persistence, pause and resume, clock skew, partitions of each shape the
-// cluster.Network supports, failover and rejoin, sentinel failover, and a
+// linknet.Network supports, failover and rejoin, sentinel failover, and a
 // teardown that leaves nothing behind.
 //
 // A backend declares what it runs (Backend.Systems) and what it cannot do
@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // Ability is something a backend may be unable to do; every ability not
@@ -75,7 +76,7 @@ type Backend struct {
 	Name string
 	// Start starts a cluster of spec whose node-to-node links go through
 	// net, and waits until every node answers.
-	Start func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error)
+	Start func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error)
 	// Systems lists the systems the backend runs (cluster.Redis, ...).
 	Systems []string
 	// Only, when not empty, is the sample of Systems this run tests; the
@@ -141,7 +142,7 @@ func (b Backend) requires(t *testing.T, abilities ...Ability) {
 // missing; a server binary missing for a declared system fails its start.
 func Run(t *testing.T, b Backend) {
 	t.Helper()
-	if err := b.check(); err != nil {
+	if err := errors.Join(b.check(), coverage()); err != nil {
 		t.Fatal(err)
 	}
 	for _, sys := range systems {
@@ -184,7 +185,7 @@ type env struct {
 	sys    system
 	top    topology
 	c      cluster.Cluster
-	nw     *cluster.Network
+	nw     *linknet.Network
 	logDir string // the spec's LogDir
 	done   bool   // teardown ran
 }
@@ -219,7 +220,7 @@ func runTopology(t *testing.T, b Backend, sys system, top topology) {
 
 // newNetwork returns a Network closed at cleanup, and checks there that its
 // kernel table is gone.
-func newNetwork(t *testing.T) *cluster.Network {
+func newNetwork(t *testing.T) *linknet.Network {
 	t.Helper()
 	nw, err := cluster.NewNetwork()
 	if err != nil {

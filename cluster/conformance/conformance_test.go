@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 func TestBackendCheck(t *testing.T) {
-	start := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) { return nil, nil }
+	start := func(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) { return nil, nil }
 	leftovers := func(cluster.Cluster) func() []string { return func() []string { return nil } }
 	good := Backend{Name: "b", Start: start, Systems: []string{cluster.Redis}, Leftovers: leftovers}
 	tests := []struct {
@@ -39,6 +40,14 @@ func TestBackendCheck(t *testing.T) {
 				t.Fatalf("check: %v, want an error saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCoverage requires the suite to start every declared system in every
+// declared topology.
+func TestCoverage(t *testing.T) {
+	if err := coverage(); err != nil {
+		t.Fatal(err)
 	}
 }
 

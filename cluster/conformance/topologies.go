@@ -1,8 +1,41 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
+	"slices"
+
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 )
+
+// coverage reports an error for each system of cluster.Systems the suite
+// has no entry for, each declared topology none of its entry's topologies
+// starts, and each entry of a system that is not declared: the suite runs
+// what the declarations say a system is.
+func coverage() error {
+	var errs []error
+	for _, info := range cluster.Systems {
+		i := slices.IndexFunc(systems, func(s system) bool { return s.name == info.Name })
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("conformance: declared system %q has no topology in the suite (cluster/conformance/topologies.go)", info.Name))
+			continue
+		}
+		for _, want := range info.Topologies {
+			if !slices.ContainsFunc(systems[i].topologies, func(top topology) bool {
+				got, err := cluster.TopologyOf(top.spec)
+				return err == nil && got.Name == want.Name
+			}) {
+				errs = append(errs, fmt.Errorf("conformance: %s's declared topology %q is not in the suite", info.Name, want.Name))
+			}
+		}
+	}
+	for _, s := range systems {
+		if _, err := cluster.LookupSystem(s.name); err != nil {
+			errs = append(errs, fmt.Errorf("conformance: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // systems lists every system the suite knows with the topologies it starts
 // and, for each, the cases that run on its one cluster, in order.

@@ -17,7 +17,7 @@
 // (systems.go); this package only starts, stops, pauses and wires
 // containers.
 //
-// Node-to-node traffic goes through the harness's cluster.Network like every
+// Node-to-node traffic goes through the harness's linknet.Network like every
 // other link, although the links listen on the host's loopback only: a node
 // reaches a peer at an address on 127.0.0.1 inside its own container, where
 // the harness listens (in the container's network namespace, which needs
@@ -58,6 +58,7 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // DefaultImage is the node image used when neither WithImage nor the
@@ -153,7 +154,7 @@ type Cluster struct {
 	dir     string // host temp dir: clock files, configs, and logs when spec.LogDir is empty
 	logDir  string
 	nodes   []*node
-	net     *cluster.Network
+	net     *linknet.Network
 	repl    *cluster.Replication // Redis: the roles and failovers; nil otherwise
 
 	mu     sync.Mutex
@@ -204,7 +205,7 @@ var (
 // links cluster/local makes. Clusters without node-to-node links (Redis
 // masters, PostgreSQL, a single ZooKeeper or etcd node) accept a nil
 // network. On error, everything Start created is removed.
-func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opts ...Option) (*Cluster, error) {
+func Start(ctx context.Context, spec cluster.Spec, network *linknet.Network, opts ...Option) (*Cluster, error) {
 	o := options{image: os.Getenv(ImageEnv), startTimeout: 60 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
@@ -252,7 +253,7 @@ func Start(ctx context.Context, spec cluster.Spec, network *cluster.Network, opt
 
 // startBackend is Start with the default options, returning the
 // cluster.Cluster interface (nil on error).
-func startBackend(ctx context.Context, spec cluster.Spec, network *cluster.Network) (cluster.Cluster, error) {
+func startBackend(ctx context.Context, spec cluster.Spec, network *linknet.Network) (cluster.Cluster, error) {
 	c, err := Start(ctx, spec, network)
 	if err != nil {
 		return nil, err
@@ -260,9 +261,12 @@ func startBackend(ctx context.Context, spec cluster.Spec, network *cluster.Netwo
 	return c, nil
 }
 
-// needsLinks reports whether a cluster of spec has node-to-node links.
+// needsLinks reports whether a cluster of spec has node-to-node links: its
+// declared topology's nodes dial one another (cluster.Topology.PeerLinks)
+// and it has more than one node.
 func needsLinks(spec cluster.Spec, layout []cluster.Node) bool {
-	return cluster.Replicated(spec) || ((spec.System == cluster.ZooKeeper || spec.System == cluster.Etcd) && len(layout) > 1)
+	top, err := cluster.TopologyOf(spec)
+	return err == nil && top.PeerLinks && len(layout) > 1
 }
 
 // Engine returns a client of the Docker engine (DOCKER_HOST, or the local
@@ -950,7 +954,7 @@ func (c *Cluster) Close() error {
 		c.closeRelays(n)
 	}
 	for _, l := range c.links {
-		if err := c.net.Remove(l); err != nil && !errors.Is(err, cluster.ErrNoLink) && !errors.Is(err, cluster.ErrNetworkClosed) {
+		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
 			errs = append(errs, fmt.Errorf("docker: %w", err))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/conformance"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // requireEngineAndImage skips the test when the Docker engine or the node
@@ -32,7 +33,7 @@ func requireEngineAndImage(t *testing.T) {
 }
 
 // startCluster starts a Redis masters cluster and registers its Close.
-func startCluster(t *testing.T, nodes int, net *cluster.Network) *Cluster {
+func startCluster(t *testing.T, nodes int, net *linknet.Network) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -290,7 +291,7 @@ func BenchmarkColdStart(b *testing.B) {
 				}
 				for w := range 5 {
 					for _, n := range c.Nodes() {
-						if _, err := nw.Link(cluster.LinkName(fmt.Sprintf("w%d", w), n.Name), n.Addr); err != nil {
+						if _, err := nw.Link(linknet.Name(fmt.Sprintf("w%d", w), n.Name), n.Addr); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // A relay carries one node-to-node link out of a container. A container
@@ -25,7 +26,7 @@ import (
 type relay struct {
 	ln   net.Listener
 	link string
-	net  *cluster.Network
+	net  *linknet.Network
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -35,7 +36,7 @@ type relay struct {
 
 // startRelay listens on addr inside the network namespace of the process
 // pid and forwards each connection to the current address of the link.
-func startRelay(pid int, addr, link string, network *cluster.Network) (*relay, error) {
+func startRelay(pid int, addr, link string, network *linknet.Network) (*relay, error) {
 	ln, err := listenInNetns(pid, addr)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // Container ports of the systems. A peer port that differs per node
@@ -14,12 +15,17 @@ import (
 // plus the node's number, so that 127.0.0.1:port names the same node in
 // every container: the node's own listener in its container, a relay to it
 // in the others.
+//
+// The client ports are the systems' declared ones (cluster.SystemInfo.Port).
+var (
+	redisPort     = clientPort(cluster.Redis)
+	postgresPort  = clientPort(cluster.Postgres)
+	zookeeperPort = clientPort(cluster.ZooKeeper)
+	etcdPort      = clientPort(cluster.Etcd)
+)
+
 const (
-	redisPort          = "6379/tcp"
 	sentinelPort       = "26379/tcp"
-	postgresPort       = "5432/tcp"
-	zookeeperPort      = "2181/tcp"
-	etcdPort           = "2379/tcp"
 	redisRelayBase     = 16000 // + k: the relay to Redis data node nk
 	zookeeperQuorum    = 12800 // + k: nk's quorum port
 	zookeeperElection  = 13800 // + k: nk's election port
@@ -29,6 +35,19 @@ const (
 	etcdDataDir        = dataDir + "/etcd"
 	postgresUnprivUser = "postgres"
 )
+
+// clientPort returns the container port spec of the declared client port
+// of a system, "" for an undeclared one.
+func clientPort(system string) string {
+	info, err := cluster.LookupSystem(system)
+	if err != nil {
+		return ""
+	}
+	return tcp(info.Port)
+}
+
+// portNumber returns the number of a container port spec ("6379/tcp").
+func portNumber(spec string) string { return strings.TrimSuffix(spec, "/tcp") }
 
 // tcp returns a container port spec of a port number.
 func tcp(port int) string { return strconv.Itoa(port) + "/tcp" }
@@ -46,7 +65,7 @@ func (c *Cluster) plan() error {
 	}
 	for _, n := range c.nodes {
 		n.skew = info.NoClockSkew == ""
-		n.ready = cluster.Ready(c.spec.System)
+		n.ready = info.Ready
 	}
 	switch c.spec.System {
 	case cluster.Redis:
@@ -142,7 +161,7 @@ func (c *Cluster) planRedis() error {
 	}
 	primary := data[0]
 	for _, n := range data {
-		conf := append(cluster.RedisConfig(c.spec), "port 6379", "bind 0.0.0.0", "dir "+dataDir, `logfile ""`)
+		conf := append(cluster.Settings(c.spec), "port "+portNumber(redisPort), "bind 0.0.0.0", "dir "+dataDir, `logfile ""`)
 		if n.Role == cluster.RoleReplica {
 			via := n.relay(redisRelayPort(primary), cluster.ReplicationLink(c.spec, n.Name, primary.Name), primary, redisPort)
 			conf = append(conf, "replicaof 127.0.0.1 "+portOf(via))
@@ -183,8 +202,8 @@ func (c *Cluster) planPostgres() error {
 	asUser := []string{"setpriv", "--reuid=" + postgresUnprivUser, "--regid=" + postgresUnprivUser, "--init-groups"}
 	initdb := append(append(append([]string{}, asUser...), "$bin/initdb", "-D", postgresDataDir), cluster.PostgresInitdbArgs...)
 	server := append(append([]string{}, asUser...), "$bin/postgres", "-D", postgresDataDir,
-		"-c", "listen_addresses=*", "-c", "port=5432", "-c", "unix_socket_directories=/tmp")
-	for _, s := range cluster.PostgresSettings(c.spec) {
+		"-c", "listen_addresses=*", "-c", "port="+portNumber(postgresPort), "-c", "unix_socket_directories=/tmp")
+	for _, s := range cluster.Settings(c.spec) {
 		server = append(server, "-c", s)
 	}
 	// $bin: the newest installed version's programs.
@@ -217,15 +236,15 @@ func (c *Cluster) planZooKeeper() error {
 		}
 	}
 	for _, n := range c.nodes {
-		conf := append(cluster.ZooKeeperConfig(members),
-			"dataDir="+zookeeperDataDir, "clientPort=2181", "clientPortAddress=0.0.0.0")
+		conf := append(cluster.Settings(c.spec),
+			"dataDir="+zookeeperDataDir, "clientPort="+portNumber(zookeeperPort), "clientPortAddress=0.0.0.0")
 		if members > 1 {
 			conf = append(conf, "quorumListenOnAllIPs=true")
 			for _, p := range c.nodes {
 				q, e := zookeeperQuorum+p.index, zookeeperElection+p.index
 				if p != n {
-					n.relay(q, cluster.LinkName(n.Name, p.Name), p, tcp(q))
-					n.relay(e, cluster.LinkName(n.Name, p.Name+cluster.LinkPurposeSeparator+cluster.ZooKeeperElection), p, tcp(e))
+					n.relay(q, linknet.Name(n.Name, p.Name), p, tcp(q))
+					n.relay(e, linknet.Name(n.Name, p.Name+linknet.PurposeSeparator+cluster.ZooKeeperElection), p, tcp(e))
 				}
 				conf = append(conf, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", p.index, q, e))
 			}
@@ -266,18 +285,18 @@ func (c *Cluster) planEtcd() error {
 		for _, p := range c.nodes {
 			if p != n && members > 1 {
 				q := etcdPeerBase + p.index
-				n.relay(q, cluster.LinkName(n.Name, p.Name), p, tcp(q))
+				n.relay(q, linknet.Name(n.Name, p.Name), p, tcp(q))
 			}
 		}
 		argv := append([]string{"etcd",
 			"--name", n.Name,
 			"--data-dir", etcdDataDir,
-			"--listen-client-urls", "http://0.0.0.0:2379",
+			"--listen-client-urls", "http://0.0.0.0:" + portNumber(etcdPort),
 			"--advertise-client-urls", "http://" + n.Addr,
 			"--listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", peer),
 			"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peer),
 			"--initial-cluster", strings.Join(initial, ","),
-		}, cluster.EtcdFlags()...)
+		}, cluster.Settings(c.spec)...)
 		n.server = command(argv...) + logTo(n)
 	}
 	return nil

@@ -11,11 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // startSpec starts a cluster of spec on a fresh network and registers the
 // cleanup of both.
-func startSpec(t *testing.T, spec cluster.Spec) (*Cluster, *cluster.Network) {
+func startSpec(t *testing.T, spec cluster.Spec) (*Cluster, *linknet.Network) {
 	t.Helper()
 	nw, err := cluster.NewNetwork()
 	if err != nil {
@@ -79,7 +80,11 @@ func TestSystemsStartWithTheirLinks(t *testing.T) {
 			if len(got) != len(want) {
 				t.Fatalf("nodes %v, want the layout %v", got, want)
 			}
-			ready := cluster.Ready(tt.spec.System)
+			info, err := cluster.LookupSystem(tt.spec.System)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ready := info.Ready
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			for i, n := range got {
@@ -171,7 +176,7 @@ func TestZooKeeperIsolatedLeaderLosesQuorum(t *testing.T) {
 	}
 	var cut []string
 	for _, l := range nw.Links() {
-		if from, to, _ := cluster.SplitLinkName(l); from == leader || to == leader {
+		if from, to, _ := linknet.SplitName(l); from == leader || to == leader {
 			cut = append(cut, l)
 		}
 	}
@@ -217,7 +222,7 @@ func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
 	}
 	var peerLinks []string
 	for _, l := range nw.Links() {
-		if from, to, _ := cluster.SplitLinkName(l); (from == "n3" || to == "n3") && !strings.HasPrefix(from, "w") {
+		if from, to, _ := linknet.SplitName(l); (from == "n3" || to == "n3") && !strings.HasPrefix(from, "w") {
 			peerLinks = append(peerLinks, l)
 		}
 	}
@@ -250,5 +255,37 @@ func requireTested(t *testing.T, system string) {
 	t.Helper()
 	if only := testedSystems(); only != nil && !slices.Contains(only, system) {
 		t.Skipf("SKIPPED: JEPSEN_LITE_DOCKER_SYSTEMS=%s does not name %s", strings.Join(only, ","), system)
+	}
+}
+
+// TestNeedsLinks requires a network for the node-to-node links exactly of
+// the clusters whose declared topology has peer links and which have more
+// than one node, whatever the system: a declared system's partitions then
+// cut its peers here too.
+func TestNeedsLinks(t *testing.T) {
+	tests := []struct {
+		name string
+		spec cluster.Spec
+		want bool
+	}{
+		{"redis masters", cluster.Spec{System: cluster.Redis, Nodes: 3}, false},
+		{"redis primary-replica", cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}, true},
+		{"redis sentinel", cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2}, true},
+		{"postgres", cluster.Spec{System: cluster.Postgres, Nodes: 1}, false},
+		{"zookeeper alone", cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}, false},
+		{"zookeeper ensemble", cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}, true},
+		{"etcd alone", cluster.Spec{System: cluster.Etcd, Nodes: 1}, false},
+		{"etcd cluster", cluster.Spec{System: cluster.Etcd, Nodes: 3}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			layout, err := cluster.Layout(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := needsLinks(tt.spec, layout); got != tt.want {
+				t.Errorf("needsLinks(%+v) = %v, want %v", tt.spec, got, tt.want)
+			}
+		})
 	}
 }

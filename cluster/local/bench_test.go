@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // BenchmarkColdStart measures starting a cluster until every node answers,
@@ -35,7 +36,7 @@ func BenchmarkColdStart(b *testing.B) {
 				}
 				for w := range 5 {
 					for _, n := range c.Nodes() {
-						if _, err := nw.Link(cluster.LinkName(fmt.Sprintf("w%d", w), n.Name), n.Addr); err != nil {
+						if _, err := nw.Link(linknet.Name(fmt.Sprintf("w%d", w), n.Name), n.Addr); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -15,7 +15,7 @@ import (
 // etcdGidBase is the base of the group ids etcd members run with in a
 // cluster: member nK runs as root with primary group id etcdGidBase+K
 // (304321 for n1), so the kernel tells the connections it dials apart from
-// the other members' (cluster.Network.LinkFrom). The range lies in
+// the other members' (linknet.Network.LinkFrom). The range lies in
 // 65536-524287, which systemd leaves unused (no user database, container
 // or dynamic range), and needs no group entry; concurrent clusters may
 // share the ids, as a per-source link is also keyed by the shared address
@@ -35,6 +35,10 @@ func (c *Cluster) setupEtcd() error {
 	if err != nil {
 		return fmt.Errorf("local: etcd: %w", err)
 	}
+	top, err := cluster.TopologyOf(c.spec)
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
 	count := max(c.spec.Nodes, 1)
 	peerPort := map[string]int{}
 	for i := range count {
@@ -45,7 +49,7 @@ func (c *Cluster) setupEtcd() error {
 		if peerPort[n.name], err = cluster.FreePort(); err != nil {
 			return err
 		}
-		if count > 1 {
+		if count > 1 && top.OneAdvertisedAddress {
 			n.cred = &syscall.Credential{Uid: 0, Gid: uint32(etcdGidBase + i + 1), NoSetGroups: true}
 		}
 	}
@@ -58,7 +62,7 @@ func (c *Cluster) setupEtcd() error {
 			if p == n {
 				continue
 			}
-			if adv, err = c.linkFrom(p.name, n.name, etcdGidBase+j+1, real); err != nil {
+			if adv, err = c.peerLink(top, p.name, n.name, etcdGidBase+j+1, real); err != nil {
 				return err
 			}
 		}
@@ -75,7 +79,7 @@ func (c *Cluster) setupEtcd() error {
 			"--listen-peer-urls", "http://127.0.0.1:" + strconv.Itoa(peerPort[n.name]),
 			"--initial-advertise-peer-urls", advertised[n.name],
 			"--initial-cluster", strings.Join(initial, ","),
-		}, cluster.EtcdFlags()...)
+		}, cluster.Settings(c.spec)...)
 		addr := n.addr()
 		n.ready = func(ctx context.Context) error { return cluster.EtcdReady(ctx, addr) }
 	}

@@ -2,7 +2,7 @@
 // postgres, ZooKeeper, etcd) as child processes on free 127.0.0.1 ports. It
 // owns their temp dirs, configs, logs, process lifetimes (start, kill,
 // restart, pause) and wall-clock offsets, and it routes node-to-node traffic
-// (replication, quorum, peers) through the cluster.Network so the nemesis can
+// (replication, quorum, peers) through the linknet.Network so the nemesis can
 // cut it.
 //
 // Every node runs in its own process group and gets SIGKILL if the harness
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // Compile-time checks of the abilities a local cluster has.
@@ -39,7 +40,7 @@ var Backend = cluster.Backend{Name: "local", Systems: cluster.SystemNames(), Sta
 
 // startBackend is Start with the default options, returning the
 // cluster.Cluster interface (nil on error).
-func startBackend(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+func startBackend(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 	c, err := Start(ctx, spec, net)
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func WithPostgresBinDir(dir string) Option { return func(o *options) { o.pgBinDi
 // Cluster is a running local cluster. Its methods are safe for concurrent use.
 type Cluster struct {
 	spec  cluster.Spec
-	net   *cluster.Network
+	net   *linknet.Network
 	opts  options
 	root  string // temp dir holding every node's dir
 	nodes []*node
@@ -104,7 +105,7 @@ type Cluster struct {
 // Start starts the cluster described by spec, waits until every node answers,
 // and returns it. Node-to-node links go through net. On error everything
 // started so far is torn down.
-func Start(ctx context.Context, spec cluster.Spec, net *cluster.Network, opts ...Option) (*Cluster, error) {
+func Start(ctx context.Context, spec cluster.Spec, net *linknet.Network, opts ...Option) (*Cluster, error) {
 	o := options{readyTimeout: 30 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
@@ -326,7 +327,7 @@ func (c *Cluster) Close() error {
 	}
 	wg.Wait()
 	for _, l := range c.links {
-		if err := c.net.Remove(l); err != nil && !errors.Is(err, cluster.ErrNoLink) && !errors.Is(err, cluster.ErrNetworkClosed) {
+		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -383,7 +384,7 @@ func (c *Cluster) addNode(name, role string) (*node, error) {
 
 // link creates the node-to-node link from -> to, forwarding to upstream.
 func (c *Cluster) link(from, to, upstream string) (string, error) {
-	name := cluster.LinkName(from, to)
+	name := linknet.Name(from, to)
 	addr, err := c.net.Link(name, upstream)
 	if err != nil {
 		return "", fmt.Errorf("local: %w", err)
@@ -392,11 +393,22 @@ func (c *Cluster) link(from, to, upstream string) (string, error) {
 	return addr, nil
 }
 
+// peerLink creates the node-to-node link from -> to of a topology: one per
+// source, carrying the connections of group gid, where its peers all dial
+// one advertised address (cluster.Topology.OneAdvertisedAddress), and one
+// per pair, an address of its own, otherwise.
+func (c *Cluster) peerLink(top cluster.Topology, from, to string, gid int, upstream string) (string, error) {
+	if top.OneAdvertisedAddress {
+		return c.linkFrom(from, to, gid, upstream)
+	}
+	return c.link(from, to, upstream)
+}
+
 // linkFrom creates the per-source node-to-node link from -> to, carrying
 // the connections that the processes of group gid open to the address it
-// shares with the other links to upstream (cluster.Network.LinkFrom).
+// shares with the other links to upstream (linknet.Network.LinkFrom).
 func (c *Cluster) linkFrom(from, to string, gid int, upstream string) (string, error) {
-	name := cluster.LinkName(from, to)
+	name := linknet.Name(from, to)
 	addr, err := c.net.LinkFrom(name, gid, upstream)
 	if err != nil {
 		return "", fmt.Errorf("local: %w", err)

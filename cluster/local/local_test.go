@@ -16,6 +16,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/conformance"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // requireBinaries skips the test when a server binary is not installed.
@@ -32,7 +33,7 @@ func requireBinaries(t *testing.T, bins ...string) {
 
 // startCluster starts a cluster and its network, both closed at cleanup, and
 // checks at cleanup that nothing is left behind.
-func startCluster(t *testing.T, spec cluster.Spec, opts ...Option) (*Cluster, *cluster.Network) {
+func startCluster(t *testing.T, spec cluster.Spec, opts ...Option) (*Cluster, *linknet.Network) {
 	t.Helper()
 	nw, err := cluster.NewNetwork()
 	if err != nil {
@@ -130,7 +131,7 @@ func TestConformance(t *testing.T) {
 	}
 	conformance.Run(t, conformance.Backend{
 		Name: "local",
-		Start: func(ctx context.Context, spec cluster.Spec, net *cluster.Network) (cluster.Cluster, error) {
+		Start: func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 			c, err := Start(ctx, spec, net)
 			if err != nil {
 				return nil, err
@@ -270,7 +271,7 @@ func TestEtcdIsolatedMemberLosesQuorum(t *testing.T) {
 	healthy := func(addr string) bool { return cluster.EtcdReady(ctxT(t, time.Second), addr) == nil }
 	var peerLinks []string
 	for _, l := range nw.Links() {
-		if from, to, _ := cluster.SplitLinkName(l); from == "n3" || to == "n3" {
+		if from, to, _ := linknet.SplitName(l); from == "n3" || to == "n3" {
 			peerLinks = append(peerLinks, l)
 		}
 	}

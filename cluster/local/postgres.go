@@ -23,7 +23,7 @@ const postgresUnprivileged = "nobody"
 
 // setupPostgres creates one PostgreSQL node: initdb into its temp dir, then
 // a postgres command line that listens on 127.0.0.1 only, with its Unix
-// socket in the temp dir and the settings of cluster.PostgresSettings.
+// socket in the temp dir and the settings of cluster.Settings.
 func (c *Cluster) setupPostgres() error {
 	if c.spec.Nodes > 1 {
 		return fmt.Errorf("local: postgres runs a single node, not %d", c.spec.Nodes)
@@ -69,7 +69,7 @@ func (c *Cluster) setupPostgres() error {
 		"-c", "port=" + strconv.Itoa(n.port),
 		"-c", "unix_socket_directories=" + n.dir,
 	}
-	for _, setting := range cluster.PostgresSettings(c.spec) {
+	for _, setting := range cluster.Settings(c.spec) {
 		n.argv = append(n.argv, "-c", setting)
 	}
 	n.env = []string{"LC_ALL=C"}

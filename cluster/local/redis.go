@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // setupRedis creates the nodes of the Redis topology (cluster.Layout), their
@@ -48,7 +49,7 @@ func (c *Cluster) setupRedis() error {
 		if _, ok := peer[name]; ok {
 			return nil
 		}
-		end, _, _ := cluster.SplitLinkName(name)
+		end, _, _ := linknet.SplitName(name)
 		a, err := c.link(end, to.name, to.addr())
 		peer[name] = a
 		return err
@@ -66,13 +67,13 @@ func (c *Cluster) setupRedis() error {
 		}
 	}
 	for _, n := range data {
-		conf := append(cluster.RedisConfig(c.spec), "port "+strconv.Itoa(n.port), "bind 127.0.0.1", `logfile ""`, "dir "+n.dir)
+		conf := append(cluster.Settings(c.spec), "port "+strconv.Itoa(n.port), "bind 127.0.0.1", `logfile ""`, "dir "+n.dir)
 		if n.role == cluster.RoleReplica {
 			host, port := splitAddr(peer[cluster.ReplicationLink(c.spec, n.name, data[0].name)])
 			conf = append(conf, cluster.ReplicaOf(host, port))
 		}
 		if sentinel {
-			host, port := splitAddr(peer[cluster.LinkName(cluster.PeersLink, n.name)])
+			host, port := splitAddr(peer[linknet.Name(cluster.PeersLink, n.name)])
 			conf = append(conf, "replica-announce-ip "+host, "replica-announce-port "+strconv.Itoa(port))
 		}
 		path := filepath.Join(n.dir, "redis.conf")
@@ -84,21 +85,8 @@ func (c *Cluster) setupRedis() error {
 		n.ready = func(ctx context.Context) error { return cluster.RedisReady(ctx, addr) }
 	}
 	if sentinel {
-		sbin, err := exec.LookPath("redis-sentinel")
-		if err != nil {
-			return fmt.Errorf("local: redis-sentinel: %w", err)
-		}
-		host, port := splitAddr(peer[cluster.LinkName(cluster.PeersLink, data[0].name)])
-		for _, s := range sentinels {
-			conf := append([]string{"port " + strconv.Itoa(s.port), "bind 127.0.0.1", `logfile ""`, "dir " + s.dir},
-				cluster.SentinelConfig(host, port)...)
-			path := filepath.Join(s.dir, "sentinel.conf")
-			if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-				return fmt.Errorf("local: sentinel config: %w", err)
-			}
-			s.argv = []string{sbin, path}
-			addr, replicas := s.addr(), len(data)-1
-			s.ready = func(ctx context.Context) error { return cluster.SentinelReady(ctx, addr, replicas) }
+		if err := setupSentinels(sentinels, peer[linknet.Name(cluster.PeersLink, data[0].name)], len(data)-1); err != nil {
+			return err
 		}
 	}
 	c.repl = cluster.NewReplication(c.spec, c.infos(), wiring{c})
@@ -161,7 +149,7 @@ func (w wiring) PeerAddr(ctx context.Context, from, to string) (string, error) {
 	}
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	end, _, _ := cluster.SplitLinkName(name)
+	end, _, _ := linknet.SplitName(name)
 	return w.c.link(end, to, t.addr())
 }
 
@@ -193,6 +181,29 @@ func (c *Cluster) waitReplicating(ctx context.Context) error {
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
+	}
+	return nil
+}
+
+// setupSentinels writes the config of each sentinel, which watches the
+// primary through the link address primary and expects replicas replicas,
+// and sets its command and readiness probe.
+func setupSentinels(sentinels []*node, primary string, replicas int) error {
+	sbin, err := exec.LookPath("redis-sentinel")
+	if err != nil {
+		return fmt.Errorf("local: redis-sentinel: %w", err)
+	}
+	host, port := splitAddr(primary)
+	for _, s := range sentinels {
+		conf := append([]string{"port " + strconv.Itoa(s.port), "bind 127.0.0.1", `logfile ""`, "dir " + s.dir},
+			cluster.SentinelConfig(host, port)...)
+		path := filepath.Join(s.dir, "sentinel.conf")
+		if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+			return fmt.Errorf("local: sentinel config: %w", err)
+		}
+		s.argv = []string{sbin, path}
+		addr := s.addr()
+		s.ready = func(ctx context.Context) error { return cluster.SentinelReady(ctx, addr, replicas) }
 	}
 	return nil
 }

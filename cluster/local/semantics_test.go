@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // The tests of this file check the network's semantics against real
@@ -61,7 +62,7 @@ func (c *respConn) reply(d time.Duration) (string, error) {
 // the address of its link w0->n1, a context bounding the test, and two
 // connections to the node: holder through the link and other direct. It
 // skips the test where PostgreSQL is not installed.
-func startLinkedPostgres(t *testing.T) (nw *cluster.Network, via string, ctx context.Context, holder, other *pgx.Conn) {
+func startLinkedPostgres(t *testing.T) (nw *linknet.Network, via string, ctx context.Context, holder, other *pgx.Conn) {
 	t.Helper()
 	bin, err := postgresBinDir()
 	if err != nil {

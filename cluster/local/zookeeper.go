@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
 // setupZooKeeper creates a standalone server (one node) or an ensemble. In
@@ -62,7 +63,7 @@ func (c *Cluster) setupZooKeeper() error {
 		if err := os.Mkdir(data, 0o755); err != nil {
 			return fmt.Errorf("local: zookeeper data dir: %w", err)
 		}
-		conf := append(cluster.ZooKeeperConfig(count),
+		conf := append(cluster.Settings(c.spec),
 			"dataDir="+data,
 			"clientPort="+strconv.Itoa(n.port),
 			"clientPortAddress=127.0.0.1",
@@ -79,7 +80,7 @@ func (c *Cluster) setupZooKeeper() error {
 					if err != nil {
 						return err
 					}
-					ea, err := c.link(n.name, other.name+cluster.LinkPurposeSeparator+cluster.ZooKeeperElection, net.JoinHostPort("127.0.0.1", strconv.Itoa(e)))
+					ea, err := c.link(n.name, other.name+linknet.PurposeSeparator+cluster.ZooKeeperElection, net.JoinHostPort("127.0.0.1", strconv.Itoa(e)))
 					if err != nil {
 						return err
 					}

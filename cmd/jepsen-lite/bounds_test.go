@@ -123,9 +123,10 @@ func TestRefusedPastBounds(t *testing.T) {
 	}
 }
 
-// TestReadmeBoundsTable requires README.md's table of bounds, between its
-// "bounds" marks, to state the bounds the code declares.
-func TestReadmeBoundsTable(t *testing.T) {
+// TestUsageBoundsTable requires the table of bounds of docs/usage.md's
+// "Scenarios", between its "bounds" marks, to state the bounds the code
+// declares.
+func TestUsageBoundsTable(t *testing.T) {
 	rows := []struct{ what, bound, constant string }{
 		{"a scenario file", fmt.Sprintf("at most %d MiB", scenarios.MaxFileSize>>20), "`scenarios.MaxFileSize`"},
 		{"a line of a scenario file", fmt.Sprintf("at most %d KiB", scenarios.MaxLineLength>>10), "`scenarios.MaxLineLength`"},
@@ -151,17 +152,17 @@ func TestReadmeBoundsTable(t *testing.T) {
 		fmt.Fprintf(&want, "| %s | %s | %s |\n", r.what, r.bound, r.constant)
 	}
 	want.WriteString("<!-- /bounds -->")
-	readme, err := os.ReadFile("../../README.md")
+	usage, err := os.ReadFile("../../docs/usage.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
+	text := string(usage)
 	begin, end := strings.Index(text, "<!-- bounds -->"), strings.Index(text, "<!-- /bounds -->")
 	if begin < 0 || end < begin {
-		t.Fatalf("README.md has no table between %q and %q; want\n%s", "<!-- bounds -->", "<!-- /bounds -->", want.String())
+		t.Fatalf("docs/usage.md has no table between %q and %q; want\n%s", "<!-- bounds -->", "<!-- /bounds -->", want.String())
 	}
 	if got := text[begin : end+len("<!-- /bounds -->")]; got != want.String() {
-		t.Fatalf("README.md's table of bounds is\n%s\nwant\n%s", got, want.String())
+		t.Fatalf("docs/usage.md's table of bounds is\n%s\nwant\n%s", got, want.String())
 	}
 }
 

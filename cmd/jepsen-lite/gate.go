@@ -1,23 +1,21 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/catalogdoc"
 	"github.com/jepsen-lite/jepsen-lite/checker"
-	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/gate"
+	"github.com/jepsen-lite/jepsen-lite/progress"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -68,365 +66,179 @@ Examples:
   jepsen-lite gate --tags quick --seeds 5 --shard 2/4 --store store-2
   jepsen-lite gate --tags quick --seeds 5 --from-store store-1,store-2,store-3,store-4 --junit gate.xml`
 
-func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("gate", gateUsage, stderr)
-	tags := fs.String("tags", "", "comma-separated tags a scenario must all carry")
-	skipTags := fs.String("skip-tags", "", "comma-separated tags that leave a scenario out")
-	seeds := fs.Int("seeds", 1, "runs per scenario, with seeds 1..N")
-	junit := fs.String("junit", "", "write JUnit XML to this file")
-	store := fs.String("store", "store", "the store directory")
-	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
-	backend := fs.String("backend", "local", "where the servers run: local or docker")
-	fromStore := fs.String("from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store (or these stores, comma-separated) with the current checkers, judged against the scenario's current expectation")
-	shardArg := fs.String("shard", "", "run part i of n (i/n) of the scenario × seed pairs, for a CI fleet")
-	list := fs.Bool("list", false, "print the scenario × seed pairs that would run, and run nothing")
-	lockCommand := fs.String("lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
-	markdown := fs.String("markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
-	quiet := fs.Bool("quiet", false, quietUsage)
-	parallel := fs.Int("parallel", 1, "run this many scenario × seed pairs side by side")
+// gateFlags are gate's flags and arguments.
+type gateFlags struct {
+	fs                           *flag.FlagSet
+	pos                          []string
+	tags, skipTags, junit, store string
+	backend, fromStore, shard    string
+	lockCommand, markdown        string
+	seeds, parallel              int
+	list, quiet                  bool
+	checkTimeout                 time.Duration
+	backendUsed                  cluster.Backend
+}
+
+// parseGateFlags parses gate's command line; a nil result with exitHeld is
+// --help.
+func parseGateFlags(args []string, stderr io.Writer) (*gateFlags, int, error) {
+	f := &gateFlags{fs: newFlagSet("gate", gateUsage, stderr)}
+	fs := f.fs
+	fs.StringVar(&f.tags, "tags", "", "comma-separated tags a scenario must all carry")
+	fs.StringVar(&f.skipTags, "skip-tags", "", "comma-separated tags that leave a scenario out")
+	fs.IntVar(&f.seeds, "seeds", 1, "runs per scenario, with seeds 1..N")
+	fs.StringVar(&f.junit, "junit", "", "write JUnit XML to this file")
+	fs.StringVar(&f.store, "store", "store", "the store directory")
+	fs.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	fs.StringVar(&f.backend, "backend", "local", "where the servers run: local or docker")
+	fs.StringVar(&f.fromStore, "from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store (or these stores, comma-separated) with the current checkers, judged against the scenario's current expectation")
+	fs.StringVar(&f.shard, "shard", "", "run part i of n (i/n) of the scenario × seed pairs, for a CI fleet")
+	fs.BoolVar(&f.list, "list", false, "print the scenario × seed pairs that would run, and run nothing")
+	fs.StringVar(&f.lockCommand, "lock-command", "", "run every scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
+	fs.StringVar(&f.markdown, "markdown", "", "write the scenario catalog with this gate's results as Markdown to this file (docs/scenarios.md)")
+	fs.BoolVar(&f.quiet, "quiet", false, quietUsage)
+	fs.IntVar(&f.parallel, "parallel", 1, "run this many scenario × seed pairs side by side")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
-		return exitHeld, nil
+		return nil, exitHeld, nil
 	}
 	if err != nil {
-		return exitUsage, err
+		return nil, exitUsage, err
 	}
-	backendUsed, err := backendFor(*backend)
+	f.pos = pos
+	if f.backendUsed, err = backendFor(f.backend); err != nil {
+		return nil, exitUsage, err
+	}
+	if err := checkCount("seeds", f.seeds, 1, maxRunCount); err != nil {
+		return nil, exitUsage, err
+	}
+	if err := checkCount("parallel", f.parallel, 1, maxParallel); err != nil {
+		return nil, exitUsage, err
+	}
+	return f, exitHeld, nil
+}
+
+// gateCmd runs the gate: flags, then gate.Run, then its exit code.
+func gateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	f, code, err := parseGateFlags(args, stderr)
+	if f == nil {
+		return code, err
+	}
+	opts, code, err := f.options()
 	if err != nil {
-		return exitUsage, err
+		return code, err
 	}
-	if err := checkCount("seeds", *seeds, 1, maxRunCount); err != nil {
-		return exitUsage, err
+	status := &gateStatus{stderr: stderr, quiet: f.quiet}
+	defer status.End()
+	opts.Status = status
+	opts.Run = func(ctx context.Context, sc *scenarios.Scenario, seed int) (*runner.Result, error) {
+		return runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(f.store), runner.WithCheck(checker.Options{Timeout: f.checkTimeout}), runner.WithClusterBackend(f.backendUsed), runner.WithProgress(status.run))
 	}
-	if err := checkCount("parallel", *parallel, 1, maxParallel); err != nil {
-		return exitUsage, err
+	opts.Recheck = func(ctx context.Context, runDir string, sc *scenarios.Scenario) (*runner.Result, error) {
+		status.run(runner.Progress{Phase: runner.PhaseChecking})
+		return recheckStored(ctx, runDir, sc, f.checkTimeout)
 	}
-	sh, err := parseShard(*shardArg)
+	return gateExit(gate.Run(ctx, opts, stdout))
+}
+
+// options returns the gate's options from its flags: the selection (with
+// --lock-command), the shard, the stores and the files to write; or the
+// exit code of an error.
+func (f *gateFlags) options() (gate.Options, int, error) {
+	sh, err := gate.ParseShard(f.shard)
 	if err != nil {
-		return exitUsage, err
+		code, err := gateExit(0, err)
+		return gate.Options{}, code, err
 	}
-	names := runner.Names()
-	var selected []*scenarios.Scenario
-	if len(pos) > 0 {
-		for _, p := range pos {
-			sc, err := scenarios.Load(p, names)
-			if err != nil {
-				return exitUsage, usageError{err}
-			}
-			selected = append(selected, sc)
-		}
-	} else {
-		cat, err := scenarios.Catalog(names)
-		if err != nil {
-			return exitInternal, err
-		}
-		var want []string
-		if *tags != "" {
-			want = strings.Split(*tags, ",")
-		}
-		selected = scenarios.Select(cat, want...)
-		if *skipTags != "" {
-			skip := strings.Split(*skipTags, ",")
-			kept := selected[:0]
-			for _, sc := range selected {
-				if !slices.ContainsFunc(skip, sc.HasTag) {
-					kept = append(kept, sc)
-				}
-			}
-			selected = kept
-		}
+	selected, err := gate.Select(f.pos, f.tags, f.skipTags)
+	if err != nil {
+		code, err := gateExit(0, err)
+		return gate.Options{}, code, err
 	}
-	if len(selected) == 0 {
-		return exitUsage, usagef("no scenario carries the tags %q", *tags)
+	if err := checkBackend(f.backendUsed, selected...); err != nil {
+		return gate.Options{}, exitUsage, err
 	}
-	if err := checkBackend(backendUsed, selected...); err != nil {
-		return exitUsage, err
-	}
-	if isSet(fs, "lock-command") {
+	if isSet(f.fs, "lock-command") {
 		for i, sc := range selected {
-			if selected[i], err = withLockCommand(sc, *lockCommand); err != nil {
-				return exitUsage, err
+			if selected[i], err = withLockCommand(sc, f.lockCommand); err != nil {
+				return gate.Options{}, exitUsage, err
 			}
 		}
 	}
+	opts := gate.Options{Selected: selected, Seeds: f.seeds, Shard: sh, List: f.list, Parallel: f.parallel, JUnit: f.junit}
+	if f.fromStore != "" {
+		opts.FromStore = strings.Split(f.fromStore, ",")
+	}
+	if f.markdown != "" {
+		src := catalogdoc.Source{Seeds: f.seeds, Selection: f.selection(), FromStore: f.fromStore}
+		opts.Markdown = func(rows []*gate.Row) error { return catalogdoc.Write(f.markdown, rows, src) }
+	}
+	return opts, exitHeld, nil
+}
 
-	pairs := sh.split(selected, *seeds)
-	if *list {
-		for _, p := range pairs {
-			fmt.Fprintf(stdout, "%s %d\n", p.sc.Name, p.seed)
-		}
-		return exitHeld, nil
+// selection is the gate's selecting arguments, as the Markdown's header
+// names them.
+func (f *gateFlags) selection() []string {
+	var selection []string
+	if f.tags != "" {
+		selection = append(selection, "--tags", f.tags)
 	}
-	if len(pairs) == 0 {
-		fmt.Fprintf(stdout, "gate: shard %s holds none of the %d runs\n", sh, len(selected)**seeds)
-		return exitHeld, nil
+	if f.skipTags != "" {
+		selection = append(selection, "--skip-tags", f.skipTags)
 	}
+	return append(selection, f.pos...)
+}
 
-	stored := map[string][]string{} // scenario -> run dirs, by seed
-	if *fromStore != "" {
-		for _, sc := range selected {
-			dirs, err := storedRunDirs(strings.Split(*fromStore, ","), sc, *seeds)
-			if err != nil {
-				return exitUsage, usageError{err}
-			}
-			stored[sc.Name] = dirs
-		}
-	}
-	var cases []reports.Case
-	var rows []*gateRow
-	interrupted := false
-	var r *gateRow
-	line := newStatusLine(stderr, *quiet)
-	defer line.Done()
-	status := newBatchStatus(line, "gate", len(pairs))
-	say := line.Writer()
-	var mu sync.Mutex // guards invalid, unmet and done, which the runs read as they start, and say
-	invalid, unmet, done := 0, 0, 0
-	// runPair runs (or re-checks) pair i; skip when a stored gate has no
-	// run of its seed.
-	runPair := func(i int) (res *runner.Result, skip bool, err error) {
-		sc, seed := pairs[i].sc, pairs[i].seed
-		mu.Lock()
-		status.start(fmt.Sprintf("%s seed %d", sc.Name, seed), done, len(pairs), gateFound(invalid, unmet))
-		mu.Unlock()
-		if *fromStore != "" {
-			if seed > len(stored[sc.Name]) {
-				return nil, true, nil
-			}
-			runDir := stored[sc.Name][seed-1]
-			mu.Lock() // runs side by side share say
-			fmt.Fprintf(say, "gate: re-checking %s ...\n", runDir)
-			mu.Unlock()
-			status.run(runner.Progress{Phase: runner.PhaseChecking})
-			res, err = recheckStored(ctx, runDir, sc, *checkTimeout)
-			if ctx.Err() != nil {
-				err = fmt.Errorf("re-checking %s: %w", runDir, runner.ErrInterrupted)
-			}
-			return res, false, err
-		}
-		mu.Lock()
-		fmt.Fprintf(say, "gate: %s seed %d ...\n", sc.Name, seed)
-		mu.Unlock()
-		res, err = runner.Run(ctx, sc, runner.WithSeed(uint64(seed)), runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run))
-		return res, false, err
-	}
-	// The runs go side by side, --parallel at a time, in the gate's order;
-	// their outcomes are taken in that order too, so the table, the JUnit
-	// file and the Markdown are those of runs made one after another.
-	type outcome struct {
-		res           *runner.Result
-		err           error
-		skip, stopped bool
-	}
-	outcomes := make([]chan outcome, len(pairs))
-	for i := range outcomes {
-		outcomes[i] = make(chan outcome, 1)
-	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		slots := make(chan struct{}, *parallel)
-		for i := range pairs {
-			slots <- struct{}{}
-			if stop.Load() || ctx.Err() != nil {
-				outcomes[i] <- outcome{stopped: true}
-				<-slots
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				res, skip, err := runPair(i)
-				outcomes[i] <- outcome{res: res, err: err, skip: skip}
-			}()
-		}
-	}()
-	for i, p := range pairs {
-		o := <-outcomes[i]
-		if interrupted || o.stopped {
-			continue
-		}
-		sc, seed := p.sc, p.seed
-		if r == nil || r.sc != sc {
-			r = &gateRow{sc: sc, name: sc.Name, expected: expectText(sc.Expect), observed: map[string]int{}, anomalies: map[string]bool{}}
-			rows = append(rows, r)
-		}
-		if o.skip {
-			continue
-		}
-		res, err := o.res, o.err
-		c := reports.Case{Scenario: sc.Name, Seed: uint64(seed), Expected: sc.Expect}
-		if res != nil && res.Results != nil {
-			c.Seed = res.Results.Seed
-		}
-		if res != nil {
-			c.RunDir = res.Dir
-			c.Elapsed = res.Elapsed
-			r.elapsed += res.Elapsed
-		}
-		if errors.Is(err, runner.ErrInterrupted) {
-			interrupted = true
-			stop.Store(true)
-		}
-		if err != nil {
-			c.Err = err.Error()
-			c.Verdict = checker.Unknown
-			r.observed["error"]++
-		} else {
-			c.Verdict = res.Results.Verdict
-			c.Met = res.Results.ExpectationMet
-			c.Anomalies = anomalyKinds(withLiveness(res.Results))
-			observed := string(c.Verdict)
-			if res.Results.FaultsFailed() {
-				// The run did not do what its scenario said.
-				observed = "fault-failed"
-				for _, cr := range res.Results.Checkers {
-					if cr.Name == "nemesis" {
-						c.Err = cr.Note
-					}
-				}
-			}
-			r.observed[observed]++
-			if len(res.Results.HostEvents) > 0 {
-				r.host++
-			}
-			if len(res.Results.StepIssues) > 0 {
-				r.offScript++
-			}
-			for _, k := range c.Anomalies {
-				r.anomalies[k] = true
-			}
-			r.addProofs(res.Dir, withLiveness(res.Results))
-		}
-		r.runs++
-		mu.Lock()
-		if !c.Met {
-			unmet++
-		}
-		if c.Verdict == checker.Invalid {
-			invalid++
-		}
-		done++
-		mu.Unlock()
-		if c.Met {
-			r.met++
-		}
-		cases = append(cases, c)
-	}
-	wg.Wait()
-	line.Done()
-
-	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tOBSERVED\tANOMALIES\tDETECTION\tTIME")
-	allMet := true
-	for _, r := range rows {
-		if r.met != r.runs || r.runs == 0 {
-			allMet = false
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%v\n", r.name, r.expected, r.observedText(), setText(r.anomalies), r.met, r.runs, r.elapsed.Round(100*time.Millisecond))
-	}
-	tw.Flush()
-	if marked(rows) {
-		fmt.Fprintln(stdout, runMarksLegend)
-	}
-
-	if *markdown != "" {
-		var selection []string
-		if *tags != "" {
-			selection = append(selection, "--tags", *tags)
-		}
-		if *skipTags != "" {
-			selection = append(selection, "--skip-tags", *skipTags)
-		}
-		selection = append(selection, pos...)
-		if err := writeScenariosMarkdown(*markdown, rows, *seeds, selection, *fromStore); err != nil {
-			return exitInternal, err
-		}
-	}
-	if *junit != "" {
-		f, err := os.Create(*junit)
-		if err != nil {
-			return exitUsage, usageError{err}
-		}
-		werr := reports.WriteJUnit(f, "jepsen-lite", cases)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return exitInternal, werr
-		}
-	}
+// gateExit is the exit code of a gate's outcome, or of its error: bad
+// input (gate.InputError) exits 254, any other error 255.
+func gateExit(out gate.Outcome, err error) (int, error) {
+	var in gate.InputError
 	switch {
-	case interrupted:
+	case errors.As(err, &in):
+		return exitUsage, usageError{in.Err}
+	case err != nil:
+		return exitInternal, err
+	case out == gate.Interrupted:
 		return exitUnknown, nil
-	case allMet:
-		fmt.Fprintln(stdout, "gate: every expectation held")
-		return exitHeld, nil
-	default:
-		fmt.Fprintln(stdout, "gate: SOME EXPECTATIONS DID NOT HOLD")
+	case out == gate.Violated:
 		return exitViolated, nil
+	default:
+		return exitHeld, nil
 	}
 }
 
-// storedRunDirs returns the directories of the newest n runs of sc among
-// the stores that have a history, ordered by their seeds (as their
-// results.json gives them), then by their times; an error when no store
-// has a directory for sc. A run directory without a
-// history (the run died before it started) is left out. Run directories are
-// named by their start time, so the newest are the greatest names, whatever
-// store holds them.
-func storedRunDirs(stores []string, sc *scenarios.Scenario, n int) ([]string, error) {
-	type run struct {
-		dir, stamp string
-		seed       uint64
-	}
-	var runs []run
-	var missing []error
-	for _, store := range stores {
-		dir := filepath.Join(store, sc.Name)
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			// A shard's store holds only the scenarios of its part.
-			missing = append(missing, err)
-			continue
-		}
-		for _, e := range entries {
-			runDir := filepath.Join(dir, e.Name())
-			if !e.IsDir() {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(runDir, reports.HistoryFile)); errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			runs = append(runs, run{dir: runDir, stamp: e.Name()})
-		}
-	}
-	if len(missing) == len(stores) {
-		return nil, fmt.Errorf("no stored runs of %s: %w", sc.Name, errors.Join(missing...))
-	}
-	slices.SortStableFunc(runs, func(a, b run) int { return strings.Compare(b.stamp, a.stamp) })
-	runs = runs[:min(n, len(runs))]
-	for i := range runs {
-		if res, err := reports.ReadResults(runs[i].dir); err == nil {
-			runs[i].seed = res.Seed
-		}
-	}
-	slices.SortStableFunc(runs, func(a, b run) int {
-		if a.seed != b.seed {
-			return cmp.Compare(a.seed, b.seed)
-		}
-		return strings.Compare(a.stamp, b.stamp)
-	})
-	out := make([]string, len(runs))
-	for i, r := range runs {
-		out[i] = r.dir
-	}
-	return out, nil
+// gateStatus is the progress line of a gate (batchStatus), drawn from the
+// gate's first run to its last.
+type gateStatus struct {
+	stderr io.Writer
+	quiet  bool
+	line   *progress.Line
+	batch  *batchStatus
 }
+
+var _ gate.Status = (*gateStatus)(nil)
+
+// Begin starts the line.
+func (s *gateStatus) Begin(total int) io.Writer {
+	s.line = newStatusLine(s.stderr, s.quiet)
+	s.batch = newBatchStatus(s.line, "gate", total)
+	return s.line.Writer()
+}
+
+// Start shows the run starting.
+func (s *gateStatus) Start(p gate.Progress) {
+	s.batch.start(p.Run, p.Done, p.Total, gateFound(p.Invalid, p.Unmet))
+}
+
+// End clears the line.
+func (s *gateStatus) End() {
+	if s.line != nil {
+		s.line.Done()
+	}
+}
+
+// run shows where the current run is.
+func (s *gateStatus) run(p runner.Progress) { s.batch.run(p) }
 
 // recheckStored re-checks the history stored in runDir with the current
 // checkers, through readStored (the legacy rules, the stored scenario's
@@ -465,163 +277,4 @@ func recheckStored(ctx context.Context, runDir string, sc *scenarios.Scenario, t
 	results.ExpectationMet = exp.Met(results.Verdict, results.Checkers, results.Liveness) && !results.FaultsFailed()
 	res.Results = results
 	return res, nil
-}
-
-// gateRow is one scenario's results over the gate's seeds.
-type gateRow struct {
-	sc             *scenarios.Scenario
-	name, expected string
-	observed       map[string]int  // verdict (or "error") -> runs
-	anomalies      map[string]bool // kinds found in any run
-	// found holds, for each run that found anomalies, the first anomaly of
-	// each kind, in the order of the runs.
-	found     []runProof
-	met, runs int
-	elapsed   time.Duration
-	// host counts the runs whose host clock stepped or whose harness
-	// stalled, offScript those with a step that did not run as written
-	// (runMarks).
-	host, offScript int
-}
-
-// observedText is the row's observed verdicts with its runs' marks
-// (runMarks): "valid×3 [host 1/3]".
-func (r *gateRow) observedText() string {
-	return countText(r.observed) + runMarks(r.host, r.offScript, r.runs)
-}
-
-// marked reports whether some row has a run mark (runMarks).
-func marked(rows []*gateRow) bool {
-	for _, r := range rows {
-		if r.host > 0 || r.offScript > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// runProof is the first anomaly of each kind found in one run.
-type runProof struct {
-	dir   string                     // the run's store directory
-	first map[string]checker.Anomaly // kind -> the first anomaly of that kind
-}
-
-// proofItem is one anomaly that proves a kind, and the run it came from.
-type proofItem struct {
-	checker.Anomaly
-	dir string
-}
-
-// addProofs keeps the first anomaly of each kind that the run in dir found.
-func (r *gateRow) addProofs(dir string, rs []checker.Result) {
-	p := runProof{dir: dir, first: map[string]checker.Anomaly{}}
-	for _, cr := range rs {
-		for _, a := range cr.Anomalies {
-			if _, ok := p.first[a.Kind]; !ok {
-				p.first[a.Kind] = a
-			}
-		}
-	}
-	if len(p.first) > 0 {
-		r.found = append(r.found, p)
-	}
-}
-
-// proof returns, for each anomaly kind found, the first anomaly of that kind
-// from one run, by kind: from the first run that found the most kinds, and
-// for a kind it did not find, from the first run that did.
-func (r *gateRow) proof() []proofItem {
-	best := -1
-	for i, p := range r.found {
-		if best < 0 || len(p.first) > len(r.found[best].first) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	order := append([]runProof{r.found[best]}, r.found...)
-	seen := map[string]bool{}
-	var out []proofItem
-	for _, p := range order {
-		for _, k := range keys(kindSet(p.first)) {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, proofItem{Anomaly: p.first[k], dir: p.dir})
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Kind < out[j].Kind })
-	return out
-}
-
-func kindSet(m map[string]checker.Anomaly) map[string]bool {
-	set := map[string]bool{}
-	for k := range m {
-		set[k] = true
-	}
-	return set
-}
-
-func expectText(e checker.Expectation) string {
-	v := string(e.Verdict)
-	if v == "" {
-		v = string(checker.Valid)
-	}
-	if len(e.Anomalies) > 0 {
-		v += " (" + strings.Join(e.Anomalies, ",") + ")"
-	}
-	if len(e.Absent) > 0 {
-		v += " without " + strings.Join(e.Absent, ",")
-	}
-	if e.Liveness != "" {
-		v += "; " + e.Liveness
-	}
-	return v
-}
-
-// withLiveness returns the checkers' results and, when the run found a stuck
-// key, the liveness result as one more, so that the gate lists and proves
-// `stuck` beside the safety anomalies.
-func withLiveness(r *reports.Results) []checker.Result {
-	if r.Liveness == nil || len(r.Liveness.Anomalies) == 0 {
-		return r.Checkers
-	}
-	return append(slices.Clip(r.Checkers), checker.Result{Name: anomaly.CheckerLiveness, Verdict: r.Liveness.Verdict, Anomalies: r.Liveness.Anomalies})
-}
-
-func anomalyKinds(rs []checker.Result) []string {
-	set := map[string]bool{}
-	for _, r := range rs {
-		for _, a := range r.Anomalies {
-			set[a.Kind] = true
-		}
-	}
-	return keys(set)
-}
-
-func keys(set map[string]bool) []string {
-	var out []string
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func setText(set map[string]bool) string {
-	if len(set) == 0 {
-		return "-"
-	}
-	return strings.Join(keys(set), ",")
-}
-
-func countText(m map[string]int) string {
-	var parts []string
-	for _, k := range []string{"valid", "invalid", "unknown", "error"} {
-		if m[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s×%d", k, m[k]))
-		}
-	}
-	return strings.Join(parts, " ")
 }

@@ -56,22 +56,10 @@ func TestGateFromStoreRechecksHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := filepath.Join(t.TempDir(), "store")
-	runDir := func(stamp string, files map[string]string) string {
-		dir := filepath.Join(store, name, stamp)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for f, text := range files {
-			if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return dir
-	}
-	invalid := runDir("20260101T000000.000Z", map[string]string{
+	invalid := writeRunDir(t, filepath.Join(store, name, "20260101T000000.000Z"), map[string]string{
 		reports.ScenarioFile: string(yml), reports.HistoryFile: doubleGrant, reports.ResultsFile: staleResults})
-	runDir("20260101T000100.000Z", map[string]string{reports.ScenarioFile: string(yml)})
-	malformed := runDir("20260101T000200.000Z", map[string]string{
+	writeRunDir(t, filepath.Join(store, name, "20260101T000100.000Z"), map[string]string{reports.ScenarioFile: string(yml)})
+	malformed := writeRunDir(t, filepath.Join(store, name, "20260101T000200.000Z"), map[string]string{
 		reports.ScenarioFile: string(yml), reports.HistoryFile: notWellFormed, reports.ResultsFile: staleResults})
 
 	md := filepath.Join(t.TempDir(), "scenarios.md")
@@ -144,15 +132,7 @@ func TestGateFromStoreListsLivenessAnomalies(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := filepath.Join(t.TempDir(), "store")
-	dir := filepath.Join(store, name, "20260101T000000.000Z")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for f, text := range map[string][]byte{reports.ScenarioFile: yml, reports.HistoryFile: hist} {
-		if err := os.WriteFile(filepath.Join(dir, f), text, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeRunDir(t, filepath.Join(store, name, "20260101T000000.000Z"), map[string]string{reports.ScenarioFile: string(yml), reports.HistoryFile: string(hist)})
 	md := filepath.Join(t.TempDir(), "scenarios.md")
 	var stdout, stderr bytes.Buffer
 	code, err := gateCmd(context.Background(), []string{name, "--seeds", "1", "--from-store", store, "--markdown", md}, &stdout, &stderr)
@@ -176,4 +156,29 @@ func TestGateFromStoreListsLivenessAnomalies(t *testing.T) {
 		"  - `unavailable` on `k`, ops 1, 2, ",
 		"k unavailable from 0.015s to ",
 	)
+}
+
+// writeRunDir makes the run directory dir with files (name -> text) and
+// returns it.
+func writeRunDir(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// mustContain fails t for every one of wants that md lacks.
+func mustContain(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(md, want) {
+			t.Errorf("scenarios.md lacks %q:\n%s", want, md)
+		}
+	}
 }

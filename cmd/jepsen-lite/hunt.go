@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/datasheet"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -73,117 +77,175 @@ Examples:
   jepsen-lite hunt redis-single --faults client-pause,kill --runs 5
   jepsen-lite hunt redis-single-baseline --lock-command "python3 examples/anylang/redis_py_lock.py"`
 
-func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	fs := newFlagSet("hunt", huntUsage, stderr)
-	faults := fs.String("faults", "", "comma-separated fault kinds (default: every kind the system and backend can take)")
-	runs := fs.Int("runs", 10, "runs per fault kind")
-	budget := fs.Duration("budget", 0, "stop after this much wall time (default: none)")
-	seed := fs.Uint64("seed", 1, "the first run's seed; run i of each kind has seed+i")
-	store := fs.String("store", "store", "the store directory")
-	backend := fs.String("backend", "local", "where the servers run: local or docker")
-	lockCommand := fs.String("lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
-	markdown := fs.String("markdown", "", "write the campaign's table as Markdown to this file")
-	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers per run")
-	quiet := fs.Bool("quiet", false, quietUsage)
-	steer := fs.Bool("steer", false, "mutate the schedules of the runs with the smallest margins instead of drawing every schedule at random")
-	shardArg := fs.String("shard", "", "make part i of n (i/n) of the campaign's runs, for a fleet of machines")
-	list := fs.Bool("list", false, "print the runs that would be made, one \"kind seed\" per line, and run nothing")
-	timeLimit := fs.Duration("time-limit", 0, "override the base scenario's duration, e.g. 10s")
-	workers := fs.Int("workers", 0, "override the base scenario's number of workers")
-	jsonOut := fs.String("json", "", "write the campaign (its base, settings and rows) as JSON to this file, for 'jepsen-lite matrix'")
-	shrinkFailing := fs.Bool("shrink", false, "end by shrinking the first failing run of each fault kind that found something")
-	page := fs.String("page", "", "write the campaign's safety datasheet (datasheet.md, datasheet.html and the failures' schedules) into this directory")
+// huntFlags are hunt's flags and its argument.
+type huntFlags struct {
+	fs                                  *flag.FlagSet
+	target                              string
+	faults, store, backend, lockCommand string
+	markdown, shard, jsonOut, page      string
+	runs, workers                       int
+	seed                                uint64
+	budget, checkTimeout, timeLimit     time.Duration
+	quiet, steer, list, shrink          bool
+}
+
+// parseHuntFlags parses hunt's command line; a nil result with exitHeld is
+// --help.
+func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
+	f := &huntFlags{fs: newFlagSet("hunt", huntUsage, stderr)}
+	fs := f.fs
+	fs.StringVar(&f.faults, "faults", "", "comma-separated fault kinds (default: every kind the system and backend can take)")
+	fs.IntVar(&f.runs, "runs", 10, "runs per fault kind")
+	fs.DurationVar(&f.budget, "budget", 0, "stop after this much wall time (default: none)")
+	fs.Uint64Var(&f.seed, "seed", 1, "the first run's seed; run i of each kind has seed+i")
+	fs.StringVar(&f.store, "store", "store", "the store directory")
+	fs.StringVar(&f.backend, "backend", "local", "where the servers run: local or docker")
+	fs.StringVar(&f.lockCommand, "lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
+	fs.StringVar(&f.markdown, "markdown", "", "write the campaign's table as Markdown to this file")
+	fs.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Minute, "time budget of the checkers per run")
+	fs.BoolVar(&f.quiet, "quiet", false, quietUsage)
+	fs.BoolVar(&f.steer, "steer", false, "mutate the schedules of the runs with the smallest margins instead of drawing every schedule at random")
+	fs.StringVar(&f.shard, "shard", "", "make part i of n (i/n) of the campaign's runs, for a fleet of machines")
+	fs.BoolVar(&f.list, "list", false, "print the runs that would be made, one \"kind seed\" per line, and run nothing")
+	fs.DurationVar(&f.timeLimit, "time-limit", 0, "override the base scenario's duration, e.g. 10s")
+	fs.IntVar(&f.workers, "workers", 0, "override the base scenario's number of workers")
+	fs.StringVar(&f.jsonOut, "json", "", "write the campaign (its base, settings and rows) as JSON to this file, for 'jepsen-lite matrix'")
+	fs.BoolVar(&f.shrink, "shrink", false, "end by shrinking the first failing run of each fault kind that found something")
+	fs.StringVar(&f.page, "page", "", "write the campaign's safety datasheet (datasheet.md, datasheet.html and the failures' schedules) into this directory")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
-		return exitHeld, nil
+		return nil, exitHeld, nil
 	}
 	if err != nil {
-		return exitUsage, err
+		return nil, exitUsage, err
 	}
 	if len(pos) != 1 {
-		return exitUsage, usagef("want one algorithm, scenario or scenario file")
+		return nil, exitUsage, usagef("want one algorithm, scenario or scenario file")
 	}
-	if err := checkCount("runs", *runs, 1, maxRunCount); err != nil {
-		return exitUsage, err
+	f.target = pos[0]
+	if err := checkCount("runs", f.runs, 1, maxRunCount); err != nil {
+		return nil, exitUsage, err
 	}
-	if err := checkOverrides(*timeLimit, *workers); err != nil {
-		return exitUsage, err
+	if err := checkOverrides(f.timeLimit, f.workers); err != nil {
+		return nil, exitUsage, err
 	}
-	base, err := huntBase(pos[0])
+	return f, exitHeld, nil
+}
+
+// huntCmd runs a fault campaign: its flags, its plan (--list), runner.Hunt,
+// then its table, files and exit code.
+func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	f, code, err := parseHuntFlags(args, stderr)
+	if f == nil {
+		return code, err
+	}
+	base, backendUsed, err := f.base()
 	if err != nil {
 		return exitUsage, err
 	}
-	if *timeLimit > 0 || *workers > 0 {
-		c := *base
-		c.Duration = cmp.Or(*timeLimit, c.Duration)
-		c.Workers = cmp.Or(*workers, c.Workers)
-		base = &c
-	}
-	if isSet(fs, "lock-command") {
-		if base, err = withLockCommand(base, *lockCommand); err != nil {
-			return exitUsage, err
-		}
-	}
-	backendUsed, err := backendFor(*backend)
+	opts, err := f.options(backendUsed)
 	if err != nil {
 		return exitUsage, err
 	}
-	if err := checkBackend(backendUsed, base); err != nil {
-		return exitUsage, err
-	}
-	var want []string
-	if *faults != "" {
-		want = strings.Split(*faults, ",")
-	}
-	sh, err := parseShard(*shardArg)
-	if err != nil {
-		return exitUsage, err
-	}
-	opts := hunt.Options{Faults: want, Runs: *runs, Budget: *budget, Seed: *seed, Backend: backendUsed.Name, Steer: *steer, Shard: hunt.Shard{Index: sh.index, Count: sh.count}}
 	plan, err := hunt.Plan(base.System.Name, opts)
 	if err != nil {
 		return exitUsage, usageError{err}
 	}
-	if *list {
+	if f.list {
 		for _, p := range plan {
 			fmt.Fprintf(stdout, "%s %d\n", p.Kind, p.Seed)
 		}
 		return exitHeld, nil
 	}
-	line := newStatusLine(stderr, *quiet)
+	line := newStatusLine(stderr, f.quiet)
 	status := newBatchStatus(line, "hunt", 0)
 	told := func(p hunt.Progress) {
 		status.start(fmt.Sprintf("%s seed %d", p.Kind, p.Seed), p.Done, p.Total, fmt.Sprintf("%d invalid", p.Invalid))
 	}
-	runOpts := []runner.Option{runner.WithStore(*store), runner.WithCheck(checker.Options{Timeout: *checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
+	runOpts := []runner.Option{runner.WithStore(f.store), runner.WithCheck(checker.Options{Timeout: f.checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
 	opts.Log, opts.Progress = line.Writer(), told
 	rep, err := runner.Hunt(ctx, base, opts, runOpts...)
 	line.Done()
-	if rep != nil && err == nil && *shrinkFailing {
+	if rep != nil && err == nil && f.shrink {
 		set := defaultShrink
-		set.backend, set.checkTimeout = *backend, *checkTimeout
+		set.backend, set.checkTimeout = f.backend, f.checkTimeout
 		err = shrinkFailures(ctx, rep, set, stdout, stderr)
 	}
 	if rep != nil {
-		printHunt(stdout, rep)
-		if *markdown != "" {
-			if werr := os.WriteFile(*markdown, []byte(huntMarkdown(rep, pos[0])), 0o644); werr != nil {
-				return exitInternal, werr
-			}
-		}
-		cf := newCampaignFile(pos[0], *lockCommand, base, opts, rep)
-		if *jsonOut != "" {
-			if werr := cf.write(*jsonOut); werr != nil {
-				return exitInternal, werr
-			}
-		}
-		if *page != "" {
-			if werr := writeDatasheet(*page, cf); werr != nil {
-				return exitInternal, werr
-			}
-			fmt.Fprintf(stdout, "hunt: wrote the datasheet %s\n", filepath.Join(*page, "datasheet.md"))
+		if werr := f.writeCampaign(stdout, base, opts, rep); werr != nil {
+			return exitInternal, werr
 		}
 	}
+	return huntExit(ctx, rep, err, stdout, stderr)
+}
+
+// base returns the scenario the hunt varies, with --time-limit, --workers
+// and --lock-command, and the backend it runs on.
+func (f *huntFlags) base() (*scenarios.Scenario, cluster.Backend, error) {
+	base, err := huntBase(f.target)
+	if err != nil {
+		return nil, cluster.Backend{}, err
+	}
+	if f.timeLimit > 0 || f.workers > 0 {
+		c := *base
+		c.Duration = cmp.Or(f.timeLimit, c.Duration)
+		c.Workers = cmp.Or(f.workers, c.Workers)
+		base = &c
+	}
+	if isSet(f.fs, "lock-command") {
+		if base, err = withLockCommand(base, f.lockCommand); err != nil {
+			return nil, cluster.Backend{}, err
+		}
+	}
+	backendUsed, err := backendFor(f.backend)
+	if err != nil {
+		return nil, cluster.Backend{}, err
+	}
+	if err := checkBackend(backendUsed, base); err != nil {
+		return nil, cluster.Backend{}, err
+	}
+	return base, backendUsed, nil
+}
+
+// options returns the campaign's options from the flags.
+func (f *huntFlags) options(backendUsed cluster.Backend) (hunt.Options, error) {
+	var want []string
+	if f.faults != "" {
+		want = strings.Split(f.faults, ",")
+	}
+	sh, err := gate.ParseShard(f.shard)
+	if err != nil {
+		return hunt.Options{}, err
+	}
+	return hunt.Options{Faults: want, Runs: f.runs, Budget: f.budget, Seed: f.seed, Backend: backendUsed.Name, Steer: f.steer, Shard: hunt.Shard{Index: sh.Index, Count: sh.Count}}, nil
+}
+
+// writeCampaign prints the campaign's table and writes its Markdown, its
+// campaign file and its datasheet, as the flags ask.
+func (f *huntFlags) writeCampaign(stdout io.Writer, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) error {
+	printHunt(stdout, rep)
+	if f.markdown != "" {
+		if err := os.WriteFile(f.markdown, []byte(huntMarkdown(rep, f.target)), 0o644); err != nil {
+			return err
+		}
+	}
+	cf := datasheet.NewCampaignFile(f.target, f.lockCommand, base, opts, rep)
+	if f.jsonOut != "" {
+		if err := cf.Write(f.jsonOut); err != nil {
+			return err
+		}
+	}
+	if f.page != "" {
+		if err := datasheet.WritePage(f.page, cf); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "hunt: wrote the datasheet %s\n", filepath.Join(f.page, "datasheet.md"))
+	}
+	return nil
+}
+
+// huntExit prints the hunt's closing line and returns its exit code.
+func huntExit(ctx context.Context, rep *hunt.Report, err error, stdout, stderr io.Writer) (int, error) {
 	switch {
 	case errors.Is(err, runner.ErrInterrupted) || (err != nil && ctx.Err() != nil):
 		fmt.Fprintln(stderr, "jepsen-lite hunt: interrupted")
@@ -250,11 +312,11 @@ func printHunt(w io.Writer, rep *hunt.Report) {
 		if len(r.Failing) > 0 {
 			first = r.Failing[0]
 		}
-		fmt.Fprintf(tw, "%s\t%d%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
+		fmt.Fprintf(tw, "%s\t%d%s\t%d/%d\t%d\t%s\t%s\t%s\n", r.Fault, r.Runs, gate.RunMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ",")), first)
 	}
 	tw.Flush()
 	if huntMarked(rep) {
-		fmt.Fprintln(w, runMarksLegend)
+		fmt.Fprintln(w, gate.RunMarksLegend)
 	}
 	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
 }
@@ -291,11 +353,11 @@ func huntMarkdown(rep *hunt.Report, arg string) string {
 		if len(r.Failing) > 0 {
 			first = "`" + r.Failing[0] + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %d%s | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, runMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
+		fmt.Fprintf(&b, "| %s | %d%s | %d/%d | %d | %s | %s | %s |\n", r.Fault, r.Runs, gate.RunMarks(r.HostTrouble, r.OffScript, r.Runs), r.Invalid, r.Runs, r.Unknown, hunt.FormatMargin(r.Margin, r.HasMargin), orDash(strings.Join(r.Anomalies, ", ")), first)
 	}
 	b.WriteString("\nmargin: the smallest safety margin of the kind's runs, in lease lengths (docs/history.md §4.8); negative: a violation.\n")
 	if huntMarked(rep) {
-		b.WriteString("\n" + runMarksLegend + "\n")
+		b.WriteString("\n" + gate.RunMarksLegend + "\n")
 	}
 	return b.String()
 }
@@ -337,24 +399,4 @@ func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, s
 		}
 	}
 	return nil
-}
-
-// writeDatasheet writes the one-row datasheet of campaign cf into dir:
-// datasheet.md, datasheet.html and each unsafe cell's schedule.
-func writeDatasheet(dir string, cf *campaignFile) error {
-	name := strings.TrimSuffix(filepath.Base(cf.Target), ".yaml")
-	if words := strings.Fields(cf.LockCommand); len(words) > 0 {
-		name = filepath.Base(words[len(words)-1])
-	}
-	m := buildMatrix([]*campaignFile{cf}, []string{name})
-	m.Title = "Safety datasheet: " + name
-	m.Intro = fmt.Sprintf("Which fault kinds %s survived and which broke it, measured by one `jepsen-lite hunt %s` campaign (docs/hunt.md).", name, cf.Target)
-	md := filepath.Join(dir, "datasheet.md")
-	if err := m.writeSchedules(dir, md); err != nil {
-		return err
-	}
-	if err := os.WriteFile(md, []byte(m.markdown()), 0o644); err != nil {
-		return err
-	}
-	return m.writeHTML(filepath.Join(dir, "datasheet.html"))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker/anomaly"
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -101,7 +102,7 @@ func listCmd(_ context.Context, args []string, stdout, stderr io.Writer) (int, e
 			listed = scenarios.Select(cat, want...)
 		}
 		for _, s := range listed {
-			exp := expectText(s.Expect)
+			exp := gate.ExpectText(s.Expect)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Lock.Algorithm, exp, strings.Join(s.Tags, ","))
 		}
 	}
@@ -119,8 +120,8 @@ func listAlgorithms(tw *tabwriter.Writer, stdout io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(stdout)
 	// The steps up to the first that can take the lock: a failure before
-	// it is fail, at it info (README, "Which step of an acquire takes the
-	// lock").
+	// it is fail, at it info (docs/usage.md, "Which step of an acquire
+	// takes the lock").
 	fmt.Fprintln(tw, "ALGORITHM\tACQUIRE STEP\tCAN TAKE THE LOCK\tSENDS")
 	for _, a := range clients.Algorithms() {
 		for _, s := range a.Steps {

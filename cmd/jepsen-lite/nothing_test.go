@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -51,7 +52,7 @@ func TestFailedSetupIsNothingToJudge(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := t.TempDir()
-	noServers := func(context.Context, cluster.Spec, *cluster.Network) (cluster.Cluster, error) {
+	noServers := func(context.Context, cluster.Spec, *linknet.Network) (cluster.Cluster, error) {
 		return nil, errors.New("no server binary here")
 	}
 	res, err := runner.Run(context.Background(), sc, runner.WithStore(store), runner.WithSeed(1), runner.WithBackend(noServers))

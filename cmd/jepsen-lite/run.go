@@ -11,8 +11,8 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/cluster/docker"
-	"github.com/jepsen-lite/jepsen-lite/cluster/local"
+	"github.com/jepsen-lite/jepsen-lite/cluster/backends"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
@@ -146,13 +146,10 @@ func runOutcome(stderr io.Writer, res *runner.Result, err error) (int, error) {
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
 }
 
-// backends lists the backends --backend names.
-var backends = []cluster.Backend{local.Backend, docker.Backend}
-
 // backendFor returns the backend a --backend name names.
 func backendFor(name string) (cluster.Backend, error) {
 	var known []string
-	for _, b := range backends {
+	for _, b := range backends.All() {
 		if b.Name == name {
 			return b, nil
 		}
@@ -191,7 +188,7 @@ func printSummary(w io.Writer, sc *scenarios.Scenario, res *runner.Result) {
 	r := res.Results
 	exp := "valid"
 	if r.Expected != nil {
-		exp = expectText(*r.Expected)
+		exp = gate.ExpectText(*r.Expected)
 	}
 	met := "expectation met"
 	if !r.ExpectationMet {

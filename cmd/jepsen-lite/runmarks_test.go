@@ -7,42 +7,11 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/hunt"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 )
-
-func TestRunMarks(t *testing.T) {
-	tests := []struct {
-		name                  string
-		host, offScript, runs int
-		want                  string
-	}{
-		{"none", 0, 0, 3, ""},
-		{"host only", 1, 0, 3, " [host 1/3]"},
-		{"steps only", 0, 2, 3, " [steps 2/3]"},
-		{"both", 3, 1, 3, " [host 3/3, steps 1/3]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := runMarks(tt.host, tt.offScript, tt.runs); got != tt.want {
-				t.Errorf("runMarks(%d, %d, %d) = %q, want %q", tt.host, tt.offScript, tt.runs, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestGateRowMarks: a gate row's observed cell marks its runs with host
-// trouble or steps off script.
-func TestGateRowMarks(t *testing.T) {
-	r := &gateRow{observed: map[string]int{"valid": 2, "invalid": 1}, runs: 3, host: 1}
-	if got := r.observedText(); got != "valid×2 invalid×1 [host 1/3]" {
-		t.Errorf("observed %q", got)
-	}
-	if !marked([]*gateRow{{}, r}) || marked([]*gateRow{{}}) {
-		t.Error("marked does not tell a row with marks")
-	}
-}
 
 // TestHuntTablesMarkRuns: the console table and the Markdown mark the kinds
 // whose runs had host trouble or steps off script, and explain the marks;
@@ -58,11 +27,11 @@ func TestHuntTablesMarkRuns(t *testing.T) {
 		{Fault: "kill", Runs: 2, Invalid: 1, Failing: []string{"store/x/1"}, HostTrouble: 1, OffScript: 2},
 	}}
 	all := tables(marked)
-	if strings.Count(all, "2 [host 1/2, steps 2/2]") != 2 || strings.Count(all, runMarksLegend) != 2 {
+	if strings.Count(all, "2 [host 1/2, steps 2/2]") != 2 || strings.Count(all, gate.RunMarksLegend) != 2 {
 		t.Errorf("tables do not mark the kill runs in both tables, with the legend:\n%s", all)
 	}
 	plain := &hunt.Report{Scenario: "s", Runs: 2, Rows: []*hunt.Row{{Fault: hunt.NoFault, Runs: 2}}}
-	if all := tables(plain); strings.Contains(all, "[host") || strings.Contains(all, runMarksLegend) {
+	if all := tables(plain); strings.Contains(all, "[host") || strings.Contains(all, gate.RunMarksLegend) {
 		t.Errorf("tables of runs without marks mark them:\n%s", all)
 	}
 }

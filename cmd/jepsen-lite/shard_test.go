@@ -7,92 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
-
-func TestParseShard(t *testing.T) {
-	tests := []struct {
-		in   string
-		want shard
-		bad  bool
-	}{
-		{in: "", want: shard{}},
-		{in: "1/1", want: shard{1, 1}},
-		{in: "2/4", want: shard{2, 4}},
-		{in: "0/4", bad: true},
-		{in: "5/4", bad: true},
-		{in: "1/0", bad: true},
-		{in: "2", bad: true},
-		{in: "a/b", bad: true},
-		{in: "-1/2", bad: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseShard(tt.in)
-			if (err != nil) != tt.bad || (!tt.bad && got != tt.want) {
-				t.Fatalf("parseShard(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.bad)
-			}
-		})
-	}
-}
-
-// TestShardSplitCoversEveryPairOnce splits the whole catalog over three
-// seeds into 1 to 7 parts: the parts are disjoint, together they are the
-// whole in the gate's order, the same arguments give the same parts, and no
-// part expects to take longer than another by more than its longest run.
-func TestShardSplitCoversEveryPairOnce(t *testing.T) {
-	cat, err := scenarios.Catalog(runner.Names())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const seeds = 3
-	whole := shard{}.split(cat, seeds)
-	if len(whole) != len(cat)*seeds {
-		t.Fatalf("the whole has %d pairs, want %d", len(whole), len(cat)*seeds)
-	}
-	var longest time.Duration
-	for _, sc := range cat {
-		longest = max(longest, expectedTime(sc))
-	}
-	for n := 1; n <= 7; n++ {
-		t.Run(fmt.Sprintf("%d parts", n), func(t *testing.T) {
-			seen := map[gatePair]int{}
-			var loads []time.Duration
-			for i := 1; i <= n; i++ {
-				part := shard{i, n}.split(cat, seeds)
-				if again := (shard{i, n}).split(cat, seeds); !slices.Equal(part, again) {
-					t.Fatalf("part %d/%d differs between two calls", i, n)
-				}
-				var load time.Duration
-				for _, p := range part {
-					seen[p]++
-					load += expectedTime(p.sc)
-				}
-				loads = append(loads, load)
-				// Within a part, the gate's order.
-				pos := func(p gatePair) int { return slices.Index(whole, p) }
-				if !slices.IsSortedFunc(part, func(a, b gatePair) int { return pos(a) - pos(b) }) {
-					t.Errorf("part %d/%d is not in the gate's order", i, n)
-				}
-			}
-			for _, p := range whole {
-				if seen[p] != 1 {
-					t.Errorf("%s seed %d is in %d parts, want 1", p.sc.Name, p.seed, seen[p])
-				}
-			}
-			if d := slices.Max(loads) - slices.Min(loads); d > longest {
-				t.Errorf("parts' expected times %v differ by %v, more than the longest run %v", loads, d, longest)
-			}
-		})
-	}
-}
 
 // validRun is a history in which worker 1 is granted k only after worker 0
 // released it: valid.
@@ -126,82 +49,30 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 	root := t.TempDir()
 	whole, parts := filepath.Join(root, "whole"), []string{filepath.Join(root, "part-1"), filepath.Join(root, "part-2")}
 	began := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	put := func(store string, seed int, stamp time.Time) {
-		dir := filepath.Join(store, name, stamp.Format(reports.RunDirTimestampFormat)+"-x")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		run := *sc
-		run.Seed = uint64(seed)
-		yml, err := scenarios.Marshal(&run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hist := validRun
-		if seed%2 == 1 {
-			hist = doubleGrant
-		}
-		results := fmt.Sprintf(`{"scenario":%q,"seed":%d,"verdict":"valid","checkers":[],"stats":{}}`+"\n", name, seed)
-		for f, text := range map[string]string{reports.ScenarioFile: string(yml), reports.HistoryFile: hist, reports.ResultsFile: results} {
-			path := filepath.Join(dir, f)
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			end := stamp.Add(10 * time.Second)
-			if err := os.Chtimes(path, end, end); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	for seed := 1; seed <= seeds; seed++ {
-		put(whole, seed, began.Add(time.Duration(seed)*time.Minute))
+		putSeededRun(t, whole, sc, seed, began.Add(time.Duration(seed)*time.Minute))
 	}
 	placed := 0
 	for i, store := range parts {
 		// Each machine runs its part from the start, the second a second
 		// earlier than the first: the runs' times do not follow their seeds.
-		for k, p := range (shard{i + 1, len(parts)}).split([]*scenarios.Scenario{sc}, seeds) {
-			put(store, p.seed, began.Add(time.Duration(k+1)*time.Minute-time.Duration(i)*time.Second))
+		for k, p := range (gate.Shard{Index: i + 1, Count: len(parts)}).Split([]*scenarios.Scenario{sc}, seeds) {
+			putSeededRun(t, store, sc, p.Seed, began.Add(time.Duration(k+1)*time.Minute-time.Duration(i)*time.Second))
 			placed++
 		}
 	}
 	if placed != seeds {
 		t.Fatalf("the parts hold %d runs, want %d", placed, seeds)
 	}
-	gate := func(from, tag string, extra ...string) (table, junit, md string) {
+	stores := append([]string{whole}, parts...)
+	run := func(from, tag string, extra ...string) (table, junit, md string) {
 		t.Helper()
-		out := filepath.Join(root, "out-"+tag)
-		if err := os.Mkdir(out, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		j, m := filepath.Join(out, "gate.xml"), filepath.Join(out, "scenarios.md")
-		var stdout, stderr bytes.Buffer
-		code, err := gateCmd(context.Background(), append([]string{name, "--seeds", fmt.Sprint(seeds), "--from-store", from, "--junit", j, "--markdown", m}, extra...), &stdout, &stderr)
-		if err != nil || code != exitViolated {
-			t.Fatalf("gate --from-store %s: exit %d, %v (want %d: the two valid runs miss the expectation)\n%s%s", from, code, err, exitViolated, stdout.String(), stderr.String())
-		}
-		jb, err := os.ReadFile(j)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mb, err := os.ReadFile(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Run directories differ by their store and start time alone.
-		norm := func(s string) string {
-			s = runStamp.ReplaceAllString(s, "RUN")
-			s = strings.ReplaceAll(s, from, "STORE")
-			for _, st := range append(parts, whole) {
-				s = strings.ReplaceAll(s, st, "STORE")
-			}
-			return s
-		}
-		return stdout.String(), norm(string(jb)), norm(string(mb))
+		args := append([]string{name, "--seeds", fmt.Sprint(seeds)}, extra...)
+		return gateFromStore(t, filepath.Join(root, "out-"+tag), from, stores, args...)
 	}
-	t1, j1, m1 := gate(whole, "whole")
-	t2, j2, m2 := gate(strings.Join(parts, ","), "merged")
-	t3, j3, m3 := gate(whole, "parallel", "--parallel", "3")
+	t1, j1, m1 := run(whole, "whole")
+	t2, j2, m2 := run(strings.Join(parts, ","), "merged")
+	t3, j3, m3 := run(whole, "parallel", "--parallel", "3")
 	if t1 != t3 || j1 != j3 || m1 != m3 {
 		t.Errorf("--parallel 3 differs from one at a time:\n%s\n%s\n%s\nwant\n%s\n%s\n%s", t3, j3, m3, t1, j1, m1)
 	}
@@ -217,6 +88,67 @@ func TestGateShardsMergeFromStores(t *testing.T) {
 	if m1 != m2 {
 		t.Errorf("Markdown differs:\nwhole:\n%s\nmerged:\n%s", m1, m2)
 	}
+}
+
+// putSeededRun stores in store a run of sc with seed that began at stamp
+// and ended 10 s later: a double grant for an odd seed, a valid history for
+// an even one, and a results.json that says valid.
+func putSeededRun(t *testing.T, store string, sc *scenarios.Scenario, seed int, stamp time.Time) {
+	t.Helper()
+	run := *sc
+	run.Seed = uint64(seed)
+	yml, err := scenarios.Marshal(&run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := validRun
+	if seed%2 == 1 {
+		hist = doubleGrant
+	}
+	results := fmt.Sprintf(`{"scenario":%q,"seed":%d,"verdict":"valid","checkers":[],"stats":{}}`+"\n", sc.Name, seed)
+	files := map[string]string{reports.ScenarioFile: string(yml), reports.HistoryFile: hist, reports.ResultsFile: results}
+	dir := writeRunDir(t, filepath.Join(store, sc.Name, stamp.Format(reports.RunDirTimestampFormat)+"-x"), files)
+	end := stamp.Add(10 * time.Second)
+	for f := range files {
+		if err := os.Chtimes(filepath.Join(dir, f), end, end); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gateFromStore runs gate args --from-store from with --junit and
+// --markdown into the new directory out, requires it to exit 1 (the valid
+// runs miss the expectation), and returns its table, and its JUnit and
+// Markdown with run directories told apart by nothing but their seeds
+// (stores, any of stores, and start times replaced).
+func gateFromStore(t *testing.T, out, from string, stores []string, args ...string) (table, junit, md string) {
+	t.Helper()
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, m := filepath.Join(out, "gate.xml"), filepath.Join(out, "scenarios.md")
+	var stdout, stderr bytes.Buffer
+	code, err := gateCmd(context.Background(), append(args, "--from-store", from, "--junit", j, "--markdown", m), &stdout, &stderr)
+	if err != nil || code != exitViolated {
+		t.Fatalf("gate --from-store %s: exit %d, %v (want %d: the two valid runs miss the expectation)\n%s%s", from, code, err, exitViolated, stdout.String(), stderr.String())
+	}
+	jb, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) string {
+		s = runStamp.ReplaceAllString(s, "RUN")
+		s = strings.ReplaceAll(s, from, "STORE")
+		for _, st := range stores {
+			s = strings.ReplaceAll(s, st, "STORE")
+		}
+		return s
+	}
+	return stdout.String(), norm(string(jb)), norm(string(mb))
 }
 
 // TestHuntListShards lists a campaign's runs whole and in three parts

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/datasheet"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/reports"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
@@ -39,9 +41,6 @@ interrupted.
 Examples:
   jepsen-lite shrink store/latest
   jepsen-lite shrink store/redlock-gc-pause/20261127T080000.000Z --tries 5 --need 3`
-
-// ShrunkFile is the scenario shrink writes into the run directory.
-const ShrunkFile = "shrunk.yaml"
 
 func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := newFlagSet("shrink", shrinkUsage, stderr)
@@ -133,7 +132,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err != nil {
 		return exitUsage, usageError{fmt.Errorf("%s: %w", runDir, err)}
 	}
-	kinds := anomalyKinds(res.Checkers)
+	kinds := gate.AnomalyKinds(res.Checkers)
 	if res.Verdict != checker.Invalid || len(kinds) == 0 {
 		return exitUsage, usagef("%s: the run's verdict is %s with no anomaly: nothing to shrink", runDir, res.Verdict)
 	}
@@ -154,7 +153,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 		if r.Results.FaultsFailed() || r.Results.Verdict != checker.Invalid {
 			return false, nil
 		}
-		found := anomalyKinds(r.Results.Checkers)
+		found := gate.AnomalyKinds(r.Results.Checkers)
 		return slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(found, k) }), nil
 	}
 	validate := func(c *scenarios.Scenario) (*scenarios.Scenario, error) {
@@ -188,7 +187,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err != nil {
 		return exitInternal, err
 	}
-	path := filepath.Join(runDir, ShrunkFile)
+	path := filepath.Join(runDir, datasheet.ShrunkFile)
 	if err := os.WriteFile(path, yml, 0o644); err != nil {
 		return exitInternal, err
 	}

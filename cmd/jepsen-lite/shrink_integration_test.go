@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/datasheet"
 	"github.com/jepsen-lite/jepsen-lite/runner"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -44,7 +45,7 @@ func TestShrinkRandomPauses(t *testing.T) {
 		t.Fatalf("shrink %s: exit %d, %v\n%s%s", failed, code, err, stdout.String(), stderr.String())
 	}
 	t.Log(stdout.String())
-	shrunk, err := scenarios.Load(filepath.Join(failed, ShrunkFile), runner.Names())
+	shrunk, err := scenarios.Load(filepath.Join(failed, datasheet.ShrunkFile), runner.Names())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestShrinkRandomPauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Results.Verdict != checker.Invalid {
-		b, _ := os.ReadFile(filepath.Join(failed, ShrunkFile))
+		b, _ := os.ReadFile(filepath.Join(failed, datasheet.ShrunkFile))
 		t.Errorf("the shrunk scenario's run is %s, want invalid:\n%s", res.Results.Verdict, b)
 	}
 }

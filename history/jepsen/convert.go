@@ -82,62 +82,108 @@ func isLockOp(f string) bool {
 
 // convertOp converts one op map; hasTime is false when it has no :time.
 func convertOp(o *opText, opts Options) (op history.Op, hasTime bool, err error) {
-	// :type
-	v, ok := o.field("type")
-	if !ok {
-		return op, false, errors.New("no :type")
+	if err := convertType(o, &op); err != nil {
+		return op, false, err
 	}
-	t, _ := nameOf(v)
-	switch history.Type(t) {
-	case history.Invoke, history.OK, history.Fail, history.Info:
-		op.Type = history.Type(t)
-	default:
-		return op, false, fmt.Errorf(":type %s: want :invoke, :ok, :fail or :info", o.rawField("type"))
+	if err := convertProcess(o, &op); err != nil {
+		return op, false, err
 	}
-
-	// :process
-	if v, ok = o.field("process"); !ok {
-		return op, false, errors.New("no :process")
-	}
-	switch p := v.(type) {
-	case int64:
-		if p < 0 || p > math.MaxInt32 {
-			return op, false, fmt.Errorf(":process %d: want a process number from 0, or :nemesis", p)
-		}
-		op.Process = int(p)
-	default:
-		if s, ok := nameOf(v); ok && s == "nemesis" {
-			op.Process = history.NemesisProcess
-			break
-		}
-		return op, false, fmt.Errorf(":process %s: want a process number from 0, or :nemesis", o.rawField("process"))
-	}
-
 	// :f
-	if v, ok = o.field("f"); ok {
+	if v, ok := o.field("f"); ok {
 		if s, ok := nameOf(v); ok {
 			op.F = s
 		} else if v != nil {
 			op.F = o.rawField("f")
 		}
 	}
-
-	// :time
-	if v, ok = o.field("time"); ok {
-		switch t := v.(type) {
-		case nil:
-		case int64:
-			if t < 0 {
-				return op, false, fmt.Errorf(":time %d is negative", t)
-			}
-			op.Time, hasTime = time.Duration(t), true
-		default:
-			return op, false, fmt.Errorf(":time %s: want an integer number of nanoseconds", o.rawField("time"))
+	if hasTime, err = convertTime(o, &op); err != nil {
+		return op, false, err
+	}
+	convertKey(o, &op)
+	// :value
+	value, _ := o.field("value")
+	if value != nil {
+		op.Value = jsonValue(value, func() string { return o.rawField("value") })
+	}
+	if err := convertToken(o, &op, value); err != nil {
+		return op, false, err
+	}
+	// :error
+	if v, ok := o.field("error"); ok && v != nil {
+		if s, ok := nameOf(v); ok {
+			op.Error = s
+		} else {
+			op.Error = o.rawField("error")
 		}
 	}
+	if op.F == history.FAcquire && op.Type == history.Invoke {
+		op.TTL = opts.TTL
+	}
+	return op, hasTime, nil
+}
 
-	// :key
-	if v, ok = o.field("key"); ok {
+// convertType sets op's type from :type, which must be :invoke, :ok,
+// :fail or :info.
+func convertType(o *opText, op *history.Op) error {
+	v, ok := o.field("type")
+	if !ok {
+		return errors.New("no :type")
+	}
+	t, _ := nameOf(v)
+	switch history.Type(t) {
+	case history.Invoke, history.OK, history.Fail, history.Info:
+		op.Type = history.Type(t)
+		return nil
+	}
+	return fmt.Errorf(":type %s: want :invoke, :ok, :fail or :info", o.rawField("type"))
+}
+
+// convertProcess sets op's process from :process, a process number from 0
+// or :nemesis.
+func convertProcess(o *opText, op *history.Op) error {
+	v, ok := o.field("process")
+	if !ok {
+		return errors.New("no :process")
+	}
+	if p, ok := v.(int64); ok {
+		if p < 0 || p > math.MaxInt32 {
+			return fmt.Errorf(":process %d: want a process number from 0, or :nemesis", p)
+		}
+		op.Process = int(p)
+		return nil
+	}
+	if s, ok := nameOf(v); ok && s == "nemesis" {
+		op.Process = history.NemesisProcess
+		return nil
+	}
+	return fmt.Errorf(":process %s: want a process number from 0, or :nemesis", o.rawField("process"))
+}
+
+// convertTime sets op's time from :time, nanoseconds from 0; hasTime is
+// false when :time is missing or nil.
+func convertTime(o *opText, op *history.Op) (hasTime bool, err error) {
+	v, ok := o.field("time")
+	if !ok {
+		return false, nil
+	}
+	switch t := v.(type) {
+	case nil:
+		return false, nil
+	case int64:
+		if t < 0 {
+			return false, fmt.Errorf(":time %d is negative", t)
+		}
+		op.Time = time.Duration(t)
+		return true, nil
+	}
+	return false, fmt.Errorf(":time %s: want an integer number of nanoseconds", o.rawField("time"))
+}
+
+// convertKey sets op's key from :key: an integer in decimal, a name, or
+// any other value as its text; a client's op of the lock itself without a
+// key is on DefaultKey.
+func convertKey(o *opText, op *history.Op) {
+	if v, ok := o.field("key"); ok {
 		switch k := v.(type) {
 		case nil:
 		case int64:
@@ -153,42 +199,26 @@ func convertOp(o *opText, opts Options) (op history.Op, hasTime bool, err error)
 	if op.Key == "" && op.Process != history.NemesisProcess && isLockOp(op.F) {
 		op.Key = DefaultKey
 	}
+}
 
-	// :value
-	value, _ := o.field("value")
-	if value != nil {
-		op.Value = jsonValue(value, func() string { return o.rawField("value") })
+// convertToken sets op's fencing token from :token, or, for an acquire ok
+// without one, from a :token in its map value.
+func convertToken(o *opText, op *history.Op, value any) (err error) {
+	if v, ok := o.field("token"); ok {
+		op.Token, err = token(v)
+		return err
 	}
-
-	// :token, or a :token in an acquire ok's map :value
-	if v, ok = o.field("token"); ok {
-		if op.Token, err = token(v); err != nil {
-			return op, false, err
-		}
-	} else if vm, ok := value.(map[any]any); ok && op.F == history.FAcquire && op.Type == history.OK {
-		for _, k := range keys("token") {
-			if tv, ok := vm[k]; ok {
-				if op.Token, err = token(tv); err != nil {
-					return op, false, err
-				}
-				break
-			}
+	vm, ok := value.(map[any]any)
+	if !ok || op.F != history.FAcquire || op.Type != history.OK {
+		return nil
+	}
+	for _, k := range keys("token") {
+		if tv, ok := vm[k]; ok {
+			op.Token, err = token(tv)
+			return err
 		}
 	}
-
-	// :error
-	if v, ok = o.field("error"); ok && v != nil {
-		if s, ok := nameOf(v); ok {
-			op.Error = s
-		} else {
-			op.Error = o.rawField("error")
-		}
-	}
-
-	if op.F == history.FAcquire && op.Type == history.Invoke {
-		op.TTL = opts.TTL
-	}
-	return op, hasTime, nil
+	return nil
 }
 
 // token returns a fencing token: an integer from 0; anything that is not an

@@ -1,4 +1,4 @@
-package main
+package datasheet
 
 import (
 	"encoding/json"
@@ -10,10 +10,10 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// campaignFile is what `hunt --json` writes and `matrix` reads: one
+// CampaignFile is what `hunt --json` writes and `matrix` reads: one
 // campaign's base and settings beside its report, so that a datasheet row
 // says what was hunted, how and on what.
-type campaignFile struct {
+type CampaignFile struct {
 	// Target is hunt's argument: an algorithm, a scenario or a file.
 	Target string `json:"target"`
 	// LockCommand is the external lock client hunted with; empty for the
@@ -38,8 +38,11 @@ type campaignFile struct {
 	Finished time.Time `json:"finished"`
 }
 
-func newCampaignFile(target, lockCommand string, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) *campaignFile {
-	return &campaignFile{
+// NewCampaignFile returns the campaign file of a hunt of target (with
+// lockCommand, when set) from base with opts, which reported rep; it
+// finished now.
+func NewCampaignFile(target, lockCommand string, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) *CampaignFile {
+	return &CampaignFile{
 		Target: target, LockCommand: lockCommand, Algorithm: base.Lock.Algorithm,
 		System: base.System.Name, Topology: base.System.Topology, Nodes: base.System.Nodes,
 		Workers: base.Workers, Duration: base.Duration, TTL: base.Lock.TTL,
@@ -48,7 +51,8 @@ func newCampaignFile(target, lockCommand string, base *scenarios.Scenario, opts 
 	}
 }
 
-func (c *campaignFile) write(path string) error {
+// Write writes c to path as indented JSON.
+func (c *CampaignFile) Write(path string) error {
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
@@ -56,13 +60,13 @@ func (c *campaignFile) write(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// readCampaignFile reads a campaign file; an error names the file.
-func readCampaignFile(path string) (*campaignFile, error) {
+// ReadCampaignFile reads a campaign file; an error names the file.
+func ReadCampaignFile(path string) (*CampaignFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var c campaignFile
+	var c CampaignFile
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: not a campaign file: %v", path, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package catalogdoc
 
 import (
 	"os"
@@ -8,23 +8,24 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/gate"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-func gateRowOf(name, resource string, observed map[string]int, kinds ...string) *gateRow {
-	r := &gateRow{
-		sc:        &scenarios.Scenario{Name: name, Resource: resource, Tags: []string{"gc-pause"}},
-		name:      name,
-		observed:  observed,
-		anomalies: map[string]bool{},
+func gateRowOf(name, resource string, observed map[string]int, kinds ...string) *gate.Row {
+	r := &gate.Row{
+		Scenario:  &scenarios.Scenario{Name: name, Resource: resource, Tags: []string{"gc-pause"}},
+		Name:      name,
+		Observed:  observed,
+		Anomalies: map[string]bool{},
 	}
-	r.sc.Lock.Algorithm = "zk-recipe"
+	r.Scenario.Lock.Algorithm = "zk-recipe"
 	for _, n := range observed {
-		r.runs += n
+		r.Runs += n
 	}
 	for _, k := range kinds {
-		r.anomalies[k] = true
+		r.Anomalies[k] = true
 	}
 	return r
 }
@@ -34,7 +35,7 @@ func TestCellText(t *testing.T) {
 	invalid := map[string]int{string(checker.Invalid): 3}
 	for _, tc := range []struct {
 		name string
-		row  *gateRow
+		row  *gate.Row
 		want string
 	}{
 		{"not run", gateRowOf("s", scenarios.Unfenced, map[string]int{}), "not run"},
@@ -60,7 +61,7 @@ func TestCellText(t *testing.T) {
 }
 
 func TestScenariosMarkdownNamesTheResourceInTheDesignColumn(t *testing.T) {
-	rows := []*gateRow{
+	rows := []*gate.Row{
 		gateRowOf("zk-gc-pause", scenarios.Unfenced, map[string]int{"invalid": 2}, checker.StaleWrite),
 		gateRowOf("zk-gc-pause-fenced", scenarios.Fenced, map[string]int{"invalid": 2}, checker.DoubleHold),
 		gateRowOf("zk-gc-pause-guarded", scenarios.Guarded, map[string]int{"invalid": 2}, checker.DoubleHold),
@@ -76,12 +77,12 @@ func TestScenariosMarkdownNamesTheResourceInTheDesignColumn(t *testing.T) {
 
 func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
 	scripted := gateRowOf("scripted", scenarios.Unfenced, map[string]int{"invalid": 1}, checker.StaleWrite)
-	scripted.sc.Nemesis.Steps = []nemesis.Step{{At: time.Second, Fault: "client-pause", Targets: []string{"w0"}, Point: "before-write", Duration: 2500 * time.Millisecond}}
+	scripted.Scenario.Nemesis.Steps = []nemesis.Step{{At: time.Second, Fault: "client-pause", Targets: []string{"w0"}, Point: "before-write", Duration: 2500 * time.Millisecond}}
 	random := gateRowOf("random", scenarios.Fenced, map[string]int{"valid": 1})
-	random.sc.Nemesis.Random = &nemesis.RandomSpec{Faults: []string{"client-pause"}, Start: 500 * time.Millisecond, Interval: time.Second,
+	random.Scenario.Nemesis.Random = &nemesis.RandomSpec{Faults: []string{"client-pause"}, Start: 500 * time.Millisecond, Interval: time.Second,
 		MinDuration: 200 * time.Millisecond, MaxDuration: 3 * time.Second, Workers: []string{"one"}}
 	quiet := gateRowOf("quiet", scenarios.Unfenced, map[string]int{"valid": 1})
-	mustContain(t, renderScenariosMarkdown(t, []*gateRow{scripted, random, quiet}, 1),
+	mustContain(t, renderScenariosMarkdown(t, []*gate.Row{scripted, random, quiet}, 1),
 		"### scripted\n",
 		"  - at 1s client-pause w0 at before-write for 2.5s\n",
 		"### random\n",
@@ -98,12 +99,12 @@ func TestScenariosMarkdownDescribesTheFaultTimeline(t *testing.T) {
 // that a safe scenario's section has no proof.
 func TestScenariosMarkdownProvesUnsafeRows(t *testing.T) {
 	unsafe := gateRowOf("unsafe", scenarios.Unfenced, map[string]int{"invalid": 3}, checker.DoubleHold, checker.EarlyGrant, checker.LostUpdate)
-	unsafe.addProofs("store/unsafe/20260101T000000.000Z", []checker.Result{
+	unsafe.AddProofs("store/unsafe/20260101T000000.000Z", []checker.Result{
 		{Name: "double-hold", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
 			{Kind: checker.DoubleHold, Key: "k", Ops: []int{9, 11}, Message: "the first run's double hold"},
 		}},
 	})
-	unsafe.addProofs("store/unsafe/20260101T000100.000Z", []checker.Result{
+	unsafe.AddProofs("store/unsafe/20260101T000100.000Z", []checker.Result{
 		{Name: "double-hold", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
 			{Kind: checker.DoubleHold, Key: "k", Ops: []int{2, 4, 5}, Message: "worker 1 acquired k at 1.010s while worker 0 held it since 0.110s"},
 			{Kind: checker.DoubleHold, Key: "k", Ops: []int{7, 8}, Message: "a second double hold"},
@@ -116,17 +117,17 @@ func TestScenariosMarkdownProvesUnsafeRows(t *testing.T) {
 	for i := range many {
 		many[i] = 100 + i
 	}
-	unsafe.addProofs("store/unsafe/20260101T000200.000Z", []checker.Result{
+	unsafe.AddProofs("store/unsafe/20260101T000200.000Z", []checker.Result{
 		{Name: "resource", Verdict: checker.Invalid, Anomalies: []checker.Anomaly{
 			{Kind: checker.LostUpdate, Key: "k", Ops: many, Message: "k ended at 3 after 5 acknowledged increments"},
 		}},
 	})
 	safe := gateRowOf("safe", scenarios.Unfenced, map[string]int{"valid": 3})
-	safe.addProofs("store/safe/20260101T000000.000Z", []checker.Result{{Name: "double-hold", Verdict: checker.Valid, Anomalies: []checker.Anomaly{}}})
-	if got := safe.proof(); got != nil {
+	safe.AddProofs("store/safe/20260101T000000.000Z", []checker.Result{{Name: "double-hold", Verdict: checker.Valid, Anomalies: []checker.Anomaly{}}})
+	if got := safe.Proof(); got != nil {
 		t.Errorf("a safe row has a proof: %+v", got)
 	}
-	md := renderScenariosMarkdown(t, []*gateRow{unsafe, safe}, 3)
+	md := renderScenariosMarkdown(t, []*gate.Row{unsafe, safe}, 3)
 	mustContain(t, md,
 		"Live runs.\n",
 		"- Proof from one run, `store/unsafe/20260101T000100.000Z/` (ops by their `index` in its `history.jsonl`):\n"+
@@ -146,9 +147,9 @@ func TestScenariosMarkdownProvesUnsafeRows(t *testing.T) {
 }
 
 func TestScenariosMarkdownSaysWhereTheRunsCameFrom(t *testing.T) {
-	rows := []*gateRow{gateRowOf("s", scenarios.Unfenced, map[string]int{"valid": 1})}
+	rows := []*gate.Row{gateRowOf("s", scenarios.Unfenced, map[string]int{"valid": 1})}
 	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, rows, 1, nil, "store"); err != nil {
+	if err := Write(path, rows, Source{Seeds: 1, FromStore: "store"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -163,10 +164,10 @@ func TestScenariosMarkdownSaysWhereTheRunsCameFrom(t *testing.T) {
 
 // renderScenariosMarkdown writes rows as scenarios.md of live runs to a
 // temporary file and returns its text.
-func renderScenariosMarkdown(t *testing.T, rows []*gateRow, seeds int) string {
+func renderScenariosMarkdown(t *testing.T, rows []*gate.Row, seeds int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "scenarios.md")
-	if err := writeScenariosMarkdown(path, rows, seeds, []string{"--tags", "soak"}, ""); err != nil {
+	if err := Write(path, rows, Source{Seeds: seeds, Selection: []string{"--tags", "soak"}}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -201,7 +202,7 @@ func TestFaultColumnsAreTheDocs(t *testing.T) {
 		header += " " + c.title + " |"
 	}
 	for _, doc := range []string{"scenarios.md", "baselines.md"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "docs", doc))
+		b, err := os.ReadFile(filepath.Join("..", "docs", doc))
 		if err != nil {
 			t.Fatal(err)
 		}

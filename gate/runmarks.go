@@ -1,15 +1,15 @@
-package main
+package gate
 
 import (
 	"fmt"
 	"strings"
 )
 
-// runMarks marks a table's cell of runs runs of which host had a step of
+// RunMarks marks a table's cell of runs runs of which host had a step of
 // the host's clock or a stall of the harness (results.json host_events),
 // and offScript a step of the schedule that did not run as written
 // (step_issues): " [host 1/3, steps 2/3]", or "" when none had either.
-func runMarks(host, offScript, runs int) string {
+func RunMarks(host, offScript, runs int) string {
 	var marks []string
 	if host > 0 {
 		marks = append(marks, fmt.Sprintf("host %d/%d", host, runs))
@@ -23,5 +23,5 @@ func runMarks(host, offScript, runs int) string {
 	return " [" + strings.Join(marks, ", ") + "]"
 }
 
-// runMarksLegend explains runMarks under a table that has some.
-const runMarksLegend = "[host n/m]: n of the m runs saw the host's wall clock step or the harness stall (results.json host_events), so what they found may come from the machine, not only from the lock or the fault; [steps n/m]: n of them had a step of the schedule that did not run as written (step_issues)."
+// RunMarksLegend explains RunMarks under a table that has some.
+const RunMarksLegend = "[host n/m]: n of the m runs saw the host's wall clock step or the harness stall (results.json host_events), so what they found may come from the machine, not only from the lock or the fault; [steps n/m]: n of them had a step of the schedule that did not run as written (step_issues)."

@@ -1,0 +1,152 @@
+package linknet
+
+// link.go holds the links of a Network that are told apart by the address
+// dialled: their creation, their upstream and their removal.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+// link is one link: a reserved address that the kernel translates (DNAT) to
+// the link's target, and the faults on it.
+type link struct {
+	name     string
+	addr     string       // the reserved address clients dial: 127.0.0.1:port
+	port     int          // its port, also the low half of the conntrack mark
+	reserve  net.Listener // holds the port so no other socket takes it
+	upstream string       // what the link reaches
+	target   string       // what the kernel translates addr to: upstream, or the proxy
+	proxy    *toxiproxy.Proxy
+
+	kernel  map[Fault]int // the cuts and resets on the link (Kind and Direction), counted
+	latency bool
+
+	// A per-source link (LinkFrom): addr is the shared address, port the
+	// link's own reserved port, which only makes its mark unique.
+	shared *sharedAddr
+	gid    int // the primary group id of the processes whose connections it carries
+}
+
+// Link creates the link named name to upstream and returns the address it
+// is reached on (127.0.0.1 and a port reserved for it). Names are unique; by
+// convention they are Name(from, to).
+func (n *Network) Link(name, upstream string) (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return "", ErrClosed
+	}
+	if name == "" || upstream == "" {
+		return "", fmt.Errorf("linknet: link needs a name and an upstream (got %q, %q)", name, upstream)
+	}
+	if _, ok := n.links[name]; ok {
+		return "", fmt.Errorf("linknet: link %q already exists", name)
+	}
+	reserve, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("linknet: reserve an address for link %q: %w", name, err)
+	}
+	l := &link{name: name, reserve: reserve, upstream: upstream, kernel: map[Fault]int{}}
+	l.addr = reserve.Addr().String()
+	l.port = reserve.Addr().(*net.TCPAddr).Port
+	target := upstream
+	if n.proxied {
+		p := toxiproxy.NewProxy(n.server, name, "127.0.0.1:0", upstream)
+		if err := n.server.Collection.Add(p, true); err != nil {
+			reserve.Close()
+			return "", fmt.Errorf("linknet: start the proxy of link %q: %w", name, err)
+		}
+		l.proxy = p
+		target = p.Listen
+	}
+	l.target = target
+	to, err := ipv4(target)
+	if err == nil {
+		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
+			n.table, l.port, to, l.mark()))
+	}
+	if err != nil {
+		reserve.Close()
+		if l.proxy != nil {
+			_ = n.server.Collection.Remove(name)
+		}
+		return "", fmt.Errorf("linknet: link %q: %w", name, err)
+	}
+	n.links[name] = l
+	return l.addr, nil
+}
+
+// SetUpstream points the link at a new upstream, keeping its address and
+// its faults. Existing connections are closed (as a client's connections
+// to a moved service address break); new ones go to the new upstream.
+func (n *Network) SetUpstream(name, upstream string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l, err := n.link(name)
+	if err != nil {
+		return err
+	}
+	if l.shared != nil {
+		return fmt.Errorf("linknet: set upstream of link %q: a per-source link (LinkFrom) keeps its upstream", name)
+	}
+	if l.proxy != nil {
+		l.proxy.Lock()
+		listen := l.proxy.Listen
+		l.proxy.Unlock()
+		in := &toxiproxy.Proxy{Name: name, Listen: listen, Upstream: upstream, Enabled: true}
+		if err := l.proxy.Update(in); err != nil {
+			return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
+		}
+		l.upstream = upstream
+		return nil
+	}
+	to, err := ipv4(upstream)
+	if err != nil {
+		return err
+	}
+	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
+		return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
+	}
+	l.upstream, l.target = upstream, upstream
+	return killConns([]*link{l})
+}
+
+// Remove removes the link, closing its connections.
+func (n *Network) Remove(name string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l, err := n.link(name)
+	if err != nil {
+		return err
+	}
+	delete(n.links, name)
+	var errs []error
+	script := fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\ndelete element ip %[1]s marks { 127.0.0.1 . %[2]d }\n", n.table, l.port)
+	if l.shared != nil {
+		script = fmt.Sprintf("delete element ip %[1]s gid_links { %[2]s }\ndelete element ip %[1]s gid_marks { %[2]s }\n", n.table, l.gidKey())
+	}
+	script += n.unfaultScript(l)
+	if err := n.sh.run(script); err != nil {
+		errs = append(errs, fmt.Errorf("linknet: remove link %q: %w", name, err))
+	}
+	if l.shared != nil {
+		errs = append(errs, killSourceConns(l))
+	} else {
+		errs = append(errs, killConns([]*link{l}))
+	}
+	if l.proxy != nil {
+		if err := n.server.Collection.Remove(name); err != nil {
+			errs = append(errs, fmt.Errorf("linknet: remove link %q: %w", name, err))
+		}
+	}
+	errs = append(errs, l.reserve.Close())
+	if l.shared != nil {
+		l.shared.links--
+		n.releaseShared(l.upstream, l.shared)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,255 @@
+// Package lengths holds functions of known lengths for the function-length
+// rule's own test: eightyOne and longMethod are one line too long, eighty is
+// at the limit.
+package lengths
+
+// eighty spans 80 lines, func keyword to closing brace.
+func eighty() int {
+	n := 0
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	return n
+}
+
+// eightyOne spans 81 lines, func keyword to closing brace.
+func eightyOne() int {
+	n := 0
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	return n
+}
+
+// counter is the receiver of longMethod.
+type counter struct{}
+
+// longMethod spans 81 lines, func keyword to closing brace.
+func (c *counter) longMethod() int {
+	n := 0
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	n++
+	return n
+}
