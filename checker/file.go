@@ -221,21 +221,26 @@ type fedChunk struct {
 }
 
 // holdBatch is the storage of one chunk's events, shared by the sinks and
-// reused once the last of them has read it, so that following a long
-// history makes no garbage of events.
+// reused once the last of them has read it (free), so that following a
+// long history makes no garbage of events.
 type holdBatch struct {
 	evs  []HoldEvent
 	refs atomic.Int32
+	free chan *holdBatch
 }
 
-// holdBatches are the holdBatches free for reuse.
-var holdBatches = sync.Pool{New: func() any { return &holdBatch{} }}
+// holdBatchesFree is how many holdBatches a check keeps for reuse: more
+// than the chunks in flight.
+const holdBatchesFree = 16
 
 // done gives up one sink's use of b.
 func (b *holdBatch) done() {
 	if b != nil && b.refs.Add(-1) == 0 {
 		b.evs = b.evs[:0]
-		holdBatches.Put(b)
+		select {
+		case b.free <- b:
+		default:
+		}
 	}
 }
 
@@ -249,6 +254,7 @@ type streams struct {
 	// handed on the end of the history.
 	follow   chan *history.Chunk
 	followed chan struct{}
+	batches  chan *holdBatch // free for reuse
 	sinks    []*opSink
 	wg       sync.WaitGroup
 	// results are the checkers' results in the order of Checkers, set by
@@ -263,6 +269,7 @@ type streams struct {
 // report; each check's Elapsed counts from start, when the reading began.
 func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
 	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk, 2), followed: make(chan struct{}),
+		batches:  make(chan *holdBatch, holdBatchesFree),
 		results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	for i, c := range checkers[1:] {
@@ -362,7 +369,12 @@ func (s *streams) feed(c *history.Chunk) { s.follow <- c }
 func (s *streams) following() {
 	defer close(s.followed)
 	for c := range s.follow {
-		b := holdBatches.Get().(*holdBatch)
+		var b *holdBatch
+		select {
+		case b = <-s.batches:
+		default:
+			b = &holdBatch{free: s.batches}
+		}
 		for i := range c.Ops {
 			b.evs = s.fol.Add(&c.Ops[i], b.evs)
 		}

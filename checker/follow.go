@@ -22,21 +22,21 @@ type HoldKind uint8
 // The kinds of HoldEvent, with the fields each sets besides Kind, Index,
 // Process and Client.
 const (
-	// HoldGranted is a grant (an acquire ok), whose belief starts at its
-	// return: Grant, Key, Invoke and OK, Call and Time (its return),
+	// HoldGranted is a grant (an acquire ok, the op fed), whose belief
+	// starts at its return: Grant, Key, Invoke, Call and Time (its return),
 	// Token, Lease, Session, and Until (the ok's until: the belief's
 	// first until in force).
 	HoldGranted HoldKind = iota + 1
-	// HoldRenewed is a renew ok of the process's latest grant of the key:
-	// Grant, Key, Invoke and OK, Call and Time (its return), Token, Lease
+	// HoldRenewed is a renew ok (the op fed) of the process's latest grant
+	// of the key: Grant, Key, Invoke, Call and Time (its return), Token, Lease
 	// (its §3 lease) and Until (the ok's own until).
 	HoldRenewed
 	// HoldUntil is a move of an open belief's until in force: Grant, Key,
 	// Until (the new until in force).
 	HoldUntil
-	// HoldEnded is the end of a belief: Grant, Key, Time (its end), EndOp
-	// (the op that ended it, -1 for its until or the end of the history),
-	// Reason and Until (the until in force when it ended, 0: none).
+	// HoldEnded is the end of a belief: Grant, Key, Time (its end), Reason
+	// (EndOp: the op fed ended it, unless its until or the end of the
+	// history did) and Until (the until in force when it ended, 0: none).
 	HoldEnded
 	// HoldLater is a lock op of the grant's process on its key, after the
 	// grant, that may have taken effect and may end the grant's hold
@@ -59,11 +59,11 @@ const (
 )
 
 // HoldEvent is one thing the Follower found about who held which lock
-// when. Which fields are set depends on Kind. Op indexes (Index, Invoke,
-// OK, EndOp) are positions in the history as fed, which are the ops'
-// Index in a well-formed history.
+// when. Which fields are set depends on Kind. Op indexes (Index, Invoke)
+// are positions in the history as fed, which are the ops' Index in a
+// well-formed history. It is kept small (104 bytes): a check of a file
+// holds the events of every chunk in flight.
 type HoldEvent struct {
-	Kind HoldKind
 	// Index is the index of the op whose feeding made the event: for the
 	// events Follower.End makes, the history's length.
 	Index   int
@@ -72,16 +72,27 @@ type HoldEvent struct {
 	Process int
 	Client  int
 	Invoke  int
-	OK      int
-	EndOp   int
 	Call    time.Duration
 	Time    time.Duration
 	Lease   time.Duration
 	Until   time.Duration
 	Token   uint64
+	Kind    HoldKind
 	Reason  EndReason
 	Session bool
 	Release bool
+}
+
+// OK is the index of the ok of a HoldGranted or HoldRenewed: the op fed.
+func (e *HoldEvent) OK() int { return e.Index }
+
+// EndOp is the op that ended the belief of a HoldEnded, -1 when its until
+// or the end of the history did; the op that ended it is the op fed.
+func (e *HoldEvent) EndOp() int {
+	if e.Reason == EndUntil || e.Reason == EndOpen {
+		return -1
+	}
+	return e.Index
 }
 
 // Follower follows who held which lock when over a well-formed history fed
@@ -222,7 +233,7 @@ func (f *Follower) Add(op *history.Op, out []HoldEvent) []HoldEvent {
 
 // event is the start of an event of process proc of p, made at op i.
 func (f *Follower) event(kind HoldKind, p *followProc, proc, i int) HoldEvent {
-	return HoldEvent{Kind: kind, Index: i, Process: proc, Client: p.client, Grant: -1, Invoke: -1, OK: -1, EndOp: -1}
+	return HoldEvent{Kind: kind, Index: i, Process: proc, Client: p.client, Grant: -1, Invoke: -1}
 }
 
 // end ends fk's open belief, if any, at the op at index i (time at), or
@@ -233,9 +244,9 @@ func (f *Follower) end(out []HoldEvent, p *followProc, proc int, fk *followKey, 
 	}
 	fk.open = false
 	e := f.event(HoldEnded, p, proc, i)
-	e.Grant, e.Key, e.Time, e.EndOp, e.Reason, e.Until = fk.latest, fk.key, at, i, why, fk.until
+	e.Grant, e.Key, e.Time, e.Reason, e.Until = fk.latest, fk.key, at, why, fk.until
 	if fk.until != 0 && fk.until < at {
-		e.Time, e.EndOp, e.Reason = max(fk.until, fk.start), -1, EndUntil
+		e.Time, e.Reason = max(fk.until, fk.start), EndUntil
 	}
 	return append(out, e)
 }
@@ -253,7 +264,7 @@ func (f *Follower) grant(out []HoldEvent, p *followProc, op *history.Op, i int, 
 	g := f.grants
 	f.grants++
 	e := f.event(HoldGranted, p, op.Process, i)
-	e.Grant, e.Key, e.Invoke, e.OK, e.Call, e.Time = g, op.Key, inv.index, i, inv.call, op.Time
+	e.Grant, e.Key, e.Invoke, e.Call, e.Time = g, op.Key, inv.index, inv.call, op.Time
 	e.Token, e.Lease, e.Session, e.Until = op.Token, lease, session, op.Until
 	fk.latest, fk.lease, fk.open, fk.start, fk.until = g, lease, true, op.Time, op.Until
 	fk.later = append(fk.later, collecting{grant: g, bound: leaseEnd(inv.call, lease, 0)})
@@ -269,7 +280,7 @@ func (f *Follower) renew(out []HoldEvent, p *followProc, op *history.Op, i int, 
 		return out
 	}
 	e := f.event(HoldRenewed, p, op.Process, i)
-	e.Grant, e.Key, e.Invoke, e.OK, e.Call, e.Time = fk.latest, op.Key, inv.index, i, inv.call, op.Time
+	e.Grant, e.Key, e.Invoke, e.Call, e.Time = fk.latest, op.Key, inv.index, inv.call, op.Time
 	e.Lease, e.Until, e.Token = renewalLease(inv.ttl, op, fk.lease), op.Until, op.Token
 	out = append(out, e)
 	if fk.open && op.Until != 0 && (fk.until == 0 || op.Time <= fk.until) {

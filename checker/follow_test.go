@@ -22,7 +22,7 @@ func endedOf(evs []HoldEvent) []ended {
 	var out []ended
 	for _, e := range evs {
 		if e.Kind == HoldEnded {
-			out = append(out, ended{e.Grant, e.Reason, e.EndOp, e.Time})
+			out = append(out, ended{e.Grant, e.Reason, e.EndOp(), e.Time})
 		}
 	}
 	return out

@@ -64,14 +64,14 @@ func (s *holdStream) hold(e *HoldEvent) {
 			return
 		}
 		delete(s.byNum, e.Grant)
-		b.end, b.endOp, b.reason, b.until = e.Time, e.EndOp, e.Reason, e.Until
+		b.end, b.endOp, b.reason, b.until = e.Time, e.EndOp(), e.Reason, e.Until
 		s.ended(b)
 	}
 }
 
 // start opens the belief of the grant e.
 func (s *holdStream) start(e *HoldEvent) {
-	b := &streamBelief{seq: e.OK, key: e.Key, proc: e.Process, client: e.Client, start: e.Time, end: Forever, endOp: -1, reason: EndOpen, until: e.Until}
+	b := &streamBelief{seq: e.OK(), key: e.Key, proc: e.Process, client: e.Client, start: e.Time, end: Forever, endOp: -1, reason: EndOpen, until: e.Until}
 	for _, a := range s.open[e.Key] {
 		// a belief whose until passed before b started ends by then: no
 		// renewal that returns after its until moves it any more

@@ -325,16 +325,16 @@ func (a *analysis) record(e *HoldEvent) {
 	f := a.f
 	switch e.Kind {
 	case HoldGranted:
-		f.Grants = append(f.Grants, Grant{Key: e.Key, Process: e.Process, Client: e.Client, Invoke: e.Invoke, OK: e.OK,
+		f.Grants = append(f.Grants, Grant{Key: e.Key, Process: e.Process, Client: e.Client, Invoke: e.Invoke, OK: e.OK(),
 			Call: e.Call, Return: e.Time, Token: e.Token, Lease: e.Lease, Session: e.Session, Closed: -1})
 		f.Beliefs = append(f.Beliefs, Belief{Grant: e.Grant, Start: e.Time, End: Forever, EndOp: -1, Reason: EndOpen, Until: e.Until})
 		a.byProc[e.Process] = append(a.byProc[e.Process], e.Grant)
 	case HoldRenewed:
 		gr := &f.Grants[e.Grant]
-		gr.Renewals = append(gr.Renewals, Renewal{Invoke: e.Invoke, OK: e.OK, Call: e.Call, Return: e.Time, Lease: e.Lease, Until: e.Until, Token: e.Token})
+		gr.Renewals = append(gr.Renewals, Renewal{Invoke: e.Invoke, OK: e.OK(), Call: e.Call, Return: e.Time, Lease: e.Lease, Until: e.Until, Token: e.Token})
 	case HoldEnded:
 		bl := &f.Beliefs[e.Grant]
-		bl.End, bl.EndOp, bl.Reason, bl.Until = e.Time, e.EndOp, e.Reason, e.Until
+		bl.End, bl.EndOp, bl.Reason, bl.Until = e.Time, e.EndOp(), e.Reason, e.Until
 	case HoldLater:
 		gr := &f.Grants[e.Grant]
 		gr.Later = append(gr.Later, LaterOp{Invoke: e.Invoke, Call: e.Call, Release: e.Release, Lease: e.Lease, Session: e.Session})

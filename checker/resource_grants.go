@@ -142,7 +142,7 @@ func (s *resourceStream) hold(e *HoldEvent) {
 // grant takes the grant e of p.
 func (s *resourceStream) grant(p *resProc, e *HoldEvent) {
 	pk := p.keyOf(s, e.Key)
-	g := &resGrant{owner: p, key: pk.key, invoke: e.Invoke, okIndex: e.OK, call: e.Call, ret: e.Time,
+	g := &resGrant{owner: p, key: pk.key, invoke: e.Invoke, okIndex: e.OK(), call: e.Call, ret: e.Time,
 		lease: e.Lease, session: e.Session, closed: -1, collecting: true, latestLive: true}
 	if old := pk.latest; old != nil {
 		old.latestLive = false

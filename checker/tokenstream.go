@@ -125,7 +125,7 @@ func (s *tokenStream) hold(e *HoldEvent) {
 	if p == nil {
 		return
 	}
-	g := tokenEnd{invoke: e.Invoke, ok: e.OK, client: e.Client, call: e.Call, at: e.Time, token: e.Token}
+	g := tokenEnd{invoke: e.Invoke, ok: e.OK(), client: e.Client, call: e.Call, at: e.Time, token: e.Token}
 	switch e.Kind {
 	case HoldGranted:
 		if ht, ok := p.heldOf(e.Key); ok {
