@@ -268,7 +268,7 @@ type streams struct {
 // the well-formed checker, which the reading itself is) and the liveness
 // report; each check's Elapsed counts from start, when the reading began.
 func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
-	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk, 2), followed: make(chan struct{}),
+	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk), followed: make(chan struct{}),
 		batches:  make(chan *holdBatch, holdBatchesFree),
 		results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}

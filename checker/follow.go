@@ -43,10 +43,10 @@ const (
 	// earlier than the ops before it (Grant.Later): Grant, Key, Invoke,
 	// Call, Release, Lease and Session as LaterOp has them.
 	HoldLater
-	// HoldSettled says that no lock op joins a grant's Later any more (a
-	// release joined it, or an op called after its hold may have ended
-	// came, or its process crashed): its hold's bounds are known. Grant,
-	// Key.
+	// HoldSettled says that no lock op joins a grant's Later any more: an
+	// op called after its hold may have ended came, or its process
+	// crashed. Grant, Key. A HoldLater that is a release settles its grant
+	// too, without a HoldSettled (fewer events in flight).
 	HoldSettled
 	// HoldCrashed is a process's crash (its first info): it issues nothing
 	// more. Time is the crash's.
@@ -332,6 +332,11 @@ func (f *Follower) closeClient(out []HoldEvent, p *followProc, op *history.Op, i
 // Later of each grant of its process and key since the process's last
 // release of the key that it could still end earlier. i is the op fed.
 func (f *Follower) later(out []HoldEvent, p *followProc, proc, i int, inv *pendingLock, done *history.Op) []HoldEvent {
+	switch inv.f {
+	case history.FRelease, history.FRenew, history.FAcquire:
+	default:
+		return out
+	}
 	fk := p.of(inv.key)
 	if fk == nil || len(fk.later) == 0 {
 		return out
@@ -349,8 +354,6 @@ func (f *Follower) later(out []HoldEvent, p *followProc, proc, i int, inv *pendi
 			ok = *done
 		}
 		x.Lease, x.Session = leaseOf(inv.ttl, &ok)
-	default:
-		return out
 	}
 	kept := fk.later[:0]
 	for _, c := range fk.later {
@@ -362,8 +365,7 @@ func (f *Follower) later(out []HoldEvent, p *followProc, proc, i int, inv *pendi
 		x.Grant = c.grant
 		out = append(out, x)
 		if x.Release {
-			out = f.settled(out, p, proc, i, inv.key, c.grant)
-			continue
+			continue // the release settles it: no HoldSettled
 		}
 		c.bound = min(c.bound, leaseEnd(x.Call, x.Lease, 0))
 		kept = append(kept, c)

@@ -122,6 +122,10 @@ func (s *resourceStream) hold(e *HoldEvent) {
 			return
 		}
 		g.addLater(LaterOp{Invoke: e.Invoke, Call: e.Call, Release: e.Release, Lease: e.Lease, Session: e.Session}, s.drift)
+		if e.Release { // a release settles it
+			g.collecting = false
+			delete(s.collecting, e.Grant)
+		}
 	case HoldSettled:
 		if g := s.collecting[e.Grant]; g != nil {
 			g.collecting = false
