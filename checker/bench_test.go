@@ -322,7 +322,7 @@ func BenchmarkLivenessEach1M(b *testing.B) {
 	}{
 		{"plain", func() LivenessResult { return Liveness(h, LivenessOptions{}) }},
 		{"all-up", func() LivenessResult { return Liveness(up, LivenessOptions{}) }},
-		{"over-facts", func() LivenessResult { return liveness(h, f, nil, LivenessOptions{}) }},
+		{"over-facts", func() LivenessResult { return liveness(h, f, LivenessOptions{}) }},
 		{"batch-plain", func() LivenessResult { return batchLiveness(h, Analyze(h), LivenessOptions{}) }},
 		{"batch-all-up", func() LivenessResult { return batchLiveness(up, Analyze(up), LivenessOptions{}) }},
 		{"batch-over-facts", func() LivenessResult { return batchLiveness(h, f, LivenessOptions{}) }},

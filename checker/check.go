@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -69,13 +68,6 @@ type validChecker interface {
 	checkValid(ctx context.Context, h history.History) Result
 }
 
-// holdChecker is implemented by checkers that read who held which lock
-// when from the Follower's events over h (holds, in order), so that Check
-// follows the holds once for all of them.
-type holdChecker interface {
-	checkHolds(ctx context.Context, h history.History, holds []HoldEvent) Result
-}
-
 // Check runs every checker of Checkers(opts) over h, in parallel, and
 // returns their results in the order of Checkers. A malformed history gives
 // the well-formed checker's unknown verdict with a malformed-history anomaly,
@@ -83,7 +75,7 @@ type holdChecker interface {
 // a verdict about the lock. An anomaly whose window a host record of h
 // overlaps says so (NoteHost).
 func Check(ctx context.Context, h history.History, opts Options) []Result {
-	results, facts, _ := check(ctx, h, opts)
+	results, facts := check(ctx, h, opts)
 	if facts != nil {
 		NoteHost(h, results, nil)
 	}
@@ -103,18 +95,19 @@ func CheckWithLiveness(ctx context.Context, h history.History, opts Options, lop
 // that a caller that goes on to draw h (the run's report) reads the same
 // analysis instead of making it again.
 func CheckAnalyzed(ctx context.Context, h history.History, opts Options, lopts LivenessOptions) ([]Result, *LivenessResult, *Facts) {
-	results, facts, holds := check(ctx, h, opts)
+	results, facts := check(ctx, h, opts)
 	if facts == nil {
 		return results, nil, nil
 	}
-	live := liveness(h, facts, holds, lopts)
+	live := liveness(h, facts, lopts)
 	NoteHost(h, results, &live)
 	return results, &live, facts
 }
 
-// check is Check; it also returns the facts it analyzed and the
-// Follower's events over h (nil when the history is not well-formed).
-func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts, []HoldEvent) {
+// check is Check; it also returns the facts it analyzed (nil when the
+// history is not well-formed).
+func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts) {
+	start := time.Now()
 	ctx, cancel := withBudget(ctx, opts.Timeout)
 	defer cancel()
 	checkers := Checkers(opts)
@@ -122,39 +115,31 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 	results[0] = checkers[0].Check(ctx, h)
 	if results[0].Verdict != Valid {
 		notRun(checkers, results)
-		return results, nil, nil
+		return results, nil
 	}
-	var (
-		facts *Facts
-		holds []HoldEvent
-	)
+	var facts *Facts
 	factsReady := make(chan struct{})
 	go func() {
 		defer close(factsReady)
-		facts, holds = analyze(h, true)
+		facts = Analyze(h)
 	}()
-	var wg sync.WaitGroup
-	for i, c := range checkers[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if hc, ok := c.(holdChecker); ok {
-				start := time.Now()
-				<-factsReady
-				r := hc.checkHolds(ctx, h, holds)
-				r.Elapsed = time.Since(start)
-				results[i+1] = r
-			} else if vc, ok := c.(validChecker); ok {
-				results[i+1] = vc.checkValid(ctx, h)
-			} else {
-				results[i+1] = c.Check(ctx, h)
-			}
-		}()
+	// the checks read h as CheckFile reads a file: in chunks, with the
+	// Follower's events, each check on its own goroutine
+	st := newStreams(ctx, checkers, opts, nil, start)
+	for a := 0; a < len(h); a += memoryChunk {
+		c := &history.Chunk{Ops: h[a:min(a+memoryChunk, len(h))]}
+		c.Hold(1) // the one holder a chunk read comes with
+		st.feed(c)
 	}
-	wg.Wait()
+	res, _, _ := st.results(start)
+	copy(results[1:], res[1:])
 	<-factsReady
-	return results, facts, holds
+	return results, facts
 }
+
+// memoryChunk is how many ops of a history in memory Check hands its
+// checks at once.
+const memoryChunk = 32 << 10
 
 // notRun fills results[1:] with the unknown verdicts of checkers that did
 // not run because the history is not well-formed.

@@ -79,8 +79,6 @@ type procKey struct {
 	key  string
 }
 
-var _ holdChecker = DoubleHoldChecker{}
-
 func (c DoubleHoldChecker) checkValid(ctx context.Context, h history.History) Result {
 	return c.checkHolds(ctx, h, followHistory(h))
 }

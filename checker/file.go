@@ -123,7 +123,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseReading, 0, 0)
 	checkers := Checkers(opts.Options)
-	streams := newStreams(checkCtx, checkers, opts.Options, opts.Liveness, start)
+	streams := newStreams(checkCtx, checkers, opts.Options, &opts.Liveness, start)
 	var (
 		res     FileResult
 		v       history.Validator
@@ -265,9 +265,10 @@ type streams struct {
 }
 
 // newStreams starts one goroutine per check of checkers (whose first is
-// the well-formed checker, which the reading itself is) and the liveness
-// report; each check's Elapsed counts from start, when the reading began.
-func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
+// the well-formed checker, which the reading itself is) and, when lopts is
+// set, the liveness report and the margins; each check's Elapsed counts
+// from start, when the reading began.
+func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *LivenessOptions, start time.Time) *streams {
 	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk), followed: make(chan struct{}),
 		batches:  make(chan *holdBatch, holdBatchesFree),
 		results_: make([]Result, len(checkers))}
@@ -295,10 +296,12 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 			panic(fmt.Sprintf("checker: %s does not read a history as a stream", c.Name()))
 		}
 	}
-	lv := newLiveStream(lopts)
-	s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
-	ms := newMarginStream(opts.drift())
-	s.add(ms.add, func() { s.margins = ms.result() })
+	if lopts != nil {
+		lv := newLiveStream(*lopts)
+		s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
+		ms := newMarginStream(opts.drift())
+		s.add(ms.add, func() { s.margins = ms.result() })
+	}
 	go s.following()
 	return s
 }

@@ -230,26 +230,15 @@ func renewLease(inv, done *history.Op, grant time.Duration) time.Duration {
 // well-formed (history.Validate): the Follower run to the end of h, its
 // events recorded as Facts, with the writes and reads.
 func Analyze(h history.History) *Facts {
-	f, _ := analyze(h, false)
-	return f
-}
-
-// analyze is Analyze; with keep, it also returns every event the Follower
-// made, in order, so that the checks read the same pass.
-func analyze(h history.History, keep bool) (*Facts, []HoldEvent) {
 	a := newAnalysis(h)
 	fol := NewFollower()
-	var evs, all []HoldEvent
+	var evs []HoldEvent
 	for i := range h {
 		evs = a.add(fol, &h[i], i, evs[:0])
-		if keep {
-			all = append(all, evs...)
-		}
 	}
-	evs = fol.End(evs[:0])
-	a.end(fol, evs)
+	a.end(fol, fol.End(evs[:0]))
 	a.f.Queue = analyzeQueue(h)
-	return a.f, append(all, evs...)
+	return a.f
 }
 
 // analysis records a Follower's events over a history as its Facts, with

@@ -249,8 +249,6 @@ type pieceResult struct {
 	timedOut  bool
 }
 
-var _ holdChecker = (*LinearizabilityChecker)(nil)
-
 func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.History) Result {
 	return c.checkHolds(ctx, h, followHistory(h))
 }

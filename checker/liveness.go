@@ -131,16 +131,13 @@ func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 	return s.result()
 }
 
-// liveness is Liveness over facts already analyzed from h, and the
-// Follower's events over h (holds; nil: follow h again): the stream reads
-// h's ops and the events, and the queue's lost tasks come from f.
-func liveness(h history.History, f *Facts, holds []HoldEvent, opts LivenessOptions) LivenessResult {
+// liveness is Liveness over facts already analyzed from h: the stream
+// reads h's ops and the Follower's events over them, and the queue's lost
+// tasks come from f.
+func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult {
 	s := newLiveStream(opts)
 	s.queue = nil
-	if holds == nil {
-		holds = followHistory(h)
-	}
-	feedHoldsFirst(h, holds, s.add, s.hold)
+	feedHoldsFirst(h, followHistory(h), s.add, s.hold)
 	return s.report(func() (bool, int, []Anomaly) {
 		if !f.Queue.Captured() {
 			return false, 0, nil

@@ -811,7 +811,7 @@ func CompareLiveStream(h history.History, opts LivenessOptions) string {
 	for _, got := range []struct {
 		how string
 		res LivenessResult
-	}{{"Liveness", Liveness(h, opts)}, {"liveness over facts", liveness(h, f, nil, opts)}} {
+	}{{"Liveness", Liveness(h, opts)}, {"liveness over facts", liveness(h, f, opts)}} {
 		if !reflect.DeepEqual(got.res, want) {
 			return fmt.Sprintf("options %+v: %s differs from the batch report:\n%s", opts, got.how, livenessDiff(got.res, want))
 		}

@@ -62,8 +62,6 @@ func (c ResourceChecker) Check(ctx context.Context, h history.History) Result {
 	return runValidated(ctx, c.Name(), h, c.checkValid)
 }
 
-var _ holdChecker = ResourceChecker{}
-
 func (c ResourceChecker) checkValid(ctx context.Context, h history.History) Result {
 	return c.checkHolds(ctx, h, followHistory(h))
 }

@@ -56,8 +56,6 @@ func (g tokenGrant) verb() string {
 	return "acquired"
 }
 
-var _ holdChecker = TokenChecker{}
-
 func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result {
 	return c.checkHolds(ctx, h, followHistory(h))
 }

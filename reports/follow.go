@@ -85,7 +85,7 @@ func (f *follower) hold(e *checker.HoldEvent, op *history.Op) {
 		}
 		delete(f.open, e.Grant)
 		b.End, b.Until = e.Time, e.Until
-		if e.EndOp >= 0 {
+		if e.EndOp() >= 0 {
 			b.J = op.Index // the op that ends a belief is the one fed
 		}
 		if f.ended != nil {
