@@ -506,3 +506,23 @@ func feedHoldsFirst(ops []history.Op, holds []HoldEvent, add func(*history.Op), 
 		hold(&holds[i])
 	}
 }
+
+// followEach feeds h op by op to a check that reads an op's events before
+// the op, running a Follower beside it: each op's events to hold, then the
+// op to add, and the events of the end to hold. It keeps no event past
+// its op.
+func followEach(h history.History, add func(*history.Op), hold func(*HoldEvent)) {
+	f := NewFollower()
+	var evs []HoldEvent
+	for i := range h {
+		evs = f.Add(&h[i], evs[:0])
+		for j := range evs {
+			hold(&evs[j])
+		}
+		add(&h[i])
+	}
+	evs = f.End(evs[:0])
+	for j := range evs {
+		hold(&evs[j])
+	}
+}

@@ -127,7 +127,7 @@ const NotHeldError = "lock not held"
 // It reads h op by op (liveStream), holding what docs/history.md §6 says.
 func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 	s := newLiveStream(opts)
-	feedHoldsFirst(h, followHistory(h), s.add, s.hold)
+	followEach(h, s.add, s.hold)
 	return s.result()
 }
 
@@ -137,7 +137,7 @@ func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult {
 	s := newLiveStream(opts)
 	s.queue = nil
-	feedHoldsFirst(h, followHistory(h), s.add, s.hold)
+	followEach(h, s.add, s.hold)
 	return s.report(func() (bool, int, []Anomaly) {
 		if !f.Queue.Captured() {
 			return false, 0, nil
