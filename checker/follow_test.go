@@ -211,3 +211,37 @@ func TestFollowerClone(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowerSettles holds the Follower to when a grant's Later is
+// settled: a release joins it and settles it (no HoldSettled), an op
+// called after its hold may have ended settles it without joining it, and
+// a crash settles it.
+func TestFollowerSettles(t *testing.T) {
+	grant := [][5]any{{0, "invoke", "acquire", 0, 0}, {0, "ok", "acquire", 10, 0}} // ttl 100 ms from its call
+	for _, tc := range []struct {
+		name string
+		rows [][5]any
+		want []HoldKind // the HoldLater and HoldSettled events of grant 0
+	}{
+		{"release", [][5]any{{0, "invoke", "release", 50, 0}, {0, "ok", "release", 60, 0}}, []HoldKind{HoldLater}},
+		{"renewal in time", [][5]any{{0, "invoke", "renew", 50, 0}, {0, "ok", "renew", 60, 0}}, []HoldKind{HoldLater}},
+		{"renewal after the lease", [][5]any{{0, "invoke", "renew", 150, 0}, {0, "ok", "renew", 160, 0}}, []HoldKind{HoldSettled}},
+		{"crash", [][5]any{{0, "invoke", "write", 50, 0}, {0, "info", "write", 60, 0}}, []HoldKind{HoldSettled}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := lockOps(append(slices.Clone(grant), tc.rows...)...)
+			if err := history.Validate(h); err != nil {
+				t.Fatal(err)
+			}
+			var got []HoldKind
+			for _, e := range followHistory(h) {
+				if (e.Kind == HoldLater || e.Kind == HoldSettled) && e.Grant == 0 {
+					got = append(got, e.Kind)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("events %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
