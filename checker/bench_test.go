@@ -203,8 +203,9 @@ func BenchmarkResourceHeap1M(b *testing.B) {
 		var held float64
 		peak := peakHeap(func(heap func() float64) {
 			rs := newResourceStream(DefaultDrift)
+			feed := newFollowedFeed(rs)
 			for i := range h {
-				rs.add(&h[i])
+				feed.add(&h[i])
 			}
 			runtime.GC()
 			held = heap()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -69,12 +68,6 @@ type validChecker interface {
 	checkValid(ctx context.Context, h history.History) Result
 }
 
-// factsChecker is implemented by checkers that read the shared definitions
-// (Analyze), so that Check evaluates them once for all of them.
-type factsChecker interface {
-	checkFacts(ctx context.Context, h history.History, f *Facts) Result
-}
-
 // Check runs every checker of Checkers(opts) over h, in parallel, and
 // returns their results in the order of Checkers. A malformed history gives
 // the well-formed checker's unknown verdict with a malformed-history anomaly,
@@ -114,6 +107,7 @@ func CheckAnalyzed(ctx context.Context, h history.History, opts Options, lopts L
 // check is Check; it also returns the facts it analyzed (nil when the
 // history is not well-formed).
 func check(ctx context.Context, h history.History, opts Options) ([]Result, *Facts) {
+	start := time.Now()
 	ctx, cancel := withBudget(ctx, opts.Timeout)
 	defer cancel()
 	checkers := Checkers(opts)
@@ -129,28 +123,23 @@ func check(ctx context.Context, h history.History, opts Options) ([]Result, *Fac
 		defer close(factsReady)
 		facts = Analyze(h)
 	}()
-	var wg sync.WaitGroup
-	for i, c := range checkers[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if fc, ok := c.(factsChecker); ok {
-				start := time.Now()
-				<-factsReady
-				r := fc.checkFacts(ctx, h, facts)
-				r.Elapsed = time.Since(start)
-				results[i+1] = r
-			} else if vc, ok := c.(validChecker); ok {
-				results[i+1] = vc.checkValid(ctx, h)
-			} else {
-				results[i+1] = c.Check(ctx, h)
-			}
-		}()
+	// the checks read h as CheckFile reads a file: in chunks, with the
+	// Follower's events, each check on its own goroutine
+	st := newStreams(ctx, checkers, opts, nil, start)
+	for a := 0; a < len(h); a += memoryChunk {
+		c := &history.Chunk{Ops: h[a:min(a+memoryChunk, len(h))]}
+		c.Hold(1) // the one holder a chunk read comes with
+		st.feed(c)
 	}
-	wg.Wait()
+	res, _, _ := st.results(start)
+	copy(results[1:], res[1:])
 	<-factsReady
 	return results, facts
 }
+
+// memoryChunk is how many ops of a history in memory Check hands its
+// checks at once.
+const memoryChunk = 32 << 10
 
 // notRun fills results[1:] with the unknown verdicts of checkers that did
 // not run because the history is not well-formed.

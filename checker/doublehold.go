@@ -80,9 +80,14 @@ type procKey struct {
 }
 
 func (c DoubleHoldChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkHolds(ctx, h, followHistory(h))
+}
+
+// checkHolds reads the beliefs from the Follower's events over h.
+func (c DoubleHoldChecker) checkHolds(ctx context.Context, _ history.History, holds []HoldEvent) Result {
 	hs := newHoldStream()
-	for i := range h {
-		hs.add(&h[i])
+	for i := range holds {
+		hs.hold(&holds[i])
 	}
 	return hs.result(ctx, c.Name())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
@@ -122,7 +123,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseReading, 0, 0)
 	checkers := Checkers(opts.Options)
-	streams := newStreams(checkCtx, checkers, opts.Options, opts.Liveness, start)
+	streams := newStreams(checkCtx, checkers, opts.Options, &opts.Liveness, start)
 	var (
 		res     FileResult
 		v       history.Validator
@@ -200,20 +201,62 @@ func malformed(checkers []Checker, start time.Time, bad *history.OpError, key st
 	return results
 }
 
-// opSink is one check fed a well-formed history op by op, in order, on
-// its own goroutine: add never keeps op itself (it copies what it keeps),
-// and end, called once after the last op, records the check's result.
+// opSink is one check fed a well-formed history chunk by chunk, in order,
+// with the Follower's events over each chunk's ops, on its own goroutine:
+// add never keeps an op itself (it copies what it keeps), and end, called
+// once after the last chunk, records the check's result.
 type opSink struct {
-	add func(c *history.Chunk)
+	add func(m fedChunk)
 	end func()
-	in  chan *history.Chunk
+	in  chan fedChunk
 }
 
-// streams are the checks of one history, fed chunk by chunk.
+// fedChunk is one chunk of a history with the Follower's events over its
+// ops, or (c nil) the end of the history with the Follower's events of
+// the end.
+type fedChunk struct {
+	c     *history.Chunk
+	holds []HoldEvent
+	batch *holdBatch // holds' storage, given back once every sink read it
+}
+
+// holdBatch is the storage of one chunk's events, shared by the sinks and
+// reused once the last of them has read it (free), so that following a
+// long history makes no garbage of events.
+type holdBatch struct {
+	evs  []HoldEvent
+	refs atomic.Int32
+	free chan *holdBatch
+}
+
+// holdBatchesFree is how many holdBatches a check keeps for reuse: more
+// than the chunks in flight.
+const holdBatchesFree = 16
+
+// done gives up one sink's use of b.
+func (b *holdBatch) done() {
+	if b != nil && b.refs.Add(-1) == 0 {
+		b.evs = b.evs[:0]
+		select {
+		case b.free <- b:
+		default:
+		}
+	}
+}
+
+// streams are the checks of one history, fed chunk by chunk. The Follower
+// follows the holds once, as the chunks come, for every check.
 type streams struct {
-	ctx   context.Context
-	sinks []*opSink
-	wg    sync.WaitGroup
+	ctx context.Context
+	fol *Follower
+	// follow hands the chunks read to the Follower's goroutine (follow),
+	// which hands them on to the sinks; followed is closed once it has
+	// handed on the end of the history.
+	follow   chan *history.Chunk
+	followed chan struct{}
+	batches  chan *holdBatch // free for reuse
+	sinks    []*opSink
+	wg       sync.WaitGroup
 	// results are the checkers' results in the order of Checkers, set by
 	// the sinks' ends; live is the liveness report.
 	results_ []Result
@@ -222,10 +265,13 @@ type streams struct {
 }
 
 // newStreams starts one goroutine per check of checkers (whose first is
-// the well-formed checker, which the reading itself is) and the liveness
-// report; each check's Elapsed counts from start, when the reading began.
-func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts LivenessOptions, start time.Time) *streams {
-	s := &streams{ctx: ctx, results_: make([]Result, len(checkers))}
+// the well-formed checker, which the reading itself is) and, when lopts is
+// set, the liveness report and the margins; each check's Elapsed counts
+// from start, when the reading began.
+func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *LivenessOptions, start time.Time) *streams {
+	s := &streams{ctx: ctx, fol: NewFollower(), follow: make(chan *history.Chunk), followed: make(chan struct{}),
+		batches:  make(chan *holdBatch, holdBatchesFree),
+		results_: make([]Result, len(checkers))}
 	s.results_[0] = Result{Name: checkers[0].Name(), Verdict: Valid, Anomalies: []Anomaly{}}
 	for i, c := range checkers[1:] {
 		slot := &s.results_[i+1]
@@ -233,16 +279,16 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 		switch c := c.(type) {
 		case DoubleHoldChecker:
 			hs := newHoldStream()
-			s.add(hs.add, func() { done(hs.result(ctx, c.Name())) })
+			s.addHolds(nil, hs.hold, func() { done(hs.result(ctx, c.Name())) })
 		case *LinearizabilityChecker:
 			ls := c.newStream(ctx)
-			s.add(ls.add, func() { done(ls.result()) })
+			s.addHoldsFirst(ls.add, ls.hold, func() { done(ls.result()) })
 		case TokenChecker:
 			ts := newTokenStream()
-			s.add(ts.add, func() { done(ts.result(ctx, c.Name())) })
+			s.addHolds(ts.add, ts.hold, func() { done(ts.result(ctx, c.Name())) })
 		case ResourceChecker:
 			rs := newResourceStream(c.Drift)
-			s.add(rs.add, func() { done(rs.result(ctx, c.Name())) })
+			s.addHoldsFirst(rs.add, rs.hold, func() { done(rs.result(ctx, c.Name())) })
 		case QueueChecker:
 			qs := newQueueStream()
 			s.add(qs.add, func() { done(qs.result(ctx, c.Name())) })
@@ -250,51 +296,109 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts Liv
 			panic(fmt.Sprintf("checker: %s does not read a history as a stream", c.Name()))
 		}
 	}
-	lv := newLiveStream(lopts)
-	s.add(lv.add, func() { s.live = lv.result() })
-	ms := newMarginStream(opts.drift())
-	s.add(ms.add, func() { s.margins = ms.result() })
+	if lopts != nil {
+		lv := newLiveStream(*lopts)
+		s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
+		ms := newMarginStream(opts.drift())
+		s.add(ms.add, func() { s.margins = ms.result() })
+	}
+	go s.following()
 	return s
 }
 
 // add starts a sink that reads op by op.
 func (s *streams) add(add func(*history.Op), end func()) {
-	s.addChunks(func(c *history.Chunk) {
-		for i := range c.Ops {
-			add(&c.Ops[i])
+	s.addChunks(func(m fedChunk) {
+		if m.c == nil {
+			return
+		}
+		for i := range m.c.Ops {
+			add(&m.c.Ops[i])
 		}
 	}, end)
 }
 
+// addHolds starts a sink that reads op by op (add, when set) and the
+// Follower's events (hold): each op, then the events its feeding made.
+func (s *streams) addHolds(add func(*history.Op), hold func(*HoldEvent), end func()) {
+	s.addChunks(func(m fedChunk) {
+		var ops []history.Op
+		if m.c != nil {
+			ops = m.c.Ops
+		}
+		rest := feedFollowed(ops, m.holds, add, hold)
+		for i := range rest {
+			hold(&rest[i])
+		}
+	}, end)
+}
+
+// addHoldsFirst starts a sink that reads the Follower's events of each op
+// (hold) before the op (add).
+func (s *streams) addHoldsFirst(add func(*history.Op), hold func(*HoldEvent), end func()) {
+	s.addChunks(func(m fedChunk) {
+		var ops []history.Op
+		if m.c != nil {
+			ops = m.c.Ops
+		}
+		feedHoldsFirst(ops, m.holds, add, hold)
+	}, end)
+}
+
 // addChunks starts a sink that reads chunk by chunk.
-func (s *streams) addChunks(add func(*history.Chunk), end func()) {
-	k := &opSink{add: add, end: end, in: make(chan *history.Chunk, 2)}
+func (s *streams) addChunks(add func(fedChunk), end func()) {
+	k := &opSink{add: add, end: end, in: make(chan fedChunk, 2)}
 	s.sinks = append(s.sinks, k)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		for c := range k.in {
-			k.add(c)
-			c.Release()
+		for m := range k.in {
+			k.add(m)
+			m.batch.done()
+			if m.c != nil {
+				m.c.Release()
+			}
 		}
 		k.end()
 	}()
 }
 
-// feed hands chunk c, held by the caller, to every sink.
-func (s *streams) feed(c *history.Chunk) {
-	c.Hold(len(s.sinks) - 1)
+// feed hands chunk c, held by the caller, to the Follower's goroutine.
+func (s *streams) feed(c *history.Chunk) { s.follow <- c }
+
+// following is the Follower's goroutine: it follows each chunk read and
+// hands it with the Follower's events over it to every sink, and at the
+// end of the history the events of the end.
+func (s *streams) following() {
+	defer close(s.followed)
+	for c := range s.follow {
+		var b *holdBatch
+		select {
+		case b = <-s.batches:
+		default:
+			b = &holdBatch{free: s.batches}
+		}
+		for i := range c.Ops {
+			b.evs = s.fol.Add(&c.Ops[i], b.evs)
+		}
+		b.refs.Store(int32(len(s.sinks)))
+		c.Hold(len(s.sinks) - 1)
+		for _, k := range s.sinks {
+			k.in <- fedChunk{c: c, holds: b.evs, batch: b}
+		}
+	}
+	end := fedChunk{holds: s.fol.End(nil)}
 	for _, k := range s.sinks {
-		k.in <- c
+		k.in <- end
+		close(k.in)
 	}
 }
 
 // results ends the history and waits for every check's result, the
 // liveness report and the margins.
 func (s *streams) results(start time.Time) ([]Result, *LivenessResult, []Margin) {
-	for _, k := range s.sinks {
-		close(k.in)
-	}
+	close(s.follow)
+	<-s.followed
 	s.wg.Wait()
 	s.results_[0].Elapsed = time.Since(start)
 	return s.results_, &s.live, s.margins

@@ -6,23 +6,20 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/jepsen-lite/jepsen-lite/history"
 )
 
-// holdStream is the double-hold check of a well-formed history fed to it
-// op by op, in order (add), whose result comes once the history has ended
-// (result). Beliefs (docs/history.md §3) start in the order of their
-// grants' oks, and a belief that has ended ended no later than the op that
-// ended it, so a belief that starts can overlap only beliefs still open.
-// It holds each worker process's open belief and until of each key, the
+// holdStream is the double-hold check of a well-formed history, reading
+// who held which lock when from the Follower's events (hold), fed in
+// order, whose result comes once the history has ended (result). Beliefs
+// (docs/history.md §3) start in the order of their grants' oks, and a
+// belief that has ended ended no later than the op that ended it, so a
+// belief that starts can overlap only beliefs still open. It holds the
 // open beliefs of each key, and the beliefs that overlap another (which
 // the anomalies name): its memory is bounded by the beliefs open at once
 // and the overlaps found, not by the history's length.
 type holdStream struct {
-	n     int
-	procs procTable[holdProc]
 	open  map[string][]*streamBelief // by key: the open beliefs, in the order they started
+	byNum map[int]*streamBelief      // the open beliefs, by their grant's number
 	// overlaps are the pairs of overlapping beliefs found so far, with
 	// candidates whose earlier belief is still open.
 	overlaps []holdPair
@@ -30,18 +27,17 @@ type holdStream struct {
 
 // streamBelief is one belief as the double-hold check reads it.
 type streamBelief struct {
-	seq     int // its place in the order beliefs started
-	key     string
-	proc    int
-	owner   *holdProc
-	client  int
-	ok      int
-	start   time.Duration
-	end     time.Duration
-	endOp   int
-	reason  EndReason
+	seq    int // its grant's ok: its place in the order beliefs started
+	key    string
+	proc   int
+	client int
+	start  time.Duration
+	end    time.Duration
+	endOp  int
+	reason EndReason
+	// until is the until in force: while it is open, as it moves; once it
+	// ended, when it ended
 	until   time.Duration
-	closed  bool
 	overlap []*streamBelief // later beliefs of other processes that started while it was open
 }
 
@@ -49,109 +45,47 @@ type streamBelief struct {
 // that started while a was open.
 type holdPair struct{ a, b *streamBelief }
 
-// holdProc is what holdStream keeps of one worker process: the keys it was
-// granted (a process touches few keys).
-type holdProc struct {
-	keys []holdKey
-}
-
-// holdKey is a process's state of one key it was granted.
-type holdKey struct {
-	key    string
-	belief *streamBelief // the open belief, nil when none
-	until  time.Duration // the until in force of the open belief
-}
-
-// of returns p's state of key k, nil when p was never granted k.
-func (p *holdProc) of(k string) *holdKey {
-	for i := range p.keys {
-		if p.keys[i].key == k {
-			return &p.keys[i]
-		}
-	}
-	return nil
-}
-
 func newHoldStream() *holdStream {
-	return &holdStream{open: map[string][]*streamBelief{}}
+	return &holdStream{open: map[string][]*streamBelief{}, byNum: map[int]*streamBelief{}}
 }
 
-// add feeds the history's next op.
-func (s *holdStream) add(op *history.Op) {
-	i := s.n
-	s.n++
-	if op.IsNemesis() {
-		return
-	}
-	p := s.procs.get(op.Process)
-	if p == nil {
-		p = &holdProc{}
-		s.procs.set(op.Process, p)
-	}
-	if op.Type == history.Invoke {
-		switch op.F {
-		case history.FRelease:
-			s.close(p, op.Key, op.Time, i, EndRelease)
-		case history.FLeaseLost:
-			s.close(p, op.Key, op.Time, i, EndLeaseLost)
+// hold feeds the Follower's next event.
+func (s *holdStream) hold(e *HoldEvent) {
+	switch e.Kind {
+	case HoldGranted:
+		s.start(e)
+	case HoldUntil:
+		if b := s.byNum[e.Grant]; b != nil {
+			b.until = e.Until
 		}
-		return
-	}
-	switch {
-	case op.F == history.FAcquire && op.Type == history.OK:
-		s.close(p, op.Key, op.Time, i, EndReacquire)
-		s.start(p, op, i)
-	case op.F == history.FRenew && op.Type == history.OK:
-		if hk := p.of(op.Key); hk != nil && hk.belief != nil && op.Until != 0 && (hk.until == 0 || op.Time <= hk.until) {
-			hk.until = op.Until
+	case HoldEnded:
+		b := s.byNum[e.Grant]
+		if b == nil {
+			return
 		}
-	}
-	if op.Type == history.Info {
-		for _, hk := range p.keys {
-			s.close(p, hk.key, op.Time, i, EndCrash)
-		}
-		s.procs.set(op.Process, nil) // it issues nothing more
+		delete(s.byNum, e.Grant)
+		b.end, b.endOp, b.reason, b.until = e.Time, e.EndOp(), e.Reason, e.Until
+		s.ended(b)
 	}
 }
 
-// start opens the belief of the grant op (at index i) of process p.
-func (s *holdStream) start(p *holdProc, op *history.Op, i int) {
-	b := &streamBelief{seq: i, key: op.Key, proc: op.Process, owner: p, client: op.Client, ok: i, start: op.Time, end: Forever, endOp: -1, reason: EndOpen}
-	for _, a := range s.open[op.Key] {
+// start opens the belief of the grant e.
+func (s *holdStream) start(e *HoldEvent) {
+	b := &streamBelief{seq: e.OK(), key: e.Key, proc: e.Process, client: e.Client, start: e.Time, end: Forever, endOp: -1, reason: EndOpen, until: e.Until}
+	for _, a := range s.open[e.Key] {
 		// a belief whose until passed before b started ends by then: no
 		// renewal that returns after its until moves it any more
-		if u := a.owner.of(a.key).until; a.proc != b.proc && (u == 0 || u >= b.start) {
+		if a.proc != b.proc && (a.until == 0 || a.until >= b.start) {
 			a.overlap = append(a.overlap, b)
 		}
 	}
-	s.open[op.Key] = append(s.open[op.Key], b)
-	if hk := p.of(op.Key); hk != nil {
-		hk.belief, hk.until = b, op.Until
-	} else {
-		p.keys = append(p.keys, holdKey{key: op.Key, belief: b, until: op.Until})
-	}
-}
-
-// close ends p's open belief of key k, if any, at the op at index i (time
-// at), or at its until when that came first.
-func (s *holdStream) close(p *holdProc, k string, at time.Duration, i int, why EndReason) {
-	hk := p.of(k)
-	if hk == nil || hk.belief == nil {
-		return
-	}
-	b, until := hk.belief, hk.until
-	hk.belief, hk.until = nil, 0
-	b.end, b.endOp, b.reason, b.until = at, i, why, until
-	if until != 0 && until < at {
-		b.end, b.endOp, b.reason = max(until, b.start), -1, EndUntil
-	}
-	s.ended(b)
+	s.open[e.Key] = append(s.open[e.Key], b)
+	s.byNum[e.Grant] = b
 }
 
 // ended takes belief b, whose end is now known: it leaves the open
 // beliefs of its key and keeps the later beliefs it overlaps.
 func (s *holdStream) ended(b *streamBelief) {
-	b.closed = true
 	open := s.open[b.key]
 	if j := slices.Index(open, b); j >= 0 {
 		s.open[b.key] = slices.Delete(open, j, j+1)
@@ -164,26 +98,11 @@ func (s *holdStream) ended(b *streamBelief) {
 	b.overlap = nil
 }
 
-// result ends the history, where the beliefs still open run to their
-// until or on without end, and returns the check's result.
+// result returns the check's result once the history has ended (and the
+// Follower's events of its end, which end the beliefs still open, were
+// fed).
 func (s *holdStream) result(ctx context.Context, name string) Result {
 	start := time.Now()
-	var still []*streamBelief
-	s.procs.each(func(_ int, p *holdProc) {
-		for _, hk := range p.keys {
-			if b := hk.belief; b != nil {
-				b.until = hk.until
-				if b.until != 0 {
-					b.end = max(b.until, b.start)
-				}
-				still = append(still, b)
-			}
-		}
-	})
-	slices.SortFunc(still, func(x, y *streamBelief) int { return cmp.Compare(x.seq, y.seq) })
-	for _, b := range still {
-		s.ended(b)
-	}
 	if ctx.Err() != nil {
 		return Result{Name: name, Verdict: Unknown, Elapsed: time.Since(start), Anomalies: []Anomaly{}, Note: stopNote(ctx)}
 	}
@@ -205,7 +124,7 @@ func (s *holdStream) result(ctx context.Context, name string) Result {
 // doubleHold does.
 func streamDoubleHold(ba, bb *streamBelief) Anomaly {
 	key := bb.key
-	ops := []int{ba.ok, bb.ok}
+	ops := []int{ba.seq, bb.seq}
 	for _, e := range []int{ba.endOp, bb.endOp} {
 		if e >= 0 && !slices.Contains(ops, e) {
 			ops = append(ops, e)

@@ -216,283 +216,139 @@ func leaseEnd(base, lease time.Duration, d float64) time.Duration {
 	return time.Duration(satAdd(int64(base), scaleLease(lease, d)))
 }
 
-// grantLease applies docs/history.md §3's rule for a grant's lease.
-func grantLease(inv, ok *history.Op) (time.Duration, bool) {
-	switch {
-	case ok.Lease != 0:
-		return ok.Lease, ok.Session
-	case inv.TTL > 0:
-		return inv.TTL, ok.Session
-	}
-	return history.NoLease, true
-}
+// grantLease applies docs/history.md §3's rule for a grant's lease to the
+// acquire invoked by inv and completed by ok (leaseOf).
+func grantLease(inv, ok *history.Op) (time.Duration, bool) { return leaseOf(inv.TTL, ok) }
 
-// collecting is a grant whose Later Analyze still collects, with the
-// earliest moment its hold may end with no drift, as far as seen.
-type collecting struct {
-	grant int
-	bound time.Duration
-}
-
-// renewLease applies §3's rule for a renewal's lease: its ok's `lease`
-// (done is the zero op for a renewal of unknown outcome), else its invoke's
-// `ttl`, else its grant's lease.
+// renewLease applies §3's rule for a renewal's lease to the renew invoked
+// by inv and completed by done (renewalLease).
 func renewLease(inv, done *history.Op, grant time.Duration) time.Duration {
-	switch {
-	case done.Type == history.OK && done.Lease != 0:
-		return done.Lease
-	case inv.TTL != 0:
-		return inv.TTL
-	}
-	return grant
-}
-
-// closeAt is when a process's client was closed: an op index (-1: never)
-// and its time.
-type closeAt struct {
-	idx int
-	at  time.Duration
-}
-
-// clientCloses finds, for each process (numbered by ids), when its client
-// was closed (docs/history.md §1): at its crash, or, for a crash that kept
-// the client, at the next crash of its worker that did not.
-func clientCloses(h history.History, ids map[int]int32) []closeAt {
-	out := make([]closeAt, len(ids))
-	crashed := make([]bool, len(ids))
-	for i := range out {
-		out[i].idx = -1
-	}
-	kept := map[int][]int32{} // by worker: crashed processes whose client lives on
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() || op.Type != history.Info {
-			continue
-		}
-		id := ids[op.Process]
-		if crashed[id] {
-			continue
-		}
-		crashed[id] = true
-		if op.Kept {
-			kept[op.Client] = append(kept[op.Client], id)
-			continue
-		}
-		for _, k := range append(kept[op.Client], id) {
-			out[k] = closeAt{idx: i, at: op.Time}
-		}
-		delete(kept, op.Client)
-	}
-	return out
+	return renewalLease(inv.TTL, done, grant)
 }
 
 // Analyze evaluates the shared definitions over h, which must be
-// well-formed (history.Validate).
+// well-formed (history.Validate): the Follower run to the end of h, its
+// events recorded as Facts, with the writes and reads.
 func Analyze(h history.History) *Facts {
-	f := &Facts{Version: history.Version(h)}
-	// Processes are numbered densely, so per-process state lives in slices;
-	// each process touches few keys, kept in a short list.
-	ids := map[int]int32{}
+	a := newAnalysis(h)
+	fol := NewFollower()
+	var evs []HoldEvent
+	for i := range h {
+		evs = a.add(fol, &h[i], i, evs[:0])
+	}
+	a.end(fol, fol.End(evs[:0]))
+	a.f.Queue = analyzeQueue(h)
+	return a.f
+}
+
+// analysis records a Follower's events over a history as its Facts, with
+// the writes and reads.
+type analysis struct {
+	h history.History
+	f *Facts
+	// byProc are each process's grants, which its client's close closes.
+	byProc map[int][]int
+	// writing are the processes' outstanding writes: process -> invoke.
+	writing map[int]int
+}
+
+// newAnalysis sizes the Facts of h.
+func newAnalysis(h history.History) *analysis {
 	var grants, writes, reads int
 	for i := range h {
 		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		if _, ok := ids[op.Process]; !ok {
-			ids[op.Process] = int32(len(ids))
-		}
 		switch {
-		case op.Type == history.Invoke:
-		case op.F == history.FAcquire:
-			if op.Type == history.OK {
-				grants++
-			}
+		case op.IsNemesis() || op.Type == history.Invoke:
+		case op.F == history.FAcquire && op.Type == history.OK:
+			grants++
 		case op.F == history.FWrite:
 			writes++
 		case op.F == history.FRead:
 			reads++
 		}
 	}
+	f := &Facts{Version: history.Version(h)}
 	f.Grants = make([]Grant, 0, grants)
 	f.Beliefs = make([]Belief, 0, grants)
-	f.Writes = make([]Write, 0, writes+len(ids))
+	f.Writes = make([]Write, 0, writes)
 	f.Reads = make([]Read, 0, reads)
-	type keyState struct {
-		key    string
-		latest int // latest grant, -1 for none
-		open   bool
-		until  time.Duration
-		// later are the grants whose Later is still being collected: those
-		// since the last release that a later op could still end earlier,
-		// each with bound, the earliest its hold may end with no drift
-		// (an op called at or after it ends nothing earlier, under any
-		// drift)
-		later []collecting
-	}
-	type proc struct {
-		pending int
-		keys    []keyState
-	}
-	procs := make([]proc, len(ids))
-	for i := range procs {
-		procs[i].pending = -1
-	}
-	closed := clientCloses(h, ids)
-	stateOf := func(p *proc, key string) *keyState {
-		for i := range p.keys {
-			if p.keys[i].key == key {
-				return &p.keys[i]
-			}
-		}
-		p.keys = append(p.keys, keyState{key: key, latest: -1})
-		return &p.keys[len(p.keys)-1]
-	}
-	closeB := func(ks *keyState, at time.Duration, op int, why EndReason) {
-		if !ks.open {
-			return
-		}
-		ks.open = false
-		bl := &f.Beliefs[ks.latest]
-		bl.End, bl.EndOp, bl.Reason, bl.Until = at, op, why, ks.until
-		if ks.until != 0 && ks.until < at {
-			bl.End, bl.EndOp, bl.Reason = max(ks.until, bl.Start), -1, EndUntil
+	return &analysis{h: h, f: f, byProc: map[int][]int{}, writing: map[int]int{}}
+}
+
+// add feeds op, at index i, to fol, records the events it makes (in evs,
+// which it returns for reuse), and takes op's write or read.
+func (a *analysis) add(fol *Follower, op *history.Op, i int, evs []HoldEvent) []HoldEvent {
+	inv, latest := -1, -1
+	if !op.IsNemesis() && op.Type != history.Invoke {
+		// before the op: a crash forgets its process
+		inv = fol.Invoke(op.Process)
+		if op.F == history.FWrite {
+			latest = fol.Latest(op.Process, op.Key)
 		}
 	}
-	// addLater adds the lock op invoked at inv and completed at done (a
-	// zero op: never) to the Later of each grant of its process and key
-	// since the process's last release of the key.
-	addLater := func(ks *keyState, inv, done *history.Op) {
-		if len(ks.later) == 0 {
-			return
-		}
-		x := LaterOp{Invoke: inv.Index, Call: inv.Time}
-		switch inv.F {
-		case history.FRelease:
-			x.Release = true
-		case history.FRenew:
-			x.Lease = renewLease(inv, done, f.Grants[ks.latest].Lease)
-		case history.FAcquire:
-			var ok history.Op // an acquire of unknown outcome has no ok to take its lease from
-			if done.Type == history.OK {
-				ok = *done
-			}
-			x.Lease, x.Session = grantLease(inv, &ok)
-		default:
-			return
-		}
-		kept := ks.later[:0]
-		for _, c := range ks.later {
-			if x.Call >= c.bound {
-				continue // nothing from here on ends its hold any earlier
-			}
-			f.Grants[c.grant].Later = append(f.Grants[c.grant].Later, x)
-			if x.Release {
-				continue
-			}
-			c.bound = min(c.bound, leaseEnd(x.Call, x.Lease, 0))
-			kept = append(kept, c)
-		}
-		ks.later = kept
+	evs = fol.Add(op, evs)
+	for k := range evs {
+		a.record(&evs[k])
 	}
-	latestOf := func(p *proc, key string) int {
-		for i := range p.keys {
-			if p.keys[i].key == key {
-				return p.keys[i].latest
-			}
+	switch {
+	case op.IsNemesis():
+	case op.Type == history.Invoke:
+		if op.F == history.FWrite {
+			a.writing[op.Process] = i
 		}
-		return -1
+	case inv < 0:
+	case op.F == history.FRead && op.Type == history.OK:
+		in := &a.h[inv]
+		r := Read{Key: op.Key, Invoke: inv, Done: i, Call: in.Time, Return: op.Time}
+		r.Value, r.HasValue = op.Int()
+		a.f.Reads = append(a.f.Reads, r)
+	case op.F == history.FWrite:
+		delete(a.writing, op.Process)
+		a.f.Writes = append(a.f.Writes, newWrite(a.h, inv, i, latest))
 	}
-	for i := range h {
-		op := &h[i]
-		if op.IsNemesis() {
-			continue
-		}
-		p := &procs[ids[op.Process]]
-		if op.Type == history.Invoke {
-			p.pending = i
-			switch op.F {
-			case history.FRelease:
-				closeB(stateOf(p, op.Key), op.Time, i, EndRelease)
-			case history.FLeaseLost:
-				closeB(stateOf(p, op.Key), op.Time, i, EndLeaseLost)
-			}
-			continue
-		}
-		inv := p.pending
-		if inv < 0 {
-			continue // not well-formed; Validate says so
-		}
-		p.pending = -1
-		invOp := &h[inv]
-		if op.Type != history.Fail {
-			addLater(stateOf(p, op.Key), invOp, op)
-		}
-		switch {
-		case op.F == history.FAcquire && op.Type == history.OK:
-			ks := stateOf(p, op.Key)
-			closeB(ks, op.Time, i, EndReacquire)
-			lease, session := grantLease(invOp, op)
-			g := len(f.Grants)
-			c := closed[ids[op.Process]]
-			f.Grants = append(f.Grants, Grant{Key: op.Key, Process: op.Process, Client: op.Client, Invoke: inv, OK: i,
-				Call: invOp.Time, Return: op.Time, Token: op.Token, Lease: lease, Session: session, Closed: c.idx, ClosedAt: c.at})
-			f.Beliefs = append(f.Beliefs, Belief{Grant: g, Start: op.Time, End: Forever, EndOp: -1, Reason: EndOpen})
-			ks.latest, ks.open, ks.until = g, true, op.Until
-			ks.later = append(ks.later, collecting{grant: g, bound: leaseEnd(invOp.Time, lease, 0)})
-		case op.F == history.FRenew && op.Type == history.OK:
-			ks := stateOf(p, op.Key)
-			if ks.latest < 0 {
-				break
-			}
-			gr := &f.Grants[ks.latest]
-			lease := renewLease(invOp, op, gr.Lease)
-			gr.Renewals = append(gr.Renewals, Renewal{Invoke: inv, OK: i, Call: invOp.Time, Return: op.Time, Lease: lease, Until: op.Until, Token: op.Token})
-			if ks.open && op.Until != 0 && (ks.until == 0 || op.Time <= ks.until) {
-				ks.until = op.Until
-			}
-		case op.F == history.FRead && op.Type == history.OK:
-			r := Read{Key: op.Key, Invoke: inv, Done: i, Call: invOp.Time, Return: op.Time}
-			r.Value, r.HasValue = op.Int()
-			f.Reads = append(f.Reads, r)
-		case op.F == history.FWrite:
-			f.Writes = append(f.Writes, newWrite(h, inv, i, latestOf(p, op.Key)))
-		}
-		if op.Type == history.Info {
-			for k := range p.keys {
-				closeB(&p.keys[k], op.Time, i, EndCrash)
-			}
+	return evs
+}
+
+// record takes one event of the Follower.
+func (a *analysis) record(e *HoldEvent) {
+	f := a.f
+	switch e.Kind {
+	case HoldGranted:
+		f.Grants = append(f.Grants, Grant{Key: e.Key, Process: e.Process, Client: e.Client, Invoke: e.Invoke, OK: e.OK(),
+			Call: e.Call, Return: e.Time, Token: e.Token, Lease: e.Lease, Session: e.Session, Closed: -1})
+		f.Beliefs = append(f.Beliefs, Belief{Grant: e.Grant, Start: e.Time, End: Forever, EndOp: -1, Reason: EndOpen, Until: e.Until})
+		a.byProc[e.Process] = append(a.byProc[e.Process], e.Grant)
+	case HoldRenewed:
+		gr := &f.Grants[e.Grant]
+		gr.Renewals = append(gr.Renewals, Renewal{Invoke: e.Invoke, OK: e.OK(), Call: e.Call, Return: e.Time, Lease: e.Lease, Until: e.Until, Token: e.Token})
+	case HoldEnded:
+		bl := &f.Beliefs[e.Grant]
+		bl.End, bl.EndOp, bl.Reason, bl.Until = e.Time, e.EndOp(), e.Reason, e.Until
+	case HoldLater:
+		gr := &f.Grants[e.Grant]
+		gr.Later = append(gr.Later, LaterOp{Invoke: e.Invoke, Call: e.Call, Release: e.Release, Lease: e.Lease, Session: e.Session})
+	case HoldClosed:
+		for _, g := range a.byProc[e.Process] {
+			f.Grants[g].Closed, f.Grants[g].ClosedAt = e.Index, e.Time
 		}
 	}
-	var never []int
-	for i := range procs {
-		inv := procs[i].pending
-		if inv < 0 {
-			continue
-		}
-		if h[inv].F == history.FWrite {
-			never = append(never, inv)
-		} else {
-			addLater(stateOf(&procs[i], h[inv].Key), &h[inv], &history.Op{})
-		}
+}
+
+// end records the events of the end of the history, and the writes that
+// never completed, in the order of their invokes.
+func (a *analysis) end(fol *Follower, evs []HoldEvent) {
+	for k := range evs {
+		a.record(&evs[k])
+	}
+	never := make([]int, 0, len(a.writing))
+	for _, inv := range a.writing {
+		never = append(never, inv)
 	}
 	slices.Sort(never)
 	for _, inv := range never {
-		f.Writes = append(f.Writes, newWrite(h, inv, -1, latestOf(&procs[ids[h[inv].Process]], h[inv].Key)))
+		in := &a.h[inv]
+		a.f.Writes = append(a.f.Writes, newWrite(a.h, inv, -1, fol.Latest(in.Process, in.Key)))
 	}
-	for i := range procs {
-		for _, ks := range procs[i].keys {
-			if ks.open {
-				bl := &f.Beliefs[ks.latest]
-				bl.Until = ks.until
-				if ks.until != 0 {
-					bl.End = max(ks.until, bl.Start)
-				}
-			}
-		}
-	}
-	f.Queue = analyzeQueue(h)
-	return f
 }
 
 // newWrite describes the write invoked at op inv and completed at op done

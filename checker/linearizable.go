@@ -250,10 +250,14 @@ type pieceResult struct {
 }
 
 func (c *LinearizabilityChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkHolds(ctx, h, followHistory(h))
+}
+
+// checkHolds reads h, and its crashes and client closes from the
+// Follower's events over h.
+func (c *LinearizabilityChecker) checkHolds(ctx context.Context, h history.History, holds []HoldEvent) Result {
 	ls := c.newStream(ctx)
-	for i := range h {
-		ls.add(&h[i])
-	}
+	feedHoldsFirst(h, holds, ls.add, ls.hold)
 	return ls.result()
 }
 
@@ -280,13 +284,7 @@ func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, latestL
 			latestLease[procKey{in.Process, in.Key}] = int64(lease)
 		}
 	case history.FRenew:
-		lease := out.Lease
-		if lease == 0 {
-			lease = in.TTL
-		}
-		if lease == 0 {
-			lease = time.Duration(latestLease[procKey{in.Process, in.Key}])
-		}
+		lease := renewalLease(in.TTL, out, time.Duration(latestLease[procKey{in.Process, in.Key}]))
 		if lease == 0 {
 			// a renewal by a process with no grant of the key: it can never
 			// take effect, but it is an op of the model all the same

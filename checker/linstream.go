@@ -17,8 +17,8 @@ import (
 // it op by op, in order (add), whose result comes once the history has
 // ended (result). It holds only what is open:
 //   - each live worker process's outstanding invoke, and its crash and
-//     client close once they happened (a crashed process's, while its lock
-//     ops wait to be cut off);
+//     client close once the Follower says they happened (a crashed
+//     process's, while its lock ops wait to be cut off);
 //   - each key's lock ops from its earliest one still outstanding (ops of
 //     a key are cut in invoke order, so an op still outstanding holds back
 //     the cutting of every op invoked after it), and its open piece;
@@ -37,8 +37,10 @@ type linStream struct {
 	drift float64
 	n     int
 
-	procs       procTable[linProc]
-	keptOpen    map[int][]*ends // by client: processes whose client lives on
+	procs procTable[linProc]
+	// crashed are the ends of the processes that crashed and whose client
+	// the Follower has not said closed, by process.
+	crashed     map[int]*ends
 	latestLease map[procKey]int64
 	keys        map[string]*linKey
 	nemesis     []history.Op
@@ -94,7 +96,7 @@ func (c *LinearizabilityChecker) newStream(ctx context.Context) *linStream {
 		drift = 0
 	}
 	workers := runtime.GOMAXPROCS(0)
-	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, keptOpen: map[int][]*ends{},
+	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, crashed: map[int]*ends{},
 		latestLease: map[procKey]int64{}, keys: map[string]*linKey{}, work: make(chan piece, 2*workers)}
 	for range workers {
 		s.wg.Add(1)
@@ -120,20 +122,6 @@ func (s *linStream) add(op *history.Op) {
 	if p == nil {
 		p = &linProc{ends: &ends{open, open, open, open}}
 		s.procs.set(op.Process, p)
-	}
-	if op.Type == history.Info && p.ends.crash == open {
-		// A kept crash leaves the client open: its sessions end at the next
-		// crash of the same worker that closes the client (docs/history.md §1).
-		p.ends.crash, p.ends.crashIdx = int64(op.Time), int64(i)
-		if op.Kept {
-			s.keptOpen[op.Client] = append(s.keptOpen[op.Client], p.ends)
-		} else {
-			p.ends.freed, p.ends.freedIdx = int64(op.Time), int64(i)
-			for _, k := range s.keptOpen[op.Client] {
-				k.freed, k.freedIdx = int64(op.Time), int64(i)
-			}
-			delete(s.keptOpen, op.Client)
-		}
 	}
 	if op.Type == history.Invoke {
 		p.outstanding, p.slot, p.key = true, nil, nil
@@ -161,6 +149,25 @@ func (s *linStream) add(op *history.Op) {
 		slot.ends, slot.state = p.ends, slotDone
 	}
 	s.advance(k)
+}
+
+// hold feeds the Follower's events of the next op, before the op: a
+// process's crash, and the close of its client (docs/history.md §1: a
+// kept crash leaves the client open, and its sessions end at the later
+// crash that closes it).
+func (s *linStream) hold(e *HoldEvent) {
+	switch e.Kind {
+	case HoldCrashed:
+		if p := s.procs.get(e.Process); p != nil && p.ends.crash == open {
+			p.ends.crash, p.ends.crashIdx = int64(e.Time), int64(e.Index)
+			s.crashed[e.Process] = p.ends
+		}
+	case HoldClosed:
+		if en := s.crashed[e.Process]; en != nil {
+			en.freed, en.freedIdx = int64(e.Time), int64(e.Index)
+			delete(s.crashed, e.Process)
+		}
+	}
 }
 
 // newSlot allocates a lock op, pending.

@@ -18,6 +18,7 @@ import (
 // took the key again.
 type liveGrant struct {
 	key                       *liveKey
+	num                       int // its number (the Follower's)
 	life                      *liveLife
 	client                    int
 	invoke, okIndex           int
@@ -199,9 +200,6 @@ func (s *liveStream) granted(p *liveProc, k *liveKey, op *history.Op, inv livePe
 	s.grants++
 	pk := p.of(k)
 	prev := pk.grant
-	if prev != nil {
-		s.closeBelief(pk, op.Time)
-	}
 	for j := 0; j < len(k.openGrants); j++ {
 		if g := k.openGrants[j]; !g.capped && g.okIndex < inv.index {
 			g.capped, g.capAt = true, op.Time
@@ -212,15 +210,17 @@ func (s *liveStream) granted(p *liveProc, k *liveKey, op *history.Op, inv livePe
 		}
 	}
 	if prev != nil {
+		delete(s.byNum, prev.num)
 		s.finishGrant(prev)
 		k.leaseKnown(s, prev)
 	}
 	inOp := history.Op{TTL: inv.ttl}
 	lease, session := grantLease(&inOp, op)
-	g := &liveGrant{key: k, life: p.life, client: op.Client, invoke: inv.index, okIndex: i, call: inv.at, ret: op.Time,
+	g := &liveGrant{key: k, num: p.grantNum, life: p.life, client: op.Client, invoke: inv.index, okIndex: i, call: inv.at, ret: op.Time,
 		lease: lease, session: session, okLease: op.Lease != 0, released: -1, lost: -1, extended: -1, beliefEnd: Forever,
 		parts: s.grantParts(inv.at, op.Time)}
-	*pk = liveProcKey{key: k, grant: g, open: true, until: op.Until}
+	*pk = liveProcKey{key: k, grant: g}
+	s.byNum[g.num] = g
 	k.openGrants = append(k.openGrants, g)
 	k.last = g
 	if !session {

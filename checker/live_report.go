@@ -101,12 +101,6 @@ func (s *liveStream) finishAll() {
 			if p.pending.valid && p.pending.fn == history.FRenew && p.pending.key == pk.key.name && pk.renewing && g.okIndex < p.pending.index {
 				s.unknownRenewal(g, pk.renewAt, s.end, pk.renewTTL)
 			}
-			if pk.open {
-				g.beliefEnd = Forever
-				if pk.until != 0 {
-					g.beliefEnd = max(pk.until, g.ret)
-				}
-			}
 			if c := g.contribution(); !g.leaseFinal && c >= 0 {
 				pk.key.longestLeaseAtEnd = max(pk.key.longestLeaseAtEnd, c)
 			}

@@ -73,7 +73,11 @@ type liveStream struct {
 	version int
 	grants  int
 	procs   procTable[liveProc]
-	kept    map[int]*liveClient // worker → the client its kept crashes left open
+	// byNum are the latest grants of the live processes, by their
+	// number (the Follower's); clients are the clients of crashed
+	// processes the Follower has not said closed, by process.
+	byNum   map[int]*liveGrant
+	clients map[int]*liveClient
 	keys    map[string]*liveKey
 	ended   bool // the history has ended (result)
 	faults  liveFaults
@@ -111,6 +115,7 @@ type liveProc struct {
 	client     int
 	life       *liveLife
 	lockClient *liveClient // set at its crash
+	grantNum   int         // the number of its grant being taken (HoldGranted, before its ok)
 	pending    livePending
 	keys       []liveProcKey
 }
@@ -134,8 +139,6 @@ type liveProcKey struct {
 	renewing  bool
 	renewAt   time.Duration
 	renewTTL  time.Duration
-	open      bool // the belief of grant is open
-	until     time.Duration
 }
 
 // of returns p's state of key k, creating it.
@@ -167,7 +170,7 @@ func newLiveStream(opts LivenessOptions) *liveStream {
 	if opts.RetransmitMax <= 0 {
 		opts.RetransmitMax = DefaultRetransmitMax
 	}
-	return &liveStream{opts: opts, version: 1, kept: map[int]*liveClient{}, keys: map[string]*liveKey{},
+	return &liveStream{opts: opts, version: 1, byNum: map[int]*liveGrant{}, clients: map[int]*liveClient{}, keys: map[string]*liveKey{},
 		avail: liveAvail{current: &upPeriod{}}, queue: newQueueStream(), faults: liveFaults{lateMin: Forever}}
 }
 
@@ -203,9 +206,6 @@ func (s *liveStream) add(op *history.Op) {
 	if !inv.valid {
 		return // not well-formed
 	}
-	if op.Type == history.Info {
-		s.crashed(p, op)
-	}
 	switch op.F {
 	case history.FAcquire:
 		s.acquired(p, op, inv, i)
@@ -230,7 +230,6 @@ func (s *liveStream) invoke(p *liveProc, op *history.Op, i int) {
 			return
 		}
 		pk := p.of(k)
-		s.closeBelief(pk, op.Time)
 		if op.F == history.FRelease && pk.grant != nil {
 			pk.releasing = true
 		}
@@ -240,20 +239,6 @@ func (s *liveStream) invoke(p *liveProc, op *history.Op, i int) {
 				pk.renewing, pk.renewAt, pk.renewTTL = true, op.Time, op.TTL
 			}
 		}
-	}
-}
-
-// closeBelief ends the open belief of pk at, or at its until when that
-// came first (Analyze's closeB).
-func (s *liveStream) closeBelief(pk *liveProcKey, at time.Duration) {
-	if !pk.open {
-		return
-	}
-	pk.open = false
-	g := pk.grant
-	g.beliefEnd = at
-	if pk.until != 0 && pk.until < at {
-		g.beliefEnd = max(pk.until, g.ret)
 	}
 }
 
@@ -287,13 +272,7 @@ func (s *liveStream) lockOp(p *liveProc, op *history.Op, inv livePending) {
 		}
 	case history.FRenew:
 		switch op.Type {
-		case history.OK:
-			inOp := history.Op{TTL: inv.ttl}
-			g.renewed, g.renewedCall, g.renewedLease = true, inv.at, renewLease(&inOp, op, g.lease)
-			if pk.open && op.Until != 0 && (pk.until == 0 || op.Time <= pk.until) {
-				pk.until = op.Until
-			}
-		case history.Info:
+		case history.Info: // an ok's renewal came with the Follower's events
 			if renewing {
 				s.unknownRenewal(g, pk.renewAt, op.Time, pk.renewTTL)
 			}
@@ -301,25 +280,35 @@ func (s *liveStream) lockOp(p *liveProc, op *history.Op, inv livePending) {
 	}
 }
 
-// crashed takes the first info of process p: its crash, and the close of
-// its client unless the crash kept it, together with the clients its
-// worker's kept crashes left open.
-func (s *liveStream) crashed(p *liveProc, op *history.Op) {
-	if p.life.crashed {
-		return
+// hold feeds the Follower's events of the next op, before the op: which
+// grant an ok is (HoldGranted), the end of a belief, a renewal's lease, a
+// process's crash and its client's close.
+func (s *liveStream) hold(e *HoldEvent) {
+	switch e.Kind {
+	case HoldGranted:
+		if p := s.procs.get(e.Process); p != nil {
+			p.grantNum = e.Grant
+		}
+	case HoldEnded:
+		if g := s.byNum[e.Grant]; g != nil {
+			g.beliefEnd = e.Time
+		}
+	case HoldRenewed:
+		if g := s.byNum[e.Grant]; g != nil {
+			g.renewed, g.renewedCall, g.renewedLease = true, e.Call, e.Lease
+		}
+	case HoldCrashed:
+		if p := s.procs.get(e.Process); p != nil && !p.life.crashed {
+			p.life.crashed, p.life.at = true, e.Time
+			p.lockClient = &liveClient{}
+			s.clients[e.Process] = p.lockClient
+		}
+	case HoldClosed:
+		if cl := s.clients[e.Process]; cl != nil {
+			delete(s.clients, e.Process)
+			s.closeClient(cl, e.Time)
+		}
 	}
-	p.life.crashed, p.life.at = true, op.Time
-	cl := s.kept[op.Client]
-	if cl == nil {
-		cl = &liveClient{}
-	}
-	p.lockClient = cl
-	if op.Kept {
-		s.kept[op.Client] = cl
-		return
-	}
-	delete(s.kept, op.Client)
-	s.closeClient(cl, op.Time)
 }
 
 // died ends what process p left: its beliefs end at its crash and its
@@ -330,7 +319,7 @@ func (s *liveStream) died(p *liveProc, op *history.Op) {
 		if pk.grant == nil {
 			continue
 		}
-		s.closeBelief(pk, op.Time)
+		delete(s.byNum, pk.grant.num)
 		s.finishGrant(pk.grant)
 		pk.key.leaseKnown(s, pk.grant)
 	}

@@ -127,20 +127,17 @@ const NotHeldError = "lock not held"
 // It reads h op by op (liveStream), holding what docs/history.md §6 says.
 func Liveness(h history.History, opts LivenessOptions) LivenessResult {
 	s := newLiveStream(opts)
-	for i := range h {
-		s.add(&h[i])
-	}
+	followEach(h, s.add, s.hold)
 	return s.result()
 }
 
 // liveness is Liveness over facts already analyzed from h: the stream
-// reads h's ops, and the queue's lost tasks come from f.
+// reads h's ops and the Follower's events over them, and the queue's lost
+// tasks come from f.
 func liveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult {
 	s := newLiveStream(opts)
 	s.queue = nil
-	for i := range h {
-		s.add(&h[i])
-	}
+	followEach(h, s.add, s.hold)
 	return s.report(func() (bool, int, []Anomaly) {
 		if !f.Queue.Captured() {
 			return false, 0, nil

@@ -41,8 +41,14 @@ func TestLiveStreamHoldsLittle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := withHeader(synth.Generate(rand.New(rand.NewPCG(1, 1)), tc.opts))
 			s := newLiveStream(LivenessOptions{})
+			fol := NewFollower()
+			var evs []HoldEvent
 			most, unknown := 0, 0
 			for i := range h {
+				evs = fol.Add(&h[i], evs[:0])
+				for j := range evs {
+					s.hold(&evs[j])
+				}
 				s.add(&h[i])
 				if h[i].F == history.FAcquire && h[i].Type == history.Info {
 					unknown++

@@ -249,9 +249,7 @@ func streamAgrees(t *testing.T, h history.History, drift float64) {
 		}
 		got = append(got, pieceText(p))
 	}
-	for i := range h {
-		ls.add(&h[i])
-	}
+	feedHoldsFirst(h, followHistory(h), ls.add, ls.hold)
 	res := ls.result()
 	var want []string
 	for _, p := range splitPieces(h, drift) {

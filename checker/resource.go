@@ -63,10 +63,14 @@ func (c ResourceChecker) Check(ctx context.Context, h history.History) Result {
 }
 
 func (c ResourceChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkHolds(ctx, h, followHistory(h))
+}
+
+// checkHolds reads h, and its grants, their Later ops, crashes and client
+// closes from the Follower's events over h.
+func (c ResourceChecker) checkHolds(ctx context.Context, h history.History, holds []HoldEvent) Result {
 	rs := newResourceStream(c.Drift)
-	for i := range h {
-		rs.add(&h[i])
-	}
+	feedHoldsFirst(h, holds, rs.add, rs.hold)
 	return rs.result(ctx, c.Name())
 }
 

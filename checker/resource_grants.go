@@ -1,7 +1,7 @@
-// resource_grants.go holds how the resource stream follows each worker
-// process's grants as Analyze does: the latest grant of each key, the Later
-// ops that bound each hold (Facts.HoldEnd), and the client closes of crashed
-// processes.
+// resource_grants.go holds what the resource stream keeps of each worker
+// process's grants, read from the Follower's events: the latest grant of
+// each key, the Later ops that bound each hold (Facts.HoldEnd), and the
+// client closes of crashed processes.
 
 package checker
 
@@ -23,19 +23,10 @@ type resProc struct {
 	pruned int // len(grants) after the last pruning
 }
 
-// resProcKey is a process's state of one key it locked: its latest grant
-// and the grants whose Later ops are still collected (Analyze's).
+// resProcKey is a process's state of one key it locked: its latest grant.
 type resProcKey struct {
 	key    *resKey
 	latest *resGrant
-	later  []resCollect
-}
-
-// resCollect is a grant whose Later ops are collected, with the earliest
-// its hold may end with no drift as far as seen.
-type resCollect struct {
-	grant     *resGrant
-	holdBound time.Duration
 }
 
 // resGrant is one grant (Facts.Grants' entry) as the stream keeps it.
@@ -111,69 +102,64 @@ func (p *resProc) pendingLock(k string, before int) bool {
 	return false
 }
 
-// grant takes the acquire ok op of p, invoked at inv, and returns its key.
-func (s *resourceStream) grant(p *resProc, inv *resInvoke, op *history.Op) *resKey {
-	pk := p.keyOf(s, op.Key)
-	lease, session := grantLease(&history.Op{TTL: inv.ttl}, op)
-	g := &resGrant{owner: p, key: pk.key, invoke: inv.index, okIndex: op.Index, call: inv.time, ret: op.Time,
-		lease: lease, session: session, closed: -1, collecting: true, latestLive: true}
+// hold feeds the Follower's events of the next op, before the op: the
+// grants, their Later ops until they are settled, the crashes and the
+// client closes.
+func (s *resourceStream) hold(e *HoldEvent) {
+	switch e.Kind {
+	case HoldGranted:
+		if p := s.procs.get(e.Process); p != nil {
+			s.grant(p, e)
+		}
+	case HoldLater:
+		g := s.collecting[e.Grant]
+		if g == nil {
+			return
+		}
+		if g.dropped { // nothing asks for its Later ops any more
+			g.collecting = false
+			delete(s.collecting, e.Grant)
+			return
+		}
+		g.addLater(LaterOp{Invoke: e.Invoke, Call: e.Call, Release: e.Release, Lease: e.Lease, Session: e.Session}, s.drift)
+		if e.Release { // a release settles it
+			g.collecting = false
+			delete(s.collecting, e.Grant)
+		}
+	case HoldSettled:
+		if g := s.collecting[e.Grant]; g != nil {
+			g.collecting = false
+			delete(s.collecting, e.Grant)
+		}
+	case HoldCrashed:
+		if p := s.procs.get(e.Process); p != nil {
+			s.crash(p, e.Process)
+		}
+	case HoldClosed:
+		for _, g := range s.crashed[e.Process] {
+			g.closed, g.closedAt = e.Index, e.Time
+		}
+		delete(s.crashed, e.Process)
+	}
+}
+
+// grant takes the grant e of p.
+func (s *resourceStream) grant(p *resProc, e *HoldEvent) {
+	pk := p.keyOf(s, e.Key)
+	g := &resGrant{owner: p, key: pk.key, invoke: e.Invoke, okIndex: e.OK(), call: e.Call, ret: e.Time,
+		lease: e.Lease, session: e.Session, closed: -1, collecting: true, latestLive: true}
 	if old := pk.latest; old != nil {
 		old.latestLive = false
 		old.dropped = old.dropped || !old.hasWrite
 	}
 	pk.latest = g
-	pk.key.latest[op.Process] = g
-	pk.later = append(pk.later, resCollect{grant: g, holdBound: leaseEnd(inv.time, lease, 0)})
+	pk.key.latest[e.Process] = g
+	s.collecting[e.Grant] = g
 	if len(p.grants) >= 2*p.pruned+16 {
 		p.grants = slices.DeleteFunc(p.grants, func(g *resGrant) bool { return g.dropped })
 		p.pruned = len(p.grants)
 	}
 	p.grants = append(p.grants, g)
-	return pk.key
-}
-
-// addLater adds the lock op of p invoked at inv and completed by done (a
-// zero op: never) to the Later ops of each grant of its process and key
-// still collected, as Analyze does; a grant nothing needs any more leaves
-// the collection.
-func (s *resourceStream) addLater(p *resProc, inv *resInvoke, done *history.Op) {
-	if inv.fn != history.FAcquire && inv.fn != history.FRelease && inv.fn != history.FRenew {
-		return
-	}
-	pk := p.keyOf(s, inv.key)
-	if len(pk.later) == 0 {
-		return
-	}
-	x := LaterOp{Invoke: inv.index, Call: inv.time}
-	in := history.Op{TTL: inv.ttl}
-	switch inv.fn {
-	case history.FRelease:
-		x.Release = true
-	case history.FRenew:
-		x.Lease = renewLease(&in, done, pk.latest.lease)
-	case history.FAcquire:
-		var ok history.Op // an acquire of unknown outcome has no ok to take its lease from
-		if done.Type == history.OK {
-			ok = history.Op{Lease: done.Lease, Session: done.Session}
-		}
-		x.Lease, x.Session = grantLease(&in, &ok)
-	}
-	kept := pk.later[:0]
-	for _, c := range pk.later {
-		if x.Call >= c.holdBound || c.grant.dropped {
-			c.grant.collecting = false
-			continue // nothing from here on ends its hold any earlier, or nothing asks
-		}
-		c.grant.addLater(x, s.drift)
-		if x.Release {
-			c.grant.collecting = false
-			continue
-		}
-		c.holdBound = min(c.holdBound, leaseEnd(x.Call, x.Lease, 0))
-		kept = append(kept, c)
-	}
-	clear(pk.later[len(kept):])
-	pk.later = kept
 }
 
 // addLater adds the Later op x to g's HoldEnd steps under drift d.
@@ -211,27 +197,20 @@ func (g *resGrant) laterKnown(before int) bool {
 	return !g.collecting || g.owner == nil || !g.owner.pendingLock(g.key.name, before)
 }
 
-// crash takes the info op of p: its latest grants get no more writes, and
-// its client closes now or, kept, at its worker's next crash that does not
-// keep it.
-func (s *resourceStream) crash(p *resProc, op *history.Op) {
+// crash takes the crash of p (process proc): its latest grants get no
+// more writes, and the grants kept wait for its client's close
+// (HoldClosed).
+func (s *resourceStream) crash(p *resProc, proc int) {
 	for _, pk := range p.keys {
 		if g := pk.latest; g != nil {
 			g.latestLive = false
 			g.dropped = g.dropped || !g.hasWrite
-			delete(pk.key.latest, op.Process)
+			delete(pk.key.latest, proc)
 		}
 	}
 	gs := slices.DeleteFunc(p.grants, func(g *resGrant) bool { return g.dropped })
 	for _, g := range gs {
 		g.owner = nil
 	}
-	if op.Kept {
-		s.kept[op.Client] = append(s.kept[op.Client], gs...)
-		return
-	}
-	for _, g := range append(s.kept[op.Client], gs...) {
-		g.closed, g.closedAt = op.Index, op.Time
-	}
-	delete(s.kept, op.Client)
+	s.crashed[proc] = gs
 }

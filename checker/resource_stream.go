@@ -82,11 +82,13 @@ type resourceStream struct {
 	now        time.Duration // the time of the last op
 	procs      procTable[resProc]
 	keys       map[string]*resKey
-	// kept are, by worker, the grants of crashed processes whose client
-	// lives on: the next crash of the worker that does not keep it closes
-	// it (docs/history.md §1).
-	kept map[int][]*resGrant
-	sc   resScratch
+	// collecting are the grants whose Later ops the Follower still
+	// collects, by their number.
+	collecting map[int]*resGrant
+	// crashed are, by process, the grants of crashed processes whose
+	// client the Follower has not said closed (docs/history.md §1).
+	crashed map[int][]*resGrant
+	sc      resScratch
 }
 
 // resScratch are the buffers a compaction, or the end, fills and leaves:
@@ -116,7 +118,8 @@ type resInvoke struct {
 // newResourceStream starts the resource check under drift d in [0, 1), as
 // ResourceChecker.Drift.
 func newResourceStream(drift float64) *resourceStream {
-	return &resourceStream{drift: drift, compactMin: 64, keys: map[string]*resKey{}, kept: map[int][]*resGrant{}}
+	return &resourceStream{drift: drift, compactMin: 64, keys: map[string]*resKey{},
+		collecting: map[int]*resGrant{}, crashed: map[int][]*resGrant{}}
 }
 
 // key returns the state of key k, made on first use.
@@ -154,19 +157,15 @@ func (s *resourceStream) add(op *history.Op) {
 		k = s.key(inv.key)
 		k.settle(op.Process)
 	}
-	if op.Type != history.Fail {
-		s.addLater(p, &inv, op)
-	}
 	switch {
 	case inv.fn == history.FAcquire && op.Type == history.OK:
-		k = s.grant(p, &inv, op)
+		k = s.key(inv.key) // its grant came with the Follower's events
 	case inv.fn == history.FRead && op.Type == history.OK:
 		k.read(&inv, op)
 	case inv.fn == history.FWrite:
 		s.write(p, k, &inv, op)
 	}
 	if op.Type == history.Info {
-		s.crash(p, op)
 		s.procs.set(op.Process, nil) // it issues nothing more
 	}
 	if k != nil {
@@ -209,8 +208,8 @@ func (s *resourceStream) write(p *resProc, k *resKey, inv *resInvoke, op *histor
 	}
 }
 
-// result ends the history: the ops still outstanding are of unknown
-// outcome. It judges what is left of every key and returns the check's
+// result ends the history (the Follower's events of the end were fed):
+// the ops still outstanding are of unknown outcome. It judges what is left of every key and returns the check's
 // result.
 func (s *resourceStream) result(ctx context.Context, name string) Result {
 	start := time.Now()
@@ -221,8 +220,6 @@ func (s *resourceStream) result(ctx context.Context, name string) Result {
 		}
 		if p.inv.fn == history.FWrite {
 			writes = append(writes, p.inv)
-		} else {
-			s.addLater(p, &p.inv, &history.Op{})
 		}
 	})
 	slices.SortFunc(writes, func(a, b resInvoke) int { return a.index - b.index })

@@ -19,10 +19,28 @@ import (
 func resourceStreamCheck(h history.History, d float64, compactMin int) Result {
 	rs := newResourceStream(d)
 	rs.compactMin = compactMin
-	for i := range h {
-		rs.add(&h[i])
-	}
+	feedHoldsFirst(h, followHistory(h), rs.add, rs.hold)
 	return rs.result(context.Background(), ResourceChecker{}.Name())
+}
+
+// followedFeed feeds a resource stream op by op with a Follower beside it,
+// as CheckFile does: each op's events, then the op.
+type followedFeed struct {
+	fol *Follower
+	rs  *resourceStream
+	evs []HoldEvent
+}
+
+func newFollowedFeed(rs *resourceStream) *followedFeed {
+	return &followedFeed{fol: NewFollower(), rs: rs}
+}
+
+func (f *followedFeed) add(op *history.Op) {
+	f.evs = f.fol.Add(op, f.evs[:0])
+	for i := range f.evs {
+		f.rs.hold(&f.evs[i])
+	}
+	f.rs.add(op)
 }
 
 // resourceAgrees checks that the streaming resource check of h gives the
@@ -114,9 +132,10 @@ func TestResourceStreamForgets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := synth.Generate(rand.New(rand.NewPCG(5, 1)), tc.opts)
 			rs := newResourceStream(DefaultDrift)
+			feed := newFollowedFeed(rs)
 			most := 0
 			for i := range h {
-				rs.add(&h[i])
+				feed.add(&h[i])
 				for _, k := range rs.keys {
 					most = max(most, k.size())
 				}
@@ -134,8 +153,9 @@ func TestResourceStreamForgets(t *testing.T) {
 			h[i].Index = i
 		}
 		rs := newResourceStream(DefaultDrift)
+		feed := newFollowedFeed(rs)
 		for i := range h {
-			rs.add(&h[i])
+			feed.add(&h[i])
 		}
 		if k := rs.keys["k0"]; int(k.accepted)-len(k.writes) > 10 {
 			t.Fatalf("retired %d of %d writes behind a write outstanding from op %d", int(k.accepted)-len(k.writes), k.accepted, stalled)

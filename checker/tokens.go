@@ -57,9 +57,16 @@ func (g tokenGrant) verb() string {
 }
 
 func (c TokenChecker) checkValid(ctx context.Context, h history.History) Result {
+	return c.checkHolds(ctx, h, followHistory(h))
+}
+
+// checkHolds reads h's invokes, and its grants and renewals from the
+// Follower's events over h.
+func (c TokenChecker) checkHolds(ctx context.Context, h history.History, holds []HoldEvent) Result {
 	ts := newTokenStream()
-	for i := range h {
-		ts.add(&h[i])
+	rest := feedFollowed(h, holds, ts.add, ts.hold)
+	for i := range rest {
+		ts.hold(&rest[i])
 	}
 	return ts.result(ctx, c.Name())
 }

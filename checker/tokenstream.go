@@ -11,10 +11,11 @@ import (
 )
 
 // tokenStream is the fencing-token check of a well-formed history fed to it
-// op by op, in order (add), whose result comes once the history has ended
-// (result). It holds, for each worker process, its outstanding acquire or
-// renewal (with the highest token of its key returned before that invoke)
-// and the token its latest grant of each key holds; for each key, the
+// op by op, in order (add), with the Follower's events (hold: its grants,
+// and the renewals that belong to them), whose result comes once the
+// history has ended (result). It holds, for each worker process, the
+// highest token of its key returned before its latest acquire or renewal
+// invoke and the token its latest grant of each key holds; for each key, the
 // highest token returned so far and the first grant of every token (which
 // token-reuse needs, one 32-byte entry per distinct token: tokenFirsts);
 // and the anomalies.
@@ -46,10 +47,7 @@ func (g tokenEnd) verb() string {
 
 // tokenProc is what tokenStream keeps of one worker process.
 type tokenProc struct {
-	pending bool
-	invoke  int
-	call    time.Duration
-	best    tokenEnd // the highest token of the key returned before the invoke
+	best    tokenEnd // the highest token of the key returned before its latest invoke
 	hasBest bool
 	// held are the keys it was granted, each with the token its latest
 	// grant holds (a process touches few keys)
@@ -103,7 +101,7 @@ func (s *tokenStream) key(k string) *tokenKey {
 
 // add feeds the history's next op.
 func (s *tokenStream) add(op *history.Op) {
-	if op.IsNemesis() {
+	if op.IsNemesis() || op.Type != history.Invoke {
 		return
 	}
 	p := s.procs.get(op.Process)
@@ -111,48 +109,47 @@ func (s *tokenStream) add(op *history.Op) {
 		p = &tokenProc{}
 		s.procs.set(op.Process, p)
 	}
-	if op.Type == history.Invoke {
-		p.pending, p.invoke, p.call, p.hasBest = true, op.Index, op.Time, false
-		if op.F == history.FAcquire || op.F == history.FRenew {
-			if tk := s.keys[op.Key]; tk != nil && tk.hasBest {
-				p.best, p.hasBest = tk.best, true
-			}
+	p.hasBest = false
+	if op.F == history.FAcquire || op.F == history.FRenew {
+		if tk := s.keys[op.Key]; tk != nil && tk.hasBest {
+			p.best, p.hasBest = tk.best, true
 		}
+	}
+}
+
+// hold feeds the Follower's next event: a grant, a renewal of one (which
+// hands out a new token when its token is not the one its grant holds),
+// or a crash, after which its process issues nothing more.
+func (s *tokenStream) hold(e *HoldEvent) {
+	p := s.procs.get(e.Process)
+	if p == nil {
 		return
 	}
-	if !p.pending {
-		return
-	}
-	p.pending = false
-	if op.Type == history.Info {
-		s.procs.set(op.Process, nil) // it issues nothing more
-	}
-	if op.Type != history.OK {
-		return
-	}
-	g := tokenEnd{invoke: p.invoke, ok: op.Index, client: op.Client, call: p.call, at: op.Time, token: op.Token}
-	switch op.F {
-	case history.FAcquire:
-		if ht, ok := p.heldOf(op.Key); ok {
-			ht.token = op.Token
+	g := tokenEnd{invoke: e.Invoke, ok: e.OK(), client: e.Client, call: e.Call, at: e.Time, token: e.Token}
+	switch e.Kind {
+	case HoldGranted:
+		if ht, ok := p.heldOf(e.Key); ok {
+			ht.token = e.Token
 		} else {
-			p.held = append(p.held, heldToken{op.Key, op.Token})
+			p.held = append(p.held, heldToken{e.Key, e.Token})
 		}
-		if op.Token == 0 {
+		if e.Token == 0 {
 			return
 		}
-	case history.FRenew:
-		// a renewal belongs to its process's latest grant of the key
-		ht, ok := p.heldOf(op.Key)
-		if !ok || op.Token == 0 || op.Token == ht.token {
+	case HoldRenewed:
+		ht, ok := p.heldOf(e.Key)
+		if !ok || e.Token == 0 || e.Token == ht.token {
 			return
 		}
-		ht.token = op.Token
+		ht.token = e.Token
 		g.renewal = true
+	case HoldCrashed:
+		s.procs.set(e.Process, nil)
+		return
 	default:
 		return
 	}
-	s.grant(op.Key, g, p)
+	s.grant(e.Key, g, p)
 }
 
 // grant takes the grant of a token g of key k, whose process p saw the

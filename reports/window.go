@@ -61,26 +61,8 @@ type checkpoint struct {
 	skip   int
 	last   time.Duration
 	rule   replyRule
-	procs  map[int]*followProc
+	fol    *follower
 	maybes [][2]history.Op
-}
-
-// cloneProcs returns a copy of a follower's processes that shares nothing
-// with them.
-func cloneProcs(procs map[int]*followProc) map[int]*followProc {
-	out := make(map[int]*followProc, len(procs))
-	for pid, p := range procs {
-		c := *p
-		c.keys = slices.Clone(p.keys)
-		for k := range c.keys {
-			if b := c.keys[k].open; b != nil {
-				open := *b
-				c.keys[k].open = &open
-			}
-		}
-		out[pid] = &c
-	}
-	return out
 }
 
 // before returns a copy of the latest checkpoint whose ops all came
@@ -96,7 +78,7 @@ func (x *windowIndex) before(from time.Duration) *checkpoint {
 		return nil
 	}
 	cp := x.points[k]
-	cp.procs, cp.maybes = cloneProcs(cp.procs), slices.Clone(cp.maybes)
+	cp.fol, cp.maybes = cp.fol.clone(), slices.Clone(cp.maybes)
 	return &cp
 }
 
@@ -212,7 +194,8 @@ func readWindow(r io.ReadSeeker, from, to time.Duration, maxOps int, guarded boo
 			return out, err
 		}
 		lc = &lineCounter{r: br, pos: pos, lines: cp.line}
-		f.procs, d.maybes, rule, line, last = cp.procs, cp.maybes, cp.rule, cp.line, cp.last
+		f, d.maybes, rule, line, last = cp.fol, cp.maybes, cp.rule, cp.line, cp.last
+		f.started, f.ended = d.started, d.ended
 	}
 	sc := history.NewScanner(lc, HistoryFile)
 	every := checkpointEvery
@@ -236,7 +219,7 @@ func readWindow(r io.ReadSeeker, from, to time.Duration, maxOps int, guarded boo
 		if line = base + sc.Info().Lines; idx != nil && line >= next && len(d.extents) == 0 {
 			next = (line/every + 1) * every
 			if chunk, skip, ok := lc.mark(line); ok {
-				idx.add(checkpoint{line: line, chunk: chunk, skip: skip, last: last, rule: rule, procs: cloneProcs(f.procs), maybes: slices.Clone(d.maybes)})
+				idx.add(checkpoint{line: line, chunk: chunk, skip: skip, last: last, rule: rule, fol: f.clone(), maybes: slices.Clone(d.maybes)})
 			}
 		}
 	}
