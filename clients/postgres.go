@@ -18,6 +18,12 @@ import (
 // attempt (option "timeout").
 const DefaultPostgresTimeout = time.Second
 
+// PostgresSetupConnect bounds a client's first connection, opened before the
+// run's clock starts, when it is longer than the client's timeout: a loaded
+// machine forking a backend for each of eight workers at once may take more
+// than a statement's second, and a run that never started tells nothing.
+const PostgresSetupConnect = 10 * time.Second
+
 // Defaults of the PostgreSQL connection options "user" and "database".
 const (
 	DefaultPostgresUser     = "postgres"
@@ -254,7 +260,7 @@ func newPostgresNamed(ctx context.Context, name string, f pgFlavor, t Target) (*
 		return nil, err
 	}
 	p := &Postgres{flavor: f, config: cfg, timeout: timeout, drift: t.Drift, clock: t.Clock, owners: owners}
-	conn, err := p.connection(ctx)
+	conn, err := p.connectWithin(ctx, max(timeout, PostgresSetupConnect))
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +310,11 @@ func (e *pgConnectError) Unwrap() error { return e.err }
 // or the last one broke (the "connect" step); a connection that failed to
 // open is a *pgConnectError.
 func (p *Postgres) connection(ctx context.Context) (*pgx.Conn, error) {
+	return p.connectWithin(ctx, p.timeout)
+}
+
+// connectWithin is connection with bound on the connecting.
+func (p *Postgres) connectWithin(ctx context.Context, bound time.Duration) (*pgx.Conn, error) {
 	if p.conn != nil && !p.conn.IsClosed() {
 		return p.conn, nil
 	}
@@ -312,7 +323,7 @@ func (p *Postgres) connection(ctx context.Context) (*pgx.Conn, error) {
 		p.conn = nil
 	}
 	p.step("connect")
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, p.config)
 	if err != nil {
