@@ -300,7 +300,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *Li
 		lv := newLiveStream(*lopts)
 		s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
 		ms := newMarginStream(opts.drift())
-		s.add(ms.add, func() { s.margins = ms.result() })
+		s.addHolds(ms.add, ms.hold, func() { s.margins = ms.result() })
 	}
 	go s.following()
 	return s
