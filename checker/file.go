@@ -291,7 +291,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *Li
 			s.addHoldsFirst(rs.add, rs.hold, func() { done(rs.result(ctx, c.Name())) })
 		case QueueChecker:
 			qs := newQueueStream()
-			s.add(qs.add, func() { done(qs.result(ctx, c.Name())) })
+			s.addHolds(qs.add, qs.holdEvent, func() { done(qs.result(ctx, c.Name())) })
 		default:
 			panic(fmt.Sprintf("checker: %s does not read a history as a stream", c.Name()))
 		}
