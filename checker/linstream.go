@@ -69,8 +69,11 @@ type linProc struct {
 	// they are cut off.
 	ends *ends
 	// granted are the leases of its latest grant of each key it was
-	// granted, from the Follower's events, for its renewals.
-	granted []keyLease
+	// granted, from the Follower's events, for its renewals: in grantedIn
+	// for its first few keys, so that a process makes no allocation of
+	// its own for them.
+	granted   []keyLease
+	grantedIn [4]keyLease
 }
 
 // keyLease is the lease of a process's latest grant of a key.
@@ -97,6 +100,9 @@ func (p *linProc) grant(k string, lease time.Duration) {
 			p.granted[i].lease = lease
 			return
 		}
+	}
+	if p.granted == nil {
+		p.granted = p.grantedIn[:0]
 	}
 	p.granted = append(p.granted, keyLease{key: k, lease: lease})
 }
