@@ -291,7 +291,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *Li
 			s.addHoldsFirst(rs.add, rs.hold, func() { done(rs.result(ctx, c.Name())) })
 		case QueueChecker:
 			qs := newQueueStream()
-			s.add(qs.add, func() { done(qs.result(ctx, c.Name())) })
+			s.addHolds(qs.add, qs.holdEvent, func() { done(qs.result(ctx, c.Name())) })
 		default:
 			panic(fmt.Sprintf("checker: %s does not read a history as a stream", c.Name()))
 		}
@@ -300,7 +300,7 @@ func newStreams(ctx context.Context, checkers []Checker, opts Options, lopts *Li
 		lv := newLiveStream(*lopts)
 		s.addHoldsFirst(lv.add, lv.hold, func() { s.live = lv.result() })
 		ms := newMarginStream(opts.drift())
-		s.add(ms.add, func() { s.margins = ms.result() })
+		s.addHolds(ms.add, ms.hold, func() { s.margins = ms.result() })
 	}
 	go s.following()
 	return s

@@ -267,9 +267,10 @@ type ends struct{ crash, crashIdx, freed, freedIdx int64 }
 
 // lockOpOf describes the lock op whose invoke in is at history index inv
 // and whose completion out is at index done (the zero op and -1 when there
-// is none), or reports that it is none (a read, a write). A grant records
-// its process's lease in latestLease, for the renewals after it.
-func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, latestLease map[procKey]int64) (lockOp, bool) {
+// is none), or reports that it is none (a read, a write). granted is the
+// lease of its process's latest grant of the key (0: none), which a
+// renewal's lease falls back on (docs/history.md §3).
+func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, granted time.Duration) (lockOp, bool) {
 	lo := lockOp{proc: in.Process, client: in.Client, call: int64(in.Time), ret: open, retIdx: open,
 		crash: e.crash, crashIdx: e.crashIdx, freed: e.freed, freedIdx: e.freedIdx, invoke: inv, done: done}
 	if done >= 0 && out.Type == history.OK {
@@ -280,11 +281,8 @@ func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, latestL
 		lease, session := grantLease(in, out)
 		lo.kind, lo.lease, lo.session, lo.asked = kindGrant, scaleLease(lease, drift), session, lease
 		lo.fromCall = out.Type == history.OK && out.Lease != 0
-		if !lo.isOpen() {
-			latestLease[procKey{in.Process, in.Key}] = int64(lease)
-		}
 	case history.FRenew:
-		lease := renewalLease(in.TTL, out, time.Duration(latestLease[procKey{in.Process, in.Key}]))
+		lease := renewalLease(in.TTL, out, granted)
 		if lease == 0 {
 			// a renewal by a process with no grant of the key: it can never
 			// take effect, but it is an op of the model all the same

@@ -40,11 +40,10 @@ type linStream struct {
 	procs procTable[linProc]
 	// crashed are the ends of the processes that crashed and whose client
 	// the Follower has not said closed, by process.
-	crashed     map[int]*ends
-	latestLease map[procKey]int64
-	keys        map[string]*linKey
-	nemesis     []history.Op
-	chunk       []lockOp // lock ops are allocated from chunks of this
+	crashed map[int]*ends
+	keys    map[string]*linKey
+	nemesis []history.Op
+	chunk   []lockOp // lock ops are allocated from chunks of this
 
 	work chan piece
 	wg   sync.WaitGroup
@@ -69,6 +68,43 @@ type linProc struct {
 	// ends are its crash and client close, shared with its lock ops until
 	// they are cut off.
 	ends *ends
+	// granted are the leases of its latest grant of each key it was
+	// granted, from the Follower's events, for its renewals: in grantedIn
+	// for its first few keys, so that a process makes no allocation of
+	// its own for them.
+	granted   []keyLease
+	grantedIn [4]keyLease
+}
+
+// keyLease is the lease of a process's latest grant of a key.
+type keyLease struct {
+	key   string
+	lease time.Duration
+}
+
+// grantedLease returns the lease of p's latest grant of key k, 0 when it
+// has none.
+func (p *linProc) grantedLease(k string) time.Duration {
+	for _, g := range p.granted {
+		if g.key == k {
+			return g.lease
+		}
+	}
+	return 0
+}
+
+// grant records the lease of p's latest grant of key k.
+func (p *linProc) grant(k string, lease time.Duration) {
+	for i := range p.granted {
+		if p.granted[i].key == k {
+			p.granted[i].lease = lease
+			return
+		}
+	}
+	if p.granted == nil {
+		p.granted = p.grantedIn[:0]
+	}
+	p.granted = append(p.granted, keyLease{key: k, lease: lease})
 }
 
 // linKey is what linStream keeps of one key.
@@ -97,7 +133,7 @@ func (c *LinearizabilityChecker) newStream(ctx context.Context) *linStream {
 	}
 	workers := runtime.GOMAXPROCS(0)
 	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, crashed: map[int]*ends{},
-		latestLease: map[procKey]int64{}, keys: map[string]*linKey{}, work: make(chan piece, 2*workers)}
+		keys: map[string]*linKey{}, work: make(chan piece, 2*workers)}
 	for range workers {
 		s.wg.Add(1)
 		go func() {
@@ -145,18 +181,23 @@ func (s *linStream) add(op *history.Op) {
 	if op.Type == history.Fail {
 		slot.state = slotDropped
 	} else {
-		*slot, _ = lockOpOf(inv, op, inv.Index, i, *p.ends, s.drift, s.latestLease)
+		*slot, _ = lockOpOf(inv, op, inv.Index, i, *p.ends, s.drift, p.grantedLease(inv.Key))
 		slot.ends, slot.state = p.ends, slotDone
 	}
 	s.advance(k)
 }
 
 // hold feeds the Follower's events of the next op, before the op: a
-// process's crash, and the close of its client (docs/history.md §1: a
-// kept crash leaves the client open, and its sessions end at the later
-// crash that closes it).
+// grant's lease, which its process's renewals fall back on, a process's
+// crash, and the close of its client (docs/history.md §1: a kept crash
+// leaves the client open, and its sessions end at the later crash that
+// closes it).
 func (s *linStream) hold(e *HoldEvent) {
 	switch e.Kind {
+	case HoldGranted:
+		if p := s.procs.get(e.Process); p != nil {
+			p.grant(e.Key, e.Lease)
+		}
 	case HoldCrashed:
 		if p := s.procs.get(e.Process); p != nil && p.ends.crash == open {
 			p.ends.crash, p.ends.crashIdx = int64(e.Time), int64(e.Index)
@@ -264,7 +305,7 @@ func (s *linStream) result() Result {
 	sort.Ints(ids)
 	for _, id := range ids {
 		p := s.procs.get(id)
-		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, *p.ends, s.drift, s.latestLease)
+		*p.slot, _ = lockOpOf(&p.pending, &history.Op{}, p.pending.Index, -1, *p.ends, s.drift, p.grantedLease(p.pending.Key))
 		p.slot.ends, p.slot.state = p.ends, slotDone
 	}
 	names := make([]string, 0, len(s.keys))

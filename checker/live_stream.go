@@ -303,6 +303,9 @@ func (s *liveStream) hold(e *HoldEvent) {
 			p.lockClient = &liveClient{}
 			s.clients[e.Process] = p.lockClient
 		}
+		if s.queue != nil {
+			s.queue.holdEvent(e)
+		}
 	case HoldClosed:
 		if cl := s.clients[e.Process]; cl != nil {
 			delete(s.clients, e.Process)

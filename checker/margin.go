@@ -92,35 +92,49 @@ func (o Options) EffectiveDrift() float64 { return o.drift() }
 // Margins returns the margins of every key granted in h, which must be
 // well-formed, in the order of their keys, under drift d in [0, 1)
 // (Options.EffectiveDrift). It feeds h op by op to the streaming
-// computation, which holds only what is open (docs/history.md §6).
+// computation, each op followed by the Follower's events of it, which
+// holds only what is open (docs/history.md §6).
 func Margins(h history.History, d float64) []Margin {
 	s := newMarginStream(d)
+	f := NewFollower()
+	var evs []HoldEvent
 	for i := range h {
 		s.add(&h[i])
+		evs = f.Add(&h[i], evs[:0])
+		for j := range evs {
+			s.hold(&evs[j])
+		}
+	}
+	evs = f.End(evs[:0])
+	for j := range evs {
+		s.hold(&evs[j])
 	}
 	return s.result()
 }
 
 // marginStream computes the margins of a well-formed history fed to it op
-// by op, in order (add), once the history has ended (result). It keeps no
-// op: for each worker process its outstanding invoke, its latest grant of
-// each key and the pairs that wait for that invoke's outcome; for each key
-// the latest grant of each process not yet paired with a newer grant, the
-// highest token an accepted write carried, and the smallest margins so far.
+// by op, in order (add), each op followed by the Follower's events of it
+// (hold), once the history has ended (result). Who held which lock when
+// (grants, beliefs and their untils, crashes and client closes) it reads
+// from the Follower's events; what it keeps is its own: for each worker
+// process its outstanding invoke, its latest grant of each key with the
+// bound of its hold and its last write, and the pairs that wait for that
+// invoke's outcome; for each key the latest grant of each process not yet
+// paired with a newer grant, the highest token an accepted write carried,
+// and the smallest margins so far.
 type marginStream struct {
 	d     float64
 	n     int // the index of the next op
 	procs procTable[marginProc]
 	keys  map[string]*marginKey
-	// kept are, by worker, the latest grants of its processes that crashed
-	// keeping their client (§1): their client closes at the worker's next
-	// crash that does not keep it.
-	kept map[int][]*marginGrant
+	// closing are, by process, the latest grants not yet paired of the
+	// processes that crashed, until the Follower says their client closed
+	// (§1).
+	closing map[int][]*marginGrant
 }
 
 // marginProc is what marginStream keeps of one worker process.
 type marginProc struct {
-	client  int
 	pending bool
 	inv     marginInvoke
 	grants  []*marginGrant // its latest grant of each key it was granted
@@ -173,12 +187,12 @@ type marginKey struct {
 
 // marginGrant is one grant as the margins read it.
 type marginGrant struct {
-	key          string
-	proc, client int
-	invoke, ok   int
-	call, ret    time.Duration
-	lease        time.Duration // the grant's lease (history.NoLease: never ends)
-	token        uint64        // the token it holds (its own or a renewal's)
+	key        string
+	proc       int
+	invoke, ok int
+	call, ret  time.Duration
+	lease      time.Duration // the grant's lease (history.NoLease: never ends)
+	token      uint64        // the token it holds (its own or a renewal's)
 	// hold bounds the end of its hold (docs/history.md §4.8), as far as
 	// the ops of its process seen so far go; closeOp and closeAt are when
 	// its client was closed (-1: not yet).
@@ -206,7 +220,7 @@ type marginGrant struct {
 // newMarginStream returns the margins of a history under drift d, before
 // its first op.
 func newMarginStream(d float64) *marginStream {
-	return &marginStream{d: d, keys: map[string]*marginKey{}, kept: map[int][]*marginGrant{}}
+	return &marginStream{d: d, keys: map[string]*marginKey{}, closing: map[int][]*marginGrant{}}
 }
 
 // key returns what the stream keeps of key k, made on first use.
@@ -243,7 +257,7 @@ func (s *marginStream) add(op *history.Op) {
 	}
 	p := s.procs.get(op.Process)
 	if p == nil {
-		p = &marginProc{client: op.Client}
+		p = &marginProc{}
 		s.procs.set(op.Process, p)
 	}
 	if op.Type == history.Invoke {
@@ -258,16 +272,39 @@ func (s *marginStream) add(op *history.Op) {
 	if isLockOp(inv.f) {
 		s.lockDone(p, &inv, op)
 	}
-	switch {
-	case op.F == history.FAcquire && op.Type == history.OK:
-		s.grant(p, &inv, op, i)
-	case op.F == history.FRenew && op.Type == history.OK:
-		s.renew(p, &inv, op, i)
-	case op.F == history.FWrite && op.Type != history.Fail:
+	if op.F == history.FWrite && op.Type != history.Fail {
 		s.wrote(&inv, op, i)
 	}
-	if op.Type == history.Info {
-		s.crash(p, op, i)
+}
+
+// hold feeds the Follower's next event, after the op whose feeding made
+// it.
+func (s *marginStream) hold(e *HoldEvent) {
+	p := s.procs.get(e.Process)
+	if p == nil {
+		if e.Kind == HoldClosed {
+			s.closed(e)
+		}
+		return
+	}
+	switch e.Kind {
+	case HoldGranted:
+		s.grant(p, e)
+	case HoldRenewed:
+		s.renew(p, e)
+	case HoldUntil:
+		if g := p.grantOf(e.Key); g != nil {
+			g.until = e.Until
+		}
+	case HoldEnded:
+		if g := p.grantOf(e.Key); g != nil {
+			g.open = false
+			g.end, g.endOp, g.reason, g.until = e.Time, e.EndOp(), e.Reason, e.Until
+		}
+	case HoldCrashed:
+		s.crash(p, e)
+	case HoldClosed:
+		s.closed(e)
 	}
 }
 
@@ -282,23 +319,6 @@ func (s *marginStream) invoke(p *marginProc, op *history.Op, i int) {
 		}
 	case history.FWrite:
 		p.inv.grant = p.grantOf(op.Key)
-	case history.FRelease:
-		closeBelief(p.grantOf(op.Key), op.Time, i, EndRelease)
-	case history.FLeaseLost:
-		closeBelief(p.grantOf(op.Key), op.Time, i, EndLeaseLost)
-	}
-}
-
-// closeBelief ends g's belief, if open, at the op at index i (time at), or
-// at its until when that came first.
-func closeBelief(g *marginGrant, at time.Duration, i int, why EndReason) {
-	if g == nil || !g.open {
-		return
-	}
-	g.open = false
-	g.end, g.endOp, g.reason = at, i, why
-	if g.until != 0 && g.until < at {
-		g.end, g.endOp, g.reason = max(g.until, g.ret), -1, EndUntil
 	}
 }
 
@@ -385,25 +405,25 @@ func (s *marginStream) lockDone(p *marginProc, inv *marginInvoke, done *history.
 	}
 }
 
-// grant takes the acquire ok op (at index i) of process p: it ends p's
-// belief of the key, starts the grant's, pairs it with the older grants of
-// other processes (lease margin) and measures its token (token margin).
-func (s *marginStream) grant(p *marginProc, inv *marginInvoke, op *history.Op, i int) {
-	mk := s.key(op.Key)
-	old := p.grantOf(op.Key)
+// grant takes the Follower's HoldGranted e of process p (whose belief of
+// the key, if any, the Follower ended before): it starts the grant's
+// belief, pairs it with the older grants of other processes (lease margin)
+// and measures its token (token margin), against the highest accepted
+// token before its invoke, p.inv.
+func (s *marginStream) grant(p *marginProc, e *HoldEvent) {
+	mk := s.key(e.Key)
+	old := p.grantOf(e.Key)
 	if old != nil {
-		closeBelief(old, op.Time, i, EndReacquire)
 		s.finishWrite(old)
 	}
-	lease, session := grantLease(&history.Op{TTL: inv.ttl}, op)
-	g := &marginGrant{key: op.Key, proc: op.Process, client: op.Client, invoke: inv.index, ok: i, call: inv.at, ret: op.Time,
-		lease: lease, token: op.Token, closeOp: -1,
-		hold: holdBound{floor: leaseEnd(inv.at, lease, s.d), floorOp: inv.index, floorLen: lease, release: Forever, releaseOp: -1, session: session},
-		open: true, until: op.Until, end: Forever, endOp: -1, reason: EndOpen, leaseNow: lease}
+	g := &marginGrant{key: e.Key, proc: e.Process, invoke: e.Invoke, ok: e.OK(), call: e.Call, ret: e.Time,
+		lease: e.Lease, token: e.Token, closeOp: -1,
+		hold: holdBound{floor: leaseEnd(e.Call, e.Lease, s.d), floorOp: e.Invoke, floorLen: e.Lease, release: Forever, releaseOp: -1, session: e.Session},
+		open: true, until: e.Until, end: Forever, endOp: -1, reason: EndOpen, leaseNow: e.Lease}
 	kept := mk.open[:0]
 	for _, a := range mk.open {
 		switch {
-		case a.proc == op.Process: // g is its process's latest grant now
+		case a.proc == e.Process: // g is its process's latest grant now
 		case a.ok < g.invoke || a.ret < leaseEnd(g.call, g.lease, s.d): // a is older (§3)
 			a.paired = true
 			s.pairOrDefer(a, g)
@@ -417,8 +437,8 @@ func (s *marginStream) grant(p *marginProc, inv *marginInvoke, op *history.Op, i
 	} else {
 		p.grants = append(p.grants, g)
 	}
-	if op.Token != 0 && inv.hasBest {
-		mk.tokenMargin(inv.best, op.Token, i)
+	if e.Token != 0 && p.inv.hasBest {
+		mk.tokenMargin(p.inv.best, e.Token, e.OK())
 	}
 }
 
@@ -492,21 +512,19 @@ func (mk *marginKey) tokenMargin(best tokenWrite, token uint64, i int) {
 	}
 }
 
-// renew takes the renew ok op (at index i) of process p: it belongs to p's
-// latest grant of the key, whose until and token it may move.
-func (s *marginStream) renew(p *marginProc, inv *marginInvoke, op *history.Op, i int) {
-	g := p.grantOf(op.Key)
+// renew takes the Follower's HoldRenewed e of process p: it belongs to
+// p's latest grant of the key, whose lease in force and token it may move
+// (the Follower moves its until, HoldUntil).
+func (s *marginStream) renew(p *marginProc, e *HoldEvent) {
+	g := p.grantOf(e.Key)
 	if g == nil {
 		return
 	}
-	g.leaseNow = renewLease(&history.Op{TTL: inv.ttl}, op, g.lease)
-	if g.open && op.Until != 0 && (g.until == 0 || op.Time <= g.until) {
-		g.until = op.Until
-	}
-	if op.Token != 0 && op.Token != g.token {
-		g.token = op.Token
-		if inv.hasBest {
-			s.key(op.Key).tokenMargin(inv.best, op.Token, i)
+	g.leaseNow = e.Lease
+	if e.Token != 0 && e.Token != g.token {
+		g.token = e.Token
+		if p.inv.hasBest {
+			s.key(e.Key).tokenMargin(p.inv.best, e.Token, e.OK())
 		}
 	}
 }
@@ -534,25 +552,27 @@ func (s *marginStream) wrote(inv *marginInvoke, done *history.Op, i int) {
 	}
 }
 
-// crash takes the crash of process p at its info op (index i): its
-// beliefs end, and its client closes (§1) unless the crash kept it, with
-// the clients its worker's earlier processes kept.
-func (s *marginStream) crash(p *marginProc, op *history.Op, i int) {
+// crash takes the Follower's HoldCrashed e of process p, after the ends
+// of its beliefs: its grants' writes are all known, and its grants not yet
+// paired wait for the close of its client (closed).
+func (s *marginStream) crash(p *marginProc, e *HoldEvent) {
 	for _, g := range p.grants {
-		closeBelief(g, op.Time, i, EndCrash)
 		s.finishWrite(g)
 	}
 	// only a grant not yet paired needs its close
-	waiting := slices.DeleteFunc(s.kept[p.client], func(g *marginGrant) bool { return g.paired })
-	if op.Kept {
-		s.kept[p.client] = append(waiting, p.grants...)
-	} else {
-		for _, g := range append(waiting, p.grants...) {
-			g.closeOp, g.closeAt = i, op.Time
-		}
-		delete(s.kept, p.client)
+	if waiting := slices.DeleteFunc(p.grants, func(g *marginGrant) bool { return g.paired }); len(waiting) > 0 {
+		s.closing[e.Process] = waiting
 	}
-	s.procs.set(op.Process, nil) // it issues nothing more
+	s.procs.set(e.Process, nil) // it issues nothing more
+}
+
+// closed takes the Follower's HoldClosed e: the client of its crashed
+// process closed, at e's crash.
+func (s *marginStream) closed(e *HoldEvent) {
+	for _, g := range s.closing[e.Process] {
+		g.closeOp, g.closeAt = e.Index, e.Time
+	}
+	delete(s.closing, e.Process)
 }
 
 // finishWrite measures the write margin of grant g, whose writes are all

@@ -156,7 +156,13 @@ func newLockOp(h history.History, inv, done int, e ends, drift float64, latestLe
 	if done >= 0 {
 		out = h[done]
 	}
-	return lockOpOf(&h[inv], &out, inv, done, e, drift, latestLease)
+	in := &h[inv]
+	pk := procKey{in.Process, in.Key}
+	lo, ok := lockOpOf(in, &out, inv, done, e, drift, time.Duration(latestLease[pk]))
+	if ok && lo.kind == kindGrant && !lo.isOpen() {
+		latestLease[pk] = int64(lo.asked)
+	}
+	return lo, ok
 }
 
 // batchLinearizability is the linearizability check as it was before it

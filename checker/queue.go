@@ -59,9 +59,7 @@ func (c QueueChecker) Check(ctx context.Context, h history.History) Result {
 
 func (c QueueChecker) checkValid(ctx context.Context, h history.History) Result {
 	qs := newQueueStream()
-	for i := range h {
-		qs.add(&h[i])
-	}
+	followEach(h, qs.add, qs.holdEvent)
 	return qs.result(ctx, c.Name())
 }
 

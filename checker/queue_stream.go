@@ -1,7 +1,7 @@
 // queue_stream.go holds the streaming queue check (docs/history.md §4.7):
 // its state, the op-by-op feed (the ops before the task table record kept
-// until it comes), each process's outstanding op and crash, the end of the
-// history and the result.
+// until it comes), each process's outstanding op and its crash (from the
+// Follower's events), the end of the history and the result.
 
 package checker
 
@@ -15,9 +15,11 @@ import (
 )
 
 // queueStream is the queue check (docs/history.md §4.7) of a well-formed
-// history fed to it op by op, in order (add), whose result comes once the
-// history has ended (result); it also finds the lost tasks (lostTasks) and
-// counts the holds and captures that the liveness report reads.
+// history fed to it op by op, in order (add), with the Follower's events
+// over it (holdEvent: before or after the op that made them), whose result
+// comes once the history has ended (result); it also finds the lost tasks
+// (lostTasks) and counts the holds and captures that the liveness report
+// reads. A process's crash it reads from the Follower's events.
 //
 // A hold (§3, "Tasks") ends at the invoke of an op that did not fail,
 // which is known once that op completes: a hold is open until such an op
@@ -84,14 +86,17 @@ type queueStream struct {
 	holds            int
 	captured         bool // a capture completed, or was pending at the end
 	ended            bool // the end of the history was taken into account
+	// crashNext is the crash the Follower said happened at an op not yet
+	// fed (index -1: none), taken once that op is.
+	crashNext queueOp
 
 	doubles    []*queueHold // holds that later holds overlap, each with its overlaps
 	crossQueue []Anomaly
 	staleFound []Anomaly
 }
 
-// queueOp is what the queue check reads of one op: a queue op, or the
-// crash (f "") of a worker op of any other f.
+// queueOp is what the queue check reads of one op: a queue op, or a
+// process's crash (f "", type info), from the Follower's events.
 type queueOp struct {
 	index           int
 	time            time.Duration
@@ -120,11 +125,37 @@ type queueProc struct {
 // newQueueStream returns the queue check of a history, ready for its
 // first op.
 func newQueueStream() *queueStream {
-	return &queueStream{specOp: -1, firstUnknownReap: Open}
+	return &queueStream{specOp: -1, firstUnknownReap: Open, crashNext: queueOp{index: -1}}
 }
 
-// add feeds the history's next op.
+// add feeds the history's next op, and then the crash the Follower said
+// it made, if its event came first.
 func (s *queueStream) add(op *history.Op) {
+	i := s.ops
+	s.addOp(op)
+	if s.crashNext.index == i {
+		c := s.crashNext
+		s.crashNext.index = -1
+		s.crashed(&c)
+	}
+}
+
+// holdEvent feeds one of the Follower's events, before or after the op that
+// made it: a crash (HoldCrashed) is taken after its op.
+func (s *queueStream) holdEvent(e *HoldEvent) {
+	if e.Kind != HoldCrashed {
+		return
+	}
+	c := queueOp{index: e.Index, time: e.Time, process: e.Process, client: e.Client, typ: history.Info}
+	if e.Index < s.ops {
+		s.crashed(&c)
+		return
+	}
+	s.crashNext = c
+}
+
+// addOp takes the history's next op.
+func (s *queueStream) addOp(op *history.Op) {
 	s.ops++
 	s.end = op.Time
 	if op.Process == history.NemesisProcess {
@@ -136,9 +167,6 @@ func (s *queueStream) add(op *history.Op) {
 	switch op.F {
 	case history.FCapture, history.FSetStatus, history.FReap:
 	default:
-		if op.Type == history.Info {
-			s.crashOf(op)
-		}
 		return
 	}
 	q := queueOpOf(op)
@@ -150,16 +178,18 @@ func (s *queueStream) add(op *history.Op) {
 	s.feed(&q)
 }
 
-// crashOf takes the info completion of a worker op that is no queue op.
-func (s *queueStream) crashOf(op *history.Op) {
+// crashed takes the crash c of a process, after the op that made it: kept
+// with the queue ops before the task table record when its process made
+// one of them.
+func (s *queueStream) crashed(c *queueOp) {
 	if !s.tabled {
-		if s.earlyProcs.get(op.Process) != nil {
-			s.early = append(s.early, queueOp{index: op.Index, time: op.Time, process: op.Process, client: op.Client, typ: op.Type})
+		if s.earlyProcs.get(c.process) != nil {
+			s.early = append(s.early, *c)
 		}
 		return
 	}
-	if p := s.procs.get(op.Process); p != nil {
-		s.crash(op.Process, p, op.Index, op.Time)
+	if p := s.procs.get(c.process); p != nil {
+		s.crash(c.process, p, c.index, c.time)
 	}
 }
 
@@ -263,7 +293,11 @@ func (s *queueStream) feed(q *queueOp) {
 	if p == nil {
 		return
 	}
-	if q.fn != "" && p.pending {
+	if q.fn == "" {
+		s.crash(q.process, p, q.index, q.time)
+		return
+	}
+	if p.pending {
 		p.pending = false
 		switch q.fn {
 		case history.FCapture:
@@ -274,9 +308,6 @@ func (s *queueStream) feed(q *queueOp) {
 			s.reapDone(p.reap, q)
 		}
 		p.status, p.reap = nil, nil
-	}
-	if q.typ == history.Info {
-		s.crash(q.process, p, q.index, q.time)
 	}
 }
 

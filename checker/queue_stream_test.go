@@ -20,9 +20,7 @@ import (
 // histories of queue_stream_ext_test.go.
 func QueueStreamDiff(h history.History) string {
 	qs := newQueueStream()
-	for i := range h {
-		qs.add(&h[i])
-	}
+	followEach(h, qs.add, qs.holdEvent)
 	got := qs.result(context.Background(), QueueChecker{}.Name())
 	f := Analyze(h)
 	want := batchQueue(context.Background(), h, f)
@@ -269,10 +267,10 @@ func TestQueueStreamForgets(t *testing.T) {
 	h := synthQueue(rand.New(rand.NewPCG(1, 3)), o)
 	s := newQueueStream()
 	most := 0
-	for i := range h {
-		s.add(&h[i])
+	followEach(h, func(op *history.Op) {
+		s.add(op)
 		most = max(most, s.kept())
-	}
+	}, s.holdEvent)
 	// each task: a few settled set-statuses (the latest two that returned
 	// ok, of two processes, and two of unknown outcome); each worker: its
 	// holds (at most its limit) and its outstanding op, and as many again
@@ -282,9 +280,7 @@ func TestQueueStreamForgets(t *testing.T) {
 	}
 	lock := synth.Generate(rand.New(rand.NewPCG(1, 1)), synth.Options{Workers: 4, Keys: 2, Ops: 5000, TTL: 20 * time.Millisecond, InfoRate: 0.04})
 	s = newQueueStream()
-	for i := range lock {
-		s.add(&lock[i])
-	}
+	followEach(lock, s.add, s.holdEvent)
 	if s.tasks != nil || s.queues != nil || s.early != nil || s.procs.dense != nil || s.procs.sparse != nil {
 		t.Errorf("the stream kept state of a history without queue ops: %+v", s)
 	}

@@ -249,9 +249,7 @@ func queueHeld(h history.History) float64 {
 	runtime.ReadMemStats(&m)
 	base := m.HeapAlloc
 	s := newQueueStream()
-	for i := range h {
-		s.add(&h[i])
-	}
+	followEach(h, s.add, s.holdEvent)
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	runtime.KeepAlive(s)
