@@ -155,23 +155,30 @@ func (p *liveProc) of(k *liveKey) *liveProcKey {
 // newLiveStream starts the liveness report under opts, the defaults
 // filled in where opts leaves them zero.
 func newLiveStream(opts LivenessOptions) *liveStream {
-	if opts.Window <= 0 {
-		opts.Window = DefaultStuckWindow
-	}
-	if opts.Attempts <= 0 {
-		opts.Attempts = DefaultStuckAttempts
-	}
-	if opts.UnavailableWindow <= 0 {
-		opts.UnavailableWindow = DefaultUnavailableWindow
-	}
-	if opts.RetransmitFirst <= 0 {
-		opts.RetransmitFirst = DefaultRetransmitFirst
-	}
-	if opts.RetransmitMax <= 0 {
-		opts.RetransmitMax = DefaultRetransmitMax
-	}
+	opts = opts.withDefaults()
 	return &liveStream{opts: opts, version: 1, byNum: map[int]*liveGrant{}, clients: map[int]*liveClient{}, keys: map[string]*liveKey{},
 		avail: liveAvail{current: &upPeriod{}}, queue: newQueueStream(), faults: liveFaults{lateMin: Forever}}
+}
+
+// withDefaults returns o with the default of every bound it leaves zero or
+// negative.
+func (o LivenessOptions) withDefaults() LivenessOptions {
+	if o.Window <= 0 {
+		o.Window = DefaultStuckWindow
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultStuckAttempts
+	}
+	if o.UnavailableWindow <= 0 {
+		o.UnavailableWindow = DefaultUnavailableWindow
+	}
+	if o.RetransmitFirst <= 0 {
+		o.RetransmitFirst = DefaultRetransmitFirst
+	}
+	if o.RetransmitMax <= 0 {
+		o.RetransmitMax = DefaultRetransmitMax
+	}
+	return o
 }
 
 // add feeds the history's next op.

@@ -149,21 +149,7 @@ func faultsOf(h history.History, nemesis []int, version int, end time.Duration) 
 // batchLiveness is the liveness report as it was before it read its
 // history as a stream: Liveness over facts already analyzed from h.
 func batchLiveness(h history.History, f *Facts, opts LivenessOptions) LivenessResult {
-	if opts.Window <= 0 {
-		opts.Window = DefaultStuckWindow
-	}
-	if opts.Attempts <= 0 {
-		opts.Attempts = DefaultStuckAttempts
-	}
-	if opts.UnavailableWindow <= 0 {
-		opts.UnavailableWindow = DefaultUnavailableWindow
-	}
-	if opts.RetransmitFirst <= 0 {
-		opts.RetransmitFirst = DefaultRetransmitFirst
-	}
-	if opts.RetransmitMax <= 0 {
-		opts.RetransmitMax = DefaultRetransmitMax
-	}
+	opts = opts.withDefaults()
 	res := LivenessResult{Grants: len(f.Grants), Anomalies: []Anomaly{}}
 	if len(h) == 0 {
 		res.Verdict, res.Note = Unknown, "the history is empty"
