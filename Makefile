@@ -141,13 +141,18 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
 
+# FUZZ_SHARE=k/n runs only the targets whose place in the list, counted
+# from 0, is k modulo n (CI takes a third a day); empty runs every target.
+FUZZ_SHARE ?=
+FUZZ_TARGETS := ./history:FuzzRead ./checker:FuzzCheck ./checker:FuzzSynthetic ./checker/reference:FuzzDifferential ./lockproto:FuzzParseReply ./scenarios:FuzzScenario
+
 fuzz: build
-	$(GO) test ./history -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./checker -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./checker -run '^$$' -fuzz '^FuzzSynthetic$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./checker/reference -run '^$$' -fuzz '^FuzzDifferential$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./lockproto -run '^$$' -fuzz '^FuzzParseReply$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzScenario$$' -fuzztime $(FUZZTIME)
+	@i=0; share="$(FUZZ_SHARE)"; for t in $(FUZZ_TARGETS); do \
+	  if [ -z "$$share" ] || [ $$((i % $${share#*/})) -eq $${share%/*} ]; then \
+	    echo "$(GO) test $${t%%:*} -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZTIME)"; \
+	    $(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) || exit 1; \
+	  fi; i=$$((i + 1)); \
+	done
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
