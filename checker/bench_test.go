@@ -128,7 +128,7 @@ func plainPorcupine(h history.History, limit time.Duration) (porcupine.CheckResu
 			ops = append(ops, porcupine.Operation{ClientId: lo.client, Input: lo, Call: lo.call, Return: lo.ret})
 		}
 	}
-	model := pieceModel("", nil)
+	model := pieceModel("", lockState{holder: -1}, nil)
 	model.Partition = func(all []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
 		for _, o := range all {

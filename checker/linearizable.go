@@ -121,6 +121,9 @@ type lockOp struct {
 	// state is the op's state in its key's queue while the stream waits
 	// for it (slotPending, slotDone, slotDropped).
 	state uint8
+	// heldBefore: its process may have held the lock when it invoked it
+	// (keyCutter).
+	heldBefore bool
 }
 
 // sync copies o's process's crash and client close, as known so far, into
@@ -157,6 +160,13 @@ type lockState struct {
 // lock over takes effect no earlier than the moment the hold it ends could
 // have ended.
 func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
+	return stepUntil(s, o, open)
+}
+
+// stepUntil is step, where the holder's hold may also have ended at
+// until (a fold of its process's release or renewal of unknown outcome,
+// orderSearch; open for none) for a grant that takes the lock over.
+func stepUntil(s lockState, o *lockOp, until int64) (ok bool, next lockState, why string) {
 	at := max(s.now, o.call) // o's instant, at the earliest
 	switch o.kind {
 	case kindGrant:
@@ -170,6 +180,7 @@ func step(s lockState, o *lockOp) (ok bool, next lockState, why string) {
 			if s.by.session && s.by.freedIdx < o.retIdx {
 				end = min(end, s.by.freed)
 			}
+			end = min(end, until)
 			if end == open || max(at, end) > o.ret {
 				if o.isOpen() {
 					return true, s, "" // it may not have taken effect
@@ -240,6 +251,22 @@ type piece struct {
 	// prev are the ops of the piece of the same key before it, if any
 	// (for the visualization).
 	prev []*lockOp
+	// held is the state the piece starts from when it was cut where one
+	// known holder held the lock (docs/history.md §4.1, "Cuts where the
+	// lock is held"); nil for a free lock.
+	held *lockState
+	// chain and link place the piece among those of its key: its chain is
+	// the number of quiescent points before it, its link the number of
+	// held points since the last.
+	chain, link int
+}
+
+// start is the state p starts from.
+func (p piece) start() lockState {
+	if p.held != nil {
+		return *p.held
+	}
+	return lockState{holder: -1}
 }
 
 type pieceResult struct {
@@ -297,129 +324,11 @@ func lockOpOf(in, out *history.Op, inv, done int, e ends, drift float64, granted
 	return lo, true
 }
 
-// cutKey appends the pieces of one key's ops (in invoke order) to pieces.
-//
-// A cut before an op invoked at T needs every earlier op to have returned
-// before its invoke (an op of unknown outcome counts as returned at its
-// process's crash, and never when its process did not crash) and every
-// process that may still hold the lock to have crashed before it and, unless
-// its lock is a session lock, to have a lease that may have expired by T: the
-// lock then behaves exactly as a free one. An unknown release may always take
-// effect at once, and the free lock it leaves is the most permissive state,
-// so it ends its process's hold for the purpose of cutting; an unknown grant
-// or renewal makes no holder, since taking effect after the cut could only
-// constrain what follows (docs/history.md §4.1, "After a culprit").
-func cutKey(pieces []piece, key string, all []*lockOp) []piece {
-	k := newKeyCutter(key, func(p piece) { pieces = append(pieces, p) })
-	for _, o := range all {
-		k.add(o)
-	}
-	k.flush()
-	return pieces
-}
-
-// keyCutter is cutKey fed one op at a time: it takes one key's lock ops in
-// invoke order, each once it and every op of the key invoked before it
-// has completed (or the history has ended), and hands each piece to emit
-// as soon as the next op's invoke cuts it off, so that only the open piece
-// is held.
-type keyCutter struct {
-	key     string
-	emit    func(piece)
-	cur     []*lockOp
-	maxEnd  int64 // the latest return index so far
-	seq     bool
-	holders map[int]cutHold
-}
-
-// cutHold is a process that may hold the lock, for cutting.
-type cutHold struct {
-	grant *lockOp
-	bound int64 // the latest time its lease may end, in any linearization
-}
-
-func newKeyCutter(key string, emit func(piece)) *keyCutter {
-	return &keyCutter{key: key, emit: emit, maxEnd: math.MinInt64, seq: true, holders: map[int]cutHold{}}
-}
-
-// flush emits the open piece, if any, and starts an empty one.
-func (k *keyCutter) flush() {
-	if len(k.cur) > 0 {
-		k.emit(piece{key: k.key, ops: k.cur, seq: k.seq})
-	}
-	k.cur, k.seq = nil, true
-	clear(k.holders)
-}
-
-// add cuts before o when o's invoke is a quiescent point, then adds o to
-// the open piece.
-func (k *keyCutter) add(o *lockOp) {
-	at := int64(o.invoke)
-	if len(k.cur) > 0 && k.maxEnd < at {
-		quiet := true
-		for _, hd := range k.holders {
-			g := hd.grant
-			g.sync()
-			if g.crashIdx >= at || (g.session && g.freedIdx >= at) || (!g.session && hd.bound > o.call) {
-				quiet = false
-				break
-			}
-		}
-		if quiet {
-			k.flush()
-		}
-	}
-	if len(k.cur) > 0 && k.maxEnd >= at {
-		k.seq = false
-	}
-	k.cur = append(k.cur, o)
-	o.sync()
-	end := o.retIdx
-	if o.isOpen() {
-		k.seq = false
-		end = o.crashIdx
-	}
-	k.maxEnd = max(k.maxEnd, end)
-	if o.isOpen() && o.kind != kindRelease {
-		return
-	}
-	switch o.kind {
-	case kindRelease:
-		delete(k.holders, o.proc)
-		return
-	case kindRenew:
-		// A renewal that took effect set the expiry from its own call.
-		if hd, ok := k.holders[o.proc]; ok {
-			hd.bound = open
-			if o.lease >= 0 {
-				hd.bound = satAdd(o.call, o.lease)
-			}
-			k.holders[o.proc] = hd
-		}
-		return
-	}
-	// Whatever the model counts a lease from (the call, the release
-	// before it, the hold it took over) lies before the acquire
-	// returned, so ret + lease bounds its expiry in every linearization.
-	bound := open
-	if o.lease >= 0 {
-		bound = satAdd(o.ret, o.lease)
-	}
-	// A grant invoked after another one returned is linearized after it
-	// in every linearization, so that other holder has lost the lock.
-	for p, hd := range k.holders {
-		if p != o.proc && hd.grant.retIdx < at {
-			delete(k.holders, p)
-		}
-	}
-	k.holders[o.proc] = cutHold{grant: o, bound: bound}
-}
-
 // checkPiece decides one piece: directly when its ops are sequential, with
 // porcupine otherwise. verbose asks for porcupine's linearization info.
 func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 	if p.seq && !verbose {
-		s := lockState{holder: -1}
+		s := p.start()
 		for _, o := range p.ops {
 			ok, n, why := step(s, o)
 			if !ok {
@@ -429,7 +338,20 @@ func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 		}
 		return pieceResult{verdict: Valid}
 	}
-	res, info, timedOut := linearize(ctx, p.key, p.ops, verbose)
+	if !verbose {
+		switch ok, undecided := decideOrder(ctx, p, p.ops); {
+		case undecided:
+			return pieceResult{verdict: Unknown, timedOut: true}
+		case ok:
+			return pieceResult{verdict: Valid}
+		}
+		as, unknown := culprits(ctx, p)
+		if unknown {
+			return pieceResult{verdict: Unknown, timedOut: true}
+		}
+		return pieceResult{verdict: Invalid, anomalies: as}
+	}
+	res, info, timedOut := linearize(ctx, p, verbose)
 	switch {
 	case timedOut:
 		return pieceResult{verdict: Unknown, timedOut: true, info: info}
@@ -447,15 +369,15 @@ func checkPiece(ctx context.Context, p piece, verbose bool) pieceResult {
 // ran out of time or ctx ended. porcupine takes no context: once ctx ends,
 // every step the model is asked for fails, which ends the search within a
 // step, and its answer, unless it found an order, is not taken.
-func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok bool, info *porcupine.LinearizationInfo, timedOut bool) {
+func linearize(ctx context.Context, p piece, verbose bool) (ok bool, info *porcupine.LinearizationInfo, timedOut bool) {
 	if ctx.Err() != nil {
 		return false, nil, true
 	}
-	ops = withoutIdleUnknownGrants(ops)
+	ops := withoutIdleUnknownGrants(p.ops, p.start().holder)
 	var stopped atomic.Bool
 	stopSearch := context.AfterFunc(ctx, func() { stopped.Store(true) })
 	defer stopSearch()
-	model := pieceModel(key, &stopped)
+	model := pieceModel(p.key, p.start(), &stopped)
 	pops := make([]porcupine.Operation, len(ops))
 	for i, o := range ops {
 		pops[i] = porcupine.Operation{ClientId: o.client, Input: o, Call: int64(o.invoke), Output: nil, Return: o.retIdx, Metadata: o.index()}
@@ -494,15 +416,16 @@ func linearize(ctx context.Context, key string, ops []*lockOp, verbose bool) (ok
 // can always be taken last, so leaving it out changes no answer; it spares
 // the search the places each could take, which grow exponentially with
 // their number (a server paused while workers time out leaves dozens). ops
-// is returned as it is when nothing is left out.
-func withoutIdleUnknownGrants(ops []*lockOp) []*lockOp {
+// is returned as it is when nothing is left out. holder is the process
+// holding the lock at the start (-1: none).
+func withoutIdleUnknownGrants(ops []*lockOp, holder int) []*lockOp {
 	lastRenew := int64(-1) // the latest instant at which a renewal may take effect
 	for _, o := range ops {
 		if o.kind == kindRenew {
 			lastRenew = max(lastRenew, o.ret)
 		}
 	}
-	mayHold := map[int]bool{}
+	mayHold := map[int]bool{holder: holder >= 0}
 	var out []*lockOp
 	for i, o := range ops {
 		drop := false
@@ -563,7 +486,7 @@ func culprits(ctx context.Context, p piece) (as []Anomaly, unknown bool) {
 	lo, hi := 0, len(done)-1 // as of done[hi], the ops are impossible
 	for lo < hi {
 		mid := (lo + hi) / 2
-		ok, _, timedOut := linearize(ctx, p.key, upTo(p, done[mid].retIdx), false)
+		ok, timedOut := decideOrder(ctx, p, upTo(p, done[mid].retIdx))
 		if timedOut {
 			return nil, true
 		}
@@ -583,9 +506,9 @@ func culprits(ctx context.Context, p piece) (as []Anomaly, unknown bool) {
 
 // pieceModel is the lock of key as porcupine's model. Once stopped is set
 // (nil: never), every step fails, so that a search ends at once.
-func pieceModel(key string, stopped *atomic.Bool) porcupine.Model {
+func pieceModel(key string, init lockState, stopped *atomic.Bool) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return lockState{holder: -1} },
+		Init: func() any { return init },
 		Step: func(state, input, _ any) (bool, any) {
 			if stopped != nil && stopped.Load() {
 				return false, state
@@ -650,7 +573,11 @@ func blocker(p piece, o *lockOp) *lockOp {
 		}
 		return g.retIdx > best.retIdx
 	}
-	for _, g := range p.ops {
+	grants := p.ops
+	if p.held != nil {
+		grants = append([]*lockOp{p.held.by}, p.ops...) // the hold the piece starts from
+	}
+	for _, g := range grants {
 		if g.kind != kindGrant || g == o || g.proc == o.proc || g.isOpen() || g.retIdx >= o.retIdx {
 			continue
 		}
@@ -692,6 +619,9 @@ func holdFloor(p piece, g *lockOp, before int64) (floor, base int64) {
 		base = grantFloor(p, g, before)
 	}
 	floor = leaseFloor(g, base)
+	if p.held != nil && g == p.held.by {
+		floor = p.held.expiry // the expiry in force where the piece was cut
+	}
 	for _, x := range p.ops {
 		if x.proc != g.proc || x == g || int64(x.invoke) <= g.retIdx || int64(x.invoke) >= before {
 			continue
@@ -859,7 +789,7 @@ func (c *LinearizabilityChecker) visualize(ctx context.Context, nemesis []histor
 	if err != nil {
 		return fmt.Errorf("checker: %w", err)
 	}
-	if err := porcupine.Visualize(pieceModel(p.key, nil), *r.info, f); err != nil {
+	if err := porcupine.Visualize(pieceModel(p.key, p.start(), nil), *r.info, f); err != nil {
 		f.Close()
 		return fmt.Errorf("checker: visualize: %w", err)
 	}

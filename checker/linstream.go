@@ -50,11 +50,13 @@ type linStream struct {
 	// observe, when set, sees every piece cut off, before it is decided.
 	observe func(piece)
 
-	mu        sync.Mutex
-	pieces    int
-	unknown   int
-	anomalies []Anomaly
-	firstBad  *piece // with the piece before it, when of the same key
+	mu      sync.Mutex
+	pieces  int
+	unknown int
+	// bad are, for each chain of pieces with a culprit (pieces cut where
+	// the lock was held, between two quiescent points), its first piece
+	// with one and its culprit.
+	bad map[chainID]badPiece
 }
 
 // linProc is what linStream keeps of one worker process.
@@ -132,7 +134,7 @@ func (c *LinearizabilityChecker) newStream(ctx context.Context) *linStream {
 		drift = 0
 	}
 	workers := runtime.GOMAXPROCS(0)
-	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, crashed: map[int]*ends{},
+	s := &linStream{c: c, ctx: ctx, start: time.Now(), drift: drift, crashed: map[int]*ends{}, bad: map[chainID]badPiece{},
 		keys: map[string]*linKey{}, work: make(chan piece, 2*workers)}
 	for range workers {
 		s.wg.Add(1)
@@ -262,6 +264,10 @@ func (s *linStream) emit(k *linKey, p piece) {
 		o.sync()
 		o.ends = nil
 	}
+	if p.held != nil {
+		p.held.by.sync()
+		p.held.by.ends = nil
+	}
 	p.prev, k.prev = k.prev, p.ops
 	if s.observe != nil {
 		s.observe(p)
@@ -284,9 +290,9 @@ func (s *linStream) decide(p piece) {
 	s.pieces++
 	switch {
 	case len(r.anomalies) > 0:
-		s.anomalies = append(s.anomalies, r.anomalies...)
-		if s.firstBad == nil || p.ops[0].invoke < s.firstBad.ops[0].invoke {
-			s.firstBad = &p
+		id := chainID{key: p.key, chain: p.chain}
+		if b, ok := s.bad[id]; !ok || p.link < b.p.link {
+			s.bad[id] = badPiece{p: p, anomalies: r.anomalies}
 		}
 	case r.verdict != Valid:
 		s.unknown++
@@ -319,13 +325,14 @@ func (s *linStream) result() Result {
 	}
 	close(s.work)
 	s.wg.Wait()
+	anomalies, firstBad := culpritsOfChains(s.bad)
 	note := ""
-	if s.firstBad != nil && s.c.OutDir != "" && s.ctx.Err() == nil {
+	if firstBad != nil && s.c.OutDir != "" && s.ctx.Err() == nil {
 		// Show the failing piece after the one before it on the same key,
 		// so the reader sees how the lock got there. Two consecutive pieces
 		// together are still a valid piece.
-		p := *s.firstBad
-		if p.prev != nil {
+		p := *firstBad
+		if p.prev != nil && p.held == nil {
 			p = piece{key: p.key, ops: append(slices.Clip(p.prev), p.ops...)}
 		}
 		if err := s.c.visualize(s.ctx, s.nemesis, p); err != nil {
@@ -334,7 +341,7 @@ func (s *linStream) result() Result {
 			note = fmt.Sprintf("%s shows key %s, ops %d to %d", filepath.Join(s.c.OutDir, VisualizationFile), p.key, p.ops[0].invoke, p.ops[len(p.ops)-1].index())
 		}
 	}
-	r := finish(s.c.Name(), s.start, s.anomalies, note)
+	r := finish(s.c.Name(), s.start, anomalies, note)
 	if r.Verdict == Valid && s.unknown > 0 {
 		r.Verdict = Unknown
 		r.Note = fmt.Sprintf("%d of %d pieces could not be decided in time", s.unknown, s.pieces)
@@ -343,4 +350,35 @@ func (s *linStream) result() Result {
 		}
 	}
 	return r
+}
+
+// chainID names a chain of pieces: those of one key between two quiescent
+// points, cut where the lock was held.
+type chainID struct {
+	key   string
+	chain int
+}
+
+// badPiece is a piece with a culprit, and its culprit.
+type badPiece struct {
+	p         piece
+	anomalies []Anomaly
+}
+
+// culpritsOfChains returns the culprit of the first piece with one of each
+// chain, and the earliest such piece (nil when none). A chain's pieces
+// after its first with a culprit start from a hold that no order of the
+// ops before them reaches, so what they say is left out: at most one
+// culprit is reported between two quiescent points (docs/history.md
+// §4.1), as if the chain were one piece.
+func culpritsOfChains(bad map[chainID]badPiece) ([]Anomaly, *piece) {
+	var out []Anomaly
+	var first *piece
+	for _, b := range bad {
+		out = append(out, b.anomalies...)
+		if first == nil || b.p.ops[0].invoke < first.ops[0].invoke {
+			first = &b.p
+		}
+	}
+	return out, first
 }

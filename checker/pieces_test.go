@@ -177,10 +177,15 @@ func batchLinearizability(ctx context.Context, c *LinearizabilityChecker, h hist
 	pieces := splitPieces(h, drift)
 	var anomalies []Anomaly
 	unknown, firstBad := 0, -1
+	bad := map[chainID]bool{} // a chain reports its first culprit only
 	for i, p := range pieces {
 		r := checkPiece(ctx, p, false)
 		switch {
 		case len(r.anomalies) > 0:
+			if bad[chainID{p.key, p.chain}] {
+				continue
+			}
+			bad[chainID{p.key, p.chain}] = true
 			anomalies = append(anomalies, r.anomalies...)
 			if firstBad < 0 || p.ops[0].invoke < pieces[firstBad].ops[0].invoke {
 				firstBad = i
@@ -192,7 +197,7 @@ func batchLinearizability(ctx context.Context, c *LinearizabilityChecker, h hist
 	note := ""
 	if firstBad >= 0 && c.OutDir != "" {
 		p := pieces[firstBad]
-		if firstBad > 0 && pieces[firstBad-1].key == p.key {
+		if firstBad > 0 && pieces[firstBad-1].key == p.key && p.held == nil {
 			p = piece{key: p.key, ops: append(slices.Clip(pieces[firstBad-1].ops), p.ops...)}
 		}
 		var nemesis []history.Op

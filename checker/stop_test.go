@@ -115,11 +115,15 @@ func TestLinearizeStops(t *testing.T) {
 		invoke: 0, done: 1, retIdx: 1, crashIdx: open}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if ok, _, timedOut := linearize(ctx, "k", []*lockOp{grant}, false); ok || !timedOut {
+	one := piece{key: "k", ops: []*lockOp{grant}}
+	if ok, _, timedOut := linearize(ctx, one, false); ok || !timedOut {
 		t.Errorf("linearize with its context ended: ok %v, timedOut %v; want not ok, timed out", ok, timedOut)
 	}
+	if ok, undecided := decideOrder(ctx, one, one.ops); ok || !undecided {
+		t.Errorf("decideOrder with its context ended: ok %v, undecided %v; want not ok, undecided", ok, undecided)
+	}
 	var stopped atomic.Bool
-	model := pieceModel("k", &stopped)
+	model := pieceModel("k", one.start(), &stopped)
 	if ok, _ := model.Step(model.Init(), grant, nil); !ok {
 		t.Fatal("a first grant is not a legal step")
 	}
