@@ -11,7 +11,8 @@ import (
 // Generate draw every choice from its random source.
 type GenOptions struct {
 	// Ops is the number of client ops (invocations) to issue, at most; 0
-	// draws it from [7, 12] ([7, 19] with Outages or Faults).
+	// draws it from [7, 12] ([7, 19] with Outages or Faults, but for
+	// Unknowns).
 	Ops int
 	// Honest, when set, makes the lock service and the register behave
 	// correctly (an op of unknown outcome takes effect, or not, only as §4.1
@@ -44,6 +45,16 @@ type GenOptions struct {
 	// (sometimes to its end), every acquire it could grant: a lock that
 	// nobody can take, so that stuck and unavailable come out.
 	Outages bool
+	// Unknowns makes ops of unknown outcome as faults make them, several
+	// often outstanding at once on one key (generate_unknown.go): kills
+	// that end processes mid-call; partitions that hold back the requests
+	// sent while they are in force, whose workers time out (`info`), each
+	// held request taking effect or not when the partition heals; waiting
+	// acquires that time out at their wait bound (`info`) and may still be
+	// granted later; renewals and releases lost in flight (`info`, taken
+	// effect or not). The lock service honours the lock, or not, as
+	// Generate draws it (Honest).
+	Unknowns bool
 }
 
 // Generate returns a random small well-formed history of a lock workload:
@@ -54,7 +65,10 @@ type GenOptions struct {
 // simulates a lock service that may honour the lock or misbehave (grant
 // early, let a non-holder release, renew for a non-holder, hand out equal or
 // falling tokens) and an atomic register, so reads are consistent with the
-// writes applied. Every choice comes from r.
+// writes applied. With opts.Unknowns, ops of unknown outcome come from kills,
+// partitions, waits that time out and lost renewals and releases, several
+// often outstanding at once on one key, within the same budget of client
+// ops. Every choice comes from r.
 func Generate(r *rand.Rand, opts GenOptions) history.History {
 	g := &gen{r: r, opts: opts}
 	return g.run()
@@ -111,6 +125,7 @@ type outstanding struct {
 	appliedAt int64
 	waited    int
 	notBefore int64 // a paused op does not complete before this time
+	held      bool  // held back by a partition (Unknowns): its client times out
 }
 
 type worker struct {
@@ -165,6 +180,8 @@ type gen struct {
 	down    []string      // the nodes last recorded unavailable (Faults)
 	outFrom int64         // the service refuses every acquire from outFrom (Outages; -1: never) ...
 	outTo   int64         // ... to outTo
+
+	unk unknownState // the partition and the requests it holds (Unknowns)
 }
 
 // activeFault is a fault in force and the nodes it makes unavailable.
@@ -201,6 +218,9 @@ func (g *gen) run() history.History {
 	if g.chance(0.25) {
 		nw = g.resourceShape()
 	}
+	if g.opts.Unknowns {
+		nw = g.unknownShape()
+	}
 	g.initService()
 	g.drawCluster()
 	g.addWorkers(nw)
@@ -220,7 +240,7 @@ func (g *gen) drawShape() (nw, budget int) {
 	budget = g.opts.Ops
 	if budget == 0 {
 		budget = 7 + g.pick(6)
-		if g.opts.Outages || g.opts.Faults {
+		if (g.opts.Outages || g.opts.Faults) && !g.opts.Unknowns {
 			budget += g.pick(8) // more asks, for liveness
 		}
 	}
@@ -339,6 +359,9 @@ func (g *gen) steps(budget int) {
 		}
 		g.tick()
 		g.applyDeferred()
+		if g.opts.Unknowns && g.unknownStep(issued >= budget) {
+			continue
+		}
 		if g.opts.Faults && issued == budget/2 && len(g.active) > 0 && g.chance(0.3) {
 			g.healAll() // a final heal halfway, so that the rest can be judged
 			continue
@@ -449,6 +472,9 @@ func (g *gen) invoke(w *worker) {
 	}
 	o.inv = g.emit(op)
 	w.out = o
+	if g.opts.Unknowns {
+		g.maybeHold(w, o)
+	}
 }
 
 // drawF draws the f of w's next op on key k, by what w believes it holds
@@ -479,6 +505,9 @@ func (g *gen) drawF(w *worker, k string) string {
 	}
 	if (g.opts.Outages || g.opts.Faults) && !held && g.chance(0.5) {
 		f = history.FAcquire // liveness wants asks
+	}
+	if g.opts.Unknowns && held && f != history.FRenew && g.chance(0.25) {
+		f = history.FRenew // renewals, for some of them to be lost
 	}
 	return f
 }
@@ -578,6 +607,10 @@ func (g *gen) complete(w *worker) {
 	o := w.out
 	c := &completion{w: w, o: o, k: o.key, inv: g.h[o.inv], crash: g.chance(g.infoRate), svc: g.svc[o.key]}
 	c.op = &history.Op{Process: w.proc, Client: w.client, F: o.f, Key: o.key, Type: history.OK}
+	if g.opts.Unknowns && g.timesOut(c) {
+		g.finish(c) // held back by a partition: its effect comes at the heal
+		return
+	}
 	waits := false
 	switch o.f {
 	case history.FAcquire:
@@ -601,13 +634,14 @@ func (g *gen) complete(w *worker) {
 // its invoke, the op to record, whether the worker crashed, and the
 // service's view of the op's key.
 type completion struct {
-	w     *worker
-	o     *outstanding
-	k     string
-	inv   history.Op
-	op    *history.Op
-	crash bool
-	svc   *lockSvc
+	w       *worker
+	o       *outstanding
+	k       string
+	inv     history.Op
+	op      *history.Op
+	crash   bool
+	timeout bool // the crash is a client's timeout (Unknowns)
+	svc     *lockSvc
 }
 
 // completeAcquire completes an acquire: granted, refused, or of unknown
@@ -631,6 +665,9 @@ func (g *gen) completeAcquire(c *completion) bool {
 		if bound := 4 + 8*b2i(g.opts.Waits); o.waited < bound && g.chance(0.7+0.15*float64(b2i(g.opts.Waits))) {
 			o.waited++ // a blocking acquire waits on
 			return true
+		}
+		if g.opts.Unknowns && g.waitTimesOut(c) {
+			return false
 		}
 		op.Type = history.Fail
 		op.Error = "held"
@@ -814,6 +851,9 @@ func (g *gen) finish(c *completion) {
 	if crash {
 		op.Type = history.Info
 		op.Error = "crashed"
+		if c.timeout {
+			op.Error = "timeout"
+		}
 		op.Lease, op.Until, op.Session, op.Applied = 0, 0, false, 0
 		op.Kept = kept
 	}

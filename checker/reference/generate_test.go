@@ -291,3 +291,86 @@ func TestGenerateQueueHonest(t *testing.T) {
 		t.Errorf("honest queue: no history with stale-status, which a reaped worker's late status makes")
 	}
 }
+
+// TestGenerateUnknowns checks the generator's Unknowns mode: its
+// histories are well-formed and within the reference's size, the honest
+// service stays honest in them, most have several ops of unknown outcome
+// outstanding at once on one key, and together they have partitions and
+// info ops of every lock op, timeouts and kills.
+func TestGenerateUnknowns(t *testing.T) {
+	const n = 1000
+	seen := map[string]int{}
+	for seed := range uint64(n) {
+		opts := reference.GenOptions{Unknowns: true, Waits: seed%2 == 0, Faults: seed%5 == 4, Honest: seed%3 == 0, Kept: seed%4 == 1}
+		h := reference.Generate(rand.New(rand.NewPCG(seed, 6)), opts)
+		if err := history.Validate(h); err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, jsonl(h))
+		}
+		if c := noteOps(h, map[string]bool{}); c > 12 {
+			t.Fatalf("seed %d: %d client ops", seed, c)
+		}
+		if at := unknownAtOnce(h); at >= 2 {
+			seen["2 or more at once"]++
+			if at >= 3 {
+				seen["3 or more at once"]++
+			}
+		}
+		for _, op := range h {
+			switch {
+			case op.F == "partition":
+				seen["partition"]++
+			case op.Type == history.Info && !op.IsNemesis():
+				seen[op.F+" info "+op.Error]++
+			}
+		}
+		if opts.Honest {
+			res, err := reference.Check(h, 0.01)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
+				t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
+			}
+		}
+	}
+	t.Logf("%d histories: %v", n, seen)
+	if seen["2 or more at once"] < n/2 || seen["3 or more at once"] < n/5 {
+		t.Errorf("too few histories with several ops of unknown outcome at once: %v", seen)
+	}
+	for _, w := range []string{"partition", "acquire info timeout", "acquire info crashed", "renew info timeout", "release info timeout", "write info timeout"} {
+		if seen[w] < n/50 {
+			t.Errorf("%q in only %d of %d histories", w, seen[w], n)
+		}
+	}
+}
+
+// unknownAtOnce is the most client ops of one key completed `info` whose
+// calls (invoke to completion) overlap one point of h.
+func unknownAtOnce(h history.History) int {
+	type call struct {
+		key        string
+		start, end int
+	}
+	var calls []call
+	open := map[int]int{}
+	for i, op := range h {
+		switch {
+		case op.IsNemesis():
+		case op.Type == history.Invoke:
+			open[op.Process] = i
+		case op.Type == history.Info:
+			calls = append(calls, call{op.Key, open[op.Process], i})
+		}
+	}
+	most := 0
+	for _, c := range calls {
+		n := 0
+		for _, d := range calls {
+			if d.key == c.key && d.start <= c.start && d.end >= c.start {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}

@@ -1,6 +1,8 @@
 // Package synth generates synthetic histories: a simulated correct lock with
 // leases, several workers and keys, unknown outcomes and fenced writes, run in
-// virtual time. Its histories are valid by construction, so checkers must
+// virtual time; unknown outcomes come at random (InfoRate) or from faults
+// (Faults: kills, partitions, waiting acquires that time out, renewals lost
+// in flight; UnknownRich draws a history rich in them). Its histories are valid by construction, so checkers must
 // find nothing in them; Inject then plants one known violation. The package
 // serves the checker's tests, its benchmarks, and anyone who needs a large
 // realistic history (WriteFile).
@@ -43,6 +45,10 @@ type Options struct {
 	// changes nothing in the simulation) about once per this many ops;
 	// default 1000, negative for none.
 	NemesisEvery int
+	// Faults makes unknown outcomes come from faults (faults.go): kills,
+	// partitions, waiting acquires that time out and renewals lost in
+	// flight. The zero value injects none.
+	Faults Faults
 }
 
 func (o Options) withDefaults() Options {
@@ -81,6 +87,7 @@ const (
 	phRead
 	phWrite
 	phRelease
+	phRenew
 )
 
 const forever = time.Duration(math.MaxInt64)
@@ -98,6 +105,7 @@ type register struct {
 
 type worker struct {
 	id, proc int
+	cur      *request // the request in flight
 	phase    phase
 	key      string
 	token    uint64 // the lease's token as recorded (0 without tokens)
@@ -113,13 +121,41 @@ type worker struct {
 	gotTok  uint64
 	gotTill time.Duration
 	invokeT time.Duration
+	errText string // the error of an info completion
 }
 
 type event struct {
 	at   time.Duration
 	seq  int
-	kind int // 0 invoke, 1 server, 2 complete
+	kind int // evInvoke, evServer, ...
 	w    *worker
+	r    *request // the request a server event or a completion is about
+}
+
+// The kinds of event.
+const (
+	evInvoke    = iota // a worker invokes its next op
+	evServer           // a request reaches the server
+	evComplete         // the worker completes its op
+	evGiveUp           // a waiting client's timer: it gives up (info) unless answered
+	evPartition        // a partition begins
+	evHeal             // the partition heals
+)
+
+// request is one op sent to the server, as it was sent: the server reads
+// it, and its worker may have moved on before it arrives (a request held
+// by a partition, or a waiting acquire whose client gave up).
+type request struct {
+	w        *worker
+	proc     int
+	phase    phase
+	key      string
+	token    uint64
+	lease    uint64
+	read     int64
+	invokeT  time.Duration
+	deadline time.Duration // a waiting acquire: the server gives up at this time
+	done     bool          // its worker has completed the op
 }
 
 type events []event
@@ -150,6 +186,7 @@ type sim struct {
 	locks map[string]*lockState
 	regs  map[string]*register
 	ctr   map[string]uint64
+	f     faultState
 }
 
 // Generate runs the simulation with rng and returns its history. The same
@@ -175,11 +212,12 @@ func Stream(rng *rand.Rand, opts Options, out func(history.Op)) {
 		w := &worker{id: i, proc: i}
 		s.schedule(time.Duration(rng.Int64N(int64(time.Millisecond))), 0, w)
 	}
+	s.startFaults()
 	nextNemesis := 0
 	for s.q.Len() > 0 {
 		e := heap.Pop(&s.q).(event)
 		switch e.kind {
-		case 0:
+		case evInvoke:
 			if s.n >= o.Ops {
 				continue
 			}
@@ -192,17 +230,26 @@ func Stream(rng *rand.Rand, opts Options, out func(history.Op)) {
 				nextNemesis += o.NemesisEvery/2 + rng.IntN(o.NemesisEvery)
 			}
 			s.invoke(e.w, e.at)
-		case 1:
-			s.server(e.w, e.at)
-		case 2:
-			s.complete(e.w, e.at)
+		case evServer:
+			s.server(e.r, e.at)
+		case evComplete:
+			if e.r == e.w.cur && !e.r.done {
+				s.complete(e.w, e.at)
+			}
+		default:
+			s.faultEvent(e)
 		}
 	}
 }
 
 func (s *sim) schedule(at time.Duration, kind int, w *worker) {
+	s.scheduleReq(at, kind, w, w.cur)
+}
+
+// scheduleReq schedules an event about request r of worker w.
+func (s *sim) scheduleReq(at time.Duration, kind int, w *worker, r *request) {
 	s.seq++
-	heap.Push(&s.q, event{at: at, seq: s.seq, kind: kind, w: w})
+	heap.Push(&s.q, event{at: at, seq: s.seq, kind: kind, w: w, r: r})
 }
 
 func (s *sim) delay() time.Duration {
@@ -221,7 +268,7 @@ func (s *sim) emit(op history.Op, at time.Duration) {
 }
 
 func (s *sim) fOf(w *worker) string {
-	return [...]string{history.FAcquire, history.FRead, history.FWrite, history.FRelease}[w.phase]
+	return [...]string{history.FAcquire, history.FRead, history.FWrite, history.FRelease, history.FRenew}[w.phase]
 }
 
 func (s *sim) invoke(w *worker, at time.Duration) {
@@ -238,11 +285,21 @@ func (s *sim) invoke(w *worker, at time.Duration) {
 		op.Value = history.IntValue(w.read + 1)
 	case phRelease:
 		op.Token = w.token
+	case phRenew:
+		op.Token = w.token
+		if !s.o.Session {
+			op.TTL = s.o.TTL
+		}
 	}
 	s.emit(op, at)
 	w.invokeT = at
+	w.cur = &request{w: w, proc: w.proc, phase: w.phase, key: w.key, token: w.token, lease: w.lease, read: w.read, invokeT: at}
 	w.info = s.rng.Float64() < s.o.InfoRate
 	w.reached = !w.info || s.rng.IntN(2) == 0
+	w.errText = "timeout"
+	if !w.info && s.o.Faults.on() && s.faultInvoke(w, at) {
+		return
+	}
 	d1, d2 := s.delay(), s.delay()
 	if w.reached {
 		s.schedule(at+d1, 1, w)
@@ -253,64 +310,60 @@ func (s *sim) invoke(w *worker, at time.Duration) {
 	s.schedule(at+d1+d2, 2, w)
 }
 
-// server applies the op in flight at the server (or the resource) at time at.
-func (s *sim) server(w *worker, at time.Duration) {
-	l, r := s.locks[w.key], s.regs[w.key]
-	switch w.phase {
+// server applies request q at the server (or the resource) at time at,
+// and tells its worker the outcome unless the worker has moved on.
+func (s *sim) server(q *request, at time.Duration) {
+	w := q.w
+	if w.cur != q || q.done {
+		w = &worker{} // nobody is waiting for the outcome
+	}
+	l, r := s.locks[q.key], s.regs[q.key]
+	switch q.phase {
 	case phAcquire:
 		w.okay = false
-		if l.holder < 0 || at >= l.expiry {
-			s.ctr[w.key]++
-			l.holder, l.expiry = w.proc, at+s.o.TTL
-			l.token = s.ctr[w.key]
+		if s.grantable(l, q, at) {
+			s.ctr[q.key]++
+			l.holder, l.expiry = q.proc, at+s.o.TTL
+			l.token = s.ctr[q.key]
 			w.okay = true
 			w.gotTok = l.token
-			w.gotTill = w.invokeT + time.Duration(float64(s.o.TTL)*(1-Drift))
+			w.gotTill = q.invokeT + time.Duration(float64(s.o.TTL)*(1-Drift))
 			if s.o.Session {
-				l.expiry, w.gotTill = forever, 0
+				l.expiry, w.gotTill = s.sessionEnd(q.proc), 0
 			}
+		}
+		if q.deadline > 0 {
+			s.waited(q, w, at)
 		}
 	case phRead:
 		w.value = r.value
 		w.okay = true
 	case phWrite:
 		w.applied = at
-		w.okay = !(s.o.Tokens && w.token < r.maxToken)
+		w.okay = !(s.o.Tokens && q.token < r.maxToken)
 		if w.okay {
-			r.value = w.read + 1
-			r.maxToken = max(r.maxToken, w.token)
+			r.value = q.read + 1
+			r.maxToken = max(r.maxToken, q.token)
 		}
 	case phRelease:
-		w.okay = l.holder == w.proc && l.token == w.lease && at < l.expiry
+		w.okay = l.holder == q.proc && l.token == q.lease && at < l.expiry
 		if w.okay {
 			l.holder = -1
 		}
+	case phRenew:
+		w.okay = l.holder == q.proc && l.token == q.lease && at < l.expiry
+		if w.okay && !s.o.Session {
+			l.expiry = at + s.o.TTL
+		}
+		w.gotTill = q.invokeT + time.Duration(float64(s.o.TTL)*(1-Drift))
 	}
 }
 
 func (s *sim) complete(w *worker, at time.Duration) {
+	w.cur.done = true
 	op := history.Op{Process: w.proc, Client: w.id, F: s.fOf(w), Key: w.key}
 	if w.info {
-		op.Type = history.Info
-		op.Error = "timeout"
-		if w.phase == phWrite || w.phase == phRelease {
-			op.Token = w.token
-		}
-		if w.phase == phWrite {
-			op.Value = history.IntValue(w.read + 1)
-		}
-		s.emit(op, at)
-		if s.o.Session {
-			// the crashed process's session times out
-			for _, l := range s.locks {
-				if l.holder == w.proc && l.expiry == forever {
-					l.expiry = at + s.o.TTL
-				}
-			}
-		}
-		w.proc += s.o.Workers
-		w.phase = phAcquire
-		s.schedule(at+s.think(), 0, w)
+		s.crashed(w, op, at)
 		return
 	}
 	next := phAcquire
@@ -342,6 +395,11 @@ func (s *sim) complete(w *worker, at time.Duration) {
 		if !s.o.Session && at+3*s.o.Latency >= w.until {
 			next = phRelease
 		}
+		if s.o.Faults.RenewRate > 0 && s.rng.Float64() < s.o.Faults.RenewRate {
+			next = phRenew
+		}
+	case phRenew:
+		next = s.renewed(w, &op)
 	case phWrite:
 		op.Token = w.token
 		op.Value = history.IntValue(w.read + 1)
@@ -374,3 +432,29 @@ func (s *sim) think() time.Duration {
 // ErrNoSpot is returned by Inject when the history has no place where the
 // asked-for violation can be planted.
 var ErrNoSpot = errors.New("synth: no place to inject the violation")
+
+// crashed records w's op (op, completed at time at) as of unknown outcome:
+// its process has crashed, and the worker goes on under a new one.
+func (s *sim) crashed(w *worker, op history.Op, at time.Duration) {
+	op.Type = history.Info
+	op.Error = w.errText
+	if w.phase == phWrite || w.phase == phRelease || w.phase == phRenew {
+		op.Token = w.token
+	}
+	if w.phase == phWrite {
+		op.Value = history.IntValue(w.read + 1)
+	}
+	s.emit(op, at)
+	if s.o.Session {
+		// the crashed process's session times out
+		s.f.died(w.proc, at)
+		for _, l := range s.locks {
+			if l.holder == w.proc && l.expiry == forever {
+				l.expiry = at + s.o.TTL
+			}
+		}
+	}
+	w.proc += s.o.Workers
+	w.phase = phAcquire
+	s.schedule(at+s.think(), 0, w)
+}
