@@ -18,13 +18,12 @@ import (
 )
 
 // LinearizabilityChecker is the checker "linearizability". It checks, per
-// key, that the grants, releases and renewals are linearizable against the
-// lease model of docs/history.md §4.1, with porcupine.
+// key, that the grants, releases and renewals can be ordered as the lease
+// model of docs/history.md §4.1 allows.
 //
 // The model's state is the holder (a process, or none), the holder's grant,
 // the earliest moment E the holder's lease could have expired on a correct
-// server, and the call time of the release that last freed the lock. Its
-// rules:
+// server, and the instant of the last op. Its rules:
 //   - a grant to q is possible when the lock is free or q holds it; while p
 //     holds it, only when q's acquire returned no earlier than E, or p's
 //     grant is a session lock and p's client was closed before q's acquire
@@ -38,22 +37,21 @@ import (
 //   - a release succeeds only for the holder, and frees the lock;
 //   - a renewal that succeeded moves E to its call + lease × (1 − Drift)
 //     when its process holds the lock, and changes nothing otherwise;
-//   - failed ops change nothing and are dropped; so are acquires and
-//     renewals of unknown outcome (not taking effect is always the more
-//     permissive of their outcomes). A release of unknown outcome gets an
-//     open return (math.MaxInt64, as etcd's robustness tests do): it may be
-//     linearized anywhere after its call.
+//   - failed ops change nothing and are dropped; an op of unknown outcome
+//     may take effect at any instant after its call, or never.
 //
 // Tokens are not part of the model: their order is the fencing-tokens
-// checker's business. A key's ops are cut at quiescent points (no model op
-// outstanding, and every process that may hold the lock has crashed and its
-// lease may have expired) into independent pieces, each starting from a free
-// lock; pieces whose ops do not overlap are stepped through directly, the
-// others go to porcupine, in parallel. In a piece that cannot be linearized,
-// the culprit is the op whose completion first makes the ops completed so
-// far impossible to order (found by a search over completion times, never
-// by a tie-break on op ids): an early-grant for a grant, a foreign-release
-// for a release. When the check fails and OutDir is set, porcupine's
+// checker's business. A key's ops are cut at quiescent points (the lock
+// free in every order) and at held points (one known holder holding it in
+// every order) into pieces, each starting from a free lock or from that
+// hold (lincut.go). Pieces whose ops do not overlap are stepped through
+// directly; the others are decided by orderSearch (linsearch.go), in
+// parallel. In a piece that cannot be ordered, the culprit is the op whose
+// completion first makes the ops completed so far impossible to order
+// (found by a search over completion times, never by a tie-break on op
+// ids): an early-grant for a grant, a foreign-release for a release; of
+// the pieces between two quiescent points only the first with a culprit
+// reports it. When the check fails and OutDir is set, porcupine's
 // visualization of the first failing piece (after the piece before it) is
 // written to OutDir/linearizability.html, with the nemesis's ops as
 // annotations.
@@ -71,6 +69,11 @@ var _ Checker = (*LinearizabilityChecker)(nil)
 // VisualizationFile is the name of the file LinearizabilityChecker writes
 // into OutDir.
 const VisualizationFile = "linearizability.html"
+
+// visualizationBudget bounds porcupine's search for the visualization of
+// the first failing piece, which the decision has already judged: past
+// it, the check's note says the file could not be written.
+const visualizationBudget = 10 * time.Second
 
 // Name returns "linearizability".
 func (c *LinearizabilityChecker) Name() string { return anomaly.CheckerLinearizability }
@@ -752,8 +755,13 @@ func describe(p piece, o *lockOp, why string) Anomaly {
 // nemesis ops during the piece (of nemesis, the history's nemesis ops in
 // order) as annotations.
 func (c *LinearizabilityChecker) visualize(ctx context.Context, nemesis []history.Op, p piece) error {
+	ctx, cancel := context.WithTimeout(ctx, visualizationBudget)
+	defer cancel()
 	r := checkPiece(ctx, p, true)
 	if r.info == nil {
+		if r.timedOut {
+			return fmt.Errorf("checker: porcupine could not order the ops of key %s in %v", p.key, visualizationBudget)
+		}
 		return fmt.Errorf("checker: no linearization info for key %s", p.key)
 	}
 	// porcupine orders the ops by their history indexes, so the nemesis's

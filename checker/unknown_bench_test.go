@@ -28,6 +28,7 @@ type unknownRun struct {
 	liveness  Verdict
 	outOfTime bool // a check's verdict is unknown because it ran out of its budget
 	peak      float64
+	planted   string // the anomaly kind planted (synth.Inject), if any
 }
 
 // BenchmarkUnknownRich checks UNKNOWN_RICH_N histories (default 1000; seeds
@@ -63,11 +64,20 @@ func BenchmarkUnknownRich(b *testing.B) {
 	}
 }
 
-// checkUnknownRich generates the history of seed and checks it.
+// checkUnknownRich generates the history of seed and checks it. Every
+// even seed's history has one anomaly planted (synth.Inject, the kinds in
+// turn), where the history offers a place: an invalid piece costs the
+// culprit's search besides the decision.
 func checkUnknownRich(seed uint64) unknownRun {
 	o := synth.UnknownRich(seed)
 	h := synth.Generate(synth.UnknownRichRand(seed), o)
 	run := unknownRun{seed: seed, opts: o, ops: len(h), unknown: synth.UnknownFraction(h)}
+	if seed%2 == 0 {
+		kind := synth.Kinds[seed/2%uint64(len(synth.Kinds))]
+		if bad, err := synth.Inject(synth.UnknownRichRand(seed), h, kind); err == nil {
+			h, run.planted = bad, kind
+		}
+	}
 	run.peak = peakHeap(func(func() float64) {
 		ctx, cancel := context.WithTimeout(context.Background(), unknownRichBudget)
 		defer cancel()
@@ -98,7 +108,11 @@ func reportUnknownRich(b *testing.B, runs []unknownRun) {
 		if r.outOfTime {
 			outOfTime++
 		}
-		verdicts[fmt.Sprintf("%s/liveness-%s", r.verdict, r.liveness)]++
+		planted := "none planted"
+		if r.planted != "" {
+			planted = "planted"
+		}
+		verdicts[fmt.Sprintf("%s, %s/liveness-%s", planted, r.verdict, r.liveness)]++
 	}
 	slices.Sort(times)
 	q := func(p float64) float64 { return times[min(len(times)-1, int(p*float64(len(times))))].Seconds() }
