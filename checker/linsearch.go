@@ -22,6 +22,8 @@ import (
 //     changes nothing), or may end its own process's hold earlier (an
 //     earlier expiry, or a session lock where the lock was not one); anywhere else
 //     it only adds a holder, which helps no op;
+//   - of acquires of unknown outcome alike in all but their process, one
+//     stands for the others where they may all come next;
 //   - the states it has explored are remembered by the set of ops placed,
 //     the holder and its grant, and a state is not explored again when one
 //     with the same of those, an expiry no later and an instant no later
@@ -176,12 +178,24 @@ func (x *orderSearch) tryGrants(s lockState, m int64) bool {
 	if s.holder < 0 {
 		return false
 	}
+	var tried []grantLike
 	for i, g := range x.grants {
 		if int64(g.invoke) >= m {
 			break
 		}
 		if x.used[i] || (g.proc != s.holder && x.renews[s.holder] == 0) {
 			continue
+		}
+		if g.proc != s.holder {
+			// Two acquires of other processes alike in all but their
+			// process, both free to come next, lead to states alike in
+			// all but the holder, a process with no op left: the first
+			// one tried stands for both.
+			like := likeOf(g)
+			if slices.Contains(tried, like) {
+				continue
+			}
+			tried = append(tried, like)
 		}
 		ok, n := x.apply(s, g)
 		if !ok || n.holder != g.proc || (g.proc == s.holder && !shortens(s, n)) {
@@ -197,6 +211,18 @@ func (x *orderSearch) tryGrants(s lockState, m int64) bool {
 		}
 	}
 	return false
+}
+
+// grantLike is what an acquire of unknown outcome brings to the states
+// after it, but its process (which has no op left) and its invoke (every
+// later state may place it, once it may come next).
+type grantLike struct {
+	call, lease, freed, freedIdx int64
+	session, fromCall            bool
+}
+
+func likeOf(g *lockOp) grantLike {
+	return grantLike{call: g.call, lease: g.lease, freed: g.freed, freedIdx: g.freedIdx, session: g.session, fromCall: g.fromCall}
 }
 
 // shortens reports whether a re-acquisition that took s to n may end its
