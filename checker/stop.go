@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,7 +18,26 @@ var ErrInterrupted = errors.New("checker: interrupted")
 // time budget (Options.Timeout) ran out.
 type budgetError struct{ budget time.Duration }
 
-func (e budgetError) Error() string { return fmt.Sprintf("timed out after %v", e.budget) }
+func (e budgetError) Error() string { return budgetNote + e.budget.String() }
+
+// budgetNote begins what a check whose time budget ran out says in its
+// result's note ("timed out after 5m0s"), and what OutOfBudget looks for.
+const budgetNote = "timed out after "
+
+// OutOfBudget reports whether one of results is unknown because its check
+// ran out of its time budget (Options.Timeout): its note says "timed out
+// after" the budget, as stopNote writes it. A check its caller interrupted
+// or whose caller's deadline passed, and a run that did not do what its
+// scenario said, are unknown for other reasons. It reads results read
+// back from a stored run's results.json as well.
+func OutOfBudget(results []Result) bool {
+	for _, r := range results {
+		if r.Verdict == Unknown && strings.Contains(r.Note, budgetNote) {
+			return true
+		}
+	}
+	return false
+}
 
 // withBudget returns ctx bounded by a check's time budget (none when budget
 // is not positive). When the budget runs out, the context's cause is a

@@ -50,6 +50,31 @@ func TestStopNote(t *testing.T) {
 	}
 }
 
+// TestOutOfBudget tells a check out of its time budget from the other
+// unknown verdicts: an interruption, a caller's deadline, a run that did
+// not do what its scenario said, and a budget note on a decided result.
+func TestOutOfBudget(t *testing.T) {
+	tests := []struct {
+		name    string
+		results []Result
+		want    bool
+	}{
+		{"a check out of its budget", []Result{{Name: "hold", Verdict: Valid}, {Name: "linearizable", Verdict: Unknown, Note: "key k: " + budgetError{time.Minute}.Error()}}, true},
+		{"interrupted", []Result{{Name: "run", Verdict: Unknown, Note: "the check was interrupted"}}, false},
+		{"its caller's deadline", []Result{{Name: "linearizable", Verdict: Unknown, Note: "timed out"}}, false},
+		{"faults failed", []Result{{Name: "nemesis", Verdict: Unknown, Note: "the run did not do what its scenario said"}}, false},
+		{"decided", []Result{{Name: "linearizable", Verdict: Valid, Note: "timed out after 1m0s"}}, false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := OutOfBudget(tt.results); got != tt.want {
+				t.Errorf("OutOfBudget = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // bigSynthFile writes a synthetic history of ops ops of a correct lock
 // and returns its path.
 func bigSynthFile(t *testing.T, ops int) string {

@@ -44,6 +44,10 @@ type Outcome struct {
 	// FaultFailed reports that a fault or heal of the run failed, so its
 	// verdict says nothing about the fault kind.
 	FaultFailed bool
+	// OutOfBudget reports that the run's verdict is unknown because a
+	// check ran out of its time budget (checker.OutOfBudget: the run's
+	// --check-timeout).
+	OutOfBudget bool
 	// Unavailable, when not empty, says that the run's fault could not
 	// be made on this cluster at all (the cluster said it is unavailable:
 	// a failover without a replica): its kind is not applicable.
@@ -220,10 +224,17 @@ type Progress struct {
 type Row struct {
 	Fault string `json:"fault"`
 	// Runs, Invalid and Unknown count the runs and those whose verdict was
-	// invalid or unknown (a fault that failed, a check out of time).
-	Runs    int `json:"runs"`
-	Invalid int `json:"invalid"`
-	Unknown int `json:"unknown"`
+	// invalid or unknown (a fault that failed, a check out of time, an
+	// interrupted check, a client that broke its protocol). An unknown run
+	// counts neither as invalid nor as one that held. Of the unknown runs,
+	// FaultsFailed counts those whose faults failed (Outcome.FaultFailed)
+	// and OutOfBudget the others whose check ran out of its time budget
+	// (Outcome.OutOfBudget); the rest are unknown for another reason.
+	Runs         int `json:"runs"`
+	Invalid      int `json:"invalid"`
+	Unknown      int `json:"unknown"`
+	FaultsFailed int `json:"faults_failed,omitempty"`
+	OutOfBudget  int `json:"out_of_budget,omitempty"`
 	// Anomalies are the kinds found by its invalid runs, sorted.
 	Anomalies []string `json:"anomalies,omitempty"`
 	// Failing are the directories of its invalid runs, and Findings the
@@ -272,6 +283,29 @@ type Report struct {
 // Found reports whether any run was invalid.
 func (r *Report) Found() bool {
 	return slices.ContainsFunc(r.Rows, func(row *Row) bool { return row.Invalid > 0 })
+}
+
+// Unknowns counts the campaign's runs whose verdict was unknown (Row), of
+// them those whose faults failed and those whose check ran out of its time
+// budget, over every row.
+func (r *Report) Unknowns() (unknown, faultsFailed, outOfBudget int) {
+	for _, row := range r.Rows {
+		unknown += row.Unknown
+		faultsFailed += row.FaultsFailed
+		outOfBudget += row.OutOfBudget
+	}
+	return unknown, faultsFailed, outOfBudget
+}
+
+// Decided counts the campaign's runs whose verdict was known (invalid, or
+// held: valid): only those say anything of the lock. "Found nothing" is
+// true of these runs alone, and of none when every run was unknown.
+func (r *Report) Decided() int {
+	n := 0
+	for _, row := range r.Rows {
+		n += row.Runs - row.Unknown
+	}
+	return n
 }
 
 // Kinds returns the fault kinds a campaign on a scenario of system, on
@@ -545,7 +579,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if how != "" {
 			row.Steered++
 		}
-		if !out.FaultFailed {
+		if !unknown(out) {
 			corpus.Add(Entry{Scenario: sc, Schedule: Resolved(sc), Margin: score, HasMargin: has, Order: i, Dir: out.Dir})
 		}
 		c.logRun(kind, i, sc, how, out, score, has)
@@ -605,7 +639,7 @@ func (c *campaign) logRun(kind string, i int, sc *scenarios.Scenario, how string
 		how = "random"
 	}
 	fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
-		kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, out.Verdict, out.Anomalies, FormatMargin(score, has), out.Dir)
+		kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, verdictText(out), out.Anomalies, FormatMargin(score, has), out.Dir)
 }
 
 // next returns the scenario of run i of kind, and how its schedule was
@@ -633,8 +667,13 @@ func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (floa
 		row.OffScript++
 	}
 	switch {
-	case out.FaultFailed || out.Verdict == checker.Unknown:
+	case unknown(out):
 		row.Unknown++
+		if out.FaultFailed {
+			row.FaultsFailed++
+		} else if out.OutOfBudget {
+			row.OutOfBudget++
+		}
 	case out.Verdict == checker.Invalid:
 		row.Invalid++
 		c.told.Invalid++
@@ -649,6 +688,28 @@ func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (floa
 		row.Margin, row.HasMargin, row.MarginRun = score, true, out.Dir
 	}
 	return score, has
+}
+
+// unknown reports whether a run's verdict is unknown: its faults failed
+// (whatever its verdict), or its verdict is unknown (or none at all). Such
+// a run counts neither as invalid nor as one that held, and steers nothing
+// (it stays out of the corpus).
+func unknown(out Outcome) bool {
+	return out.FaultFailed || (out.Verdict != checker.Valid && out.Verdict != checker.Invalid)
+}
+
+// verdictText is a run's verdict in its log line, with why for an unknown
+// one: "unknown (check out of its budget)", "unknown (faults failed)".
+func verdictText(out Outcome) string {
+	switch {
+	case out.FaultFailed:
+		return "unknown (faults failed)"
+	case unknown(out) && out.OutOfBudget:
+		return "unknown (check out of its budget)"
+	case unknown(out):
+		return "unknown"
+	}
+	return string(out.Verdict)
 }
 
 func orTry(acquire string) string {

@@ -451,3 +451,91 @@ func TestCampaignDrawsWorkloadAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestCampaignCountsUnknownRuns runs a campaign some of whose runs end with
+// their verdict unknown: a check out of its budget, faults that failed (one
+// beside a violation), another reason, no verdict at all. None counts as
+// invalid or as held: each row counts them as unknown and says why, the
+// report's totals add them up, and only the decided runs are "found
+// nothing" of.
+func TestCampaignCountsUnknownRuns(t *testing.T) {
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		if kindOf(sc) != "client-pause" {
+			return Outcome{Verdict: checker.Valid}, nil
+		}
+		switch sc.Seed {
+		case 1, 2:
+			return Outcome{Verdict: checker.Unknown, OutOfBudget: true}, nil
+		case 3:
+			return Outcome{Verdict: checker.Invalid, Anomalies: []string{"stale-write"}, FaultFailed: true}, nil
+		case 4:
+			return Outcome{Verdict: checker.Unknown}, nil // the lock client broke its protocol, say
+		case 5:
+			return Outcome{}, nil // no verdict at all
+		}
+		return Outcome{Verdict: checker.Valid}, nil
+	}
+	rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{"client-pause", "kill"}, Runs: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		fault                                             string
+		runs, invalid, unknown, faultsFailed, outOfBudget int
+	}{
+		{fault: NoFault, runs: 6},
+		{fault: "client-pause", runs: 6, unknown: 5, faultsFailed: 1, outOfBudget: 2},
+		{fault: "kill", runs: 6},
+	}
+	for i, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			r := rep.Rows[i]
+			if r.Fault != tt.fault || r.Runs != tt.runs || r.Invalid != tt.invalid || r.Unknown != tt.unknown || r.FaultsFailed != tt.faultsFailed || r.OutOfBudget != tt.outOfBudget {
+				t.Errorf("row %+v: want %s with %d runs, %d invalid, %d unknown (%d faults failed, %d out of budget)",
+					r, tt.fault, tt.runs, tt.invalid, tt.unknown, tt.faultsFailed, tt.outOfBudget)
+			}
+		})
+	}
+	if unknown, faultsFailed, outOfBudget := rep.Unknowns(); unknown != 5 || faultsFailed != 1 || outOfBudget != 2 {
+		t.Errorf("Unknowns = %d, %d, %d; want 5, 1, 2", unknown, faultsFailed, outOfBudget)
+	}
+	if rep.Found() || rep.Decided() != 13 {
+		t.Errorf("found %v, %d runs decided; want nothing found in 13 decided runs", rep.Found(), rep.Decided())
+	}
+	unknown := func(context.Context, *scenarios.Scenario) (Outcome, error) {
+		return Outcome{Verdict: checker.Unknown, OutOfBudget: true}, nil
+	}
+	if rep, err = Campaign(context.Background(), base(), unknown, nil, Options{Faults: []string{"kill"}, Runs: 2}); err != nil || rep.Found() || rep.Decided() != 0 || rep.Runs != 4 {
+		t.Errorf("every run unknown: %v, found %v, %d of %d runs decided; want nothing found in none of 4", err, rep.Found(), rep.Decided(), rep.Runs)
+	}
+}
+
+// TestSteeringSkipsUnknownRuns steers a campaign whose runs all come close
+// to a violation (a margin of +0.01 lease): runs that held become parents
+// of mutants, runs whose check ran out of its budget never do, so a kind
+// whose every run was unknown draws every schedule at random.
+func TestSteeringSkipsUnknownRuns(t *testing.T) {
+	tests := []struct {
+		name        string
+		verdict     checker.Verdict
+		wantSteered bool
+	}{
+		{name: "runs that held steer", verdict: checker.Valid, wantSteered: true},
+		{name: "runs out of their check's budget do not", verdict: checker.Unknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := func(context.Context, *scenarios.Scenario) (Outcome, error) {
+				return Outcome{Verdict: tt.verdict, OutOfBudget: tt.verdict == checker.Unknown,
+					Margins: []checker.Margin{{Key: "k", Lease: &checker.TimeMargin{Margin: 10 * time.Millisecond, Lease: time.Second}}}}, nil
+			}
+			rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{"client-pause"}, Runs: 10, Steer: true, NoBaseline: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if steered := rep.Rows[0].Steered; (steered > 0) != tt.wantSteered {
+				t.Errorf("%d of 10 runs steered; want some: %v", steered, tt.wantSteered)
+			}
+		})
+	}
+}

@@ -269,3 +269,26 @@ func (r *Results) FaultsFailed() bool {
 	}
 	return false
 }
+
+// Undecided reports whether the run's outcome is unknown, and why: its
+// verdict is unknown (a check out of its time budget, an interrupted check,
+// a lock client that broke its protocol or never answered, a history that
+// could not be read back), or it did not do what its scenario said
+// (FaultsFailed), whatever its verdict. why is the first checker result of
+// verdict unknown, "name: note", else "verdict unknown"; empty for a run
+// whose outcome is known. Such a run neither passed nor failed: no count
+// takes it for either.
+func (r *Results) Undecided() (why string, undecided bool) {
+	if r.Verdict != checker.Unknown && !r.FaultsFailed() {
+		return "", false
+	}
+	for _, c := range r.Checkers {
+		if c.Verdict == checker.Unknown {
+			if c.Note == "" {
+				return c.Name + ": verdict unknown", true
+			}
+			return c.Name + ": " + c.Note, true
+		}
+	}
+	return "verdict unknown", true
+}

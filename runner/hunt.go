@@ -57,6 +57,7 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 		out.Verdict = res.Results.Verdict
 		out.Margins = res.Results.Margins
 		out.FaultFailed = res.Results.FaultsFailed()
+		out.OutOfBudget = res.Results.Verdict == checker.Unknown && checker.OutOfBudget(res.Results.Checkers)
 		for _, f := range res.Results.FailedFaults {
 			if !f.Expected && strings.Contains(f.Error, cluster.ErrUnavailable.Error()) {
 				out.Unavailable = f.Error

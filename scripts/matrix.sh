@@ -12,8 +12,9 @@
 # MATRIX_ROWS (the rows to run, all by default), MATRIX_SHRINK (0 leaves
 # the failures unshrunk; 1 by default), MATRIX_CHECK_TIMEOUT (the checkers'
 # time budget per run, hunting and shrinking, as hunt --check-timeout; unset,
-# hunt's own default: a run past it is unknown, and a shrink candidate past
-# it counts as passing).
+# hunt's own default: a run past it is unknown, counted neither as invalid
+# nor as held, and a shrink run past it is undecided, neither failing nor
+# passing: a candidate left undecided is not kept, and shrink counts it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,7 +64,8 @@ hunt_row() {
 	echo "matrix: $name: bin/jepsen-lite ${args[*]}"
 	local rc=0
 	bin/jepsen-lite "${args[@]}" >"$dir/$name.log" 2>&1 || rc=$?
-	# 0: nothing found, 1: found; anything else lost the campaign.
+	# 0: nothing found, 1: found; anything else lost the campaign (2: also
+	# a campaign none of whose runs was decided).
 	if [[ $rc -gt 1 ]]; then
 		echo "matrix: $name: hunt exited $rc (see $dir/$name.log)" >&2
 		return 1

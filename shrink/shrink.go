@@ -5,9 +5,12 @@
 // number of workers and keys, keeping each change only while the smaller
 // scenario still fails. Runs are not deterministic, so "still fails" is a
 // count: a candidate still fails when at least Need of its Tries runs fail.
+// A run whose verdict is unknown (Undecided) counts neither way: a candidate
+// passes only on runs that were decided.
 package shrink
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,12 +23,41 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-// Trial runs a candidate scenario once and reports whether the run failed
-// (the caller's definition: for the shrink command, the run's verdict is
-// invalid with one of the original run's anomaly kinds). An error ends the
-// search: a trial that cannot say whether the candidate fails (a server that
-// does not start) must not be taken for a pass.
-type Trial func(ctx context.Context, sc *scenarios.Scenario) (failed bool, err error)
+// Outcome is what a run of a candidate said, or what a candidate's runs
+// said together. A run Failed when it failed as the original run did (the
+// caller's definition: for the shrink command, its verdict is invalid with
+// one of the original run's anomaly kinds); it Passed when its verdict is
+// known and it did not fail (valid, or invalid without those kinds); it is
+// Undecided when its verdict is unknown (a check out of its time budget, an
+// interrupted check, a fault that failed, a client that never answered):
+// such a run is never taken for a pass, nor for a failure. The zero
+// Outcome is Undecided, so that a trial that says nothing passes nothing.
+type Outcome int
+
+// The outcomes.
+const (
+	Undecided Outcome = iota
+	Failed
+	Passed
+)
+
+// String names the outcome: "undecided", "failed" or "passed".
+func (o Outcome) String() string {
+	switch o {
+	case Failed:
+		return "failed"
+	case Passed:
+		return "passed"
+	}
+	return "undecided"
+}
+
+// Trial runs a candidate scenario once and reports its Outcome, and for an
+// Undecided run why its verdict is unknown ("linearizable: timed out after
+// 1m0s"; ignored for the others). An error ends the search: a trial that
+// cannot run the candidate at all (a server that does not start) must not
+// be taken for a pass, nor for a run that merely said nothing.
+type Trial func(ctx context.Context, sc *scenarios.Scenario) (out Outcome, why string, err error)
 
 // Options are the search's settings; the zero value of each field means its
 // default.
@@ -33,8 +65,15 @@ type Options struct {
 	// Tries is n, the runs of each candidate at most; 3 by default.
 	Tries int
 	// Need is k: a candidate still fails when at least k of its n runs
-	// fail; 2 by default. Its runs stop as soon as the answer is known
-	// (k failures, or too few tries left to reach k).
+	// fail; 2 by default. It passes when more than n-k of its runs passed
+	// (k failures can no longer be reached even if every run not yet
+	// decided failed); Undecided runs count toward neither. A candidate
+	// that ends neither failing nor passing is undecided: it is not kept,
+	// as one that passes is not, and Result counts it. An undecided run
+	// spends one of the n tries like any other, so a candidate takes at
+	// most n runs; they stop as soon as it fails, passes, or k failures
+	// are out of reach of the tries left (it then passes or is undecided,
+	// which the search treats alike).
 	Need int
 	// Confirm is the number of runs of the shrunk scenario that measure
 	// how often it fails; 5 by default.
@@ -84,8 +123,20 @@ type Result struct {
 	// Runs is the number of runs the search took, confirmation included.
 	Runs int
 	// Failed and Confirmed: Scenario failed in Failed of its Confirmed
-	// confirmation runs.
-	Failed, Confirmed int
+	// confirmation runs, and ConfirmUndecided of them were Undecided
+	// (neither failed nor passed).
+	Failed, Confirmed, ConfirmUndecided int
+	// Candidates counts the smaller scenarios the search ran (the scenario
+	// as given and the confirmation runs apart), and Undecided those of
+	// them that ended neither failing nor passing (Options.Need): none of
+	// them was kept. When every candidate was undecided, Scenario is the
+	// scenario as given.
+	Candidates, Undecided int
+	// UndecidedRuns counts the search's runs that were Undecided (those of
+	// the scenario as given included, the confirmation runs apart), and
+	// FirstUnknown says why the first of them was (its trial's why).
+	UndecidedRuns int
+	FirstUnknown  string
 	// Exhausted reports that MaxRuns ended the search early.
 	Exhausted bool
 	// Elapsed is the search's wall time.
@@ -93,13 +144,16 @@ type Result struct {
 }
 
 // ErrDoesNotFail reports a scenario that did not fail at the start of the
-// search (fewer than Need of Tries runs failed): there is nothing to shrink.
+// search (fewer than Need of Tries runs failed, whether the others passed
+// or were undecided: the error counts the undecided): there is nothing to
+// shrink.
 var ErrDoesNotFail = errors.New("shrink: the scenario does not fail")
 
 // ErrNotConfirmed reports a search whose smallest scenario then failed in
-// none of its Confirm runs: the failure was too rare to tell candidates
-// apart, and the scenario found is no failing case. The Result is
-// returned with it.
+// none of its Confirm runs (undecided runs confirm nothing either): the
+// failure was too rare to tell candidates apart, or its runs said nothing,
+// and the scenario found is no failing case. The Result is returned with
+// it.
 var ErrNotConfirmed = errors.New("shrink: the shrunk scenario failed in none of its confirmation runs")
 
 // errBudget ends a search whose runs are spent.
@@ -112,37 +166,74 @@ type search struct {
 	res   *Result
 }
 
-// fails runs sc up to Tries times and reports whether at least Need runs
-// failed.
-func (s *search) fails(sc *scenarios.Scenario, what string) (bool, error) {
+// fails runs sc up to Tries times and reports what its runs said together
+// (Options.Need): Failed when at least Need of them failed, Passed when
+// more than Tries-Need passed, else Undecided. what names the candidate in
+// the log, and candidate says whether it counts among Result.Candidates
+// (the scenario as given does not). A candidate that Validate refuses is
+// not run, nor counted: Undecided, as nothing was decided of it.
+func (s *search) fails(sc *scenarios.Scenario, what string, candidate bool) (Outcome, error) {
 	if s.opts.Validate != nil {
 		v, err := s.opts.Validate(sc)
 		if err != nil {
 			fmt.Fprintf(s.opts.Log, "shrink: %s: not a valid scenario (%v)\n", what, err)
-			return false, nil
+			return Undecided, nil
 		}
 		sc = v
 	}
-	failed := 0
+	var n, failed, passed, unknown int
+	var why string
 	for try := 0; try < s.opts.Tries; try++ {
-		if failed >= s.opts.Need || failed+s.opts.Tries-try < s.opts.Need {
+		if failed >= s.opts.Need || passed > s.opts.Tries-s.opts.Need || failed+s.opts.Tries-try < s.opts.Need {
 			break
 		}
 		if s.res.Runs >= s.opts.MaxRuns {
-			return false, errBudget
+			return Undecided, errBudget
 		}
 		s.res.Runs++
-		f, err := s.trial(s.ctx, sc)
+		n++
+		o, w, err := s.trial(s.ctx, sc)
 		if err != nil {
-			return false, err
+			return Undecided, err
 		}
-		if f {
+		switch o {
+		case Failed:
 			failed++
+		case Passed:
+			passed++
+		default:
+			unknown++
+			why = cmp.Or(why, w, "verdict unknown")
 		}
 	}
-	ok := failed >= s.opts.Need
-	fmt.Fprintf(s.opts.Log, "shrink: run %d: %s: %s\n", s.res.Runs, what, map[bool]string{true: "still fails", false: "passes"}[ok])
-	return ok, nil
+	s.res.UndecidedRuns += unknown
+	s.res.FirstUnknown = cmp.Or(s.res.FirstUnknown, why)
+	out := Undecided
+	switch {
+	case failed >= s.opts.Need:
+		out = Failed
+	case passed > s.opts.Tries-s.opts.Need:
+		out = Passed
+	}
+	if candidate {
+		s.res.Candidates++
+		if out == Undecided {
+			s.res.Undecided++
+		}
+	}
+	said := map[Outcome]string{Failed: "still fails", Passed: "passes"}[out]
+	if out == Undecided {
+		said = fmt.Sprintf("undecided (%d of %d runs unknown: %s)", unknown, n, why)
+	}
+	fmt.Fprintf(s.opts.Log, "shrink: run %d: %s: %s\n", s.res.Runs, what, said)
+	return out, nil
+}
+
+// stillFails reports whether the candidate sc still fails (fails, counted
+// among Result.Candidates): one that passes or is undecided is not kept.
+func (s *search) stillFails(sc *scenarios.Scenario, what string) (bool, error) {
+	out, err := s.fails(sc, what, true)
+	return out == Failed, err
 }
 
 // Shrink searches for a smaller scenario than sc that still fails. sc must
@@ -155,12 +246,16 @@ func Shrink(ctx context.Context, sc *scenarios.Scenario, trial Trial, opts Optio
 	}
 	s := &search{ctx: ctx, trial: trial, opts: opts.withDefaults(), res: &Result{}}
 	best := clone(sc)
-	ok, err := s.fails(best, "the scenario as given")
+	out, err := s.fails(best, "the scenario as given", false)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: fewer than %d of %d runs failed", ErrDoesNotFail, s.opts.Need, s.opts.Tries)
+	if out != Failed {
+		undecided := ""
+		if s.res.UndecidedRuns > 0 {
+			undecided = fmt.Sprintf(" (%d undecided: %s)", s.res.UndecidedRuns, s.res.FirstUnknown)
+		}
+		return nil, fmt.Errorf("%w: fewer than %d of %d runs failed%s", ErrDoesNotFail, s.opts.Need, s.opts.Tries, undecided)
 	}
 	for _, pass := range []func(*scenarios.Scenario) (*scenarios.Scenario, error){
 		s.steps, s.runLength, s.stepDurations, s.stepOffsets, s.workers, s.keys,
@@ -176,19 +271,12 @@ func Shrink(ctx context.Context, sc *scenarios.Scenario, trial Trial, opts Optio
 		}
 	}
 	s.res.Scenario = best
-	for i := 0; i < s.opts.Confirm && ctx.Err() == nil; i++ {
-		if s.res.Runs >= s.opts.MaxRuns+s.opts.Confirm {
-			break
-		}
-		s.res.Runs++
-		f, err := trial(ctx, best)
-		if err != nil {
-			return nil, err
-		}
-		s.res.Confirmed++
-		if f {
-			s.res.Failed++
-		}
+	if s.res.Candidates > 0 && s.res.Undecided == s.res.Candidates {
+		fmt.Fprintf(s.opts.Log, "shrink: every candidate (%d) was undecided (%d runs unknown: %s): the scenario as given is kept\n",
+			s.res.Candidates, s.res.UndecidedRuns, s.res.FirstUnknown)
+	}
+	if err := s.confirm(best); err != nil {
+		return nil, err
 	}
 	s.res.Elapsed = time.Since(began)
 	if ctx.Err() != nil {
@@ -198,6 +286,30 @@ func Shrink(ctx context.Context, sc *scenarios.Scenario, trial Trial, opts Optio
 		return s.res, ErrNotConfirmed
 	}
 	return s.res, nil
+}
+
+// confirm runs the scenario found Confirm times (within MaxRuns and the
+// Confirm runs beyond it) and counts how often it failed and how often its
+// runs were undecided.
+func (s *search) confirm(best *scenarios.Scenario) error {
+	for i := 0; i < s.opts.Confirm && s.ctx.Err() == nil; i++ {
+		if s.res.Runs >= s.opts.MaxRuns+s.opts.Confirm {
+			break
+		}
+		s.res.Runs++
+		out, _, err := s.trial(s.ctx, best)
+		if err != nil {
+			return err
+		}
+		s.res.Confirmed++
+		switch out {
+		case Failed:
+			s.res.Failed++
+		case Undecided:
+			s.res.ConfirmUndecided++
+		}
+	}
+	return nil
 }
 
 // clone returns a copy of sc whose steps, tags and keys can be changed.
@@ -237,7 +349,7 @@ func (s *search) steps(sc *scenarios.Scenario) (*scenarios.Scenario, error) {
 		if searchErr != nil {
 			return false
 		}
-		ok, err := s.fails(with(keep), describe(keep)+" of "+fmt.Sprint(len(all)))
+		ok, err := s.stillFails(with(keep), describe(keep)+" of "+fmt.Sprint(len(all)))
 		searchErr = err
 		return ok
 	})
@@ -336,7 +448,7 @@ func (s *search) runLength(sc *scenarios.Scenario) (*scenarios.Scenario, error) 
 	try := func(d time.Duration) (bool, error) {
 		c := clone(sc)
 		c.Duration = d
-		ok, err := s.fails(c, fmt.Sprintf("a run of %v", d))
+		ok, err := s.stillFails(c, fmt.Sprintf("a run of %v", d))
 		if ok {
 			sc = c
 		}
@@ -371,7 +483,7 @@ func (s *search) stepDurations(sc *scenarios.Scenario) (*scenarios.Scenario, err
 			}
 			c := clone(sc)
 			c.Nemesis.Steps[i].Duration = half
-			ok, err := s.fails(c, fmt.Sprintf("step %d lasting %v", i+1, half))
+			ok, err := s.stillFails(c, fmt.Sprintf("step %d lasting %v", i+1, half))
 			if err != nil || !ok {
 				if err != nil {
 					return sc, err
@@ -401,7 +513,7 @@ func (s *search) stepOffsets(sc *scenarios.Scenario) (*scenarios.Scenario, error
 		}
 		c := clone(sc)
 		c.Nemesis.Steps[i].At = earlier
-		ok, err := s.fails(c, fmt.Sprintf("step %d at %v", i+1, earlier))
+		ok, err := s.stillFails(c, fmt.Sprintf("step %d at %v", i+1, earlier))
 		if err != nil {
 			return sc, err
 		}
@@ -419,7 +531,7 @@ func (s *search) workers(sc *scenarios.Scenario) (*scenarios.Scenario, error) {
 	for sc.Workers > 2 {
 		c := clone(sc)
 		c.Workers = max(2, sc.Workers/2)
-		ok, err := s.fails(c, fmt.Sprintf("%d workers", c.Workers))
+		ok, err := s.stillFails(c, fmt.Sprintf("%d workers", c.Workers))
 		if err != nil || !ok {
 			return sc, err
 		}
@@ -437,7 +549,7 @@ func (s *search) keys(sc *scenarios.Scenario) (*scenarios.Scenario, error) {
 	}
 	c := clone(sc)
 	c.Lock.Keys = c.Lock.Keys[:1]
-	ok, err := s.fails(c, "one key")
+	ok, err := s.stillFails(c, "one key")
 	if err != nil || !ok {
 		return sc, err
 	}

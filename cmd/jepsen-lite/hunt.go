@@ -69,8 +69,15 @@ would be made, one "kind seed" per line, and runs nothing.
 far, and the current run (its fault kind and seed) with its phase; the
 time left is estimated from the runs done.
 
-Exit 1 when any run was invalid, 0 when none was, 2 when interrupted or out
-of its budget before every run, 254 for bad input.
+A run whose verdict is unknown (its check past --check-timeout, its faults
+failed) counts neither as invalid nor as one that held: the UNKNOWN column
+counts them, the closing line says how many ran out of the check's budget
+and how many had faults that failed, and a steered kind never mutates
+their schedules.
+
+Exit 1 when any run was invalid, 0 when none was (of the runs whose
+verdict was known), 2 when interrupted, out of its budget before every
+run, or when no run's verdict was known, 254 for bad input.
 
 Examples:
   jepsen-lite hunt redlock --runs 10
@@ -259,7 +266,17 @@ func huntExit(ctx context.Context, rep *hunt.Report, err error, stdout, stderr i
 		fmt.Fprintln(stdout, "hunt: out of its budget before every run; nothing found so far")
 		return exitUnknown, nil
 	}
-	fmt.Fprintln(stdout, "hunt: nothing found")
+	// An unknown run held no more than it failed: nothing found is said of
+	// the decided runs alone, and of none when no run was decided.
+	switch unknown, _, _ := rep.Unknowns(); {
+	case unknown > 0 && rep.Decided() == 0:
+		fmt.Fprintf(stdout, "hunt: no run decided (%d unknown): nothing found, and nothing shown to hold\n", unknown)
+		return exitUnknown, nil
+	case unknown > 0:
+		fmt.Fprintf(stdout, "hunt: nothing found in %d decided runs (%d unknown)\n", rep.Decided(), unknown)
+	default:
+		fmt.Fprintln(stdout, "hunt: nothing found")
+	}
 	return exitHeld, nil
 }
 
@@ -318,7 +335,7 @@ func printHunt(w io.Writer, rep *hunt.Report) {
 	if huntMarked(rep) {
 		fmt.Fprintln(w, gate.RunMarksLegend)
 	}
-	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
+	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s%s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep), huntUnknown(rep))
 }
 
 // huntMarked reports whether some row of rep has a run mark (runMarks).
@@ -342,7 +359,7 @@ func orDash(s string) string {
 // the lock, one row per fault kind.
 func huntMarkdown(rep *hunt.Report, arg string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Hunt: %s\n\n`jepsen-lite hunt %s`: %d runs in %v, %s.\n\n", arg, arg, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep))
+	fmt.Fprintf(&b, "# Hunt: %s\n\n`jepsen-lite hunt %s`: %d runs in %v, %s%s.\n\n", arg, arg, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep), huntUnknown(rep))
 	b.WriteString("| fault | runs | invalid | unknown | margin | anomalies | first failing run |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
 		if r.NotApplicable != "" && r.Runs == 0 {
@@ -360,6 +377,27 @@ func huntMarkdown(rep *hunt.Report, arg string) string {
 		b.WriteString("\n" + gate.RunMarksLegend + "\n")
 	}
 	return b.String()
+}
+
+// huntUnknown says how many of the campaign's runs were unknown and why,
+// after a "; ": "; 3 unknown, neither invalid nor held (2 with a check out
+// of its time budget, 1 whose faults failed)"; empty when none was.
+func huntUnknown(rep *hunt.Report) string {
+	unknown, faultsFailed, outOfBudget := rep.Unknowns()
+	if unknown == 0 {
+		return ""
+	}
+	var why []string
+	if outOfBudget > 0 {
+		why = append(why, fmt.Sprintf("%d with a check out of its time budget", outOfBudget))
+	}
+	if faultsFailed > 0 {
+		why = append(why, fmt.Sprintf("%d whose faults failed", faultsFailed))
+	}
+	if other := unknown - outOfBudget - faultsFailed; other > 0 {
+		why = append(why, fmt.Sprintf("%d for another reason", other))
+	}
+	return fmt.Sprintf("; %d unknown, neither invalid nor held (%s)", unknown, strings.Join(why, ", "))
 }
 
 // huntMode says which schedules the campaign ran: random, or steered with

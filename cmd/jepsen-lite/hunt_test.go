@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ func TestHuntTables(t *testing.T) {
 			want: []string{"MARGIN", "-0.250", "random schedules", "| margin |", "| -0.250 |"}},
 		{name: "steered", rep: &hunt.Report{Scenario: "s", Rows: rows(), Runs: 4, Steer: true},
 			want: []string{"steered (1 of 4 runs mutated", "-0.250"}},
+		{name: "unknown runs", rep: &hunt.Report{Scenario: "s", Runs: 6, Rows: append(rows(), &hunt.Row{Fault: "kill", Runs: 2, Unknown: 2, OutOfBudget: 1})},
+			want: []string{"random schedules; 2 unknown, neither invalid nor held (1 with a check out of its time budget, 1 for another reason)\n",
+				"random schedules; 2 unknown, neither invalid nor held (1 with a check out of its time budget, 1 for another reason).\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,6 +41,35 @@ func TestHuntTables(t *testing.T) {
 				if !strings.Contains(all, w) {
 					t.Errorf("tables lack %q:\n%s", w, all)
 				}
+			}
+		})
+	}
+}
+
+// TestHuntExitCountsUnknown: a campaign says "nothing found" of its
+// decided runs alone, counting its unknown ones, and exits 2 when no run
+// was decided: an unknown run never counts as one that held.
+func TestHuntExitCountsUnknown(t *testing.T) {
+	tests := []struct {
+		name     string
+		rows     []*hunt.Row
+		wantCode int
+		want     string
+	}{
+		{name: "every run decided", rows: []*hunt.Row{{Fault: "kill", Runs: 3}}, wantCode: exitHeld, want: "hunt: nothing found\n"},
+		{name: "some runs unknown", rows: []*hunt.Row{{Fault: hunt.NoFault, Runs: 3}, {Fault: "kill", Runs: 3, Unknown: 2, OutOfBudget: 2}},
+			wantCode: exitHeld, want: "hunt: nothing found in 4 decided runs (2 unknown)\n"},
+		{name: "every run unknown", rows: []*hunt.Row{{Fault: "kill", Runs: 3, Unknown: 3, FaultsFailed: 1, OutOfBudget: 2}},
+			wantCode: exitUnknown, want: "hunt: no run decided (3 unknown): nothing found, and nothing shown to hold\n"},
+		{name: "an invalid run beside unknown ones", rows: []*hunt.Row{{Fault: "kill", Runs: 3, Unknown: 2, Invalid: 1}},
+			wantCode: exitViolated, want: "hunt: FOUND invalid runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code, err := huntExit(context.Background(), &hunt.Report{Scenario: "s", Rows: tt.rows}, nil, &stdout, &stderr)
+			if err != nil || code != tt.wantCode || !strings.HasPrefix(stdout.String(), tt.want) {
+				t.Errorf("huntExit = %d, %v, saying %q; want %d, saying %q", code, err, stdout.String(), tt.wantCode, tt.want)
 			}
 		})
 	}

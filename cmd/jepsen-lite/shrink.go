@@ -27,16 +27,22 @@ scenario that still fails: delta debugging over the fault steps the run
 drew, then a shorter run, shorter steps moved earlier, fewer workers and
 fewer keys. A candidate "still fails" when at least K of its N runs (the
 run's seed each time) end invalid with one of the anomaly kinds the run
-found; its runs stop as soon as that is decided. The smallest scenario found
-is run M more times to measure how often it fails, and written as
+found, and it passes when more than N-K of them end otherwise (valid, or
+invalid with other kinds); its runs stop as soon as that is decided. A run
+whose verdict is unknown (its check past --check-timeout, a fault that
+failed) is undecided: it counts neither as a failure nor as a pass, and a
+candidate left neither failing nor passing after its N runs is undecided
+and not kept; the summary counts those. The smallest scenario found is
+run M more times to measure how often it fails, and written as
 shrunk.yaml into the run directory: a runnable scenario whose description
-says what was removed, how many runs the search took and how often the
-shrunk case failed. The search's runs are stored under <run dir>/shrink.
+says what was removed, how many runs the search took, how many candidates
+were undecided and how often the shrunk case failed. The search's runs are
+stored under <run dir>/shrink.
 
-Exit 0 when shrunk.yaml was written, 254 when the run did not fail, when
-the smallest scenario found failed in none of its M runs (nothing is
-written: the failure was too rare to shrink) or the input is bad, 2 when
-interrupted.
+Exit 0 when shrunk.yaml was written, 254 when the run did not fail again
+(fewer than K of N runs failed, the undecided counted), when the smallest
+scenario found failed in none of its M runs (nothing is written: the
+failure was too rare to shrink) or the input is bad, 2 when interrupted.
 
 Examples:
   jepsen-lite shrink store/latest
@@ -97,8 +103,56 @@ func shrunkDescription(runDir string, sc *scenarios.Scenario, kinds []string, ou
 	if out.Exhausted {
 		fmt.Fprintf(&b, " and stopped at its budget of %d runs", set.maxRuns)
 	}
-	fmt.Fprintf(&b, "; this scenario failed in %d of %d runs after it (with seed %d).", out.Failed, out.Confirmed, sc.Seed)
+	if u := undecidedText(out); u != "" {
+		fmt.Fprintf(&b, "; %s", u)
+	}
+	fmt.Fprintf(&b, "; this scenario %s after it (with seed %d).", confirmedText(out), sc.Seed)
 	return b.String()
+}
+
+// confirmedText says how often the shrunk scenario failed in its
+// confirmation runs, and how many of them were undecided (never counted as
+// passes): "failed in 3 of 5 confirmation runs, 1 undecided".
+func confirmedText(out *shrink.Result) string {
+	s := fmt.Sprintf("failed in %d of %d confirmation runs", out.Failed, out.Confirmed)
+	if out.ConfirmUndecided > 0 {
+		s += fmt.Sprintf(", %d undecided", out.ConfirmUndecided)
+	}
+	return s
+}
+
+// undecidedText counts the search's undecided candidates and runs (their
+// verdict unknown: a check out of its time budget, a fault that failed),
+// none of which was kept or counted as passing: "2 of 14 candidates were
+// undecided (5 runs of unknown verdict), and none was kept"; empty when
+// every run was decided.
+func undecidedText(out *shrink.Result) string {
+	switch {
+	case out.UndecidedRuns == 0:
+		return ""
+	case out.Candidates > 0 && out.Undecided == out.Candidates:
+		return fmt.Sprintf("every candidate (%d) was undecided (%d runs of unknown verdict), so the scenario stays as given", out.Candidates, out.UndecidedRuns)
+	case out.Undecided == 0:
+		return fmt.Sprintf("%d of its runs had an unknown verdict, counted neither as a failure nor as a pass; no candidate was left undecided", out.UndecidedRuns)
+	}
+	return fmt.Sprintf("%d of %d candidates were undecided (%d runs of unknown verdict), and none was kept", out.Undecided, out.Candidates, out.UndecidedRuns)
+}
+
+// trialOutcome is what a candidate's run with results said, for a search
+// whose original run found kinds: Undecided when its outcome is unknown
+// (reports.Results.Undecided: a check out of its time budget, an
+// interrupted check, a fault that failed, a client that never answered),
+// with why; Failed when its verdict is invalid with one of kinds; Passed
+// otherwise (valid, or invalid with other kinds).
+func trialOutcome(r *reports.Results, kinds []string) (shrink.Outcome, string, error) {
+	if why, undecided := r.Undecided(); undecided {
+		return shrink.Undecided, why, nil
+	}
+	found := gate.AnomalyKinds(r.Checkers)
+	if r.Verdict == checker.Invalid && slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(found, k) }) {
+		return shrink.Failed, "", nil
+	}
+	return shrink.Passed, "", nil
 }
 
 // describedChanges is the most changes of a search that a shrunk
@@ -144,17 +198,13 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 		return exitUsage, err
 	}
 	store := filepath.Join(runDir, "shrink")
-	trial := func(ctx context.Context, cand *scenarios.Scenario) (bool, error) {
+	trial := func(ctx context.Context, cand *scenarios.Scenario) (shrink.Outcome, string, error) {
 		r, err := runner.Run(ctx, cand, runner.WithSeed(sc.Seed), runner.WithStore(store),
 			runner.WithCheck(checker.Options{Timeout: set.checkTimeout}), runner.WithClusterBackend(backendUsed))
 		if err != nil {
-			return false, err
+			return shrink.Undecided, "", err
 		}
-		if r.Results.FaultsFailed() || r.Results.Verdict != checker.Invalid {
-			return false, nil
-		}
-		found := gate.AnomalyKinds(r.Results.Checkers)
-		return slices.ContainsFunc(kinds, func(k string) bool { return slices.Contains(found, k) }), nil
+		return trialOutcome(r.Results, kinds)
 	}
 	validate := func(c *scenarios.Scenario) (*scenarios.Scenario, error) {
 		b, err := scenarios.Marshal(c)
@@ -173,7 +223,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	case errors.Is(err, shrink.ErrDoesNotFail):
 		return exitUsage, usageError{fmt.Errorf("%s: %w", runDir, err)}
 	case errors.Is(err, shrink.ErrNotConfirmed):
-		return exitUsage, usageError{fmt.Errorf("%s: %w (%d runs in %v; the search's runs are in %s); nothing written", runDir, err, out.Runs, out.Elapsed.Round(time.Second), store)}
+		return exitUsage, usageError{fmt.Errorf("%s: %w (%s; %d runs in %v; the search's runs are in %s); nothing written", runDir, err, confirmedText(out), out.Runs, out.Elapsed.Round(time.Second), store)}
 	case err != nil:
 		return exitInternal, err
 	}
@@ -191,11 +241,14 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err := os.WriteFile(path, yml, 0o644); err != nil {
 		return exitInternal, err
 	}
-	fmt.Fprintf(stdout, "shrink: %d fault steps (was %d), %d workers (was %d), %v (was %v); failed in %d of %d runs; %d runs in %v\n",
+	fmt.Fprintf(stdout, "shrink: %d fault steps (was %d), %d workers (was %d), %v (was %v); %s; %d runs in %v\n",
 		len(shrunk.Nemesis.Steps), len(sc.Nemesis.Steps), shrunk.Workers, sc.Workers, shrunk.Duration, sc.Duration,
-		out.Failed, out.Confirmed, out.Runs, out.Elapsed.Round(time.Second))
+		confirmedText(out), out.Runs, out.Elapsed.Round(time.Second))
 	for _, c := range out.Changes {
 		fmt.Fprintf(stdout, "  %s\n", c)
+	}
+	if u := undecidedText(out); u != "" {
+		fmt.Fprintf(stdout, "shrink: %s (the first: %s)\n", u, out.FirstUnknown)
 	}
 	fmt.Fprintf(stdout, "shrink: wrote %s (run it: jepsen-lite run %s)\n", path, path)
 	return exitHeld, nil
