@@ -43,13 +43,15 @@ func (c *Chunk) Release() {
 }
 
 // chunkBytes is how much of the file one chunk covers, about 33,000 ops of
-// a lock history; chunksInFlight bounds the chunks read and not yet
-// released, and so the reader's memory (about 12 MB per chunk: its bytes
-// and its ops).
-const (
-	chunkBytes     = 4 << 20
-	chunksInFlight = 8
-)
+// a lock history.
+const chunkBytes = 4 << 20
+
+// chunksInFlight bounds the chunks read and not yet released, and so the
+// reader's memory (about 12 MB per chunk: its bytes and its ops): one
+// for each of the workers decoding, and two more (four at least), which
+// keep the decoders and the checks busy (a fifth and more bought no speed
+// on two cores, only memory: docs/performance.md).
+func chunksInFlight(workers int) int { return max(4, workers+2) }
 
 // decoded is one block of lines decoded by a worker.
 type decoded struct {
@@ -89,12 +91,13 @@ func readChunks(ctx context.Context, r io.Reader, name string, size int, fn func
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := min(runtime.GOMAXPROCS(0), 8)
-	free := make(chan *Chunk, chunksInFlight)
-	for range chunksInFlight {
+	inFlight := chunksInFlight(workers)
+	free := make(chan *Chunk, inFlight)
+	for range inFlight {
 		free <- &Chunk{}
 	}
 	jobs := make(chan chunkJob, workers)
-	order := make(chan chan decoded, chunksInFlight)
+	order := make(chan chan decoded, inFlight)
 	var readErr error
 	var wg sync.WaitGroup
 	for range workers {
