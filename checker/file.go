@@ -111,9 +111,10 @@ func CheckFile(ctx context.Context, path string, opts FileOptions) (FileResult, 
 // checkReader is CheckFile over r, of total bytes (0: not known).
 func checkReader(ctx context.Context, r io.Reader, name string, total int64, opts FileOptions) (FileResult, error) {
 	start := time.Now()
-	// The checks stop at the budget or an interruption; the reading, only
-	// at an interruption (ctx), so that a check that ran out of its budget
-	// still reads the whole history for the others.
+	// The checks and the reading stop at the budget or an interruption: past
+	// the budget every check is out of it, and the liveness report and the
+	// margins, which read on, would judge a part of the history as the
+	// whole (budgetSpent says what was read).
 	checkCtx, cancel := withBudget(ctx, opts.Timeout)
 	defer cancel()
 	report := func(phase string, ops int, bytes int64) {
@@ -132,6 +133,10 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		lastRep time.Time
 	)
 	info, err := history.ReadChunksFrom(ctx, r, name, func(c *history.Chunk) error {
+		if checkCtx.Err() != nil && ctx.Err() == nil {
+			c.Release()
+			return errBudgetSpent
+		}
 		ops := c.Ops
 		for i := range ops {
 			if opts.Rewrite != nil {
@@ -165,7 +170,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		}
 		return nil
 	})
-	if err != nil && err != errStopReading {
+	if err != nil && err != errStopReading && err != errBudgetSpent {
 		streams.abandon()
 		if ctx.Err() != nil {
 			return FileResult{}, interrupted(ctx)
@@ -181,6 +186,9 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	if ctx.Err() != nil {
 		return FileResult{}, interrupted(ctx)
 	}
+	if err == errBudgetSpent {
+		budgetSpent(&res, stopNote(checkCtx))
+	}
 	if bad != nil {
 		res.Results, res.Liveness, res.Margins = malformed(checkers, start, bad, badKey), nil, nil
 	}
@@ -190,6 +198,29 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 
 // errStopReading stops the reading of a history found not well-formed.
 var errStopReading = errors.New("checker: stop reading")
+
+// errBudgetSpent stops the reading of a history whose check's time budget
+// is spent.
+var errBudgetSpent = errors.New("checker: the check's time budget is spent")
+
+// budgetSpent makes res, of a history whose reading stopped when the
+// check's budget was spent (note: "timed out after 5m0s"), say so where it
+// would otherwise judge the part read as the whole: a check that found the
+// part valid (the well-formedness check among them) is unknown, the
+// liveness report too, and no margin is given. An anomaly found in the
+// part stands.
+func budgetSpent(res *FileResult, note string) {
+	read := fmt.Sprintf("%s, with the first %d ops of the history read", note, res.Ops)
+	for i := range res.Results {
+		if r := &res.Results[i]; r.Verdict == Valid {
+			r.Verdict, r.Note = Unknown, read
+		}
+	}
+	if res.Liveness != nil {
+		*res.Liveness = LivenessResult{Verdict: Unknown, Grants: res.Liveness.Grants, Captures: res.Liveness.Captures, Note: "not judged: " + read}
+	}
+	res.Margins = nil
+}
 
 // malformed is the results of a history that stops being well-formed at
 // bad, an op of key key: the well-formed checker's unknown verdict, and

@@ -112,23 +112,35 @@ func TestCheckFileInterrupted(t *testing.T) {
 
 // TestCheckFileBudgetIsNotInterrupted runs a check past its budget: it is
 // no error, and each check not decided is unknown and says it timed out
-// after the budget.
+// after the budget; the reading stops there too, so the well-formedness
+// check and the liveness report, which would judge the part read as the
+// whole, are unknown and say how much was read, and no margin is given.
 func TestCheckFileBudgetIsNotInterrupted(t *testing.T) {
-	file := bigSynthFile(t, 20_000)
+	const ops = 200_000
+	file := bigSynthFile(t, ops)
 	res, err := CheckFile(context.Background(), file, FileOptions{Options: Options{Timeout: time.Nanosecond}})
 	if err != nil {
 		t.Fatalf("CheckFile past its budget: %v", err)
 	}
-	if res.Ops < 20_000 {
-		t.Errorf("read %d ops past the budget, want the whole history", res.Ops)
+	if res.Ops >= ops {
+		t.Errorf("read all %d ops past the budget, want the reading stopped", res.Ops)
 	}
-	for _, r := range res.Results[1:] {
+	for _, r := range res.Results {
 		if r.Verdict == Valid {
 			t.Errorf("%s: valid past a budget of 1ns", r.Name)
 		}
 		if r.Verdict == Unknown && !strings.Contains(r.Note, "timed out after 1ns") {
 			t.Errorf("%s: unknown with note %q, want it to say it timed out after 1ns", r.Name, r.Note)
 		}
+	}
+	if wf := res.Results[0]; !strings.Contains(wf.Note, "ops of the history read") {
+		t.Errorf("well-formed: note %q, want it to say how much was read", wf.Note)
+	}
+	if res.Liveness == nil || res.Liveness.Verdict != Unknown || !strings.HasPrefix(res.Liveness.Note, "not judged: timed out after 1ns") {
+		t.Errorf("liveness past the budget: %+v, want unknown, not judged, timed out", res.Liveness)
+	}
+	if res.Margins != nil {
+		t.Errorf("margins past the budget: %v, want none", res.Margins)
 	}
 }
 
