@@ -137,24 +137,8 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 			c.Release()
 			return errBudgetSpent
 		}
-		ops := c.Ops
-		for i := range ops {
-			if opts.Rewrite != nil {
-				opts.Rewrite(&ops[i])
-			}
-			if err := v.Add(&ops[i]); err != nil {
-				if !errors.As(err, &bad) {
-					bad = &history.OpError{Index: res.Ops, Line: res.Ops + 1, Err: err}
-				}
-				badKey, ops = ops[i].Key, ops[:i]
-				break
-			}
-			if res.Ops == 0 {
-				res.Version = history.Version(ops[:1])
-			}
-			res.Ops++
-			res.HostEvents = addHostEvent(res.HostEvents, &ops[i])
-		}
+		var ops []history.Op
+		ops, bad, badKey = res.take(c.Ops, &v, opts.Rewrite)
 		if bad == nil || len(ops) > 0 {
 			c.Ops = ops
 			streams.feed(c)
@@ -194,6 +178,31 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 	}
 	report(PhaseDone, res.Ops, total)
 	return res, nil
+}
+
+// take counts the ops of a chunk, as rewrite (nil: none) leaves them, that
+// v finds well-formed, with the history's version and host events, and
+// returns them: all of ops, or those before the first that is not, which
+// it returns (as an *history.OpError) with its key.
+func (res *FileResult) take(ops []history.Op, v *history.Validator, rewrite func(*history.Op)) ([]history.Op, *history.OpError, string) {
+	for i := range ops {
+		if rewrite != nil {
+			rewrite(&ops[i])
+		}
+		if err := v.Add(&ops[i]); err != nil {
+			var bad *history.OpError
+			if !errors.As(err, &bad) {
+				bad = &history.OpError{Index: res.Ops, Line: res.Ops + 1, Err: err}
+			}
+			return ops[:i], bad, ops[i].Key
+		}
+		if res.Ops == 0 {
+			res.Version = history.Version(ops[:1])
+		}
+		res.Ops++
+		res.HostEvents = addHostEvent(res.HostEvents, &ops[i])
+	}
+	return ops, nil, ""
 }
 
 // errStopReading stops the reading of a history found not well-formed.
