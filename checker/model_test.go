@@ -80,11 +80,11 @@ func TestLeaseModelStep(t *testing.T) {
 // violation.
 func TestCutsAgreeWithPlainPorcupine(t *testing.T) {
 	checked, invalid := 0, 0
-	for seed := uint64(0); seed < 24; seed++ {
+	for seed := uint64(0); seed < 16; seed++ {
 		// session locks (seed%4 == 1, 3) are cut where a known holder holds
 		// them; the others mostly where they are free
-		opts := synth.Options{Workers: 3 + int(seed%5), Keys: 1 + int(seed%3), Ops: 800, TTL: time.Duration(8+seed%20) * time.Millisecond,
-			InfoRate: []float64{0.05, 0.05, 0.2, 0.1}[seed%4], Tokens: seed%2 == 0, Session: seed%4 == 1 || seed%4 == 3}
+		opts := synth.Options{Workers: 3 + int(seed%5), Keys: 1 + int(seed%3), Ops: 600, TTL: time.Duration(8+seed%20) * time.Millisecond,
+			InfoRate: []float64{0.05, 0.05, 0.15, 0.1}[seed%4], Tokens: seed%2 == 0, Session: seed%4 == 1 || seed%4 == 3}
 		h := synth.Generate(rand.New(rand.NewPCG(seed, 5)), opts)
 		variants := []history.History{h}
 		for _, kind := range synth.Kinds {
@@ -93,7 +93,7 @@ func TestCutsAgreeWithPlainPorcupine(t *testing.T) {
 			}
 		}
 		for _, v := range variants {
-			plain, _ := plainPorcupine(v, 2*time.Second)
+			plain, _ := plainPorcupine(v, time.Second)
 			if plain == porcupine.Unknown {
 				continue
 			}
@@ -109,7 +109,7 @@ func TestCutsAgreeWithPlainPorcupine(t *testing.T) {
 			checked++
 		}
 	}
-	if checked < 80 || invalid < 40 {
+	if checked < 60 || invalid < 30 {
 		t.Fatalf("only %d histories compared (%d invalid)", checked, invalid)
 	}
 }

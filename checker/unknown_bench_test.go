@@ -37,7 +37,8 @@ type unknownRun struct {
 // `jepsen-lite check` does (every checker and the liveness report), each
 // with a 2 s budget (a context deadline), and reports the p50, p90, p99 and
 // max wall time, the most heap one check held above its history (sampled
-// every millisecond, peakHeap), and how many histories were left undecided
+// every millisecond, peakHeap), the least fraction of invokes of unknown
+// outcome among the histories, and how many histories were left undecided
 // for want of time (a check unknown because it ran out of its budget, as
 // opposed to unknown for another reason); it logs the ten slowest seeds
 // with their shapes. With UNKNOWN_RICH_DUMP=seed it writes that seed's
@@ -100,11 +101,12 @@ func checkUnknownRich(seed uint64) unknownRun {
 // reportUnknownRich reports the figures of BenchmarkUnknownRich's runs.
 func reportUnknownRich(b *testing.B, runs []unknownRun) {
 	times := make([]time.Duration, len(runs))
-	peak, outOfTime := 0.0, 0
+	peak, outOfTime, least := 0.0, 0, 1.0
 	verdicts := map[string]int{}
 	for i, r := range runs {
 		times[i] = r.elapsed
 		peak = max(peak, r.peak)
+		least = min(least, r.unknown)
 		if r.outOfTime {
 			outOfTime++
 		}
@@ -122,6 +124,7 @@ func reportUnknownRich(b *testing.B, runs []unknownRun) {
 	b.ReportMetric(times[len(times)-1].Seconds(), "max-s")
 	b.ReportMetric(peak/1e6, "MB-max-peak-heap")
 	b.ReportMetric(float64(outOfTime), "out-of-time")
+	b.ReportMetric(100*least, "least-unknown-%")
 	b.Logf("%d histories; verdicts (overall/liveness): %v; %d undecided for want of time", len(runs), verdicts, outOfTime)
 	slow := slices.Clone(runs)
 	slices.SortFunc(slow, func(x, y unknownRun) int { return int(y.elapsed - x.elapsed) })

@@ -216,13 +216,7 @@ func TestGenerateLiveness(t *testing.T) {
 			}
 		}
 		if opts.Honest {
-			res, err := reference.Check(h, 0.01)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
-				t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
-			}
+			honestIsValid(t, seed, h)
 		}
 		live, err := reference.Liveness(h, reference.LivenessOptions{Window: 100 * time.Millisecond, UnavailableWindow: 100 * time.Millisecond, Attempts: 2})
 		if err != nil {
@@ -324,13 +318,7 @@ func TestGenerateUnknowns(t *testing.T) {
 			}
 		}
 		if opts.Honest {
-			res, err := reference.Check(h, 0.01)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
-				t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
-			}
+			honestIsValid(t, seed, h)
 		}
 	}
 	t.Logf("%d histories: %v", n, seen)
@@ -373,4 +361,17 @@ func unknownAtOnce(h history.History) int {
 		most = max(most, n)
 	}
 	return most
+}
+
+// honestIsValid fails t when the reference finds the history h of an
+// honest service (generated from seed) not linearizable.
+func honestIsValid(t *testing.T, seed uint64, h history.History) {
+	t.Helper()
+	res, err := reference.Check(h, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := res.Kinds[anomaly.CheckerLinearizability]; len(k) > 0 {
+		t.Fatalf("seed %d: honest service, reference finds %v:\n%s", seed, k, jsonl(h))
+	}
 }
