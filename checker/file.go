@@ -71,6 +71,9 @@ type FileResult struct {
 	// §1, "The host records"), in its order; the anomalies whose windows
 	// they overlap say so (Anomaly.Host).
 	HostEvents []history.HostEvent
+	// BudgetSpent reports that the reading stopped when the check's time
+	// budget was spent: Ops, HostEvents and Info are of the part read.
+	BudgetSpent bool
 }
 
 // CheckFile checks the history stored at path: what CheckWithLiveness says
@@ -171,6 +174,7 @@ func checkReader(ctx context.Context, r io.Reader, name string, total int64, opt
 		return FileResult{}, interrupted(ctx)
 	}
 	if err == errBudgetSpent {
+		res.BudgetSpent = true
 		budgetSpent(&res, stopNote(checkCtx))
 	}
 	if bad != nil {

@@ -122,8 +122,8 @@ func TestCheckFileBudgetIsNotInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CheckFile past its budget: %v", err)
 	}
-	if res.Ops >= ops {
-		t.Errorf("read all %d ops past the budget, want the reading stopped", res.Ops)
+	if res.Ops >= ops || !res.BudgetSpent {
+		t.Errorf("read %d of %d ops past the budget (BudgetSpent %v), want the reading stopped", res.Ops, ops, res.BudgetSpent)
 	}
 	for _, r := range res.Results {
 		if r.Verdict == Valid {

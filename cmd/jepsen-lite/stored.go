@@ -131,7 +131,9 @@ func (r *storedRun) checkFile(ctx context.Context, file string, opts checker.Opt
 	// A history that stops being well-formed before its first worker op
 	// (a bad task table, header or fault) is refused for that op, naming
 	// its line, not as one with nothing to judge: the reading stopped there.
-	if err := judgeable(file, t, fr.Info); err != nil && !malformedAt(fr.Results) {
+	// So is one whose check's budget was spent before its first worker op
+	// was read: its results say so.
+	if err := judgeable(file, t, fr.Info); err != nil && !malformedAt(fr.Results) && !fr.BudgetSpent {
 		return nil, 0, err
 	}
 	res := &reports.Results{Stats: t.stats, Truncated: fr.Info.Truncated, HistoryVersion: t.version}
