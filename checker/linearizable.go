@@ -422,36 +422,46 @@ func linearize(ctx context.Context, p piece, verbose bool) (ok bool, info *porcu
 // is returned as it is when nothing is left out. holder is the process
 // holding the lock at the start (-1: none).
 func withoutIdleUnknownGrants(ops []*lockOp, holder int) []*lockOp {
-	lastRenew := int64(-1) // the latest instant at which a renewal may take effect
+	idle := idleUnknownGrants(ops, holder, func(*lockOp) bool { return true })
+	if !slices.Contains(idle, true) {
+		return ops
+	}
+	out := make([]*lockOp, 0, len(ops))
+	for i, o := range ops {
+		if !idle[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// idleUnknownGrants reports, for each of ops (in invoke order), whether it
+// is an acquire of unknown outcome that only adds a holder (docs/history.md
+// §4.1, "Acquires of unknown outcome"): its process holds no lock when it
+// invokes it (no grant of its own in ops, or its own release, ok, after
+// its last one; holder, the process holding the lock at the start, -1 for
+// none, holds one), and every renewal that counts (those counts reports)
+// returned before its call. A renewal of unknown outcome returns never.
+func idleUnknownGrants(ops []*lockOp, holder int, counts func(*lockOp) bool) []bool {
+	lastRenew := int64(-1) // the latest instant at which a renewal that counts may take effect
 	for _, o := range ops {
-		if o.kind == kindRenew {
+		if o.kind == kindRenew && counts(o) {
 			lastRenew = max(lastRenew, o.ret)
 		}
 	}
 	mayHold := map[int]bool{holder: holder >= 0}
-	var out []*lockOp
+	idle := make([]bool, len(ops))
 	for i, o := range ops {
-		drop := false
-		switch o.kind {
-		case kindGrant:
-			drop = o.isOpen() && !mayHold[o.proc] && lastRenew < o.call
-			mayHold[o.proc] = !drop
-		case kindRelease:
-			if !o.isOpen() {
-				mayHold[o.proc] = false
-			}
-		}
-		if drop && out == nil {
-			out = append(make([]*lockOp, 0, len(ops)-1), ops[:i]...)
-		}
-		if !drop && out != nil {
-			out = append(out, o)
+		switch {
+		case o.kind == kindGrant && o.isOpen():
+			idle[i] = !mayHold[o.proc] && lastRenew < o.call
+		case o.kind == kindGrant:
+			mayHold[o.proc] = true
+		case o.kind == kindRelease && !o.isOpen():
+			mayHold[o.proc] = false
 		}
 	}
-	if out == nil {
-		return ops
-	}
-	return out
+	return idle
 }
 
 // upTo returns the ops of p as they stood at the completion of history op

@@ -111,24 +111,13 @@ func newOrderSearch(ctx context.Context, ops []*lockOp, holder int) *orderSearch
 // adds a holder (docs/history.md §4.1, "Acquires of unknown outcome").
 // holder is the process holding the lock at the start (-1: none).
 func unknownGrantsThatMatter(ops []*lockOp, holder int) []*lockOp {
-	lastRenew := int64(-1)
-	for _, o := range ops {
-		if o.kind == kindRenew && !o.isOpen() {
-			lastRenew = max(lastRenew, o.ret)
-		}
-	}
-	mayHold := map[int]bool{holder: holder >= 0}
+	// a renewal of unknown outcome is folded, and only ever lowers an
+	// expiry: voiding it helps nobody
+	idle := idleUnknownGrants(ops, holder, func(r *lockOp) bool { return !r.isOpen() })
 	var out []*lockOp
-	for _, o := range ops {
-		switch {
-		case o.kind == kindGrant && o.isOpen():
-			if mayHold[o.proc] || lastRenew >= o.call {
-				out = append(out, o)
-			}
-		case o.kind == kindGrant:
-			mayHold[o.proc] = true
-		case o.kind == kindRelease && !o.isOpen():
-			mayHold[o.proc] = false
+	for i, o := range ops {
+		if o.kind == kindGrant && o.isOpen() && !idle[i] {
+			out = append(out, o)
 		}
 	}
 	return out
@@ -158,11 +147,7 @@ func (x *orderSearch) dfs(s lockState) bool {
 		if x.dfs(n) {
 			return true
 		}
-		x.placed[i], x.next, x.lo = false, next, lo
-		x.left[x.known[i].proc]++
-		if x.known[i].kind == kindRenew {
-			x.renews[x.known[i].proc]++
-		}
+		x.unplace(i, next, lo)
 		if x.stopped {
 			return false
 		}
@@ -261,6 +246,15 @@ func (x *orderSearch) place(i int) (next, lo int) {
 		x.lo++
 	}
 	return next, lo
+}
+
+// unplace undoes place(i), which returned next and lo.
+func (x *orderSearch) unplace(i, next, lo int) {
+	x.placed[i], x.next, x.lo = false, next, lo
+	x.left[x.known[i].proc]++
+	if x.known[i].kind == kindRenew {
+		x.renews[x.known[i].proc]++
+	}
 }
 
 // remember records s with the ops placed so far, and reports false when a
