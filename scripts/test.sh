@@ -5,9 +5,10 @@
 # engine answers, the last line of the output says that the container backend
 # was not tested.
 #
-# Packages are tested one at a time: the integration tests start real servers
-# and time their faults, and two cores shared by several suites would blur
-# those timings. Their builds need no such care, and are made first, side by
+# The integration packages are tested one at a time: their tests start real
+# servers and time their faults, and two cores shared by several suites would
+# blur those timings. The packages of pure logic, listed below, run two at a
+# time before them. The builds need no such care, and are made first, side by
 # side.
 set -uo pipefail
 GO="${GO:-go}"
@@ -24,8 +25,26 @@ fi
 if ! "$GO" test -race -count=1 -exec true ./... >/dev/null; then
   echo "test: building the tests failed (the run below says where)" >&2
 fi
-"$GO" test -race -count=1 -p 1 -timeout 30m ./...
-rc=$?
+# The packages of pure logic (checkers, histories, shrinking, the code and
+# doc rules) start no server, no browser and no network, and time no fault:
+# they run two at a time, so that their long equivalence tests share the
+# cores. Every other package, a new one too until it is listed here, runs
+# alone.
+logic=(
+  ./checker ./checker/anomaly ./checker/internal/fixture ./checker/reference
+  ./checker/synth ./checker/synth/cmd/synth-history ./coderules ./designdoc
+  ./history ./history/jepsen ./nemesis/faultkind ./progress ./shrink
+  ./scripts/rssplot
+)
+mod=$("$GO" list -m)
+rest=()
+for p in $("$GO" list ./...); do
+  rel=".${p#"$mod"}"
+  case " ${logic[*]} " in *" $rel "*) ;; *) rest+=("$rel") ;; esac
+done
+rc=0
+"$GO" test -race -count=1 -p 2 -timeout 30m "${logic[@]}" || rc=$?
+"$GO" test -race -count=1 -p 1 -timeout 30m "${rest[@]}" || rc=$?
 if [ "$engine" = 0 ]; then
   echo "test: the container backend (cluster/docker) was NOT tested: no Docker engine answers (docker info failed), so its tests skipped"
 fi
