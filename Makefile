@@ -47,7 +47,8 @@ $(ANYLANG): examples/anylang/CuratorLock.java examples/anylang/curator_lock.sh
 	printf '%s\n' '{"type":"init","protocol":1,"endpoints":[{"name":"n1","role":"","addr":"127.0.0.1:9"}],"options":{"session-timeout":"1s"}}' \
 	  '{"type":"acquire","id":1,"key":"k","ttl_ms":1000}' | examples/anylang/curator_lock.sh --dump-archive >/dev/null 2>&1
 
-# Every test, one package at a time (scripts/test.sh). Where a Docker engine
+# Every test (scripts/test.sh): the packages of pure logic two at a time, the
+# integration packages one at a time. Where a Docker engine
 # answers, the node image is built first, so that the container backend is
 # tested; where none does, the last line says it was not.
 test: deps build
