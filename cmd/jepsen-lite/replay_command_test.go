@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/jepsen-lite/jepsen-lite/reports"
+)
+
+// TestReplayTakesLockCommand requires `run --replay <dir> --lock-command
+// CMD` to replay a stored run of an external client (its scenario and
+// seed) with CMD in place of the command it was stored with: a client
+// built anew (lockapi.Replay's test binary) has a new path.
+func TestReplayTakesLockCommand(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to run the test client: ", err)
+	}
+	script, err := filepath.Abs("../../lockproto/testdata/resp_lock.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	runs := []struct {
+		name    string
+		args    []string
+		command string
+	}{
+		{"the stored run", []string{"redis-single-baseline", "--seed", "7"}, py + " " + script},
+		{"its replay under another command", []string{"--replay", ""}, "exec " + py + " " + script},
+	}
+	var first *reports.Results
+	firstDir := ""
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			if first != nil {
+				r.args[1] = firstDir
+			}
+			var out, errOut bytes.Buffer
+			args := append(r.args, "--lock-command", r.command, "--store", store, "--time-limit", "1s", "--quiet")
+			code, err := runCmd(context.Background(), args, &out, &errOut)
+			if err != nil || code != exitHeld {
+				t.Fatalf("exit %d, error %v:\n%s%s", code, err, out.String(), errOut.String())
+			}
+			dir, res := storedResults(t, out.String())
+			if res.LockClient == nil || res.LockClient.Command != r.command {
+				t.Errorf("the run's client is %+v, want the command %q", res.LockClient, r.command)
+			}
+			if first != nil && (res.Seed != first.Seed || res.Scenario != first.Scenario) {
+				t.Errorf("the replay ran %s seed %d, the stored run %s seed %d", res.Scenario, res.Seed, first.Scenario, first.Seed)
+			}
+			if first == nil {
+				first, firstDir = res, dir
+			}
+		})
+	}
+}
+
+// storedResults returns the directory of the run whose summary is out,
+// and its results.json.
+func storedResults(t *testing.T, out string) (string, *reports.Results) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  store:  (.*)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no store line in:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(m[1], reports.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res reports.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return m[1], &res
+}
