@@ -20,8 +20,12 @@ BACKEND ?= local
 
 .PHONY: deps build anylang test test-knownbugs hunt-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker clean-docker
 
+# deps also fills the module cache with the requirements of the user's
+# module of examples/ownversion, whose test runs offline (GOPROXY=off);
+# go mod download does nothing when they are there.
 deps:
 	@bash scripts/deps.sh
+	@cd examples/ownversion/testdata/redislock && GOWORK=off $(GO) mod download all
 
 build: $(BIN) $(SKEWLIB) $(ANYLANG)
 
