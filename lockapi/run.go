@@ -16,14 +16,14 @@ import (
 )
 
 // BinaryEnv names the environment variable that gives the path of the
-// jepsen-lite command that Run, Replay and ProtocolTest run.
+// jepsen-lite command that Run, Replay, Shrink and ProtocolTest run.
 const BinaryEnv = "JEPSEN_LITE_BIN"
 
-// ErrNoBinary is the error of Run, Replay and ProtocolTest when no
+// ErrNoBinary is the error of Run, Replay, Shrink and ProtocolTest when no
 // jepsen-lite command can be found.
 var ErrNoBinary = errors.New("lockapi: no jepsen-lite command: run `make build` in the jepsen-lite checkout (it writes bin/jepsen-lite), or set " + BinaryEnv + "=/path/to/jepsen-lite")
 
-// Option sets how Run, Replay and ProtocolTest run the harness.
+// Option sets how Run, Replay, Shrink and ProtocolTest run the harness.
 type Option func(*options)
 
 // options is what the Options set.
@@ -33,6 +33,7 @@ type options struct {
 	seed      *uint64
 	timeLimit time.Duration
 	output    io.Writer
+	shrink    []string // shrink's budget flags
 }
 
 // WithBinary runs the jepsen-lite command at path.
@@ -51,6 +52,16 @@ func WithTimeLimit(d time.Duration) Option { return func(o *options) { o.timeLim
 // WithOutput copies what the command prints, standard output and error,
 // to w as well.
 func WithOutput(w io.Writer) Option { return func(o *options) { o.output = w } }
+
+// WithShrinkBudget gives Shrink its budget: each candidate's runs at most
+// (--tries), how many of them must fail (--need), the runs that measure how
+// often the shrunk scenario fails (--confirm) and the search's runs at most
+// (--max-runs).
+func WithShrinkBudget(tries, need, confirm, maxRuns int) Option {
+	return func(o *options) {
+		o.shrink = []string{"--tries", strconv.Itoa(tries), "--need", strconv.Itoa(need), "--confirm", strconv.Itoa(confirm), "--max-runs", strconv.Itoa(maxRuns)}
+	}
+}
 
 // Binary returns the jepsen-lite command the Options run: WithBinary's
 // path; else BinaryEnv's; else bin/jepsen-lite of the checkout this package
@@ -146,6 +157,11 @@ func command(ctx context.Context, o options, args []string) (stdout, stderr stri
 		return "", "", 0, err
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	// An ended ctx is the command's Ctrl-C: it heals, keeps what was
+	// recorded and tears down within a second; a kill would leave the run's
+	// network rules behind.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = interruptWait
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if o.output != nil {
@@ -160,6 +176,33 @@ func command(ctx context.Context, o options, args []string) (stdout, stderr stri
 		return "", "", 0, fmt.Errorf("lockapi: running %s: %w", bin, err)
 	}
 	return out.String(), errOut.String(), 0, nil
+}
+
+// interruptWait is how long the command has to end after its interrupt
+// before it is killed.
+const interruptWait = 30 * time.Second
+
+// Shrink searches, from the stored run in dir that failed (its verdict
+// invalid), for a smaller scenario that still fails against lock
+// (`jepsen-lite shrink <dir> --lock-command <lock's command>`, docs/shrink.md),
+// and returns the path of the shrunk.yaml it wrote into dir. The error
+// says why none was written (the run did not fail again, the failure was
+// too rare) with the command's own line.
+func Shrink(ctx context.Context, dir string, lock Lock, opts ...Option) (string, error) {
+	cmdline, err := lock.Command()
+	if err != nil {
+		return "", err
+	}
+	o := collect(opts)
+	args := append([]string{"shrink", dir, "--lock-command", cmdline}, o.shrink...)
+	_, stderr, code, err := command(ctx, o, args)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", fmt.Errorf("lockapi: jepsen-lite shrink: exit %d: %s", code, lastLine(stderr))
+	}
+	return filepath.Join(dir, "shrunk.yaml"), nil
 }
 
 // lastLine is the last line of s that is not blank.

@@ -17,7 +17,8 @@ const pinned = "v9.17.3"
 // own go-redis. go mod tidy must leave its pin, the build must select it,
 // and its tests must pass: protocol-test of its lock's client, a correct
 // lock found valid and its run replayed, a check-then-set lock caught with
-// a double-hold, each run naming go-redis 9.17.3 as its client's library.
+// a double-hold and its run shrunk, each run naming go-redis 9.17.3 as its
+// client's library.
 // Nothing is downloaded: make deps fills the module cache (GOPROXY=off).
 func TestModuleKeepsItsVersions(t *testing.T) {
 	goTool, err := exec.LookPath("go")

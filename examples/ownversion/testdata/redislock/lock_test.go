@@ -29,7 +29,8 @@ func TestProtocol(t *testing.T) {
 }
 
 // TestLocks runs the catalog's Redis baseline against each lock, on the
-// go-redis version this module pins, and replays the correct lock's run.
+// go-redis version this module pins, replays the correct lock's run and
+// shrinks the broken lock's.
 func TestLocks(t *testing.T) {
 	if v := redis.Version(); v != "9.17.3" {
 		t.Fatalf("go-redis %s, want the pinned 9.17.3", v)
@@ -51,6 +52,7 @@ func TestLocks(t *testing.T) {
 			}
 			checkResult(t, res, tt.lock, tt.verdict, tt.kind)
 			if tt.verdict != lockapi.Valid {
+				checkShrink(t, res.Dir, tt.lock)
 				return
 			}
 			again, err := lockapi.Replay(context.Background(), res.Dir, tt.lock, lockapi.WithStore(t.TempDir()))
@@ -77,5 +79,26 @@ func checkResult(t *testing.T, res *lockapi.Result, lock lockapi.Lock, verdict, 
 	}
 	if !strings.Contains(res.Client, "go-redis 9.17.3") || !strings.HasPrefix(res.Client, lock.Name) {
 		t.Errorf("the run's client %q is not %s on go-redis 9.17.3", res.Client, lock.Name)
+	}
+}
+
+// checkShrink shrinks the failing run in dir, on a small budget, and
+// requires a shrunk scenario that still names the lock's command.
+func checkShrink(t *testing.T, dir string, lock lockapi.Lock) {
+	t.Helper()
+	path, err := lockapi.Shrink(context.Background(), dir, lock, lockapi.WithShrinkBudget(1, 1, 1, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := lock.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "JEPSEN_LITE_LOCKAPI") || !strings.Contains(string(b), lock.Name) {
+		t.Errorf("%s does not name the lock's command %s:\n%s", path, cmd, b)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/jepsen-lite/jepsen-lite/clients"
 	"github.com/jepsen-lite/jepsen-lite/reports"
+	"github.com/jepsen-lite/jepsen-lite/runner"
+	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
 // TestReplayTakesLockCommand requires `run --replay <dir> --lock-command
@@ -79,4 +82,49 @@ func storedResults(t *testing.T, out string) (string, *reports.Results) {
 		t.Fatal(err)
 	}
 	return m[1], &res
+}
+
+// TestShrinkTakesLockCommand requires shrink's --lock-command to replace
+// the command a stored run of an external client was made with, in every
+// candidate the search runs, and to leave the stored one when not given.
+func TestShrinkTakesLockCommand(t *testing.T) {
+	sc, err := scenarios.Load("redis-single-baseline", runner.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := withLockCommand(sc, "./client-as-stored")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	yml, err := scenarios.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := `{"scenario":"redis-single-baseline","verdict":"invalid","checkers":[{"name":"double-hold","verdict":"invalid","anomalies":[{"kind":"double-hold","ops":[1,2],"message":"two holders"}]}]}`
+	for name, b := range map[string][]byte{reports.ScenarioFile: yml, reports.ResultsFile: []byte(results)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, flag, want string
+	}{
+		{"the stored command without the flag", "", "./client-as-stored"},
+		{"the flag's command", "./client-built-anew", "./client-built-anew"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, kinds, err := shrinkInput(dir, tt.flag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd := got.Lock.Options[clients.ExecCommandOption]; cmd != tt.want || got.Lock.Algorithm != clients.ExecAlgorithm {
+				t.Errorf("the candidates run %s %q, want exec %q", got.Lock.Algorithm, cmd, tt.want)
+			}
+			if len(kinds) != 1 || kinds[0] != "double-hold" {
+				t.Errorf("kinds %v, want the stored run's double-hold", kinds)
+			}
+		})
+	}
 }
