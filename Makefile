@@ -20,8 +20,12 @@ BACKEND ?= local
 
 .PHONY: deps build anylang test test-knownbugs hunt-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker clean-docker
 
+# deps also fills the module cache with the requirements of the user's
+# module of examples/ownversion, whose test runs offline (GOPROXY=off);
+# go mod download does nothing when they are there.
 deps:
 	@bash scripts/deps.sh
+	@cd examples/ownversion/testdata/redislock && GOWORK=off $(GO) mod download all
 
 build: $(BIN) $(SKEWLIB) $(ANYLANG)
 
@@ -133,14 +137,19 @@ clean-docker:
 	-docker network ls -q --filter label=jepsen-lite.run | xargs -r docker network rm
 
 # go.mod and go.sum tidy, vet, gofmt, and the code rules of package
-# coderules (no function over 80 lines, in any package or example). CI runs
-# it before the tests.
+# coderules (no function over 80 lines, in any package or example), for the
+# main module and the nested module lockapi (its own go.mod); lockapi's
+# tests, which start nothing, run here too, with -race. CI runs it before
+# the tests.
 lint:
 	$(GO) mod tidy -diff
+	cd lockapi && $(GO) mod tidy -diff
 	$(GO) vet ./...
+	cd lockapi && $(GO) vet ./...
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
+	cd lockapi && $(GO) test -race -count=1 ./...
 
 # FUZZ_SHARE=k/n runs only the targets whose place in the list, counted
 # from 0, is k modulo n (CI takes a third a day); empty runs every target.

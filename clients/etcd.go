@@ -136,7 +136,7 @@ func NewEtcdMutex(ctx context.Context, t Target) (Locker, error) {
 		Logger:      zap.NewNop(),
 	}
 	if !t.TCP.IsZero() {
-		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(t.TCP.grpcDialer())}
+		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(grpcDialer(t.TCP))}
 	}
 	client, err := clientv3.New(cfg)
 	if err != nil {

@@ -5,29 +5,34 @@
 package clients
 
 import (
-	"context"
 	"errors"
-	"io"
-	"math/rand/v2"
-	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/lockapi"
 )
+
+// The lock's types and errors a Locker of one's own implements and returns
+// are declared once, in the module github.com/jepsen-lite/jepsen-lite/lockapi
+// (which requires nothing but the standard library); clients names them
+// here, so that a Locker is the same type on both sides and errors.Is holds
+// across them.
 
 // ErrNotAcquired reports that the lock was definitely not acquired (it is
 // held by someone else, no quorum granted it, or the acquire failed before
 // any step that can take the lock: Step) and that nothing needs to be
 // undone. The recording wrapper records it as fail; every other error is
-// indeterminate and recorded as info.
-var ErrNotAcquired = errors.New("clients: lock not acquired")
+// indeterminate and recorded as info. It is lockapi.ErrNotAcquired.
+var ErrNotAcquired = lockapi.ErrNotAcquired
 
 // ErrNotHeld reports that a release or renewal definitely did nothing because
-// the caller did not hold the lock (any more). It is recorded as fail.
-var ErrNotHeld = errors.New("clients: lock not held")
+// the caller did not hold the lock (any more). It is recorded as fail. It is
+// lockapi.ErrNotHeld.
+var ErrNotHeld = lockapi.ErrNotHeld
 
 // ErrReleaseNoOp reports a release that the algorithm does not perform on
 // the server (the timeout locks: the lock frees itself when its lease ends).
 // The recording wrapper records it as fail, so that nothing reads it as a
-// release that freed the lock.
-var ErrReleaseNoOp = errors.New("clients: release does nothing on the server: the lock frees itself when its lease ends")
+// release that freed the lock. It is lockapi.ErrReleaseNoOp.
+var ErrReleaseNoOp = lockapi.ErrReleaseNoOp
 
 // ErrClientClosed reports a call that closed its own client to return: an
 // algorithm whose library call cannot be abandoned any other way
@@ -37,94 +42,42 @@ var ErrReleaseNoOp = errors.New("clients: release does nothing on the server: th
 var ErrClientClosed = errors.New("clients: the call closed its client to return")
 
 // ErrHoldEnded is the cause (context.Cause) with which the runner ends the
-// context it gave a successful Acquire, once the hold is over.
-var ErrHoldEnded = errors.New("clients: the hold ended")
+// context it gave a successful Acquire, once the hold is over. It is
+// lockapi.ErrHoldEnded.
+var ErrHoldEnded = lockapi.ErrHoldEnded
 
-// Locker is one client's handle on a lock algorithm. A Locker is used by one
-// worker at a time; the runner makes one per worker.
-type Locker interface {
-	// Acquire tries once to take the lock on key for ttl. It returns
-	// ErrNotAcquired (wrapped or not) when the lock definitely was not taken.
-	//
-	// The runner's ctx lives as long as the hold, so a library may tie a
-	// heartbeat or a keepalive to it. While Acquire runs, ctx has the
-	// call's deadline and ends with context.DeadlineExceeded when the call
-	// runs past it (the call is then recorded as info, whatever it
-	// returns). Once Acquire returned, ctx has no deadline: when the
-	// acquire failed, it ends at once; when it succeeded, it ends with the
-	// cause ErrHoldEnded after the hold, once Release has returned (or
-	// when the process crashed, or the run was aborted). A waiting acquire
-	// (Waiter) gets the same context.
-	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
-	// Release gives the lease back. It returns ErrNotHeld when the lease was
-	// definitely no longer held.
-	Release(ctx context.Context, l Lease) error
-	// Close releases the Locker's connections. It does not release leases.
-	Close() error
-}
+// Locker is one client's handle on a lock algorithm (lockapi.Locker): a
+// Locker is used by one worker at a time, and the runner makes one per
+// worker. Its Acquire's context lives as long as the hold; in the runner's
+// process it also has the call's deadline while Acquire runs and ends with
+// context.DeadlineExceeded when the call runs past it (the call is then
+// recorded as info, whatever it returns).
+type Locker = lockapi.Locker
 
-// Lease is what a successful Acquire returns.
-//
-// Expires and Never state what the service itself granted (the lease
-// semantics of the algorithm's declaration): Expires is the earliest instant, from
-// time.Now, at which the service may free the lock on its own, without a
-// release; Never is set instead when it never does. An algorithm sets exactly
-// one of them. Session is set when closing the client frees the lock.
-type Lease struct {
-	Key     string
-	Token   uint64    // fencing token; 0 when the algorithm has none
-	Until   time.Time // client-side validity end, from time.Now (monotonic); zero when none (session locks)
-	Owner   string    // the random value / node path / session that identifies us
-	Expires time.Time // earliest instant the service may free the lock without a release
-	Never   bool      // the service never frees the lock on its own
-	Session bool      // closing the client frees the lock
-}
+// Lease is what a successful Acquire returns (lockapi.Lease).
+type Lease = lockapi.Lease
 
-// Renewer is a Locker that can extend a lease it holds.
-type Renewer interface {
-	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
-}
+// Renewer is a Locker that can extend a lease it holds (lockapi.Renewer).
+type Renewer = lockapi.Renewer
 
 // LeaseWatcher is a Locker whose leases can be lost behind the holder's back
-// (session locks: ZooKeeper, etcd). Lost returns a channel that is closed when
-// the algorithm learns that l is no longer held.
-type LeaseWatcher interface {
-	Lost(l Lease) <-chan struct{}
-}
+// (lockapi.LeaseWatcher).
+type LeaseWatcher = lockapi.LeaseWatcher
 
-// Clock is a worker's own wall clock. Algorithms that send a client timestamp
-// (the timeout locks) read it here, so the nemesis can skew one worker's clock
-// without touching the host's.
-type Clock interface {
-	Now() time.Time
-}
+// Clock is a worker's own wall clock (lockapi.Clock). Algorithms that send a
+// client timestamp (the timeout locks) read it, so the nemesis can skew one
+// worker's clock without touching the host's.
+type Clock = lockapi.Clock
 
-// Endpoint is one node as a worker sees it: its name and the address of the
-// worker's own proxy to it.
-type Endpoint struct {
-	Name string
-	Addr string
-	Role string // "primary", "replica", "sentinel", "" for peers
-}
+// Endpoint is one node as a worker sees it (lockapi.Endpoint).
+type Endpoint = lockapi.Endpoint
 
-// Target is everything a Locker factory needs to build one worker's Locker.
-type Target struct {
-	Worker    int
-	Process   int    // the history process the Locker serves (Worker for the first)
-	System    string // the system under test: "redis", "postgres", "zookeeper", "etcd"
-	Endpoints []Endpoint
-	Clock     Clock
-	Rand      *rand.Rand        // the worker's own source, derived from the run's seed
-	Drift     time.Duration     // clock drift allowance subtracted from Until
-	Options   map[string]string // algorithm options from the scenario
-	TCP       TCP               // the TCP timeouts of every connection the Locker opens (the scenario's tcp)
-	// Log receives what a Locker has to say about itself in run.log (an
-	// external client's standard error); nil discards it.
-	Log io.Writer
-}
+// Target is everything a Locker factory needs to build one worker's Locker
+// (lockapi.Target).
+type Target = lockapi.Target
 
-// Factory builds one worker's Locker.
-type Factory func(ctx context.Context, t Target) (Locker, error)
+// Factory builds one worker's Locker (lockapi.Factory).
+type Factory = lockapi.Factory
 
 // Step is one request of an acquire, up to and including the ones that can
 // take the lock (a read of what was taken, after them, is no step of its

@@ -227,7 +227,7 @@ func postgresConfig(name string, ep Endpoint, user, database string, tcp TCP) (*
 		return nil, fmt.Errorf("clients: %s: %w", name, err)
 	}
 	if !tcp.IsZero() {
-		cfg.DialFunc = tcp.dialer(0, goKeepAlive).DialContext
+		cfg.DialFunc = tcpDialer(tcp, 0, goKeepAlive).DialContext
 	}
 	return cfg, nil
 }

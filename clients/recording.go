@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/history"
+	"github.com/jepsen-lite/jepsen-lite/lockapi"
 )
 
 // Process is the logical process a worker currently speaks as. A worker
@@ -123,7 +124,8 @@ func (r *Recorded) AcquireWait(ctx context.Context, key string, ttl, wait time.D
 // when the run ends. A waiting acquire cut short so with an unknown outcome is
 // left pending in the history (docs/history.md §1): the worker was still
 // waiting when the record ended, and nothing it learned since is recorded.
-var ErrRunEnded = errors.New("clients: the run ended while the call waited")
+// It is lockapi.ErrRunEnded.
+var ErrRunEnded = lockapi.ErrRunEnded
 
 // acquire records the acquire that call performs.
 func (r *Recorded) acquire(ctx context.Context, key string, ttl time.Duration, call func() (Lease, error)) (Lease, error) {

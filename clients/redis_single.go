@@ -38,7 +38,7 @@ end`)
 func newRedisClient(addr string, timeout time.Duration, tcp TCP) *redis.Client {
 	return redis.NewClient(&redis.Options{
 		Addr:                  addr,
-		Dialer:                tcp.redisDialer(timeout),
+		Dialer:                redisDialer(tcp, timeout),
 		MaxRetries:            -1,
 		DialerRetries:         1,
 		DialTimeout:           timeout,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/lockapi"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,8 +25,8 @@ const (
 // ErrOutcomeUnknown reports an acquire that failed in a way that may still
 // have taken the lock on some servers (a quorum of Redlock masters, say)
 // without the client learning it. It is indeterminate: it does not wrap
-// ErrNotAcquired.
-var ErrOutcomeUnknown = errors.New("clients: outcome unknown")
+// ErrNotAcquired. It is lockapi.ErrOutcomeUnknown.
+var ErrOutcomeUnknown = lockapi.ErrOutcomeUnknown
 
 // ErrValidityExpired reports a Redlock acquire that reached a quorum too late:
 // the elapsed time and drift used up the whole ttl. The client gives the lock

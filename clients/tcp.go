@@ -6,32 +6,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jepsen-lite/jepsen-lite/lockapi"
 	"golang.org/x/sys/unix"
 )
 
 // TCP is the TCP timeouts every connection of a lock client is opened with
-// (the scenario's `tcp` block; docs/network.md, "When a connection ends
-// during a partition"). A zero field keeps what the client's library sets
-// by itself (keepalive) or the OS default (TCP_USER_TIMEOUT); the zero TCP
-// leaves the libraries' dialers untouched. The scenario's validation
+// (lockapi.TCP: the scenario's `tcp` block; docs/network.md, "When a
+// connection ends during a partition"). The scenario's validation
 // (scenarios.TCP) keeps the values within what the kernel accepts.
-type TCP struct {
-	// KeepAliveIdle is how long a connection is idle before the first
-	// keepalive probe (TCP_KEEPIDLE, whole seconds).
-	KeepAliveIdle time.Duration
-	// KeepAliveInterval is the time between unanswered keepalive probes
-	// (TCP_KEEPINTVL, whole seconds).
-	KeepAliveInterval time.Duration
-	// KeepAliveCount is how many unanswered probes end the connection
-	// (TCP_KEEPCNT).
-	KeepAliveCount int
-	// UserTimeout is how long sent data may stay unacknowledged before
-	// the OS ends the connection (TCP_USER_TIMEOUT, whole milliseconds).
-	UserTimeout time.Duration
-}
-
-// IsZero reports whether t changes nothing.
-func (t TCP) IsZero() bool { return t == TCP{} }
+type TCP = lockapi.TCP
 
 // The keepalive each client library dials with when it is left alone (the
 // versions in go.mod; TestTCPSocketOptions reads them off real sockets).
@@ -46,10 +29,10 @@ var (
 	grpcKeepAlive = net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}
 )
 
-// dialer returns the dialer of a client family whose own keepalive is
+// tcpDialer returns the dialer of a client family whose own keepalive is
 // base: base with the fields t sets in place of its own, TCP_USER_TIMEOUT
 // when t sets it, and timeout bounding each dial.
-func (t TCP) dialer(timeout time.Duration, base net.KeepAliveConfig) *net.Dialer {
+func tcpDialer(t TCP, timeout time.Duration, base net.KeepAliveConfig) *net.Dialer {
 	ka := base
 	if t.KeepAliveIdle > 0 {
 		ka.Idle = t.KeepAliveIdle
@@ -81,27 +64,27 @@ func (t TCP) dialer(timeout time.Duration, base net.KeepAliveConfig) *net.Dialer
 
 // redisDialer returns go-redis's Options.Dialer for t, nil (go-redis's
 // own) when t is zero.
-func (t TCP) redisDialer(timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func redisDialer(t TCP, timeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if t.IsZero() {
 		return nil
 	}
-	return t.dialer(timeout, goRedisKeepAlive).DialContext
+	return tcpDialer(t, timeout, goRedisKeepAlive).DialContext
 }
 
 // zkDialer returns the ZooKeeper client's dialer for t: its own,
 // net.DialTimeout, when t is zero.
-func (t TCP) zkDialer() func(network, addr string, timeout time.Duration) (net.Conn, error) {
+func zkDialer(t TCP) func(network, addr string, timeout time.Duration) (net.Conn, error) {
 	if t.IsZero() {
 		return net.DialTimeout
 	}
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		return t.dialer(timeout, goKeepAlive).Dial(network, addr)
+		return tcpDialer(t, timeout, goKeepAlive).Dial(network, addr)
 	}
 }
 
 // grpcDialer returns etcd's gRPC dialer for t: the address is host:port.
-func (t TCP) grpcDialer() func(ctx context.Context, addr string) (net.Conn, error) {
-	d := t.dialer(0, grpcKeepAlive)
+func grpcDialer(t TCP) func(ctx context.Context, addr string) (net.Conn, error) {
+	d := tcpDialer(t, 0, grpcKeepAlive)
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		return d.DialContext(ctx, "tcp", addr)
 	}

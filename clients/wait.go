@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	"github.com/jepsen-lite/jepsen-lite/lockapi"
 )
 
-// Waiter is a Locker that can wait for a held lock, the way its library or
+// Waiter (lockapi.Waiter) is a Locker that can wait for a held lock, the way its library or
 // its seed waits, for up to wait: one blocking acquire, recorded as one op.
 // It returns ErrNotAcquired when the lock was still held when the wait ended.
 // Every algorithm implements it:
@@ -22,9 +23,7 @@ import (
 //   - the others retry after a random delay, as the Redis seed asks of a client
 //     that failed to take a lock ("retry after a random delay in order to try
 //     to desynchronize multiple clients").
-type Waiter interface {
-	AcquireWait(ctx context.Context, key string, ttl, wait time.Duration) (Lease, error)
-}
+type Waiter = lockapi.Waiter
 
 // The bounds of the random delay between two tries of a waiting acquire.
 const (

@@ -143,7 +143,7 @@ func zkConnect(name string, t Target, sessionTimeout time.Duration, negotiated *
 	for _, p := range peers {
 		servers = append(servers, p.Addr)
 	}
-	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithDialer(t.TCP.zkDialer()),
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithDialer(zkDialer(t.TCP)),
 		zk.WithLogger(zkLogger{negotiated}), zk.WithLogInfo(true), zk.WithEventCallback(onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("clients: %s: connect: %w", name, err)

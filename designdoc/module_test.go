@@ -79,10 +79,19 @@ func goBinary() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-// goList runs `go list -json ./...` at the module's root and decodes its
-// stream of packages.
+// nestedModules are the modules of ours in directories of the main module
+// (each with its go.mod), whose packages §1's table lists too: lockapi,
+// which a user's module requires in place of the harness.
+var nestedModules = []string{"lockapi"}
+
+// goList runs `go list -json` of the module's packages and of the nested
+// modules' at the module's root and decodes its stream of packages.
 func goList() ([]pkg, error) {
-	cmd := exec.Command(goBinary(), "list", "-json", "./...")
+	args := []string{"list", "-json", "./..."}
+	for _, m := range nestedModules {
+		args = append(args, modulePath+"/"+m+"/...")
+	}
+	cmd := exec.Command(goBinary(), args...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

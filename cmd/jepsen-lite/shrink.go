@@ -20,7 +20,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/shrink"
 )
 
-const shrinkUsage = `Usage: jepsen-lite shrink <run dir> [--tries N] [--need K] [--confirm M] [--max-runs R] [--backend local|docker]
+const shrinkUsage = `Usage: jepsen-lite shrink <run dir> [--tries N] [--need K] [--confirm M] [--max-runs R] [--backend local|docker] [--lock-command CMD]
 
 Searches, from a stored run that failed (its verdict invalid), for a smaller
 scenario that still fails: delta debugging over the fault steps the run
@@ -37,7 +37,9 @@ run M more times to measure how often it fails, and written as
 shrunk.yaml into the run directory: a runnable scenario whose description
 says what was removed, how many runs the search took, how many candidates
 were undecided and how often the shrunk case failed. The search's runs are
-stored under <run dir>/shrink.
+stored under <run dir>/shrink. With --lock-command, a run of an external
+lock client is shrunk with CMD in place of the command it was stored with
+(a client built anew since, at another path), and shrunk.yaml names CMD.
 
 Exit 0 when shrunk.yaml was written, 254 when the run did not fail again
 (fewer than K of N runs failed, the undecided counted), when the smallest
@@ -57,6 +59,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	maxRuns := fs.Int("max-runs", d.maxRuns, "the search's budget of runs")
 	backend := fs.String("backend", d.backend, "where the servers run: local or docker")
 	checkTimeout := fs.Duration("check-timeout", d.checkTimeout, "time budget of the checkers per run")
+	lockCommand := fs.String("lock-command", "", "run the candidates against this external lock client (docs/lock-protocol.md) instead of the stored run's lock")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return exitHeld, nil
@@ -78,7 +81,10 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 			return exitUsage, err
 		}
 	}
-	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, checkTimeout: *checkTimeout}, stdout, stderr)
+	if isSet(fs, "lock-command") && strings.TrimSpace(*lockCommand) == "" {
+		return exitUsage, usagef("--lock-command: empty command")
+	}
+	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, checkTimeout: *checkTimeout, lockCommand: *lockCommand}, stdout, stderr)
 }
 
 // shrunkDescription is the description of the scenario shrunk from the
@@ -167,10 +173,35 @@ type shrinkSettings struct {
 	tries, need, confirm, maxRuns int
 	backend                       string
 	checkTimeout                  time.Duration
+	lockCommand                   string // "": the stored run's lock
 }
 
 // defaultShrink are shrink's defaults, those of its flags.
 var defaultShrink = shrinkSettings{tries: 3, need: 2, confirm: 5, maxRuns: 200, backend: "local", checkTimeout: 5 * time.Minute}
+
+// shrinkInput loads the stored run in runDir, its lock command replaced by
+// lockCommand unless that is empty, and the anomaly kinds it found; the
+// error is a usage error, for a run that did not fail too.
+func shrinkInput(runDir, lockCommand string) (*scenarios.Scenario, []string, error) {
+	sc, err := scenarios.Load(runDir, runner.Names())
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	if lockCommand != "" {
+		if sc, err = withLockCommand(sc, lockCommand); err != nil {
+			return nil, nil, err
+		}
+	}
+	res, err := reports.ReadResults(runDir)
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("%s: %w", runDir, err)}
+	}
+	kinds := gate.AnomalyKinds(res.Checkers)
+	if res.Verdict != checker.Invalid || len(kinds) == 0 {
+		return nil, nil, usagef("%s: the run's verdict is %s with no anomaly: nothing to shrink", runDir, res.Verdict)
+	}
+	return sc, kinds, nil
+}
 
 // shrinkRun shrinks the failing run in runDir and writes its shrunk.yaml,
 // returning shrink's exit code.
@@ -178,17 +209,9 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if resolved, err := filepath.EvalSymlinks(runDir); err == nil {
 		runDir = resolved
 	}
-	sc, err := scenarios.Load(runDir, runner.Names())
+	sc, kinds, err := shrinkInput(runDir, set.lockCommand)
 	if err != nil {
-		return exitUsage, usageError{err}
-	}
-	res, err := reports.ReadResults(runDir)
-	if err != nil {
-		return exitUsage, usageError{fmt.Errorf("%s: %w", runDir, err)}
-	}
-	kinds := gate.AnomalyKinds(res.Checkers)
-	if res.Verdict != checker.Invalid || len(kinds) == 0 {
-		return exitUsage, usagef("%s: the run's verdict is %s with no anomaly: nothing to shrink", runDir, res.Verdict)
+		return exitUsage, err
 	}
 	backendUsed, err := backendFor(set.backend)
 	if err != nil {

@@ -53,7 +53,9 @@ func TestOwnModule(t *testing.T) {
 
 // writeOwnModule writes the module of docs/own-lock.md in a temporary
 // directory and returns it: the harness required and replaced by the
-// checkout, and the harness's own requirements and sums, so that the module
+// checkout (and its module lockapi by the checkout's lockapi directory: a
+// replace in the harness's go.mod does not reach the module that requires
+// it), and the harness's own requirements and sums, so that the module
 // graph is the harness's (nothing else to look up), and
 // testdata/mymodule/main.go.
 func writeOwnModule(t *testing.T, checkout string) string {
@@ -70,7 +72,8 @@ func writeOwnModule(t *testing.T, checkout string) string {
 	goVersion := regexp.MustCompile(`(?m)^go .*$`).Find(gomod)
 	ours := "module example.com/mylock\n\n" + string(goVersion) + "\n\n" +
 		"require github.com/jepsen-lite/jepsen-lite v0.0.0\n\n" +
-		"replace github.com/jepsen-lite/jepsen-lite => " + checkout + "\n" + string(requires)
+		"replace github.com/jepsen-lite/jepsen-lite => " + checkout + "\n" +
+		"replace github.com/jepsen-lite/jepsen-lite/lockapi => " + filepath.Join(checkout, "lockapi") + "\n" + string(requires)
 	write(t, filepath.Join(mod, "go.mod"), []byte(ours))
 	gosum, err := os.ReadFile(filepath.Join(checkout, "go.sum"))
 	if err != nil {

@@ -1,0 +1,3 @@
+module github.com/jepsen-lite/jepsen-lite/lockapi
+
+go 1.26.8
