@@ -138,9 +138,8 @@ clean-docker:
 
 # go.mod and go.sum tidy, vet, gofmt, and the code rules of package
 # coderules (no function over 80 lines, in any package or example), for the
-# main module and the nested module lockapi (its own go.mod); lockapi's
-# tests, which start nothing, run here too, with -race. CI runs it before
-# the tests.
+# main module and the nested module lockapi (its own go.mod; make test runs
+# its tests). CI runs it before the tests.
 lint:
 	$(GO) mod tidy -diff
 	cd lockapi && $(GO) mod tidy -diff
@@ -149,7 +148,6 @@ lint:
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
-	cd lockapi && $(GO) test -race -count=1 ./...
 
 # FUZZ_SHARE=k/n runs only the targets whose place in the list, counted
 # from 0, is k modulo n (CI takes a third a day); empty runs every target.
