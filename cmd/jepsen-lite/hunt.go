@@ -203,6 +203,8 @@ func (f *huntFlags) base() (*scenarios.Scenario, cluster.Backend, error) {
 		if base, err = withLockCommand(base, f.lockCommand); err != nil {
 			return nil, cluster.Backend{}, err
 		}
+	} else if err := refuseOwnLock(base, "runner.Hunt and runner.WithLockerNamed with the lock's factory"); err != nil {
+		return nil, cluster.Backend{}, err
 	}
 	backendUsed, err := backendFor(f.backend)
 	if err != nil {
