@@ -253,7 +253,7 @@ func (f *huntFlags) base() (*scenarios.Scenario, cluster.Backend, error) {
 		if base, err = withLockCommand(base, f.lockCommand); err != nil {
 			return nil, cluster.Backend{}, err
 		}
-	} else if err := refuseOwnLock(base, "runner.Hunt and runner.WithLockerNamed with the lock's factory"); err != nil {
+	} else if err := refuseOwnLock(base, "lockapi.Hunt with the lock's lockapi.Lock"); err != nil {
 		return nil, cluster.Backend{}, err
 	}
 	backendUsed, err := backendFor(f.backend)

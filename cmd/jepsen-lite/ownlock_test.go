@@ -37,7 +37,7 @@ func TestReplayOwnLock(t *testing.T) {
 		{"--replay", []string{"run", "--replay", res.Dir}, "lockapi.Replay"},
 		{"the run dir", []string{"run", res.Dir}, "lockapi.Replay"},
 		{"shrink", []string{"shrink", res.Dir}, "lockapi.Shrink"},
-		{"hunt", []string{"hunt", res.Dir, "--runs", "1"}, "runner.Hunt"},
+		{"hunt", []string{"hunt", res.Dir, "--runs", "1"}, "lockapi.Hunt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
