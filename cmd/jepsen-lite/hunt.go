@@ -44,8 +44,14 @@ runs use that external lock client (docs/lock-protocol.md); with
 --lock-command and --system S instead of an argument, the base is the
 system's plain baseline (redis: redis-single-baseline, postgres:
 pg-advisory-baseline, zookeeper: zk-recipe-baseline, etcd:
-etcd-mutex-baseline). An external client's register is fenced only when
---lock-tokens declares that its leases carry fencing tokens.
+etcd-mutex-baseline). Before the campaign, and before any cluster starts,
+the external client's command is started once to read the abilities of its
+init_ok: a waiting acquire is drawn only for a client that claims "wait", a
+renewal only for one that claims "renew". Its register is fenced only when
+--lock-tokens declares that its leases carry fencing tokens. A fault kind
+that the base's topology cannot take (a failover without a replica, a
+sentinel failover without sentinels) is reported not applicable before
+anything of it starts.
 
 With --shrink, the campaign ends by shrinking the first failing run of
 each fault kind that found something, as 'jepsen-lite shrink' does with

@@ -93,3 +93,26 @@ func TestHuntDrawsWhatTheClientCan(t *testing.T) {
 		})
 	}
 }
+
+// TestHuntNotApplicableStartsNothing hunts one Redis with the failovers:
+// both kinds are reported not applicable from the base's topology, and
+// neither leaves a run directory in the store (no cluster started for
+// them); only the run without faults is made.
+func TestHuntNotApplicableStartsNothing(t *testing.T) {
+	store := t.TempDir()
+	code, stdout, stderr := runCLI(t, "hunt", "redis-single-baseline", "--faults", "failover,sentinel-failover", "--runs", "1", "--time-limit", "1s", "--store", store, "--quiet")
+	if code > exitUnknown {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	for _, kind := range []string{"failover", "sentinel-failover"} {
+		if !strings.Contains(stderr, "hunt: "+kind+": not applicable: "+kind+" needs a") || !strings.Contains(stdout, "not applicable: "+kind+" needs a") {
+			t.Errorf("%s: want it not applicable from the topology:\n%s%s", kind, stdout, stderr)
+		}
+		if dirs, _ := filepath.Glob(filepath.Join(store, "*-hunt-"+kind)); len(dirs) > 0 {
+			t.Errorf("%s: a not applicable kind left %v", kind, dirs)
+		}
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(store, "*-hunt-none")); len(dirs) != 1 {
+		t.Errorf("want the run without faults stored once, got %v", dirs)
+	}
+}
