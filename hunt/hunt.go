@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -456,7 +457,35 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 	return &varied
 }
 
-// Campaign runs the campaign on base and returns its report.
+// NotApplicable says why fault kind cannot run on base's cluster, as its
+// declared topology (cluster.Layout) shows before anything starts: a
+// failover needs a replica to promote, a sentinel failover needs
+// sentinels. It returns "" for a kind that can run, or whose cluster
+// cannot be told from the declaration (the run then says it, Unavailable).
+func NotApplicable(base *scenarios.Scenario, kind string) string {
+	var role string
+	switch kind {
+	case nemesis.Failover{}.Name():
+		role = cluster.RoleReplica
+	case nemesis.SentinelFailover{}.Name():
+		role = cluster.RoleSentinel
+	default:
+		return ""
+	}
+	nodes, err := cluster.Layout(cluster.Spec{System: base.System.Name, Topology: base.System.Topology, Nodes: base.System.Nodes})
+	if err != nil || slices.ContainsFunc(nodes, func(n cluster.Node) bool { return n.Role == role }) {
+		return ""
+	}
+	n, unit := max(base.System.Nodes, 1), "nodes"
+	if n == 1 {
+		unit = "node"
+	}
+	return fmt.Sprintf("%s needs a %s node; %s/%s (%d %s) has none", kind, role, base.System.Name, cmp.Or(base.System.Topology, "default"), n, unit)
+}
+
+// Campaign runs the campaign on base and returns its report. A kind that
+// is not applicable to base's topology (NotApplicable) is reported so
+// before anything of it starts.
 func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, validate func(*scenarios.Scenario) error, opts Options) (*Report, error) {
 	began := time.Now()
 	opts = opts.withDefaults()
@@ -487,6 +516,12 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 		c.kind = k
 		row := &Row{Fault: kind}
 		c.rep.Rows = append(c.rep.Rows, row)
+		if why := NotApplicable(base, kind); why != "" {
+			row.NotApplicable = why
+			fmt.Fprintf(c.opts.Log, "hunt: %s: not applicable: %s (from the base's topology; nothing started)\n", kind, why)
+			c.told.Total -= c.shardRuns()
+			continue
+		}
 		if err := c.hunt(ctx, row); err != nil {
 			return c.rep, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,7 +196,7 @@ func TestCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"none/10", "none/11", "none/12", "none/13", "client-pause/10", "client-pause/11", "client-pause/12", "client-pause/13",
-		"kill/10", "kill/11", "kill/12", "kill/13", "pause/10", "failover/10"}
+		"kill/10", "kill/11", "kill/12", "kill/13", "pause/10"} // failover: known not applicable to three masters before it runs
 	if !slices.Equal(ran, want) {
 		t.Errorf("runs %v, want %v", ran, want)
 	}
@@ -294,7 +295,9 @@ func TestCampaignProgress(t *testing.T) {
 	}
 	var told []Progress
 	opts := Options{Faults: []string{"client-pause", "pause", "failover"}, Runs: 2, Seed: 10, Progress: func(p Progress) { told = append(told, p) }}
-	if _, err := Campaign(context.Background(), base(), run, nil, opts); err != nil {
+	b := base()
+	b.System.Topology = "primary-replica" // a failover found not applicable only when it runs
+	if _, err := Campaign(context.Background(), b, run, nil, opts); err != nil {
 		t.Fatal(err)
 	}
 	want := []Progress{
@@ -535,6 +538,53 @@ func TestSteeringSkipsUnknownRuns(t *testing.T) {
 			}
 			if steered := rep.Rows[0].Steered; (steered > 0) != tt.wantSteered {
 				t.Errorf("%d of 10 runs steered; want some: %v", steered, tt.wantSteered)
+			}
+		})
+	}
+}
+
+// TestNotApplicableBeforeStart: a kind that the base's declared topology
+// cannot take is known before anything of it runs: the campaign never
+// calls its run function (which starts the cluster) for it, reports the
+// kind not applicable with why, and counts none of its runs.
+func TestNotApplicableBeforeStart(t *testing.T) {
+	tests := []struct {
+		name     string
+		system   scenarios.System
+		kind     string
+		runs     bool
+		contains string
+	}{
+		{"failover on one Redis", scenarios.System{Name: "redis", Nodes: 1}, "failover", false, "failover needs a replica node; redis/default (1 node) has none"},
+		{"failover on three masters", scenarios.System{Name: "redis", Topology: "masters", Nodes: 3}, "failover", false, "needs a replica node"},
+		{"failover with replicas", scenarios.System{Name: "redis", Topology: "primary-replica", Nodes: 3}, "failover", true, ""},
+		{"sentinel failover without sentinels", scenarios.System{Name: "redis", Topology: "primary-replica", Nodes: 3}, "sentinel-failover", false, "needs a sentinel node"},
+		{"sentinel failover with sentinels", scenarios.System{Name: "redis", Topology: "sentinel", Nodes: 3}, "sentinel-failover", true, ""},
+		{"kill on one Redis", scenarios.System{Name: "redis", Nodes: 1}, "kill", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base()
+			b.System = tt.system
+			var ran []string
+			run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+				ran = append(ran, kindOf(sc))
+				return Outcome{Verdict: checker.Valid}, nil
+			}
+			var log strings.Builder
+			rep, err := Campaign(context.Background(), b, run, nil, Options{Faults: []string{tt.kind}, Runs: 2, NoBaseline: true, Log: &log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := rep.Rows[0]
+			if tt.runs {
+				if row.NotApplicable != "" || len(ran) != 2 {
+					t.Errorf("row %+v, runs %v: want 2 runs of %s", row, ran, tt.kind)
+				}
+				return
+			}
+			if len(ran) != 0 || row.Runs != 0 || !strings.Contains(row.NotApplicable, tt.contains) || !strings.Contains(log.String(), "nothing started") {
+				t.Errorf("row %+v, runs %v, log %q: want no run and not applicable: %s", row, ran, log.String(), tt.contains)
 			}
 		})
 	}

@@ -17,7 +17,7 @@ const LockEnv = "JEPSEN_LITE_LOCKAPI"
 
 // Lock is a lock of one's own as a program of the user's serves it to the
 // harness: its name, which selects it (LockEnv) and which the run's report
-// shows, and the factory of its Lockers.
+// shows, the factory of its Lockers, and what it declares of itself.
 type Lock struct {
 	Name    string
 	Factory Factory
@@ -25,6 +25,14 @@ type Lock struct {
 	// (init_ok's client); empty gives the name, "Go lockapi" and the Go
 	// version.
 	Client string
+	// System is the system the lock locks with: redis, postgres,
+	// zookeeper or etcd. Hunt requires it: it hunts on the system's plain
+	// baseline (`jepsen-lite hunt --system`).
+	System string
+	// Tokens declares that the lock's leases carry fencing tokens
+	// (Lease.Token). Only then may Hunt draw a fenced register; without it
+	// every run's register is unfenced.
+	Tokens bool
 }
 
 // client is the name the Lock gives itself in init_ok.

@@ -23,7 +23,8 @@ const BinaryEnv = "JEPSEN_LITE_BIN"
 // jepsen-lite command can be found.
 var ErrNoBinary = errors.New("lockapi: no jepsen-lite command: run `make build` in the jepsen-lite checkout (it writes bin/jepsen-lite), or set " + BinaryEnv + "=/path/to/jepsen-lite")
 
-// Option sets how Run, Replay, Shrink and ProtocolTest run the harness.
+// Option sets how Run, Replay, Shrink, Hunt and ProtocolTest run the
+// harness.
 type Option func(*options)
 
 // options is what the Options set.
@@ -34,6 +35,12 @@ type options struct {
 	timeLimit time.Duration
 	output    io.Writer
 	shrink    []string // shrink's budget flags
+	// faults, runs, steer and huntShrink are Hunt's (WithFaults, WithRuns,
+	// WithSteer, WithHuntShrink).
+	faults     string
+	runs       int
+	steer      bool
+	huntShrink bool
 }
 
 // WithBinary runs the jepsen-lite command at path.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/clients"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/lockproto"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
@@ -198,5 +200,97 @@ func (w *worker) pauseNeverFired(point string, err error) {
 	w.mu.Unlock()
 	if ok && w.pauseFailed != nil {
 		w.pauseFailed(point, p.d, err)
+	}
+}
+
+// probeAbilities starts, before any cluster does, the external client of
+// a scenario of the exec algorithm once, reads the abilities its init_ok
+// claims and ends it. Its init lists the nodes of the scenario's topology
+// (cluster.Layout), each at the address of a listener that accepts
+// connections and answers nothing (silentListener): a client that only
+// connects in init answers init_ok; one that asks its servers something
+// there fails the probe, and the error says so. It returns the client's
+// name and whether it claimed each of the abilities a hunt draws
+// (clients.CapWait, clients.CapRenew).
+func probeAbilities(ctx context.Context, s *scenarios.Scenario) (string, map[clients.Capability]bool, error) {
+	nodes, err := cluster.Layout(cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes})
+	if err != nil {
+		return "", nil, err
+	}
+	silent, err := listenSilent()
+	if err != nil {
+		return "", nil, err
+	}
+	defer silent.close()
+	t := clients.Target{System: s.System.Name, Options: s.Lock.Options, Log: io.Discard}
+	for _, n := range nodes {
+		t.Endpoints = append(t.Endpoints, clients.Endpoint{Name: n.Name, Role: n.Role, Addr: silent.addr()})
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	l, err := clients.NewExec(pctx, t)
+	if err != nil {
+		return "", nil, fmt.Errorf("its init with no server answering failed: %w", err)
+	}
+	defer l.Close()
+	e, ok := l.(interface {
+		externalClient
+		clients.Abilities
+	})
+	if !ok {
+		return "", nil, fmt.Errorf("%T claims no abilities", l)
+	}
+	can := map[clients.Capability]bool{}
+	for _, c := range []clients.Capability{clients.CapWait, clients.CapRenew} {
+		can[c] = e.Can(string(c))
+	}
+	return e.Client(), can, nil
+}
+
+// probeTimeout bounds the abilities probe: the protocol's 20 s for init
+// and the time to end the client.
+const probeTimeout = 30 * time.Second
+
+// silentListener accepts every connection on 127.0.0.1 and answers
+// nothing, until it is closed: the servers of the abilities probe.
+type silentListener struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	done  chan struct{}
+}
+
+// listenSilent starts a silentListener on a free port.
+func listenSilent() (*silentListener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l := &silentListener{ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.conns = append(l.conns, c)
+			l.mu.Unlock()
+		}
+	}()
+	return l, nil
+}
+
+func (l *silentListener) addr() string { return l.ln.Addr().String() }
+
+// close stops accepting and closes every connection accepted.
+func (l *silentListener) close() {
+	_ = l.ln.Close()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		_ = c.Close()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -18,7 +19,10 @@ import (
 // the system and backend can take (or those of h.Faults), h.Runs runs of a
 // random schedule of that kind, each a Run with opts and the run's seed.
 // opts give what every run shares: the store, the backend, a Go Locker
-// (WithLocker) to hunt with instead of the scenario's algorithm. A run
+// (WithLocker) to hunt with instead of the scenario's algorithm. A fenced
+// register is drawn only for a lock that declares fencing tokens: a
+// built-in algorithm that has them, or a Go Locker or external client
+// given WithLockTokens. A run
 // that validation refuses, or whose servers cannot start, makes its kind
 // not applicable; an interrupted run ends the campaign with ErrInterrupted.
 func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ...Option) (*hunt.Report, error) {
@@ -28,11 +32,9 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			h.Backend = b.b.Name
 		}
 	}
-	validate := func(sc *scenarios.Scenario) error {
-		if sc.Resource == scenarios.Fenced && sc.Resource != base.Resource && !grantsTokens(sc, &cfg) {
-			return fmt.Errorf("%w: %s: a fenced register needs fencing tokens, and the lock declares none", ErrSetup, sc.Name)
-		}
-		return Validate(sc, opts...)
+	validate, err := huntValidate(ctx, base, &cfg, h.Log, opts)
+	if err != nil {
+		return nil, err
 	}
 	run := func(ctx context.Context, sc *scenarios.Scenario) (hunt.Outcome, error) {
 		if err := validate(sc); err != nil {
@@ -80,12 +82,53 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 	return hunt.Campaign(ctx, base, run, validate, h)
 }
 
-// grantsTokens reports whether the scenario's built-in algorithm declares
-// fencing tokens (clients.LeaseSemantics.Token). A Locker of the caller's
-// own and an external client (clients.ExecAlgorithm) declare none.
+// huntValidate returns the validation of a hunt's runs on base: Validate,
+// and no fenced register for a lock that declares no fencing tokens
+// (grantsTokens). For an external client (the exec algorithm) it first
+// learns, before any cluster starts, the abilities the client claims
+// (probeAbilities), and refuses a waiting acquire to a client without
+// "wait" and renewal to one without "renew", so that neither is drawn. A
+// probe that fails is logged to log: the hunt then learns what the client
+// cannot do from its runs (hunt.WorkloadError). Only an interrupt while
+// probing is an error.
+func huntValidate(ctx context.Context, base *scenarios.Scenario, cfg *config, log io.Writer, opts []Option) (func(*scenarios.Scenario) error, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	var can map[clients.Capability]bool
+	if base.Lock.Algorithm == clients.ExecAlgorithm && cfg.factory == nil {
+		name, probed, err := probeAbilities(ctx, base)
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+		case err != nil:
+			fmt.Fprintf(log, "hunt: the lock client's abilities are unknown before the campaign (%v); its runs show what it cannot do\n", err)
+		default:
+			can = probed
+			fmt.Fprintf(log, "hunt: the lock client %q claims wait %v, renew %v: a waiting acquire is drawn only with wait, a renewal only with renew\n", name, can[clients.CapWait], can[clients.CapRenew])
+		}
+	}
+	return func(sc *scenarios.Scenario) error {
+		if sc.Resource == scenarios.Fenced && sc.Resource != base.Resource && !grantsTokens(sc, cfg) {
+			return fmt.Errorf("%w: %s: a fenced register needs fencing tokens, and the lock declares none", ErrSetup, sc.Name)
+		}
+		if can != nil && sc.Lock.Acquire == scenarios.AcquireWait && !can[clients.CapWait] {
+			return &IncapableError{Field: "lock.acquire", Reason: "the lock client claims no wait"}
+		}
+		if can != nil && sc.Lock.Renew > 0 && !can[clients.CapRenew] {
+			return &IncapableError{Field: "lock.renew", Reason: "the lock client claims no renew"}
+		}
+		return Validate(sc, opts...)
+	}, nil
+}
+
+// grantsTokens reports whether the scenario's lock declares fencing
+// tokens: a built-in algorithm in its lease semantics
+// (clients.LeaseSemantics.Token); a Locker of the caller's own and an
+// external client (clients.ExecAlgorithm) only through WithLockTokens.
 func grantsTokens(sc *scenarios.Scenario, cfg *config) bool {
-	if cfg.factory != nil {
-		return false
+	if cfg.factory != nil || sc.Lock.Algorithm == clients.ExecAlgorithm {
+		return cfg.tokens
 	}
 	alg, err := clients.Lookup(sc.Lock.Algorithm)
 	return err == nil && alg.Lease != nil && alg.Lease.Token != ""

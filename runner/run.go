@@ -119,10 +119,12 @@ type config struct {
 	store     string
 	factory   clients.Factory
 	lockName  string // the name of the caller's own Locker; "" for the default
-	backend   Backend
-	progress  func(Progress)
-	logOut    io.Writer
-	check     checker.Options
+	// tokens is the declaration of WithLockTokens.
+	tokens   bool
+	backend  Backend
+	progress func(Progress)
+	logOut   io.Writer
+	check    checker.Options
 	// hostClock gives the clocks the host watch reads, counted from the
 	// run's clock start (WithHostClock); nil: the host's own.
 	hostClock func(start time.Time) hostwatch.Clock
@@ -168,6 +170,14 @@ func WithLocker(f clients.Factory) Option { return func(c *config) { c.factory =
 func WithLockerNamed(name string, f clients.Factory) Option {
 	return func(c *config) { c.factory, c.lockName = f, name }
 }
+
+// WithLockTokens declares that the leases of the lock under test, a Locker
+// of the caller's own (WithLocker) or an external client (the exec
+// algorithm), carry fencing tokens, which neither declares otherwise. Only
+// then may a hunt (Hunt) draw a fenced register for it; without it every
+// run of a hunt keeps its register unfenced. A built-in algorithm declares
+// its tokens itself (clients.LeaseSemantics.Token) and ignores it.
+func WithLockTokens() Option { return func(c *config) { c.tokens = true } }
 
 // ErrOwnLock reports a scenario whose lock is a Go Locker of the caller's
 // own (lock.own; a stored run of one) run without its factory, as from the

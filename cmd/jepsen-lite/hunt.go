@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +25,8 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
+       jepsen-lite hunt --lock-command CMD --system S [--lock-tokens] [flags]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -37,7 +40,18 @@ is stored; --json writes the campaign to a file that 'jepsen-lite matrix'
 lays out as a safety datasheet with others. It prints one row per fault kind: the runs, how many were
 invalid and the anomalies they found, and the first failing run, which
 'jepsen-lite shrink' reduces to a small scenario. With --lock-command the
-runs use that external lock client (docs/lock-protocol.md).
+runs use that external lock client (docs/lock-protocol.md); with
+--lock-command and --system S instead of an argument, the base is the
+system's plain baseline (redis: redis-single-baseline, postgres:
+pg-advisory-baseline, zookeeper: zk-recipe-baseline, etcd:
+etcd-mutex-baseline). Before the campaign, and before any cluster starts,
+the external client's command is started once to read the abilities of its
+init_ok: a waiting acquire is drawn only for a client that claims "wait", a
+renewal only for one that claims "renew". Its register is fenced only when
+--lock-tokens declares that its leases carry fencing tokens. A fault kind
+that the base's topology cannot take (a failover without a replica, a
+sentinel failover without sentinels) is reported not applicable before
+anything of it starts.
 
 With --shrink, the campaign ends by shrinking the first failing run of
 each fault kind that found something, as 'jepsen-lite shrink' does with
@@ -82,18 +96,20 @@ run, or when no run's verdict was known, 254 for bad input.
 Examples:
   jepsen-lite hunt redlock --runs 10
   jepsen-lite hunt redis-single --faults client-pause,kill --runs 5
-  jepsen-lite hunt redis-single-baseline --lock-command "python3 examples/anylang/redis_py_lock.py"`
+  jepsen-lite hunt redis-single-baseline --lock-command "python3 examples/anylang/redis_py_lock.py"
+  jepsen-lite hunt --system redis --lock-command "python3 examples/anylang/redis_py_lock.py" --runs 3`
 
 // huntFlags are hunt's flags and its argument.
 type huntFlags struct {
 	fs                                  *flag.FlagSet
-	target                              string
+	target, system                      string
 	faults, store, backend, lockCommand string
 	markdown, shard, jsonOut, page      string
 	runs, workers                       int
 	seed                                uint64
 	budget, checkTimeout, timeLimit     time.Duration
 	quiet, steer, list, shrink          bool
+	lockTokens                          bool
 }
 
 // parseHuntFlags parses hunt's command line; a nil result with exitHeld is
@@ -108,6 +124,8 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 	fs.StringVar(&f.store, "store", "store", "the store directory")
 	fs.StringVar(&f.backend, "backend", "local", "where the servers run: local or docker")
 	fs.StringVar(&f.lockCommand, "lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
+	fs.StringVar(&f.system, "system", "", "with --lock-command and no argument: the system the lock locks with ("+strings.Join(runner.Names().Systems, ", ")+"); the base is the system's plain baseline")
+	fs.BoolVar(&f.lockTokens, "lock-tokens", false, "with --lock-command: the lock's leases carry fencing tokens, so a run may draw a fenced register (default: never fenced)")
 	fs.StringVar(&f.markdown, "markdown", "", "write the campaign's table as Markdown to this file")
 	fs.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	fs.BoolVar(&f.quiet, "quiet", false, quietUsage)
@@ -126,10 +144,9 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 	if err != nil {
 		return nil, exitUsage, err
 	}
-	if len(pos) != 1 {
-		return nil, exitUsage, usagef("want one algorithm, scenario or scenario file")
+	if err := f.setTarget(pos); err != nil {
+		return nil, exitUsage, err
 	}
-	f.target = pos[0]
 	if err := checkCount("runs", f.runs, 1, maxRunCount); err != nil {
 		return nil, exitUsage, err
 	}
@@ -137,6 +154,42 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 		return nil, exitUsage, err
 	}
 	return f, exitHeld, nil
+}
+
+// setTarget sets what the hunt varies: its one argument, or with --system
+// the system's baseline (systemBaselines); it refuses both, neither, an
+// unknown system and --system or --lock-tokens without --lock-command.
+func (f *huntFlags) setTarget(pos []string) error {
+	withSystem := isSet(f.fs, "system")
+	switch {
+	case (withSystem || f.lockTokens) && !isSet(f.fs, "lock-command"):
+		return usagef("--system and --lock-tokens declare the lock of --lock-command: give --lock-command too")
+	case withSystem && len(pos) > 0:
+		return usagef("give either an algorithm, scenario or scenario file, or --system, not both")
+	case withSystem:
+		name, ok := systemBaselines[f.system]
+		if !ok {
+			return usagef("--system %q: want one of %s", f.system, strings.Join(slices.Sorted(maps.Keys(systemBaselines)), ", "))
+		}
+		f.target = name
+		return nil
+	case len(pos) != 1:
+		return usagef("want one algorithm, scenario or scenario file, or --lock-command with --system")
+	}
+	f.target = pos[0]
+	return nil
+}
+
+// systemBaselines declares, for each system, the base of a hunt of a lock
+// client that locks with it (hunt --lock-command CMD --system S): the
+// system's plain single-lock baseline in the catalog, one lock on its
+// plainest topology (a single Redis, a single PostgreSQL, a three-node
+// ensemble or cluster), taken by trying, with no faults.
+var systemBaselines = map[string]string{
+	cluster.Redis:     "redis-single-baseline",
+	cluster.Postgres:  "pg-advisory-baseline",
+	cluster.ZooKeeper: "zk-recipe-baseline",
+	cluster.Etcd:      "etcd-mutex-baseline",
 }
 
 // huntCmd runs a fault campaign: its flags, its plan (--list), runner.Hunt,
@@ -170,6 +223,9 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		status.start(fmt.Sprintf("%s seed %d", p.Kind, p.Seed), p.Done, p.Total, fmt.Sprintf("%d invalid", p.Invalid))
 	}
 	runOpts := []runner.Option{runner.WithStore(f.store), runner.WithCheck(checker.Options{Timeout: f.checkTimeout}), runner.WithClusterBackend(backendUsed), runner.WithProgress(status.run)}
+	if f.lockTokens {
+		runOpts = append(runOpts, runner.WithLockTokens())
+	}
 	opts.Log, opts.Progress = line.Writer(), told
 	rep, err := runner.Hunt(ctx, base, opts, runOpts...)
 	line.Done()
@@ -203,6 +259,8 @@ func (f *huntFlags) base() (*scenarios.Scenario, cluster.Backend, error) {
 		if base, err = withLockCommand(base, f.lockCommand); err != nil {
 			return nil, cluster.Backend{}, err
 		}
+	} else if err := refuseOwnLock(base, "lockapi.Hunt with the lock's lockapi.Lock"); err != nil {
+		return nil, cluster.Backend{}, err
 	}
 	backendUsed, err := backendFor(f.backend)
 	if err != nil {

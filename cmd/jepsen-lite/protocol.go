@@ -18,20 +18,34 @@ import (
 )
 
 // withLockCommand returns a copy of sc whose lock (or queue) is the
-// external client command (the exec algorithm). The scenario's other lock options are kept
-// and handed to the client.
+// external client command (the exec algorithm), also for a stored run of
+// a Go Locker of the caller's own (lock.own). The scenario's other lock
+// options are kept and handed to the client.
 func withLockCommand(sc *scenarios.Scenario, command string) (*scenarios.Scenario, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, usagef("--lock-command: empty command")
 	}
 	c := *sc
-	c.Lock.Algorithm = clients.ExecAlgorithm
+	c.Lock.Algorithm, c.Lock.Own = clients.ExecAlgorithm, false
 	c.Lock.Options = maps.Clone(sc.Lock.Options)
 	if c.Lock.Options == nil {
 		c.Lock.Options = map[string]string{}
 	}
 	c.Lock.Options[clients.ExecCommandOption] = command
 	return &c, nil
+}
+
+// refuseOwnLock refuses, with one line, a stored run (or scenario) whose
+// lock is a Go Locker of the caller's own (lock.own, made in-process with
+// runner.WithLocker) given without --lock-command: the command line cannot
+// build that lock, so it names the lock and says how to do what was asked
+// from Go (fromGo: "lockapi.Replay with the lock's lockapi.Lock") or with a
+// command that serves it. Nothing has started when it refuses.
+func refuseOwnLock(sc *scenarios.Scenario, fromGo string) error {
+	if !sc.Lock.Own {
+		return nil
+	}
+	return usagef("the lock %q is a Go Locker of its own, which the command line cannot build: do it from Go with %s, or give --lock-command with a command that serves the lock (lockapi.Lock.Command, docs/own-lock.md)", sc.Lock.Algorithm, fromGo)
 }
 
 const protocolTestUsage = `Usage: jepsen-lite protocol-test --system S --lock-command CMD [flags]

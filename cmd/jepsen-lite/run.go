@@ -84,6 +84,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		if sc, err = withLockCommand(sc, *lockCommand); err != nil {
 			return exitUsage, err
 		}
+	} else if err := refuseOwnLock(sc, "lockapi.Replay with the lock's lockapi.Lock"); err != nil {
+		return exitUsage, err
 	}
 	backendUsed, err := backendFor(*backend)
 	if err != nil {

@@ -191,6 +191,8 @@ func shrinkInput(runDir, lockCommand string) (*scenarios.Scenario, []string, err
 		if sc, err = withLockCommand(sc, lockCommand); err != nil {
 			return nil, nil, err
 		}
+	} else if err := refuseOwnLock(sc, "lockapi.Shrink with the lock's lockapi.Lock"); err != nil {
+		return nil, nil, err
 	}
 	res, err := reports.ReadResults(runDir)
 	if err != nil {

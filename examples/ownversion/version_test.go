@@ -18,7 +18,8 @@ const pinned = "v9.17.3"
 // and its tests must pass: protocol-test of its lock's client, a correct
 // lock found valid and its run replayed, a check-then-set lock caught with
 // a double-hold and its run shrunk, each run naming go-redis 9.17.3 as its
-// client's library.
+// client's library, and a hunt from Go (lockapi.Hunt) of the broken lock
+// on the baseline of its declared system that catches its double-hold.
 // Nothing is downloaded: make deps fills the module cache (GOPROXY=off).
 func TestModuleKeepsItsVersions(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -61,7 +62,7 @@ func TestModuleKeepsItsVersions(t *testing.T) {
 	}
 	gocmd("vet", "./...")
 	out := gocmd("test", "-count=1", "-v", "./...")
-	for _, test := range []string{"TestProtocol", "TestLocks/SET_NX_PX_holds", "TestLocks/check-then-set_is_caught"} {
+	for _, test := range []string{"TestProtocol", "TestLocks/SET_NX_PX_holds", "TestLocks/check-then-set_is_caught", "TestHunt"} {
 		if !strings.Contains(out, "--- PASS: "+test+" ") {
 			t.Errorf("the user's module's %s did not pass:\n%s", test, out)
 		}

@@ -97,6 +97,6 @@ func (l *CheckThenSet) Acquire(ctx context.Context, key string, ttl time.Duratio
 
 // Locks are the locks this module serves to the harness.
 var Locks = []lockapi.Lock{
-	{Name: "setnx", Factory: NewSetNX, Client: "setnx (go-redis " + redis.Version() + ")"},
-	{Name: "check-then-set", Factory: NewCheckThenSet, Client: "check-then-set (go-redis " + redis.Version() + ")"},
+	{Name: "setnx", Factory: NewSetNX, Client: "setnx (go-redis " + redis.Version() + ")", System: "redis"},
+	{Name: "check-then-set", Factory: NewCheckThenSet, Client: "check-then-set (go-redis " + redis.Version() + ")", System: "redis"},
 }

@@ -67,6 +67,33 @@ func TestLocks(t *testing.T) {
 	}
 }
 
+// TestHunt hunts the check-then-set lock from Go, on the baseline of its
+// declared system, without faults and with client pauses, and requires the
+// campaign to catch it with a double-hold. The lock declares no tokens, so
+// no run fences its register.
+func TestHunt(t *testing.T) {
+	c, err := lockapi.Hunt(context.Background(), Locks[1], lockapi.WithFaults("none", "client-pause"), lockapi.WithRuns(2),
+		lockapi.WithTimeLimit(2*time.Second), lockapi.WithStore(t.TempDir()), lockapi.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Base != "redis-single-baseline" || c.ExitCode != 1 || !c.Found() || len(c.Kinds) != 2 {
+		t.Fatalf("campaign on %s, exit %d, %d kinds %+v: want redis-single-baseline, exit 1, found, 2 kinds", c.Base, c.ExitCode, len(c.Kinds), c.Kinds)
+	}
+	found := false
+	for _, k := range c.Kinds {
+		if k.Runs != 2 || k.NotApplicable != "" {
+			t.Errorf("%s: %d runs, not applicable %q; want 2 runs", k.Fault, k.Runs, k.NotApplicable)
+		}
+		if slices.Contains(k.Anomalies, "double-hold") && len(k.Failing) > 0 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no kind found a double-hold: %+v", c.Kinds)
+	}
+}
+
 // checkResult holds a run to its verdict and anomaly kind, and to the
 // client the run names: the lock on go-redis 9.17.3.
 func checkResult(t *testing.T, res *lockapi.Result, lock lockapi.Lock, verdict, kind string) {
