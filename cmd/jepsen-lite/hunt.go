@@ -32,9 +32,12 @@ Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
 each fault kind the system and backend can take (list --faults), N runs of
 a random schedule of that kind drawn from the run's seed (seeds S..S+N-1),
-with the workload drawn from the seed too (the lock taken by trying or by
-waiting, renewed or not, and for a lock with fencing tokens the register
-fenced or not), and a baseline of N runs without faults. --time-limit and
+with the workload drawn from the seed too (the lease's ttl within what the
+lock declares, sub-second ones too; the lock taken by trying or by
+waiting, renewed every ttl/3 or not; the hold after the write, of up to
+four leases in a run that renews; for a lock with fencing tokens the
+register fenced or not; for latency the delay, 20ms, 100ms or 40% of the
+ttl), and a baseline of N runs without faults. --time-limit and
 --workers override the base scenario's run length and workers. Every run
 is stored; --json writes the campaign to a file that 'jepsen-lite matrix'
 lays out as a safety datasheet with others. It prints one row per fault kind: the runs, how many were

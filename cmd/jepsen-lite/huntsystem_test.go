@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -83,7 +84,10 @@ func TestHuntDrawsWhatTheClientCan(t *testing.T) {
 				t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
 			}
 			probe := strings.Index(stderr, `hunt: the lock client "resp_lock.py`)
-			run := strings.Index(stderr, "hunt: none run 1/1 (seed 2, acquire wait, renew 0s,")
+			run := -1
+			if m := regexp.MustCompile(`hunt: none run 1/1 \(seed 2, ttl [0-9.]+m?s, acquire wait, renew 0s,`).FindStringIndex(stderr); m != nil {
+				run = m[0]
+			}
 			if probe < 0 || run < probe || strings.Contains(stderr, "drawn again") {
 				t.Errorf("want the probe's line, then run 1 waiting with no renewal, and no workload drawn again:\n%s", stderr)
 			}
