@@ -22,6 +22,7 @@ func TestHuntSystemUsage(t *testing.T) {
 		{"unknown system", []string{"--system", "mysql", "--lock-command", "true"}, `--system "mysql": want one of etcd, postgres, redis, zookeeper`},
 		{"--system without --lock-command", []string{"--system", "redis"}, "give --lock-command too"},
 		{"--lock-tokens without --lock-command", []string{"redis-single", "--lock-tokens"}, "give --lock-command too"},
+		{"--lock-self-renewing without --lock-command", []string{"redis-single", "--lock-self-renewing"}, "give --lock-command too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
