@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs hunt-knownbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs hunt-knownbugs hunt-renewbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker clean-docker
 
 # deps also fills the module cache with the requirements of the user's
 # module of examples/ownversion, whose test runs offline (GOPROXY=off);
@@ -71,6 +71,14 @@ test-knownbugs: deps build
 # (about an hour; docs/hunt.md, "Known bugs").
 hunt-knownbugs: deps build
 	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 3h -v -run 'TestHuntKnownBugs/$(BUG)' ./examples/knownbugs
+
+# measure the hunt on the planted renewal bugs (examples/renewbugs): per
+# bug, 10 random and 10 steered campaigns from redis-single-baseline, each
+# to its first finding or 50 runs, printing the runs each took, and 20 runs
+# of the corrected twin (hours; docs/hunt.md, "Renewal bugs"). BUG=<name>
+# runs one bug (watchdog-slip, whole-seconds, first-renewal-from-return).
+hunt-renewbugs: deps build
+	$(GO) test -tags renewbugs -count=1 -p 1 -timeout 12h -v -run 'TestMeasureRenewBugs/$(BUG)' ./examples/renewbugs
 
 # shrink on a real failing run of redis-single-random-pauses (a few
 # minutes: the search's runs and five confirmations; docs/shrink.md).
@@ -146,6 +154,7 @@ lint:
 	$(GO) vet ./...
 	cd lockapi && $(GO) vet ./...
 	$(GO) vet -tags knownbugs ./examples/knownbugs
+	$(GO) vet -tags renewbugs ./examples/renewbugs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/lockproto"
 )
@@ -217,6 +218,11 @@ type LeaseSemantics struct {
 	// Detail says how long the service keeps the lock without a release,
 	// in words.
 	Detail string
+	// TTLStep is the unit the service grants a lease's ttl in, rounded
+	// up, and so the shortest lease it grants (etcd: whole seconds); zero
+	// for a lease of the ttl as asked. A hunt draws its runs' ttls in
+	// whole steps (hunt.Lease).
+	TTLStep time.Duration
 }
 
 // Text is what `jepsen-lite list --algorithms` prints of the lease: Detail,
@@ -395,7 +401,7 @@ func etcdAlgorithms() []Algorithm {
 	return []Algorithm{
 		{Name: "etcd-mutex", System: systemEtcd,
 			Validity:     "session: lease of ttl (>= 1s) kept alive; lost when it expires",
-			Lease:        &LeaseSemantics{Token: "lock key's create revision", Expiry: ExpiresWithSession, Session: true, Detail: "granted lease TTL (whole seconds) after the last keep-alive"},
+			Lease:        &LeaseSemantics{Token: "lock key's create revision", Expiry: ExpiresWithSession, Session: true, Detail: "granted lease TTL (whole seconds) after the last keep-alive", TTLStep: time.Second},
 			Capabilities: etcdCaps, Options: etcdOptions,
 			Steps: etcdSteps, New: NewEtcdMutex},
 	}

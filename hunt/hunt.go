@@ -130,6 +130,10 @@ type Options struct {
 	// so, the campaign ends after that run and Report.Stopped names the
 	// run. The campaign goes on to the end by default.
 	Stop func(Outcome) bool
+	// Lease is what the lock declares of its lease: the bounds of the
+	// ttls drawn, and whether it renews by itself; a lock that declares
+	// nothing by default (Lease).
+	Lease Lease
 }
 
 // Shard is part Index (1 to Count) of Count of a campaign's runs. The zero
@@ -382,17 +386,90 @@ func targets(base *scenarios.Scenario, kind string) []string {
 	return out
 }
 
+// Lease is what a campaign knows of the lock's lease before its runs, as
+// the lock declares it. MinTTL, MaxTTL and TTLStep bound the ttls drawn:
+// from MinTTL to MaxTTL, in whole TTLSteps (etcd grants whole seconds);
+// each zero is a lock's that declares no bound: DefaultMinTTL, twice the
+// base's ttl, 10 ms. FixedTTL keeps the base's ttl in every run: a lock
+// whose lease the ttl does not set (a ZooKeeper session's timeout is an
+// option of its own; a lock that never expires has no lease).
+// SelfRenewing says that the lock renews its leases by itself (a
+// session's keep-alive, a watchdog of its own), so that holds longer than
+// the ttl are drawn without a drawn renewal.
+type Lease struct {
+	MinTTL, MaxTTL, TTLStep time.Duration
+	FixedTTL                bool
+	SelfRenewing            bool
+}
+
+// DefaultMinTTL is the shortest ttl drawn for a lock that declares no
+// bound: short enough for sub-second leases, long enough for a renewal
+// every ttl/3 (scenarios refuse renewal under 300 ms).
+const DefaultMinTTL = 300 * time.Millisecond
+
+// bounds returns l's ttl bounds and step for base, the defaults filled
+// in, the least rounded up to a step and the most at least the least.
+func (l Lease) bounds(base time.Duration) (lo, hi, step time.Duration) {
+	lo, hi, step = cmp.Or(l.MinTTL, DefaultMinTTL), cmp.Or(l.MaxTTL, 2*base), cmp.Or(l.TTLStep, 10*time.Millisecond)
+	lo = (lo + step - 1) / step * step
+	return lo, max(hi, lo), step
+}
+
+// draw draws a run's ttl from rng: the base's, the shortest, one up to a
+// second (a sub-second lease, when the bounds allow one), or one anywhere
+// in the bounds; each a whole number of steps within them.
+func (l Lease) draw(rng *rand.Rand, base time.Duration) time.Duration {
+	lo, hi, step := l.bounds(base)
+	pick := rng.IntN(4)
+	if l.FixedTTL || base <= 0 {
+		return base
+	}
+	var d time.Duration
+	switch pick {
+	case 0:
+		return base
+	case 1:
+		d = lo
+	case 2:
+		d = lo + time.Duration(rng.Int64N(int64(max(min(hi, time.Second)-lo, 0))+1))
+	default:
+		d = lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+	}
+	d = (d + step - 1) / step * step
+	return min(max(d, lo), hi)
+}
+
+// Latency delays drawn per run for the latency kind: short, the default
+// (nemesis.DefaultLatency), and LatencyShare of the run's ttl.
+const (
+	ShortLatency = 20 * time.Millisecond
+	LatencyShare = 0.4
+)
+
+// latencyDelay draws the delay of a run's latency faults from rng: one of
+// ShortLatency, nemesis.DefaultLatency and LatencyShare of ttl.
+func latencyDelay(rng *rand.Rand, ttl time.Duration) time.Duration {
+	switch rng.IntN(3) {
+	case 0:
+		return ShortLatency
+	case 1:
+		return nemesis.DefaultLatency
+	}
+	return time.Duration(float64(ttl) * LatencyShare).Round(10 * time.Millisecond)
+}
+
 // Variant returns the scenario of run seed of kind on base: base with the
 // kind's schedule (none for NoFault), its seed, no expectation but a valid
-// verdict, and a workload drawn from the seed: the lock taken by trying or by
-// waiting, renewed by a watchdog or not, the register fenced by the
-// grants' tokens or not (base's register unfenced), and the hold after the
-// write the base's, a quarter or nine tenths of the lease. A drawn field the
-// lock cannot run (validate refuses it) is dropped: waiting for trying,
-// renewal for none, and when neither helps the workload falls back to
-// base's; a fenced register that validate refuses (a lock without
-// tokens), to unfenced.
-func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
+// verdict, and a workload drawn from the seed (drawWorkload): the lease's
+// ttl within lease's bounds, the lock taken by trying or by waiting, renewed by a
+// watchdog every ttl/3 or not, the register fenced or not, the hold after
+// the write, and for the latency kind its faults' delay (ShortLatency,
+// nemesis.DefaultLatency or LatencyShare of the ttl). The schedule's
+// timing is the base's (Schedule), so that a kind's runs, and a steered
+// run's mutations, share one space (NewSpace). Each draw comes from its
+// own stream of the seed, so that what one lock cannot run does not
+// change another draw of the same seed.
+func Variant(base *scenarios.Scenario, kind string, seed uint64, lease Lease, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
 	sc := *base
 	sc.Tags = slices.Clone(base.Tags)
 	sc.Name = base.Name + "-hunt-" + kind
@@ -405,56 +482,101 @@ func Variant(base *scenarios.Scenario, kind string, seed uint64, validate func(*
 	if sc.Workload != "" && sc.Workload != scenarios.WorkloadLock {
 		return &sc
 	}
+	varied := drawWorkload(&sc, seed, lease, validate)
+	if r := varied.Nemesis.Random; r != nil && kind == (nemesis.Latency{}).Name() {
+		delay := latencyDelay(rand.New(rand.NewPCG(seed, 0x64656c6179)), varied.Lock.TTL) // "delay"
+		r.Options = map[string]map[string]string{kind: {"delay": delay.String()}}
+	}
+	return varied
+}
+
+// drawWorkload returns sc with the workload drawn from seed: its ttl (from
+// lease; the base's when validate refuses it), the acquire and renewal, the
+// register, the hold. A drawn field the lock cannot run (validate refuses
+// it) is dropped: waiting for trying, renewal for none, and when neither
+// helps the workload falls back to sc's (with the drawn ttl); a fenced
+// register that validate refuses (a lock without tokens), to unfenced.
+func drawWorkload(sc *scenarios.Scenario, seed uint64, lease Lease, validate func(*scenarios.Scenario) error) *scenarios.Scenario {
+	ok := func(v *scenarios.Scenario) bool { return validate == nil || validate(v) == nil }
+	if drawn := *sc; sc.Lock.TTL > 0 {
+		drawn.Lock.TTL = lease.draw(rand.New(rand.NewPCG(seed, 0x74746c)), sc.Lock.TTL) // "ttl"
+		if drawn.Lock.Drift >= drawn.Lock.TTL {
+			drawn.Lock.Drift = drawn.Lock.TTL / 2
+		}
+		if ok(&drawn) {
+			*sc = drawn
+		}
+	}
+	ttl := sc.Lock.TTL
 	rng := rand.New(rand.NewPCG(seed, 0x68756e74))
 	wait := rng.IntN(2) == 0
-	renew := rng.IntN(2) == 0 && sc.Lock.TTL >= 300*time.Millisecond
+	renew := rng.IntN(2) == 0 && ttl >= 300*time.Millisecond
 	workload := func(wait, renew bool) scenarios.Scenario {
-		v := sc
+		v := *sc
 		if wait {
-			v.Lock.Acquire, v.Lock.Wait = scenarios.AcquireWait, 3*max(sc.Lock.TTL, time.Second)
+			v.Lock.Acquire, v.Lock.Wait = scenarios.AcquireWait, 3*max(ttl, time.Second)
 		} else {
 			v.Lock.Acquire, v.Lock.Wait = scenarios.AcquireTry, 0
 		}
 		v.Lock.Renew = 0
 		if renew {
-			v.Lock.Renew = (sc.Lock.TTL / 3).Round(10 * time.Millisecond)
+			v.Lock.Renew = (ttl / 3).Round(10 * time.Millisecond)
 		}
 		return v
 	}
 	// A lock that cannot wait, or cannot renew, loses only that draw: a
 	// lock that cannot wait still renews in the seeds that drew renewal.
-	varied, runs := sc, false
+	varied, runs := *sc, false
 	for _, w := range [][2]bool{{wait, renew}, {false, renew}, {wait, false}, {false, false}} {
-		if varied = workload(w[0], w[1]); validate == nil || validate(&varied) == nil {
+		if varied = workload(w[0], w[1]); ok(&varied) {
 			runs = true
 			break
 		}
 	}
 	if !runs {
-		return &sc
+		return sc
 	}
 	// Fenced or not: drawn after the acquire and renewal, so that a seed's
 	// are the same for every lock; kept only for a lock that can run it
 	// (its grants carry fencing tokens).
 	if fenced := varied; rng.IntN(2) == 0 && (sc.Resource == "" || sc.Resource == scenarios.Unfenced) {
 		fenced.Resource = scenarios.Fenced
-		if validate == nil || validate(&fenced) == nil {
+		if ok(&fenced) {
 			varied = fenced
 		}
 	}
-	// How long a holder works under the lock after its write: the base's,
-	// a quarter of the lease, or nine tenths of it (a holder still inside
-	// its lease when a fault strikes, for a lease that a fault ends early).
-	switch rng.IntN(3) {
-	case 1:
-		varied.Hold = (sc.Lock.TTL / 4).Round(10 * time.Millisecond)
-	case 2:
-		varied.Hold = (sc.Lock.TTL * 9 / 10).Round(10 * time.Millisecond)
-	}
-	if validate != nil && validate(&varied) != nil {
+	varied.Hold = drawHold(rng, sc.Hold, ttl, varied.Lock.Renew > 0 || lease.SelfRenewing)
+	if !ok(&varied) {
 		varied.Hold = sc.Hold
 	}
 	return &varied
+}
+
+// drawHold draws how long a holder works under the lock after its write:
+// base, a quarter of the lease, nine tenths of it (a holder still inside
+// its lease when a fault strikes, for a lease that a fault ends early),
+// or, for a lease that is renewed (renewed), two and a half or four
+// leases (a holder that lives on its renewals, for a renewal loop that
+// fails). A lease that nobody renews gets base instead of the long
+// holds.
+func drawHold(rng *rand.Rand, base, ttl time.Duration, renewed bool) time.Duration {
+	var h time.Duration
+	switch rng.IntN(5) {
+	case 0:
+		return base
+	case 1:
+		h = ttl / 4
+	case 2:
+		h = ttl * 9 / 10
+	case 3:
+		h = ttl * 5 / 2
+	default:
+		h = 4 * ttl
+	}
+	if h > ttl && !renewed {
+		return base
+	}
+	return h.Round(10 * time.Millisecond)
 }
 
 // NotApplicable says why fault kind cannot run on base's cluster, as its
@@ -610,7 +732,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		left--
 		c.told.Done++
 		c.rep.Runs++
-		score, has := c.tally(row, out, anomalies)
+		score, has := c.tally(row, sc, out, anomalies)
 		if how != "" {
 			row.Steered++
 		}
@@ -667,14 +789,37 @@ func (c *campaign) runOne(ctx context.Context, kind string, i int, corpus *Corpu
 	return sc, how, out, err
 }
 
-// logRun logs run i of kind: its seed, its workload, how its schedule was
-// made, its verdict, anomalies and margin, and its directory.
+// logRun logs run i of kind: its seed, its workload (ttl, acquire,
+// renewal, hold, register, and the latency's delay for the latency kind),
+// how its schedule was made, its verdict, anomalies and margin, and its
+// directory.
 func (c *campaign) logRun(kind string, i int, sc *scenarios.Scenario, how string, out Outcome, score float64, has bool) {
 	if how == "" {
 		how = "random"
 	}
-	fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, acquire %s, renew %v, hold %v, %s register, %s): %s %v margin %s %s\n",
-		kind, i+1, c.opts.Runs, sc.Seed, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), how, verdictText(out), out.Anomalies, FormatMargin(score, has), out.Dir)
+	delay := ""
+	if d, ok := Delay(sc); ok {
+		delay = ", delay " + d
+	}
+	fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d (seed %d, ttl %v, acquire %s, renew %v, hold %v, %s register%s, %s): %s %v margin %s %s\n",
+		kind, i+1, c.opts.Runs, sc.Seed, sc.Lock.TTL, orTry(sc.Lock.Acquire), sc.Lock.Renew, sc.Hold, cmp.Or(sc.Resource, scenarios.Unfenced), delay, how, verdictText(out), out.Anomalies, FormatMargin(score, has), out.Dir)
+}
+
+// Delay returns the delay option of sc's latency faults (its random
+// schedule's, or its first latency step's), and false when it has none.
+func Delay(sc *scenarios.Scenario) (string, bool) {
+	latency := nemesis.Latency{}.Name()
+	if r := sc.Nemesis.Random; r != nil {
+		if d, ok := r.Options[latency]["delay"]; ok {
+			return d, true
+		}
+	}
+	for _, st := range sc.Nemesis.Steps {
+		if d, ok := st.Options["delay"]; ok && st.Fault == latency {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 // next returns the scenario of run i of kind, and how its schedule was
@@ -684,16 +829,17 @@ func (c *campaign) next(kind string, i int, corpus *Corpus, sp Space) (*scenario
 	if c.rng != nil && kind != NoFault && corpus.Len() > 0 && c.rng.Float64() < SteerProbability {
 		best := corpus.Best(SteerBest)
 		parent := best[c.rng.IntN(len(best))]
-		if steps, what, ok := Mutate(c.rng, parent.Schedule, sp); ok {
+		if steps, what, ok := Mutate(c.rng, parent.Schedule, sp.Of(parent.Scenario)); ok {
 			return Mutant(parent.Scenario, steps, seed), fmt.Sprintf("run %d mutated (margin %s): %s", parent.Order+1, FormatMargin(parent.Margin, parent.HasMargin), what)
 		}
 	}
-	return Variant(c.base, kind, seed, c.validate), ""
+	return Variant(c.base, kind, seed, c.opts.Lease, c.validate), ""
 }
 
-// tally counts the outcome out of a run in row, and returns the run's
-// smallest normalised margin (Score).
-func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (float64, bool) {
+// tally counts the outcome out of a run of sc in row, and returns the
+// run's smallest normalised margin (Score, in lease lengths of the run's
+// own ttl).
+func (c *campaign) tally(row *Row, sc *scenarios.Scenario, out Outcome, anomalies map[string]bool) (float64, bool) {
 	row.Runs++
 	if out.HostTrouble {
 		row.HostTrouble++
@@ -718,7 +864,7 @@ func (c *campaign) tally(row *Row, out Outcome, anomalies map[string]bool) (floa
 			anomalies[a] = true
 		}
 	}
-	score, has := Score(out.Margins, c.base.Lock.TTL)
+	score, has := Score(out.Margins, sc.Lock.TTL)
 	if has && (!row.HasMargin || score < row.Margin) {
 		row.Margin, row.HasMargin, row.MarginRun = score, true, out.Dir
 	}

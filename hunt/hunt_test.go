@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -64,17 +65,17 @@ func base() *scenarios.Scenario {
 // draw.
 func TestVariant(t *testing.T) {
 	b := base()
-	v := Variant(b, "partition", 7, nil)
+	v := Variant(b, "partition", 7, Lease{}, nil)
 	if v.Seed != 7 || len(v.Nemesis.Steps) != 0 || v.Nemesis.Random == nil || !slices.Equal(v.Nemesis.Random.Faults, []string{"partition"}) {
 		t.Fatalf("variant %+v: want seed 7 and a random partition schedule alone", v)
 	}
 	if v.Expect.Verdict != checker.Valid || len(v.Expect.Anomalies) != 0 {
 		t.Errorf("expectation %+v, want valid", v.Expect)
 	}
-	if again := Variant(b, "partition", 7, nil); again.Lock.Acquire != v.Lock.Acquire || again.Lock.Renew != v.Lock.Renew {
+	if again := Variant(b, "partition", 7, Lease{}, nil); again.Lock.Acquire != v.Lock.Acquire || again.Lock.Renew != v.Lock.Renew {
 		t.Errorf("the same seed drew two workloads: %+v and %+v", v.Lock, again.Lock)
 	}
-	if none := Variant(b, NoFault, 7, nil); none.Nemesis.Random != nil || len(none.Nemesis.Steps) != 0 {
+	if none := Variant(b, NoFault, 7, Lease{}, nil); none.Nemesis.Random != nil || len(none.Nemesis.Steps) != 0 {
 		t.Errorf("NoFault variant has faults: %+v", none.Nemesis)
 	}
 	if len(b.Nemesis.Steps) != 1 || b.Expect.Verdict != checker.Invalid {
@@ -83,7 +84,7 @@ func TestVariant(t *testing.T) {
 	// Workloads drawn over seeds: both acquire modes and both renewals.
 	modes := map[string]bool{}
 	for s := uint64(1); s <= 20; s++ {
-		v := Variant(b, "kill", s, nil)
+		v := Variant(b, "kill", s, Lease{}, nil)
 		modes[v.Lock.Acquire+fmt.Sprint(v.Lock.Renew > 0)] = true
 	}
 	if len(modes) != 4 {
@@ -101,7 +102,7 @@ func TestVariant(t *testing.T) {
 	accept := func(*scenarios.Scenario) error { return nil }
 	registers := map[string]bool{}
 	for s := uint64(1); s <= 20; s++ {
-		v, u := Variant(b, "kill", s, accept), Variant(b, "kill", s, noFence)
+		v, u := Variant(b, "kill", s, Lease{}, accept), Variant(b, "kill", s, Lease{}, noFence)
 		registers[cmp.Or(v.Resource, scenarios.Unfenced)] = true
 		if u.Resource == scenarios.Fenced {
 			t.Fatalf("seed %d: fenced register for a lock without tokens", s)
@@ -110,17 +111,38 @@ func TestVariant(t *testing.T) {
 			t.Errorf("seed %d: the register's draw changed the workload: %+v and %+v", s, v.Lock, u.Lock)
 		}
 	}
-	holds := map[time.Duration]bool{}
-	for s := uint64(1); s <= 30; s++ {
-		holds[Variant(b, "kill", s, accept).Hold] = true
-	}
-	if want := []time.Duration{b.Hold, b.Lock.TTL / 4, b.Lock.TTL * 9 / 10}; len(holds) != 3 || !holds[want[0]] || !holds[want[1]] || !holds[want[2]] {
-		t.Errorf("30 seeds drew holds %v, want %v", holds, want)
-	}
+	variantHolds(t, b, Lease{}, false)
+	variantHolds(t, b, Lease{SelfRenewing: true}, true)
 	if !registers[scenarios.Fenced] || !registers[scenarios.Unfenced] {
 		t.Errorf("20 seeds drew registers %v, want fenced and unfenced", registers)
 	}
 	variantFallbacks(t, b)
+}
+
+// variantHolds checks the holds that 60 seeds of b draw with lease: each
+// the base's, a quarter, nine tenths, two and a half or four times the
+// run's own ttl, every one of them drawn, and one longer than the ttl only
+// in a run that renews (drawn, or the lock's own: selfRenewing).
+func variantHolds(t *testing.T, b *scenarios.Scenario, lease Lease, selfRenewing bool) {
+	t.Helper()
+	seen := map[string]bool{}
+	for s := uint64(1); s <= 60; s++ {
+		v := Variant(b, "kill", s, lease, func(*scenarios.Scenario) error { return nil })
+		ttl := v.Lock.TTL
+		round := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+		names := map[time.Duration]string{b.Hold: "base", round(ttl / 4): "ttl/4", round(ttl * 9 / 10): "0.9ttl", round(ttl * 5 / 2): "2.5ttl", round(4 * ttl): "4ttl"}
+		name, ok := names[v.Hold]
+		if !ok {
+			t.Fatalf("seed %d: hold %v is none of %v", s, v.Hold, names)
+		}
+		if v.Hold > ttl && v.Lock.Renew == 0 && !selfRenewing {
+			t.Errorf("seed %d: hold %v of a %v lease that nobody renews", s, v.Hold, ttl)
+		}
+		seen[name] = true
+	}
+	if len(seen) != 5 {
+		t.Errorf("60 seeds drew holds %v, want all five", seen)
+	}
 }
 
 // variantFallbacks checks that the variants of b drop what the lock cannot
@@ -137,7 +159,7 @@ func variantFallbacks(t *testing.T, b *scenarios.Scenario) {
 		return nil
 	}
 	for s := uint64(1); s <= 20; s++ {
-		if v := Variant(b, "kill", s, refuse); v.Lock.Acquire == scenarios.AcquireWait || v.Lock.Renew > 0 {
+		if v := Variant(b, "kill", s, Lease{}, refuse); v.Lock.Acquire == scenarios.AcquireWait || v.Lock.Renew > 0 {
 			t.Fatalf("seed %d: refused workload kept: %+v", s, v.Lock)
 		}
 	}
@@ -150,7 +172,7 @@ func variantFallbacks(t *testing.T, b *scenarios.Scenario) {
 		return nil
 	}
 	for s := uint64(1); s <= 20; s++ {
-		v, u := Variant(b, "kill", s, accept), Variant(b, "kill", s, noWait)
+		v, u := Variant(b, "kill", s, Lease{}, accept), Variant(b, "kill", s, Lease{}, noWait)
 		if u.Lock.Acquire == scenarios.AcquireWait || u.Lock.Renew != v.Lock.Renew || u.Hold != v.Hold || u.Resource != v.Resource {
 			t.Errorf("seed %d: a lock that cannot wait got %+v (hold %v, %s), want the drawn renewal %v, hold %v and register %s with a try",
 				s, u.Lock, u.Hold, u.Resource, v.Lock.Renew, v.Hold, v.Resource)
@@ -587,5 +609,65 @@ func TestNotApplicableBeforeStart(t *testing.T) {
 				t.Errorf("row %+v, runs %v, log %q: want no run and not applicable: %s", row, ran, log.String(), tt.contains)
 			}
 		})
+	}
+}
+
+// TestVariantLease checks the ttls and latency delays that 60 seeds draw:
+// within the lease's bounds and in its steps, the base's and a sub-second
+// one among them where the bounds allow, the same for a seed twice, the
+// renewal a third of the run's ttl, the base's ttl alone for a FixedTTL
+// lease, and for the latency kind alone a delay of ShortLatency, the
+// default or LatencyShare of the run's ttl, each drawn.
+func TestVariantLease(t *testing.T) {
+	b := base()
+	b.Lock.TTL = 2 * time.Second
+	cases := []struct {
+		name             string
+		lease            Lease
+		lo, hi, step     time.Duration
+		subSecond, fixed bool
+	}{
+		{name: "no bound", lo: DefaultMinTTL, hi: 4 * time.Second, step: 10 * time.Millisecond, subSecond: true},
+		{name: "whole seconds", lease: Lease{MinTTL: time.Second, TTLStep: time.Second}, lo: time.Second, hi: 4 * time.Second, step: time.Second},
+		{name: "fixed", lease: Lease{FixedTTL: true}, lo: 2 * time.Second, hi: 2 * time.Second, step: time.Second, fixed: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ttls := map[time.Duration]bool{}
+			for s := uint64(1); s <= 60; s++ {
+				v := Variant(b, "kill", s, tc.lease, nil)
+				ttl := v.Lock.TTL
+				if ttl < tc.lo || ttl > tc.hi || ttl%tc.step != 0 {
+					t.Fatalf("seed %d: ttl %v, want %v..%v in steps of %v", s, ttl, tc.lo, tc.hi, tc.step)
+				}
+				if again := Variant(b, "kill", s, tc.lease, nil); again.Lock.TTL != ttl || again.Hold != v.Hold {
+					t.Fatalf("seed %d drew ttl %v hold %v, then %v %v", s, ttl, v.Hold, again.Lock.TTL, again.Hold)
+				}
+				if v.Lock.Renew != 0 && v.Lock.Renew != (ttl/3).Round(10*time.Millisecond) {
+					t.Errorf("seed %d: renew %v for a %v ttl, want a third of it", s, v.Lock.Renew, ttl)
+				}
+				if _, ok := Delay(v); ok {
+					t.Errorf("seed %d: a kill schedule with a delay", s)
+				}
+				ttls[ttl] = true
+			}
+			sub := slices.ContainsFunc(slices.Collect(maps.Keys(ttls)), func(d time.Duration) bool { return d < time.Second })
+			if !ttls[b.Lock.TTL] || sub != tc.subSecond || tc.fixed != (len(ttls) == 1) || (!tc.fixed && len(ttls) < 4) {
+				t.Errorf("60 seeds drew ttls %v", slices.Sorted(maps.Keys(ttls)))
+			}
+		})
+	}
+	delays := map[string]bool{}
+	for s := uint64(1); s <= 30; s++ {
+		v := Variant(b, "latency", s, Lease{}, nil)
+		d, ok := Delay(v)
+		share := time.Duration(float64(v.Lock.TTL) * LatencyShare).Round(10 * time.Millisecond)
+		if !ok || (d != ShortLatency.String() && d != nemesis.DefaultLatency.String() && d != share.String()) {
+			t.Fatalf("seed %d: latency delay %q (drawn %v) for a %v ttl", s, d, ok, v.Lock.TTL)
+		}
+		delays[map[bool]string{true: "share", false: d}[d == share.String()]] = true
+	}
+	if len(delays) != 3 {
+		t.Errorf("30 seeds drew delays %v, want all three", delays)
 	}
 }

@@ -172,6 +172,20 @@ func NewSpace(base *scenarios.Scenario, kind string) Space {
 	return sp
 }
 
+// Of returns sp for the mutations of parent's schedule: a fault added
+// takes the delay of parent's latency faults (Delay), so that a mutant
+// keeps its parent's delay as it keeps its ttl and hold (Mutant).
+func (sp Space) Of(parent *scenarios.Scenario) Space {
+	if d, ok := Delay(parent); ok {
+		sp.Options = maps.Clone(sp.Options)
+		if sp.Options == nil {
+			sp.Options = map[string]string{}
+		}
+		sp.Options["delay"] = d
+	}
+	return sp
+}
+
 // Fits says why schedule s is not one of sp's, nil when it is: at least
 // one fault, each of sp's kind, starting within the run no earlier than
 // Start, lasting within sp's bounds, naming one of sp's targets and

@@ -125,7 +125,7 @@ func TestMutate(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 9))
 			seen := map[string]bool{}
 			for seed := uint64(1); seed <= 10; seed++ {
-				s := Resolved(Variant(ts.base, sp.Kind, seed, nil))
+				s := Resolved(Variant(ts.base, sp.Kind, seed, Lease{}, nil))
 				if err := Fits(s, sp); err != nil {
 					t.Fatalf("seed %d: the random schedule does not fit: %v", seed, err)
 				}
@@ -187,7 +187,8 @@ func TestFits(t *testing.T) {
 // TestSteeredCampaign runs a campaign whose runs come closest to a
 // violation when a kill starts near 2 s: steered, most runs after the first
 // of a kind mutate an earlier run, every mutant fits the kind's space and
-// keeps its parent's workload, and the rows report the smallest margins;
+// keeps its parent's workload (its ttl and hold too, and for latency every
+// fault its parent's delay), and the rows report the smallest margins;
 // random, none is steered.
 func TestSteeredCampaign(t *testing.T) {
 	type ran struct {
@@ -209,9 +210,13 @@ func TestSteeredCampaign(t *testing.T) {
 		}
 		return out, nil
 	}
-	for _, steer := range []bool{true, false} {
+	for _, c := range []struct {
+		kind  string
+		steer bool
+	}{{"kill", true}, {"kill", false}, {"latency", true}} {
+		kind, steer := c.kind, c.steer
 		runs = nil
-		rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{"kill"}, Runs: 12, Seed: 10, Steer: steer})
+		rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{kind}, Runs: 12, Seed: 10, Steer: steer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +228,7 @@ func TestSteeredCampaign(t *testing.T) {
 			t.Errorf("steer %v: %d of %d runs steered", steer, row.Steered, row.Runs)
 		}
 		best := 1e9
-		sp := NewSpace(base(), "kill")
+		sp := NewSpace(base(), kind)
 		for i, r := range runs[12:] {
 			if r.sc.Seed != 10+uint64(i) {
 				t.Errorf("run %d has seed %d", i, r.sc.Seed)
@@ -233,7 +238,8 @@ func TestSteeredCampaign(t *testing.T) {
 					t.Errorf("steer %v: run %d's schedule %v: %v", steer, i, r.sc.Nemesis.Steps, err)
 				}
 				if !slices.ContainsFunc(runs[12:12+i], func(p ran) bool {
-					return p.sc.Lock.Acquire == r.sc.Lock.Acquire && p.sc.Lock.Wait == r.sc.Lock.Wait && p.sc.Lock.Renew == r.sc.Lock.Renew
+					return p.sc.Lock.Acquire == r.sc.Lock.Acquire && p.sc.Lock.Wait == r.sc.Lock.Wait && p.sc.Lock.Renew == r.sc.Lock.Renew &&
+						p.sc.Lock.TTL == r.sc.Lock.TTL && p.sc.Hold == r.sc.Hold && sameDelays(Resolved(p.sc), r.sc.Nemesis.Steps)
 				}) {
 					t.Errorf("run %d's workload %+v is none of its parents'", i, r.sc.Lock)
 				}
@@ -243,5 +249,30 @@ func TestSteeredCampaign(t *testing.T) {
 		if !row.HasMargin || row.Margin != best || row.MarginRun == "" {
 			t.Errorf("steer %v: row margin %v (%v, %s), want %v", steer, row.Margin, row.HasMargin, row.MarginRun, best)
 		}
+	}
+}
+
+// sameDelays reports whether every step of child has the delay option of
+// parent's first step (none when it has none).
+func sameDelays(parent, child nemesis.Schedule) bool {
+	return !slices.ContainsFunc(child, func(st nemesis.Step) bool { return st.Options["delay"] != parent[0].Options["delay"] })
+}
+
+// TestSpaceOfKeepsDelay checks that every fault a mutation adds to a
+// latency run's schedule has the run's delay, the drawn one or none.
+func TestSpaceOfKeepsDelay(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
+		parent := Variant(base(), "latency", seed, Lease{}, nil)
+		want, _ := Delay(parent)
+		sp, rng := NewSpace(base(), "latency").Of(parent), rand.New(rand.NewPCG(seed, 9))
+		for range 20 {
+			st := sp.step(rng)
+			if st.Options["delay"] != want {
+				t.Fatalf("seed %d: an added fault %v, want delay %s", seed, st, want)
+			}
+		}
+	}
+	if sp := NewSpace(base(), "kill").Of(Variant(base(), "kill", 1, Lease{}, nil)); sp.Options["delay"] != "" {
+		t.Errorf("a kill space took a delay: %v", sp.Options)
 	}
 }

@@ -37,7 +37,7 @@ func TestMutantsValidate(t *testing.T) {
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				sp := hunt.NewSpace(base, kind)
 				rng := rand.New(rand.NewPCG(3, 4))
-				parent := hunt.Variant(base, kind, 1, validate)
+				parent := hunt.Variant(base, kind, 1, hunt.Lease{}, validate)
 				if err := validate(parent); err != nil {
 					t.Fatalf("the random schedule of %s: %v", kind, err)
 				}

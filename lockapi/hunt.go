@@ -75,10 +75,12 @@ func (c *Campaign) Found() bool {
 }
 
 // Hunt hunts for what breaks lock (`jepsen-lite hunt --lock-command <lock's
-// command> --system <lock's System> [--lock-tokens]`, docs/hunt.md): per
-// fault kind, random runs of the system's baseline with the workload drawn
-// from each run's seed, waiting and renewal only as the lock's Locker can,
-// and a fenced register only when lock declares Tokens. It returns the
+// command> --system <lock's System> [--lock-tokens] [--lock-self-renewing]`,
+// docs/hunt.md): per fault kind, random runs of the system's baseline with
+// the workload drawn from each run's seed, waiting and renewal only as the
+// lock's Locker can, a fenced register only when lock declares Tokens, and
+// a hold longer than the lease without a drawn renewal only when it
+// declares SelfRenewing. It returns the
 // campaign; a campaign that could not be made (bad input, no System)
 // returns an error with the command's own line.
 func Hunt(ctx context.Context, lock Lock, opts ...Option) (*Campaign, error) {
@@ -117,6 +119,9 @@ func huntFlags(lock Lock, o options) []string {
 	var args []string
 	if lock.Tokens {
 		args = append(args, "--lock-tokens")
+	}
+	if lock.SelfRenewing {
+		args = append(args, "--lock-self-renewing")
 	}
 	if o.faults != "" {
 		args = append(args, "--faults", o.faults)

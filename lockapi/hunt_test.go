@@ -11,7 +11,8 @@ import (
 )
 
 // TestHuntFlags: Hunt gives the command the lock's declarations and the
-// options as hunt's flags, and a Lock without tokens no --lock-tokens.
+// options as hunt's flags, and a Lock without tokens no --lock-tokens, one
+// that does not renew by itself no --lock-self-renewing.
 func TestHuntFlags(t *testing.T) {
 	seed := uint64(7)
 	tests := []struct {
@@ -22,6 +23,7 @@ func TestHuntFlags(t *testing.T) {
 	}{
 		{"nothing", Lock{}, options{}, nil},
 		{"tokens", Lock{Tokens: true}, options{}, []string{"--lock-tokens"}},
+		{"self-renewing", Lock{SelfRenewing: true}, options{}, []string{"--lock-self-renewing"}},
 		{"every option", Lock{}, options{faults: "none,kill", runs: 3, timeLimit: 2 * time.Second, store: "s", seed: &seed, steer: true, huntShrink: true},
 			[]string{"--faults", "none,kill", "--runs", "3", "--time-limit", "2s", "--store", "s", "--seed", "7", "--steer", "--shrink"}},
 	}

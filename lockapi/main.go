@@ -33,6 +33,10 @@ type Lock struct {
 	// (Lease.Token). Only then may Hunt draw a fenced register; without it
 	// every run's register is unfenced.
 	Tokens bool
+	// SelfRenewing declares that the lock renews its leases by itself (a
+	// watchdog of its own, no Renewer). Only then may Hunt draw a hold
+	// longer than the lease in a run that drew no renewal.
+	SelfRenewing bool
 }
 
 // client is the name the Lock gives itself in init_ok.

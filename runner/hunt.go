@@ -18,6 +18,9 @@ import (
 // Hunt runs a fault campaign (package hunt) on base: for every fault kind
 // the system and backend can take (or those of h.Faults), h.Runs runs of a
 // random schedule of that kind, each a Run with opts and the run's seed.
+// The runs' ttls are drawn within what the lock declares (huntLease)
+// unless h.Lease bounds them otherwise; h.Lease.SelfRenewing adds to
+// what the lock declares.
 // opts give what every run shares: the store, the backend, a Go Locker
 // (WithLocker) to hunt with instead of the scenario's algorithm. A fenced
 // register is drawn only for a lock that declares fencing tokens: a
@@ -32,6 +35,7 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			h.Backend = b.b.Name
 		}
 	}
+	h.Lease = huntLease(base, &cfg, h.Lease)
 	validate, err := huntValidate(ctx, base, &cfg, h.Log, opts)
 	if err != nil {
 		return nil, err
@@ -132,4 +136,42 @@ func grantsTokens(sc *scenarios.Scenario, cfg *config) bool {
 	}
 	alg, err := clients.Lookup(sc.Lock.Algorithm)
 	return err == nil && alg.Lease != nil && alg.Lease.Token != ""
+}
+
+// huntLease is what a hunt knows of the lease of base's lock before its
+// runs (hunt.Lease): for a built-in algorithm, its declaration
+// (clients.LeaseSemantics): a lease that expires a ttl after the grant is
+// drawn in the service's steps (TTLStep); one that lives with a session
+// is drawn in its steps when the ttl sets it (etcd's lease), kept at the
+// base's when it does not (a ZooKeeper session's timeout is an option of
+// its own), and renews itself; a lock that never expires keeps the base's
+// ttl. A Go Locker of the caller's own and an external client declare no
+// bound: the zero hunt.Lease. given, the caller's, is kept whole when it
+// bounds the ttls; its SelfRenewing adds to what the lock declares.
+func huntLease(base *scenarios.Scenario, cfg *config, given hunt.Lease) hunt.Lease {
+	if given != (hunt.Lease{SelfRenewing: given.SelfRenewing}) {
+		return given
+	}
+	l := declaredLease(base, cfg)
+	l.SelfRenewing = l.SelfRenewing || given.SelfRenewing
+	return l
+}
+
+// declaredLease is what base's lock declares of its lease (huntLease).
+func declaredLease(base *scenarios.Scenario, cfg *config) hunt.Lease {
+	if cfg.factory != nil || base.Lock.Algorithm == clients.ExecAlgorithm {
+		return hunt.Lease{}
+	}
+	alg, err := clients.Lookup(base.Lock.Algorithm)
+	if err != nil || alg.Lease == nil {
+		return hunt.Lease{}
+	}
+	step := alg.Lease.TTLStep
+	switch alg.Lease.Expiry {
+	case clients.ExpiresAfterTTL:
+		return hunt.Lease{MinTTL: step, TTLStep: step}
+	case clients.ExpiresWithSession:
+		return hunt.Lease{MinTTL: step, TTLStep: step, FixedTTL: step == 0, SelfRenewing: true}
+	}
+	return hunt.Lease{FixedTTL: true, SelfRenewing: true}
 }

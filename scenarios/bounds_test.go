@@ -319,7 +319,7 @@ func TestHuntDrawsWithinBounds(t *testing.T) {
 			long := *base
 			long.Duration = d
 			for _, kind := range kinds {
-				v := hunt.Variant(&long, kind, rng.Uint64(), nil)
+				v := hunt.Variant(&long, kind, rng.Uint64(), hunt.Lease{}, nil)
 				if err := v.CheckBounds(); err != nil {
 					t.Errorf("%s over %v, %s: %v", base.Name, d, kind, err)
 				}

@@ -25,16 +25,19 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
-       jepsen-lite hunt --lock-command CMD --system S [--lock-tokens] [flags]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens] [--lock-self-renewing]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
+       jepsen-lite hunt --lock-command CMD --system S [--lock-tokens] [--lock-self-renewing] [flags]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
 each fault kind the system and backend can take (list --faults), N runs of
 a random schedule of that kind drawn from the run's seed (seeds S..S+N-1),
-with the workload drawn from the seed too (the lock taken by trying or by
-waiting, renewed or not, and for a lock with fencing tokens the register
-fenced or not), and a baseline of N runs without faults. --time-limit and
+with the workload drawn from the seed too (the lease's ttl within what the
+lock declares, sub-second ones too; the lock taken by trying or by
+waiting, renewed every ttl/3 or not; the hold after the write, of up to
+four leases in a run that renews; for a lock with fencing tokens the
+register fenced or not; for latency the delay, 20ms, 100ms or 40% of the
+ttl), and a baseline of N runs without faults. --time-limit and
 --workers override the base scenario's run length and workers. Every run
 is stored; --json writes the campaign to a file that 'jepsen-lite matrix'
 lays out as a safety datasheet with others. It prints one row per fault kind: the runs, how many were
@@ -48,7 +51,10 @@ etcd-mutex-baseline). Before the campaign, and before any cluster starts,
 the external client's command is started once to read the abilities of its
 init_ok: a waiting acquire is drawn only for a client that claims "wait", a
 renewal only for one that claims "renew". Its register is fenced only when
---lock-tokens declares that its leases carry fencing tokens. A fault kind
+--lock-tokens declares that its leases carry fencing tokens;
+--lock-self-renewing that it renews its leases by itself (a watchdog of
+its own), so that a hold longer than the lease is drawn without a drawn
+renewal. A fault kind
 that the base's topology cannot take (a failover without a replica, a
 sentinel failover without sentinels) is reported not applicable before
 anything of it starts.
@@ -109,7 +115,7 @@ type huntFlags struct {
 	seed                                uint64
 	budget, checkTimeout, timeLimit     time.Duration
 	quiet, steer, list, shrink          bool
-	lockTokens                          bool
+	lockTokens, lockSelfRenewing        bool
 }
 
 // parseHuntFlags parses hunt's command line; a nil result with exitHeld is
@@ -126,6 +132,7 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 	fs.StringVar(&f.lockCommand, "lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
 	fs.StringVar(&f.system, "system", "", "with --lock-command and no argument: the system the lock locks with ("+strings.Join(runner.Names().Systems, ", ")+"); the base is the system's plain baseline")
 	fs.BoolVar(&f.lockTokens, "lock-tokens", false, "with --lock-command: the lock's leases carry fencing tokens, so a run may draw a fenced register (default: never fenced)")
+	fs.BoolVar(&f.lockSelfRenewing, "lock-self-renewing", false, "with --lock-command: the lock renews its leases by itself (a watchdog of its own), so a run may draw a hold longer than the lease without a drawn renewal (default: only with one)")
 	fs.StringVar(&f.markdown, "markdown", "", "write the campaign's table as Markdown to this file")
 	fs.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Minute, "time budget of the checkers per run")
 	fs.BoolVar(&f.quiet, "quiet", false, quietUsage)
@@ -158,12 +165,13 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 
 // setTarget sets what the hunt varies: its one argument, or with --system
 // the system's baseline (systemBaselines); it refuses both, neither, an
-// unknown system and --system or --lock-tokens without --lock-command.
+// unknown system and --system, --lock-tokens or --lock-self-renewing
+// without --lock-command.
 func (f *huntFlags) setTarget(pos []string) error {
 	withSystem := isSet(f.fs, "system")
 	switch {
-	case (withSystem || f.lockTokens) && !isSet(f.fs, "lock-command"):
-		return usagef("--system and --lock-tokens declare the lock of --lock-command: give --lock-command too")
+	case (withSystem || f.lockTokens || f.lockSelfRenewing) && !isSet(f.fs, "lock-command"):
+		return usagef("--system, --lock-tokens and --lock-self-renewing declare the lock of --lock-command: give --lock-command too")
 	case withSystem && len(pos) > 0:
 		return usagef("give either an algorithm, scenario or scenario file, or --system, not both")
 	case withSystem:
@@ -227,6 +235,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		runOpts = append(runOpts, runner.WithLockTokens())
 	}
 	opts.Log, opts.Progress = line.Writer(), told
+	opts.Lease.SelfRenewing = f.lockSelfRenewing
 	rep, err := runner.Hunt(ctx, base, opts, runOpts...)
 	line.Done()
 	if rep != nil && err == nil && f.shrink {

@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,7 @@ func TestHuntSystemUsage(t *testing.T) {
 		{"unknown system", []string{"--system", "mysql", "--lock-command", "true"}, `--system "mysql": want one of etcd, postgres, redis, zookeeper`},
 		{"--system without --lock-command", []string{"--system", "redis"}, "give --lock-command too"},
 		{"--lock-tokens without --lock-command", []string{"redis-single", "--lock-tokens"}, "give --lock-command too"},
+		{"--lock-self-renewing without --lock-command", []string{"redis-single", "--lock-self-renewing"}, "give --lock-command too"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +85,10 @@ func TestHuntDrawsWhatTheClientCan(t *testing.T) {
 				t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
 			}
 			probe := strings.Index(stderr, `hunt: the lock client "resp_lock.py`)
-			run := strings.Index(stderr, "hunt: none run 1/1 (seed 2, acquire wait, renew 0s,")
+			run := -1
+			if m := regexp.MustCompile(`hunt: none run 1/1 \(seed 2, ttl [0-9.]+m?s, acquire wait, renew 0s,`).FindStringIndex(stderr); m != nil {
+				run = m[0]
+			}
 			if probe < 0 || run < probe || strings.Contains(stderr, "drawn again") {
 				t.Errorf("want the probe's line, then run 1 waiting with no renewal, and no workload drawn again:\n%s", stderr)
 			}
