@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,14 +57,7 @@ func TestHuntSystemBaselines(t *testing.T) {
 // the campaign and draw no renewal (rather than learn it from a refused
 // run), and fence the register only when --lock-tokens declares tokens.
 func TestHuntDrawsWhatTheClientCan(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run the test client: ", err)
-	}
-	script, err := filepath.Abs("../../lockproto/testdata/resp_lock.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	py, script := respLockClient(t)
 	tests := []struct {
 		name     string
 		tokens   bool

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -21,14 +20,7 @@ import (
 // seed) with CMD in place of the command it was stored with: a client
 // built anew (lockapi.Replay's test binary) has a new path.
 func TestReplayTakesLockCommand(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run the test client: ", err)
-	}
-	script, err := filepath.Abs("../../lockproto/testdata/resp_lock.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	py, script := respLockClient(t)
 	store := t.TempDir()
 	runs := []struct {
 		name    string

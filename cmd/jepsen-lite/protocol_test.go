@@ -15,14 +15,7 @@ import (
 // processes on seeds of their own; each wrong one exits 1 and names the
 // check it failed.
 func TestProtocolTestCommand(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal("python3 is needed to run the test clients: ", err)
-	}
-	script, err := filepath.Abs("../../lockproto/testdata/resp_lock.py")
-	if err != nil {
-		t.Fatal(err)
-	}
+	py, script := respLockClient(t)
 	cases := []struct {
 		name, args string
 		code       int
@@ -47,4 +40,20 @@ func TestProtocolTestCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// respLockClient is the python3 binary and the absolute path of the
+// plain-socket test client of lockproto/testdata (resp_lock.py), which the
+// tests of external lock clients run.
+func respLockClient(t *testing.T) (py, script string) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed to run the test clients: ", err)
+	}
+	script, err = filepath.Abs("../../lockproto/testdata/resp_lock.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return py, script
 }
