@@ -338,8 +338,8 @@ is **unsafe** k/n (k of its n runs invalid, with the anomalies they
 found; its note below gives the first failing run's first anomaly in the
 checker's words and a schedule that replays it, shrunk where
 ` + "`jepsen-lite shrink`" + ` reduced it), safe 0/n (no run
-invalid; runs whose fault failed or whose check ran out of time are
-counted as unknown), not decided (every run unknown), or n/a (with why).
+invalid; runs whose fault failed, whose check ran out of time or whose
+lock client answered none of some worker's calls are counted as unknown), not decided (every run unknown), or n/a (with why).
 A safe cell is what n runs showed, not a proof. What each fault kind does
 is in ` + "`jepsen-lite list --faults`" + `; a client-pause is drawn with its worker's
 links cut for the pause (option isolate: a stop-the-world pause of the
