@@ -81,9 +81,13 @@ hunt-renewbugs: deps build
 	$(GO) test -tags renewbugs -count=1 -p 1 -timeout 12h -v -run 'TestMeasureRenewBugs/$(BUG)' ./examples/renewbugs
 
 # shrink on a real failing run of redis-single-random-pauses (a few
-# minutes: the search's runs and five confirmations; docs/shrink.md).
+# minutes: the search's runs and five confirmations; docs/shrink.md), then
+# from Go (lockapi) each planted renewal bug's failing run, which must
+# shrink to at most two fault steps and fail again when run and replayed
+# (docs/hunt.md, "Renewal bugs").
 test-shrink: deps build
 	$(GO) test -tags shrink -count=1 -timeout 30m -v -run TestShrinkRandomPauses ./cmd/jepsen-lite
+	$(GO) test -tags shrink -count=1 -timeout 60m -v -run TestShrinkRenewBugs ./examples/renewbugs
 
 # BACKEND=docker runs the servers in containers; the node image is built
 # first (make images: debootstrap + docker import, no registry needed).
@@ -155,6 +159,7 @@ lint:
 	cd lockapi && $(GO) vet ./...
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	$(GO) vet -tags renewbugs ./examples/renewbugs
+	$(GO) vet -tags shrink ./examples/renewbugs ./cmd/jepsen-lite
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
 

@@ -67,6 +67,7 @@ var snippetImports = map[string]string{
 	"errors":    "errors",
 	"fmt":       "fmt",
 	"os":        "os",
+	"filepath":  "path/filepath",
 	"testing":   "testing",
 	"time":      "time",
 	"redis":     "github.com/redis/go-redis/v9",

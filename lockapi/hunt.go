@@ -29,6 +29,12 @@ func WithSteer() Option { return func(o *options) { o.steer = true } }
 // fault kind that found something (--shrink).
 func WithHuntShrink() Option { return func(o *options) { o.huntShrink = true } }
 
+// WithCampaignFile keeps Hunt's campaign file (`hunt --json`) at path, so
+// that Datasheet can make the lock's row of a safety datasheet from it; the
+// row is named by the file, without .json. Without it the file is removed
+// once read.
+func WithCampaignFile(path string) Option { return func(o *options) { o.campaignFile = path } }
+
 // Campaign is what Hunt found, read from the campaign file that
 // `jepsen-lite hunt --json` wrote.
 type Campaign struct {
@@ -91,13 +97,16 @@ func Hunt(ctx context.Context, lock Lock, opts ...Option) (*Campaign, error) {
 	if lock.System == "" {
 		return nil, errors.New("lockapi: Hunt needs the Lock's System: redis, postgres, zookeeper or etcd")
 	}
-	dir, err := os.MkdirTemp("", "lockapi-hunt-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	file := filepath.Join(dir, "campaign.json")
 	o := collect(opts)
+	file := o.campaignFile
+	if file == "" {
+		dir, err := os.MkdirTemp("", "lockapi-hunt-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		file = filepath.Join(dir, "campaign.json")
+	}
 	args := append([]string{"hunt", "--quiet", "--lock-command", cmdline, "--system", lock.System, "--json", file}, huntFlags(lock, o)...)
 	_, stderr, code, err := command(ctx, o, args)
 	if err != nil {
@@ -184,4 +193,27 @@ func readCampaign(path string) (*Campaign, error) {
 			Anomalies: row.Anomalies, Failing: row.Failing, Margin: row.Margin, HasMargin: row.HasMargin, NotApplicable: row.NotApplicable})
 	}
 	return c, nil
+}
+
+// Datasheet writes to out, as Markdown, the safety datasheet of the
+// campaign files (`jepsen-lite matrix --out out campaigns...`, docs/matrix.md):
+// one row per file, named by the file without .json, one column per fault
+// kind, each cell safe, unsafe (with its anomalies), not decided or n/a.
+// A lock of one's own gets its row from the file Hunt kept
+// (WithCampaignFile); the built-in algorithms' rows are the checkout's
+// docs/matrix/campaigns/*.json, and a datasheet of both puts the lock
+// beside them. The error has the command's own line.
+func Datasheet(ctx context.Context, out string, campaigns []string, opts ...Option) error {
+	if len(campaigns) == 0 {
+		return errors.New("lockapi: Datasheet needs at least one campaign file")
+	}
+	args := append([]string{"matrix", "--out", out}, campaigns...)
+	_, stderr, code, err := command(ctx, collect(opts), args)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("lockapi: jepsen-lite matrix: exit %d: %s", code, lastLine(stderr))
+	}
+	return nil
 }

@@ -3,8 +3,8 @@
 // the sentinel errors), declared once, and the client side of the
 // lock-client protocol for them (Serve, Main): a program or test of the
 // user's module serves its Locker to the harness, which runs it as an
-// external lock client (docs/lock-protocol.md). Run, Replay, Shrink, Hunt
-// and ProtocolTest drive the harness's command line from Go.
+// external lock client (docs/lock-protocol.md). Run, Replay, Shrink, Hunt,
+// Datasheet and ProtocolTest drive the harness's command line from Go.
 //
 // The module requires nothing but the standard library, so that the user's
 // module graph never meets the harness's: the user's go.mod keeps its

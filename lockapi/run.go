@@ -23,7 +23,7 @@ const BinaryEnv = "JEPSEN_LITE_BIN"
 // jepsen-lite command can be found.
 var ErrNoBinary = errors.New("lockapi: no jepsen-lite command: run `make build` in the jepsen-lite checkout (it writes bin/jepsen-lite), or set " + BinaryEnv + "=/path/to/jepsen-lite")
 
-// Option sets how Run, Replay, Shrink, Hunt and ProtocolTest run the
+// Option sets how Run, Replay, Shrink, Hunt, Datasheet and ProtocolTest run the
 // harness.
 type Option func(*options)
 
@@ -41,6 +41,9 @@ type options struct {
 	runs       int
 	steer      bool
 	huntShrink bool
+	// campaignFile is where Hunt keeps its campaign file
+	// (WithCampaignFile); empty removes it.
+	campaignFile string
 }
 
 // WithBinary runs the jepsen-lite command at path.

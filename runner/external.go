@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -203,16 +204,17 @@ func (w *worker) pauseNeverFired(point string, err error) {
 	}
 }
 
-// probeAbilities starts, before any cluster does, the external client of
-// a scenario of the exec algorithm once, reads the abilities its init_ok
-// claims and ends it. Its init lists the nodes of the scenario's topology
-// (cluster.Layout), each at the address of a listener that accepts
-// connections and answers nothing (silentListener): a client that only
-// connects in init answers init_ok; one that asks its servers something
-// there fails the probe, and the error says so. It returns the client's
-// name and whether it claimed each of the abilities a hunt draws
-// (clients.CapWait, clients.CapRenew).
-func probeAbilities(ctx context.Context, s *scenarios.Scenario) (string, map[clients.Capability]bool, error) {
+// probeAbilities makes, before any cluster starts, one client of the
+// scenario's lock and reads the abilities a hunt draws for
+// (clients.CapWait, clients.CapRenew): a Locker of the caller's own from
+// its factory (its type's abilities), else the external client of the exec
+// algorithm, started once (the abilities its init_ok claims). The Target
+// lists the nodes of the scenario's topology (cluster.Layout), each at the
+// address of a listener that accepts connections and answers nothing
+// (silentListener): a client that only connects when it is made is made;
+// one that asks its servers something then fails the probe, and the error
+// says so. It returns the client's name and its abilities, and closes it.
+func probeAbilities(ctx context.Context, s *scenarios.Scenario, factory clients.Factory) (string, map[clients.Capability]bool, error) {
 	nodes, err := cluster.Layout(cluster.Spec{System: s.System.Name, Topology: s.System.Topology, Nodes: s.System.Nodes})
 	if err != nil {
 		return "", nil, err
@@ -222,29 +224,30 @@ func probeAbilities(ctx context.Context, s *scenarios.Scenario) (string, map[cli
 		return "", nil, err
 	}
 	defer silent.close()
-	t := clients.Target{System: s.System.Name, Options: s.Lock.Options, Log: io.Discard}
+	t := clients.Target{System: s.System.Name, Options: s.Lock.Options, Log: io.Discard,
+		Clock: &workerClock{}, Rand: rand.New(rand.NewPCG(s.Seed, 0))}
 	for _, n := range nodes {
 		t.Endpoints = append(t.Endpoints, clients.Endpoint{Name: n.Name, Role: n.Role, Addr: silent.addr()})
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	l, err := clients.NewExec(pctx, t)
+	if factory == nil {
+		factory = clients.NewExec
+	}
+	l, err := factory(pctx, t)
 	if err != nil {
-		return "", nil, fmt.Errorf("its init with no server answering failed: %w", err)
+		return "", nil, fmt.Errorf("making its client with no server answering failed: %w", err)
 	}
 	defer l.Close()
-	e, ok := l.(interface {
-		externalClient
-		clients.Abilities
-	})
-	if !ok {
-		return "", nil, fmt.Errorf("%T claims no abilities", l)
+	name := fmt.Sprintf("%T", l)
+	if e, ok := l.(externalClient); ok {
+		name = e.Client()
 	}
 	can := map[clients.Capability]bool{}
 	for _, c := range []clients.Capability{clients.CapWait, clients.CapRenew} {
-		can[c] = e.Can(string(c))
+		can[c] = clients.Has(l, c)
 	}
-	return e.Client(), can, nil
+	return name, can, nil
 }
 
 // probeTimeout bounds the abilities probe: the protocol's 20 s for init

@@ -88,25 +88,26 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 
 // huntValidate returns the validation of a hunt's runs on base: Validate,
 // and no fenced register for a lock that declares no fencing tokens
-// (grantsTokens). For an external client (the exec algorithm) it first
-// learns, before any cluster starts, the abilities the client claims
-// (probeAbilities), and refuses a waiting acquire to a client without
-// "wait" and renewal to one without "renew", so that neither is drawn. A
-// probe that fails is logged to log: the hunt then learns what the client
-// cannot do from its runs (hunt.WorkloadError). Only an interrupt while
-// probing is an error.
+// (grantsTokens). For a Locker of the caller's own (WithLocker) and an
+// external client (the exec algorithm) it first learns, before any
+// cluster starts, the abilities of one client made with no server
+// answering (probeAbilities), and refuses a waiting acquire to a lock that
+// cannot wait and renewal to one that cannot renew, so that neither is
+// drawn. A probe that fails is logged to log: the hunt then learns what
+// the lock cannot do from its runs (hunt.WorkloadError). Only an interrupt
+// while probing is an error.
 func huntValidate(ctx context.Context, base *scenarios.Scenario, cfg *config, log io.Writer, opts []Option) (func(*scenarios.Scenario) error, error) {
 	if log == nil {
 		log = io.Discard
 	}
 	var can map[clients.Capability]bool
-	if base.Lock.Algorithm == clients.ExecAlgorithm && cfg.factory == nil {
-		name, probed, err := probeAbilities(ctx, base)
+	if cfg.factory != nil || base.Lock.Algorithm == clients.ExecAlgorithm {
+		name, probed, err := probeAbilities(ctx, base, cfg.factory)
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 		case err != nil:
-			fmt.Fprintf(log, "hunt: the lock client's abilities are unknown before the campaign (%v); its runs show what it cannot do\n", err)
+			fmt.Fprintf(log, "hunt: the lock's abilities are unknown before the campaign (%v); its runs show what it cannot do\n", err)
 		default:
 			can = probed
 			fmt.Fprintf(log, "hunt: the lock client %q claims wait %v, renew %v: a waiting acquire is drawn only with wait, a renewal only with renew\n", name, can[clients.CapWait], can[clients.CapRenew])
@@ -117,10 +118,10 @@ func huntValidate(ctx context.Context, base *scenarios.Scenario, cfg *config, lo
 			return fmt.Errorf("%w: %s: a fenced register needs fencing tokens, and the lock declares none", ErrSetup, sc.Name)
 		}
 		if can != nil && sc.Lock.Acquire == scenarios.AcquireWait && !can[clients.CapWait] {
-			return &IncapableError{Field: "lock.acquire", Reason: "the lock client claims no wait"}
+			return &IncapableError{Field: "lock.acquire", Reason: "the lock cannot wait"}
 		}
 		if can != nil && sc.Lock.Renew > 0 && !can[clients.CapRenew] {
-			return &IncapableError{Field: "lock.renew", Reason: "the lock client claims no renew"}
+			return &IncapableError{Field: "lock.renew", Reason: "the lock cannot renew"}
 		}
 		return Validate(sc, opts...)
 	}, nil

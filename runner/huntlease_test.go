@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +42,86 @@ func TestHuntLease(t *testing.T) {
 			base := &scenarios.Scenario{Lock: scenarios.Lock{Algorithm: tc.algorithm, TTL: 2 * time.Second}}
 			if got := huntLease(base, &config{factory: tc.factory}, tc.given); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// plainLocker is a Locker that can neither renew nor wait; waitingLocker
+// can do both.
+type plainLocker struct{}
+
+func (plainLocker) Acquire(context.Context, string, time.Duration) (clients.Lease, error) {
+	return clients.Lease{}, clients.ErrNotAcquired
+}
+func (plainLocker) Release(context.Context, clients.Lease) error { return nil }
+func (plainLocker) Close() error                                 { return nil }
+
+type waitingLocker struct{ plainLocker }
+
+func (waitingLocker) Renew(context.Context, clients.Lease, time.Duration) (clients.Lease, error) {
+	return clients.Lease{}, clients.ErrNotHeld
+}
+func (waitingLocker) AcquireWait(context.Context, string, time.Duration, time.Duration) (clients.Lease, error) {
+	return clients.Lease{}, clients.ErrNotAcquired
+}
+
+// TestHuntProbesGoLocker checks that a hunt with a Go Locker of one's own
+// learns its abilities from one Locker its factory makes before any
+// cluster starts, for a Target of the base's nodes at addresses that
+// answer nothing, and refuses to draw a renewal or a waiting acquire it
+// cannot serve; a factory that fails there leaves the hunt to learn from
+// its runs, and says so.
+func TestHuntProbesGoLocker(t *testing.T) {
+	base, err := scenarios.Load("redis-single-baseline", Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewing, waiting := *base, *base
+	renewing.Lock.Renew = base.Lock.TTL / 3
+	waiting.Lock.Acquire, waiting.Lock.Wait = scenarios.AcquireWait, base.Lock.TTL
+	cases := []struct {
+		name         string
+		locker       clients.Locker
+		fail         bool
+		renew, wait  bool // whether the validation lets each through
+		wantLogClaim string
+	}{
+		{name: "neither", locker: plainLocker{}, wantLogClaim: "claims wait false, renew false"},
+		{name: "both", locker: waitingLocker{}, renew: true, wait: true, wantLogClaim: "claims wait true, renew true"},
+		{name: "a factory that fails", fail: true, renew: true, wait: true, wantLogClaim: "abilities are unknown before the campaign"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []clients.Target
+			factory := func(_ context.Context, tg clients.Target) (clients.Locker, error) {
+				got = append(got, tg)
+				if tc.fail {
+					return nil, errors.New("no server answered")
+				}
+				return tc.locker, nil
+			}
+			var log strings.Builder
+			validate, err := huntValidate(context.Background(), base, &config{factory: factory}, &log, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].System != "redis" || len(got[0].Endpoints) != base.System.Nodes {
+				t.Fatalf("the factory was called for %+v, want once for the base's %d redis nodes", got, base.System.Nodes)
+			}
+			if !strings.Contains(log.String(), tc.wantLogClaim) {
+				t.Errorf("log %q, want %q", log.String(), tc.wantLogClaim)
+			}
+			for _, c := range []struct {
+				sc    *scenarios.Scenario
+				field string
+				ok    bool
+			}{{&renewing, "lock.renew", tc.renew}, {&waiting, "lock.acquire", tc.wait}} {
+				var incapable *IncapableError
+				err := validate(c.sc)
+				if refused := errors.As(err, &incapable) && incapable.Field == c.field; refused == c.ok {
+					t.Errorf("%s: validate = %v; want it let through: %v", c.field, err, c.ok)
+				}
 			}
 		})
 	}

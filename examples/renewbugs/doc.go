@@ -9,5 +9,8 @@
 // acquire's reply. The tests hunt each from the plain Redis baseline a Go
 // lock gets (redis-single-baseline, as `hunt --system redis` and
 // lockapi.Hunt use), with the runs' ttls, holds and latency delays drawn
-// by the hunt; they are tests only.
+// by the hunt. The test binary also serves each lock and its twin to the
+// harness's command line (lockapi.Main in TestMain), so that the shrink
+// test (build tag shrink) hunts, shrinks, runs and replays them from Go
+// through lockapi, as a user's module does. They are tests only.
 package renewbugs

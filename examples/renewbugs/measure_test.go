@@ -48,7 +48,11 @@ func TestMeasureRenewBugs(t *testing.T) {
 						n = rep.StoppedAfter
 					}
 					taken = append(taken, strconv.Itoa(n))
-					t.Logf("%s %s campaign %d (seed %d): %d runs to the first finding (0: none in %d)", b.name, mode(steer), c+1, campaignSeed(c), n, rep.Runs)
+					if n > 0 {
+						t.Logf("%s %s campaign %d (seed %d): %d runs to the first finding", b.name, mode(steer), c+1, campaignSeed(c), n)
+					} else {
+						t.Logf("%s %s campaign %d (seed %d): no finding in %d runs", b.name, mode(steer), c+1, campaignSeed(c), rep.Runs)
+					}
 				}
 				t.Logf("%s buggy, %s: runs to the first finding %s (0: none in %d)", b.name, mode(steer), strings.Join(taken, ", "), measureMaxRuns)
 			}

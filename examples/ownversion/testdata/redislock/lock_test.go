@@ -3,6 +3,7 @@ package redislock
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -70,13 +71,17 @@ func TestLocks(t *testing.T) {
 // TestHunt hunts the check-then-set lock from Go, on the baseline of its
 // declared system, without faults and with client pauses, and requires the
 // campaign to catch it with a double-hold. The lock declares no tokens, so
-// no run fences its register.
+// no run fences its register. The campaign's file makes the lock's row of
+// a safety datasheet, which must say it unsafe.
 func TestHunt(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "check-then-set.json")
 	c, err := lockapi.Hunt(context.Background(), Locks[1], lockapi.WithFaults("none", "client-pause"), lockapi.WithRuns(2),
-		lockapi.WithTimeLimit(2*time.Second), lockapi.WithStore(t.TempDir()), lockapi.WithSeed(1))
+		lockapi.WithTimeLimit(2*time.Second), lockapi.WithStore(t.TempDir()), lockapi.WithSeed(1), lockapi.WithCampaignFile(file))
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkDatasheet(t, file, filepath.Join(dir, "datasheet.md"))
 	if c.Base != "redis-single-baseline" || c.ExitCode != 1 || !c.Found() || len(c.Kinds) != 2 {
 		t.Fatalf("campaign on %s, exit %d, %d kinds %+v: want redis-single-baseline, exit 1, found, 2 kinds", c.Base, c.ExitCode, len(c.Kinds), c.Kinds)
 	}
@@ -128,4 +133,26 @@ func checkShrink(t *testing.T, dir string, lock lockapi.Lock) {
 	if !strings.Contains(string(b), "JEPSEN_LITE_LOCKAPI") || !strings.Contains(string(b), lock.Name) {
 		t.Errorf("%s does not name the lock's command %s:\n%s", path, cmd, b)
 	}
+}
+
+// checkDatasheet makes the datasheet of the campaign file and requires
+// the lock's row, named by the file, with an unsafe cell.
+func checkDatasheet(t *testing.T, campaign, out string) {
+	t.Helper()
+	if err := lockapi.Datasheet(context.Background(), out, []string{campaign}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "| check-then-set |") {
+			if !strings.Contains(line, "**unsafe**") {
+				t.Errorf("the lock's row says nothing unsafe: %s", line)
+			}
+			return
+		}
+	}
+	t.Errorf("the datasheet has no row for check-then-set:\n%s", b)
 }
