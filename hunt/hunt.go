@@ -449,13 +449,13 @@ const (
 // latencyDelay draws the delay of a run's latency faults from rng: one of
 // ShortLatency, nemesis.DefaultLatency and LatencyShare of ttl.
 func latencyDelay(rng *rand.Rand, ttl time.Duration) time.Duration {
-	switch rng.IntN(3) {
-	case 0:
-		return ShortLatency
-	case 1:
-		return nemesis.DefaultLatency
-	}
-	return time.Duration(float64(ttl) * LatencyShare).Round(10 * time.Millisecond)
+	return latencyDelays(ttl)[rng.IntN(3)]
+}
+
+// latencyDelays are the delays a run of ttl may draw for its latency
+// faults: ShortLatency, nemesis.DefaultLatency and LatencyShare of ttl.
+func latencyDelays(ttl time.Duration) [3]time.Duration {
+	return [3]time.Duration{ShortLatency, nemesis.DefaultLatency, time.Duration(float64(ttl) * LatencyShare).Round(10 * time.Millisecond)}
 }
 
 // Variant returns the scenario of run seed of kind on base: base with the
@@ -827,10 +827,11 @@ func Delay(sc *scenarios.Scenario) (string, bool) {
 func (c *campaign) next(kind string, i int, corpus *Corpus, sp Space) (*scenarios.Scenario, string) {
 	seed := c.opts.Seed + uint64(i)
 	if c.rng != nil && kind != NoFault && corpus.Len() > 0 && c.rng.Float64() < SteerProbability {
-		best := corpus.Best(SteerBest)
-		parent := best[c.rng.IntN(len(best))]
-		if steps, what, ok := Mutate(c.rng, parent.Schedule, sp.Of(parent.Scenario)); ok {
-			return Mutant(parent.Scenario, steps, seed), fmt.Sprintf("run %d mutated (margin %s): %s", parent.Order+1, FormatMargin(parent.Margin, parent.HasMargin), what)
+		if parents := corpus.Parents(SteerBest); len(parents) > 0 {
+			parent := parents[c.rng.IntN(len(parents))]
+			if steps, what, ok := Mutate(c.rng, parent.Schedule, sp.Of(parent.Scenario)); ok {
+				return Mutant(parent.Scenario, steps, seed), fmt.Sprintf("run %d mutated (margin %s): %s", parent.Order+1, FormatMargin(parent.Margin, parent.HasMargin), what)
+			}
 		}
 	}
 	return Variant(c.base, kind, seed, c.opts.Lease, c.validate), ""

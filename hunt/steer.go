@@ -99,6 +99,19 @@ func (c *Corpus) Len() int { return len(c.entries) }
 // has fewer), closest first.
 func (c *Corpus) Best(k int) []Entry { return c.entries[:min(k, len(c.entries))] }
 
+// Parents returns the k runs that a steered run may mutate: those with the
+// smallest margins among the runs that have one, closest first (fewer when
+// fewer have one). A run without a margin tells nothing of how close it
+// came to a violation, so it is never a parent: a corpus of such runs
+// alone steers nothing, and the run is drawn at random.
+func (c *Corpus) Parents(k int) []Entry {
+	n := 0
+	for n < len(c.entries) && n < k && c.entries[n].HasMargin {
+		n++
+	}
+	return c.entries[:n]
+}
+
 // Space is what a mutation of a fault kind's schedule may draw from: the
 // bounds of the kind's random schedules (Schedule) on the base scenario,
 // and every target of the kind's among the cluster's nodes and the
@@ -129,6 +142,10 @@ type Space struct {
 	Options map[string]string
 	Choices map[string][]string
 	Points  []string
+	// Delays are the latency delays a run of the latency kind may draw
+	// for its parent's ttl (Of; nil for another kind): a mutation may give
+	// every fault of the schedule another of them.
+	Delays []string
 }
 
 // NewSpace returns the space of kind's schedules on base.
@@ -182,6 +199,11 @@ func (sp Space) Of(parent *scenarios.Scenario) Space {
 			sp.Options = map[string]string{}
 		}
 		sp.Options["delay"] = d
+		for _, v := range latencyDelays(parent.Lock.TTL) {
+			if !slices.Contains(sp.Delays, v.String()) {
+				sp.Delays = append(sp.Delays, v.String())
+			}
+		}
 	}
 	return sp
 }
@@ -223,6 +245,7 @@ const (
 	MutateRetarget = "retarget"
 	MutateAdd      = "add"
 	MutateDrop     = "drop"
+	MutateDelay    = "delay"
 )
 
 // mutateTries is how many mutations Mutate draws before it gives up.
@@ -232,7 +255,8 @@ const mutateTries = 20
 // what it did: one fault shifted (its start moved by up to Shift either
 // way, its length scaled by 1/2 to 2 within sp's bounds), retargeted
 // (another of sp's targets, or offsets for a clock fault), a fault of sp's
-// kind added, or one dropped (when there are two or more). A mutation
+// kind added, one dropped (when there are two or more), or, for latency,
+// every fault's delay changed to another of sp's Delays. A mutation
 // whose schedule does not fit sp (Fits: faults that overlap, a start out of
 // the run) or that changes nothing is drawn again, up to mutateTries
 // times; ok is false when none fitted.
@@ -243,6 +267,9 @@ func Mutate(rng *rand.Rand, s nemesis.Schedule, sp Space) (out nemesis.Schedule,
 	}
 	if len(s) >= 2 {
 		kinds = append(kinds, MutateDrop)
+	}
+	if len(sp.Delays) >= 2 {
+		kinds = append(kinds, MutateDelay)
 	}
 	if len(s) == 0 {
 		kinds = []string{MutateAdd}
@@ -263,9 +290,20 @@ func mutateOnce(rng *rand.Rand, s nemesis.Schedule, sp Space, m string) (nemesis
 		st.Targets, st.Options = slices.Clone(st.Targets), maps.Clone(st.Options)
 		out[i] = st
 	}
-	if m == MutateAdd {
+	switch m {
+	case MutateAdd:
 		st := sp.step(rng)
 		return append(out, st).Sorted(), "add " + st.String()
+	case MutateDelay:
+		was := out[0].Options["delay"]
+		d := other(rng, sp.Delays, []string{was})
+		for i := range out {
+			if out[i].Options == nil {
+				out[i].Options = map[string]string{}
+			}
+			out[i].Options["delay"] = d
+		}
+		return out, fmt.Sprintf("delay %s: %s", was, d)
 	}
 	i := rng.IntN(len(out))
 	st := &out[i]

@@ -239,7 +239,7 @@ func TestSteeredCampaign(t *testing.T) {
 				}
 				if !slices.ContainsFunc(runs[12:12+i], func(p ran) bool {
 					return p.sc.Lock.Acquire == r.sc.Lock.Acquire && p.sc.Lock.Wait == r.sc.Lock.Wait && p.sc.Lock.Renew == r.sc.Lock.Renew &&
-						p.sc.Lock.TTL == r.sc.Lock.TTL && p.sc.Hold == r.sc.Hold && sameDelays(Resolved(p.sc), r.sc.Nemesis.Steps)
+						p.sc.Lock.TTL == r.sc.Lock.TTL && p.sc.Hold == r.sc.Hold && (sameDelays(Resolved(p.sc), r.sc.Nemesis.Steps) || drawnDelay(p.sc, r.sc.Nemesis.Steps))
 				}) {
 					t.Errorf("run %d's workload %+v is none of its parents'", i, r.sc.Lock)
 				}
@@ -256,6 +256,78 @@ func TestSteeredCampaign(t *testing.T) {
 // parent's first step (none when it has none).
 func sameDelays(parent, child nemesis.Schedule) bool {
 	return !slices.ContainsFunc(child, func(st nemesis.Step) bool { return st.Options["delay"] != parent[0].Options["delay"] })
+}
+
+// drawnDelay reports whether every step of child has one delay, another
+// that parent's run could have drawn (a delay mutation).
+func drawnDelay(parent *scenarios.Scenario, child nemesis.Schedule) bool {
+	d, delays := child[0].Options["delay"], latencyDelays(parent.Lock.TTL)
+	return sameDelays(child, child) && slices.ContainsFunc(delays[:], func(v time.Duration) bool { return v.String() == d })
+}
+
+// TestCorpusParents checks that only runs with a margin are parents, the
+// closest first, and that a corpus without one has none.
+func TestCorpusParents(t *testing.T) {
+	var c Corpus
+	for i, e := range []struct {
+		m   float64
+		has bool
+	}{{0, false}, {0, false}, {0.4, true}, {0, false}, {-0.1, true}} {
+		c.Add(Entry{Margin: e.m, HasMargin: e.has, Order: i})
+		if i == 1 && len(c.Parents(SteerBest)) != 0 {
+			t.Fatalf("a corpus of runs without a margin has parents: %+v", c.Parents(SteerBest))
+		}
+	}
+	var got []int
+	for _, e := range c.Parents(SteerBest) {
+		got = append(got, e.Order)
+	}
+	if want := []int{4, 2}; !slices.Equal(got, want) {
+		t.Errorf("parents %v, want %v", got, want)
+	}
+}
+
+// TestSteeringWithoutMargins runs a steered campaign whose runs have no
+// margin: nothing steers it, so every run is a random draw.
+func TestSteeringWithoutMargins(t *testing.T) {
+	run := func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+		if sc.Nemesis.Random == nil && len(sc.Nemesis.Steps) > 0 {
+			t.Errorf("run of seed %d mutated %v", sc.Seed, sc.Nemesis.Steps)
+		}
+		return Outcome{Dir: "run", Verdict: checker.Valid}, nil
+	}
+	rep, err := Campaign(context.Background(), base(), run, nil, Options{Faults: []string{"latency"}, NoBaseline: true, Runs: 10, Seed: 3, Steer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := rep.Rows[0]; row.Runs != 10 || row.Steered != 0 {
+		t.Errorf("%d runs, %d steered; want 10, none", row.Runs, row.Steered)
+	}
+}
+
+// TestMutateDelay checks that a latency run's mutations may give every
+// fault another of the delays its ttl draws from, and only those.
+func TestMutateDelay(t *testing.T) {
+	parent := Variant(base(), "latency", 2, Lease{}, nil)
+	sp := NewSpace(base(), "latency").Of(parent)
+	was, _ := Delay(parent)
+	if len(sp.Delays) < 2 || !slices.Contains(sp.Delays, was) {
+		t.Fatalf("delays %v, want several with the parent's %s", sp.Delays, was)
+	}
+	rng := rand.New(rand.NewPCG(2, 9))
+	s := Resolved(parent)
+	for range 200 {
+		m, what, ok := Mutate(rng, s, sp)
+		if !ok || !strings.HasPrefix(what, MutateDelay+" ") {
+			continue
+		}
+		d := m[0].Options["delay"]
+		if d == was || !slices.Contains(sp.Delays, d) || !sameDelays(m, m) || len(m) != len(s) {
+			t.Fatalf("%s: %v from %v (delays %v)", what, m, s, sp.Delays)
+		}
+		return
+	}
+	t.Errorf("200 mutations of %v never changed the delay", s)
 }
 
 // TestSpaceOfKeepsDelay checks that every fault a mutation adds to a

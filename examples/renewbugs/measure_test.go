@@ -3,6 +3,7 @@
 package renewbugs
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -13,10 +14,12 @@ import (
 )
 
 // The measurement of TestMeasureRenewBugs, each overridable from the
-// environment: RENEWBUGS_CAMPAIGNS campaigns per mode (random and
-// steered), each of at most RENEWBUGS_MAX_RUNS runs, and
+// environment: the modes of RENEWBUGS_MODES (random, steered and fixed,
+// comma-separated; all three by default), RENEWBUGS_CAMPAIGNS campaigns
+// per mode, each of at most RENEWBUGS_MAX_RUNS runs, and
 // RENEWBUGS_FIXED_RUNS runs of the corrected twin.
 var (
+	measureModes     = envModes("RENEWBUGS_MODES")
 	measureCampaigns = envInt("RENEWBUGS_CAMPAIGNS", 10)
 	measureMaxRuns   = envInt("RENEWBUGS_MAX_RUNS", 50)
 	measureFixedRuns = envInt("RENEWBUGS_FIXED_RUNS", 20)
@@ -40,6 +43,9 @@ func TestMeasureRenewBugs(t *testing.T) {
 	for _, b := range bugs {
 		t.Run(b.name, func(t *testing.T) {
 			for _, steer := range []bool{false, true} {
+				if !measureModes[mode(steer)] {
+					continue
+				}
 				var taken []string
 				for c := range measureCampaigns {
 					rep := huntLock(t, b, b.buggy, hunt.Options{Runs: measureMaxRuns, Seed: campaignSeed(c), Steer: steer}, true)
@@ -55,6 +61,9 @@ func TestMeasureRenewBugs(t *testing.T) {
 					}
 				}
 				t.Logf("%s buggy, %s: runs to the first finding %s (0: none in %d)", b.name, mode(steer), strings.Join(taken, ", "), measureMaxRuns)
+			}
+			if !measureModes["fixed"] {
+				return
 			}
 			twin := huntLock(t, b, b.fixed, hunt.Options{Runs: measureFixedRuns, Seed: campaignSeed(0)}, false)
 			t.Logf("%s fixed: %d runs, %d decided, %d invalid", b.name, twin.Runs, twin.Decided(), invalidRuns(twin))
@@ -78,6 +87,16 @@ func invalidRuns(rep *hunt.Report) int {
 		n += row.Invalid
 	}
 	return n
+}
+
+// envModes is the set of modes the environment variable name lists, or
+// every mode when it is empty.
+func envModes(name string) map[string]bool {
+	modes := map[string]bool{}
+	for m := range strings.SplitSeq(cmp.Or(os.Getenv(name), "random,steered,fixed"), ",") {
+		modes[strings.TrimSpace(m)] = true
+	}
+	return modes
 }
 
 // envInt is the environment variable name as a positive number, or def.
