@@ -553,28 +553,30 @@ func drawWorkload(sc *scenarios.Scenario, seed uint64, lease Lease, validate fun
 }
 
 // drawHold draws how long a holder works under the lock after its write:
-// base, a quarter of the lease, nine tenths of it (a holder still inside
-// its lease when a fault strikes, for a lease that a fault ends early),
-// or, for a lease that is renewed (renewed), two and a half or four
-// leases (a holder that lives on its renewals, for a renewal loop that
-// fails). A lease that nobody renews gets base instead of the long
-// holds.
+// base, a quarter of the lease, or nine tenths of it (a holder still
+// inside its lease when a fault strikes, for a lease that a fault ends
+// early); and for a lease that is renewed (renewed) two and a half or
+// four leases (a holder that lives on its renewals, for a renewal loop
+// that fails), for one that nobody renews a half or three quarters of it
+// instead (a holder that ends late in its lease, where a lease the
+// service keeps shorter than the lock claims shows).
 func drawHold(rng *rand.Rand, base, ttl time.Duration, renewed bool) time.Duration {
 	var h time.Duration
-	switch rng.IntN(5) {
-	case 0:
+	switch pick := rng.IntN(5); {
+	case pick == 0:
 		return base
-	case 1:
+	case pick == 1:
 		h = ttl / 4
-	case 2:
+	case pick == 2:
 		h = ttl * 9 / 10
-	case 3:
+	case pick == 3 && renewed:
 		h = ttl * 5 / 2
-	default:
+	case pick == 3:
+		h = ttl / 2
+	case renewed:
 		h = 4 * ttl
-	}
-	if h > ttl && !renewed {
-		return base
+	default:
+		h = ttl * 3 / 4
 	}
 	return h.Round(10 * time.Millisecond)
 }

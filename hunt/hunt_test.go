@@ -120,9 +120,11 @@ func TestVariant(t *testing.T) {
 }
 
 // variantHolds checks the holds that 60 seeds of b draw with lease: each
-// the base's, a quarter, nine tenths, two and a half or four times the
-// run's own ttl, every one of them drawn, and one longer than the ttl only
-// in a run that renews (drawn, or the lock's own: selfRenewing).
+// the base's, a quarter, nine tenths, and in a run that renews (drawn, or
+// the lock's own: selfRenewing) two and a half or four times the run's
+// own ttl, in one that does not a half or three quarters of it; every one
+// of the five drawn, and none longer than the ttl in a run that does not
+// renew.
 func variantHolds(t *testing.T, b *scenarios.Scenario, lease Lease, selfRenewing bool) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -130,18 +132,28 @@ func variantHolds(t *testing.T, b *scenarios.Scenario, lease Lease, selfRenewing
 		v := Variant(b, "kill", s, lease, func(*scenarios.Scenario) error { return nil })
 		ttl := v.Lock.TTL
 		round := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
-		names := map[time.Duration]string{b.Hold: "base", round(ttl / 4): "ttl/4", round(ttl * 9 / 10): "0.9ttl", round(ttl * 5 / 2): "2.5ttl", round(4 * ttl): "4ttl"}
+		renewed := v.Lock.Renew > 0 || selfRenewing
+		names := map[time.Duration]string{b.Hold: "base", round(ttl / 4): "ttl/4", round(ttl * 9 / 10): "0.9ttl", round(ttl / 2): "ttl/2", round(ttl * 3 / 4): "0.75ttl"}
+		if renewed {
+			names = map[time.Duration]string{b.Hold: "base", round(ttl / 4): "ttl/4", round(ttl * 9 / 10): "0.9ttl", round(ttl * 5 / 2): "2.5ttl", round(4 * ttl): "4ttl"}
+		}
 		name, ok := names[v.Hold]
 		if !ok {
 			t.Fatalf("seed %d: hold %v is none of %v", s, v.Hold, names)
 		}
-		if v.Hold > ttl && v.Lock.Renew == 0 && !selfRenewing {
+		if v.Hold > ttl && !renewed {
 			t.Errorf("seed %d: hold %v of a %v lease that nobody renews", s, v.Hold, ttl)
 		}
 		seen[name] = true
 	}
-	if len(seen) != 5 {
-		t.Errorf("60 seeds drew holds %v, want all five", seen)
+	want := []string{"base", "ttl/4", "0.9ttl", "ttl/2", "0.75ttl"}
+	if selfRenewing {
+		want = []string{"base", "ttl/4", "0.9ttl", "2.5ttl", "4ttl"}
+	}
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("60 seeds drew holds %v, never %s", seen, w)
+		}
 	}
 }
 
