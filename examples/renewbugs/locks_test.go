@@ -2,6 +2,7 @@ package renewbugs
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,11 +20,15 @@ import (
 // and under latency it renews later and later until the key expires
 // under its holder; with FromReturn its first renewal is an interval
 // after the acquire returned instead of after its invoke, late by the
-// acquire's reply.
+// acquire's reply. Its first Acquire loads the renewal script into the
+// server's cache before it takes the key, so that each renewal is one
+// command (EVALSHA), applied when it arrives, not an EVALSHA refused with
+// NOSCRIPT and an EVAL sent a reply's delay later.
 type watchdogLock struct {
 	redisLock
 	every            float64
 	slip, fromReturn bool
+	loaded           bool // the renewal script is in the server's cache
 
 	mu   sync.Mutex
 	stop context.CancelFunc
@@ -35,6 +40,12 @@ var _ clients.Locker = (*watchdogLock)(nil)
 // Acquire takes the lock and starts its watchdog, which lives until
 // Release or the end of ctx (the hold's).
 func (l *watchdogLock) Acquire(ctx context.Context, key string, ttl time.Duration) (clients.Lease, error) {
+	if !l.loaded {
+		if err := renewScript.Load(ctx, l.rdb).Err(); err != nil {
+			return clients.Lease{}, fmt.Errorf("%w: loading the renewal script: %v", clients.ErrNotAcquired, err)
+		}
+		l.loaded = true
+	}
 	start := time.Now()
 	if err := l.take(ctx, key, "px", ttl.Milliseconds()); err != nil {
 		return clients.Lease{}, err
