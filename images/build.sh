@@ -9,7 +9,8 @@
 #
 # Environment (all optional):
 #   JEPSEN_LITE_NODE_IMAGE  image name and tag       (default jepsen-lite/node:latest)
-#   FORCE=1                 rebuild even if the image exists
+#   FORCE=1                 rebuild even if the image exists (an image built
+#                           with other packages than these is always rebuilt)
 #   NODE_PACKAGES           Debian packages to install (default: images/packages.txt)
 #   DEBIAN_MIRROR           mirror URL                (default: read from /etc/apt)
 #   DEBIAN_SUITE            suite                     (default: this machine's codename)
