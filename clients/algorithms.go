@@ -23,6 +23,7 @@ const (
 	systemPostgres  = "postgres"
 	systemZooKeeper = "zookeeper"
 	systemEtcd      = "etcd"
+	systemMariaDB   = "mariadb"
 	// systemAny is the system of an algorithm that runs on whichever the
 	// scenario starts (an external client's).
 	systemAny = "any"
@@ -35,7 +36,7 @@ const (
 // factory) and its declaration in Algorithms.
 type Algorithm struct {
 	Name     string // what users type: "redis-single", "redlock", ...
-	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd", or "any"
+	System   string // the system it runs on: "redis", "postgres", "zookeeper", "etcd", "mariadb", or "any"
 	Validity string // how it knows its lease is still valid (Lease.Until), in words
 	// Lease is how the service keeps and frees the lock; nil when the
 	// client reports it with each lease (the exec algorithm's lease_ms,
@@ -265,7 +266,9 @@ var (
 	optEtcdRelease          = textOpt("release", EtcdReleaseUnlock,
 		EtcdReleaseUnlock+": Mutex.Unlock then Session.Close, as users release; "+EtcdReleaseTxn+": delete the key only if its create revision is the token, then revoke",
 		EtcdReleaseUnlock, EtcdReleaseTxn)
-	optExecCommand = textOpt(ExecCommandOption, "", "the client's command, run with sh -c (lock.options.command, or --lock-command; docs/lock-protocol.md)")
+	optMySQLUser    = textOpt("user", DefaultMySQLUser, "user to connect as (no password)")
+	optMySQLTimeout = durationOpt("timeout", DefaultMySQLTimeout, "per-statement and connect timeout (a waiting acquire's statement: the wait and this)")
+	optExecCommand  = textOpt(ExecCommandOption, "", "the client's command, run with sh -c (lock.options.command, or --lock-command; docs/lock-protocol.md)")
 
 	redisNodeOptions = []Option{optRedisTimeout}
 	redlockOptions   = []Option{optRedlockNodeTimeout}
@@ -274,6 +277,7 @@ var (
 	zkRecipeOptions  = []Option{optZKSessionTimeout, optZKWait}
 	zkLockOptions    = []Option{optZKSessionTimeout}
 	etcdOptions      = []Option{optEtcdTimeout, optEtcdRelease}
+	mysqlOptions     = []Option{optMySQLUser, optMySQLTimeout}
 	execOptions      = []Option{optExecCommand}
 )
 
@@ -287,6 +291,7 @@ var (
 	zkRecipeCaps  = Capabilities{CapRenew: With, CapWait: With, CapLost: With}
 	zkLockCaps    = Capabilities{CapWait: With, CapLost: With}
 	etcdCaps      = Capabilities{CapRenew: With, CapWait: With, CapLost: With, CapGuarded: With}
+	mysqlCaps     = Capabilities{CapWait: With, CapAfterResponse: With}
 	execCaps      = Capabilities{CapRenew: ByClient, CapWait: ByClient, CapAfterResponse: ByClient, CapLost: ByClient, CapInCall: With}
 )
 
@@ -298,9 +303,9 @@ const (
 )
 
 // Algorithms returns every lock algorithm under test, in a fixed order:
-// Redis's, PostgreSQL's, ZooKeeper's, etcd's, then exec.
+// Redis's, PostgreSQL's, ZooKeeper's, etcd's, MariaDB's, then exec.
 func Algorithms() []Algorithm {
-	return slices.Concat(redisAlgorithms(), postgresAlgorithms(), zooKeeperAlgorithms(), etcdAlgorithms(), []Algorithm{execAlgorithm()})
+	return slices.Concat(redisAlgorithms(), postgresAlgorithms(), zooKeeperAlgorithms(), etcdAlgorithms(), mariaDBAlgorithms(), []Algorithm{execAlgorithm()})
 }
 
 // redisAlgorithms declares the Redis lock algorithms.
@@ -407,6 +412,23 @@ func etcdAlgorithms() []Algorithm {
 	}
 }
 
+// mariaDBAlgorithms declares the MariaDB (MySQL) lock algorithm. GET_LOCK
+// is re-entrant per session (MySQL 5.7, MariaDB 10.0.2 and later): a
+// second GET_LOCK of a name by the session that holds it succeeds, and the
+// name is free again only once the session released it as many times.
+// The Locker never asks twice for what it holds, and closes its session
+// after an acquire of unknown outcome, so that a lock it may hold cannot
+// outlive the doubt.
+func mariaDBAlgorithms() []Algorithm {
+	return []Algorithm{
+		{Name: "mysql-get-lock", System: systemMariaDB,
+			Validity:     "session: held while the connection lives (GET_LOCK is re-entrant per session)",
+			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Session: true, Detail: "never while the connection lives"},
+			Capabilities: mysqlCaps, Options: mysqlOptions,
+			Steps: mysqlSteps, New: NewMySQLGetLock},
+	}
+}
+
 // execAlgorithm declares exec, the algorithm of an external lock client
 // program, on any system.
 func execAlgorithm() Algorithm {
@@ -447,6 +469,13 @@ var (
 	// exec: one request to a program of the user's; what it sends to
 	// its service is its own.
 	execSteps = []Step{{"acquire", "the protocol's acquire request (docs/lock-protocol.md)", true}}
+	// mysql-get-lock: the connection is opened (and its session's id read)
+	// at the first acquire after it has none; GET_LOCK's unknown outcome
+	// closes it.
+	mysqlSteps = []Step{
+		{"connect", "open the connection when there is none, and read its CONNECTION_ID", false},
+		{"get_lock", "SELECT GET_LOCK(key, 0), or the wait in seconds (an unknown outcome closes the session)", true},
+	}
 	etcdSteps = []Step{
 		{"grant", "grant a lease of the ttl (a lease holds no key: one granted behind a lost reply expires holding nothing)", false},
 		{"lock", "TryLock or Lock: put our key on the lease; the lock when its revision is the lowest (a failure revokes the lease: fail when the revoke succeeded)", true},

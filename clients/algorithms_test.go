@@ -40,7 +40,7 @@ func TestAlgorithmNamesAreDistinct(t *testing.T) {
 // steps with one that can take the lock, its factory, documented options,
 // and capabilities among AllCapabilities.
 func TestEveryAlgorithmDeclaresItsFacts(t *testing.T) {
-	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd, systemAny}
+	systems := []string{systemRedis, systemPostgres, systemZooKeeper, systemEtcd, systemMariaDB, systemAny}
 	for _, a := range Algorithms() {
 		t.Run(a.Name, func(t *testing.T) {
 			if !slices.Contains(systems, a.System) || a.Validity == "" || a.New == nil {

@@ -22,6 +22,7 @@ var serverBinaries = map[string][]string{
 	cluster.Postgres:  {"/usr/lib/postgresql/15/bin/postgres"},
 	cluster.ZooKeeper: {"java", "/usr/share/java/zookeeper.jar"},
 	cluster.Etcd:      {"etcd"},
+	cluster.MariaDB:   {"/usr/sbin/mariadbd", "mariadb-install-db"},
 }
 
 // requireServer skips the test when the binaries system's servers need are
@@ -144,6 +145,7 @@ var (
 	postgresOne         = cluster.Spec{System: cluster.Postgres, Nodes: 1}
 	zkOne               = cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}
 	etcdOne             = cluster.Spec{System: cluster.Etcd, Nodes: 1}
+	mariadbOne          = cluster.Spec{System: cluster.MariaDB, Nodes: 1}
 )
 
 // systemSpecs is the cluster the algorithms of each system are tested on.
@@ -152,6 +154,7 @@ var systemSpecs = map[string]cluster.Spec{
 	cluster.Postgres:  postgresOne,
 	cluster.ZooKeeper: zkOne,
 	cluster.Etcd:      etcdOne,
+	cluster.MariaDB:   mariadbOne,
 }
 
 // moreSpecs are the clusters, beyond their system's, that an algorithm's

@@ -53,9 +53,9 @@ func stepFaults(t *testing.T) []stepFault {
 		for _, s := range c.Steps {
 			f := stepFault{algorithmCase: c, step: s.Name, want: history.Fail,
 				warm: slices.Contains(warmSteps, c.Name+"/"+s.Name),
-				// A PostgreSQL Locker opens its connection at the first
-				// acquire after it has none.
-				disconnect: c.System == systemPostgres && s.Name == "connect"}
+				// A PostgreSQL or MariaDB Locker opens its connection at
+				// the first acquire after it has none.
+				disconnect: (c.System == systemPostgres || c.System == systemMariaDB) && s.Name == "connect"}
 			if s.Grants {
 				f.want = history.Info
 			}
@@ -127,7 +127,7 @@ func runStepFault(t *testing.T, cs *clusters, tc stepFault) {
 		}
 	}
 	if tc.disconnect {
-		if err := postgresOf(t, l).Close(); err != nil {
+		if err := disconnect(t, l); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,6 +206,16 @@ func tookNothing(t *testing.T, ctx context.Context, tc stepFault, eps []Endpoint
 	if err := b.Release(ctx, lb); err != nil && !errors.Is(err, ErrReleaseNoOp) {
 		t.Fatalf("release: %v", err)
 	}
+}
+
+// disconnect closes the connection of a PostgreSQL or MariaDB Locker,
+// which opens another at its next acquire.
+func disconnect(t *testing.T, l Locker) error {
+	t.Helper()
+	if m, ok := l.(*MySQLGetLock); ok {
+		return m.dropConnection()
+	}
+	return postgresOf(t, l).Close()
 }
 
 // postgresOf returns the Postgres behind a PostgreSQL Locker.

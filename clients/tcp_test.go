@@ -43,6 +43,9 @@ var tcpFamilies = []tcpFamily{
 	{"pg-advisory", postgresOne, map[string]string{"timeout": "60s"}, []int{15, 15, 9}, true},
 	{"zk-recipe", zkOne, map[string]string{"session-timeout": "60s"}, []int{15, 15, 9}, false},
 	{"etcd-mutex", etcdOne, nil, nil, false},
+	// The MySQL driver reports a connection the OS ended as its own
+	// "invalid connection", not ETIMEDOUT.
+	{"mysql-get-lock", mariadbOne, map[string]string{"timeout": "60s"}, []int{15, 15, 9}, false},
 }
 
 // newTCPLocker builds worker's Locker of algorithm name on eps with tcp, as

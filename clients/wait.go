@@ -20,6 +20,7 @@ import (
 //   - etcd-mutex calls the library's own Mutex.Lock;
 //   - redsync runs its own tries and delays (Mutex.LockContext) until the wait
 //     ends;
+//   - mysql-get-lock waits on the server (GET_LOCK with the wait);
 //   - the others retry after a random delay, as the Redis seed asks of a client
 //     that failed to take a lock ("retry after a random delay in order to try
 //     to desynchronize multiple clients").
@@ -40,6 +41,7 @@ var (
 	_ Waiter = (*Postgres)(nil)
 	_ Waiter = (*ZKRecipe)(nil)
 	_ Waiter = (*EtcdMutex)(nil)
+	_ Waiter = (*MySQLGetLock)(nil)
 )
 
 // retryAcquire calls acquire until it takes the lock or wait has passed,

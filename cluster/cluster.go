@@ -22,6 +22,7 @@ const (
 	Postgres  = "postgres"
 	ZooKeeper = "zookeeper"
 	Etcd      = "etcd"
+	MariaDB   = "mariadb"
 )
 
 // ErrUnavailable reports that a node cannot do what was asked (for instance a
@@ -32,7 +33,7 @@ var ErrUnavailable = linknet.ErrUnavailable
 
 // Spec describes the cluster a scenario needs.
 type Spec struct {
-	System      string // Redis, Postgres, ZooKeeper, Etcd
+	System      string // Redis, Postgres, ZooKeeper, Etcd, MariaDB
 	Topology    string // redis: "masters" (default), "primary-replica", "sentinel"; zookeeper/etcd: "" (one per node)
 	Nodes       int    // number of server nodes (masters, ensemble members); replicas and sentinels are counted by the topology
 	Persistence bool   // redis: appendonly yes, appendfsync always

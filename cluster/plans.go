@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The settings of PostgreSQL, ZooKeeper and etcd nodes that every backend
+// The settings of PostgreSQL, MariaDB, ZooKeeper and etcd nodes that every backend
 // gives them; a backend adds only where a node listens, logs and keeps its
 // data.
 
@@ -29,6 +29,41 @@ func PostgresSettings(spec Spec) []string {
 
 // PostgresInitdbArgs are initdb's arguments after the data directory.
 var PostgresInitdbArgs = []string{"-A", "trust", "-U", PostgresUser, "--no-sync", "-E", "UTF8", "--locale=C", "--no-instructions"}
+
+// MariaDBSettings returns the server options (mariadbd's "--name=value"
+// flags, after --no-defaults) of spec's MariaDB node: no grant tables, so
+// that any user connects from any address without a password (clients
+// arrive through links, and in a container from the engine's port
+// forwarder); no name resolution; room for every worker's connections; a
+// small buffer pool; the redo log written and synced at each commit only
+// with persistence (without, once a second: a kill may lose the last
+// second's commits).
+func MariaDBSettings(spec Spec) []string {
+	flush, doublewrite := "0", "OFF"
+	if spec.Persistence {
+		flush, doublewrite = "1", "ON"
+	}
+	return []string{
+		"--skip-grant-tables",
+		"--skip-name-resolve",
+		"--max-connections=300",
+		"--innodb-buffer-pool-size=32M",
+		"--innodb-flush-log-at-trx-commit=" + flush,
+		"--innodb-doublewrite=" + doublewrite,
+		"--innodb-use-native-aio=OFF",
+		mariadbLogFileSize,
+	}
+}
+
+// mariadbLogFileSize is the size of the InnoDB redo log, given to
+// mariadb-install-db and mariadbd alike, so that the server never resizes
+// the log the install created.
+const mariadbLogFileSize = "--innodb-log-file-size=16M"
+
+// MariaDBInstallArgs are mariadb-install-db's arguments besides the data
+// directory and the user: the system tables only, no test database, no
+// name resolution, and the server's redo log size.
+var MariaDBInstallArgs = []string{"--skip-test-db", "--skip-name-resolve", "--auth-root-authentication-method=normal", mariadbLogFileSize}
 
 // ZooKeeper timing: a short tick so sessions expire quickly under faults.
 // Sessions may ask for timeouts between ZooKeeperMinSession and

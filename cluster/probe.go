@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -40,6 +42,45 @@ func PostgresReady(ctx context.Context, addr string) error {
 	}
 	defer conn.Close(context.Background())
 	return conn.Ping(ctx)
+}
+
+// MariaDB connection facts: clients connect over TCP to the node's Addr as
+// this user, without a password (the server skips its grant tables,
+// MariaDBSettings).
+const MariaDBUser = "root"
+
+// MariaDBConfig returns the driver's configuration of a connection to the
+// MariaDB node at addr ("127.0.0.1:port"), with its log lines dropped.
+func MariaDBConfig(addr string) *mysql.Config {
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User = "tcp", addr, MariaDBUser
+	cfg.Logger = quietMySQL{}
+	return cfg
+}
+
+// quietMySQL drops the MySQL driver's log lines (failed reads of killed
+// and paused servers are what a run expects; the caller gets the error).
+type quietMySQL struct{}
+
+func (quietMySQL) Print(...any) {}
+
+// MariaDBReady reports whether the MariaDB server at addr accepts a
+// connection and answers a query.
+func MariaDBReady(ctx context.Context, addr string) error {
+	conn, err := mysql.NewConnector(MariaDBConfig(addr))
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	var one int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return err
+	}
+	if one != 1 {
+		return fmt.Errorf("cluster: mariadb answered SELECT 1 with %d", one)
+	}
+	return nil
 }
 
 // zkFourLetter sends a ZooKeeper four-letter command and returns the whole

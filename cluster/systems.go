@@ -99,6 +99,12 @@ var Systems = []SystemInfo{
 		NoClockSkew: "etcd is a Go binary: it reads the clock through the vDSO, not libc, so LD_PRELOAD cannot offset it",
 		Packages:    []string{"etcd-server"},
 	},
+	{
+		Name: MariaDB, Ready: MariaDBReady, Port: 3306, Settings: MariaDBSettings,
+		Topologies: []Topology{{Nodes: singleNode(MariaDB), ColdStarts: []ColdStart{{"mariadb", 1}}}},
+		// Debian's server (mariadbd and mariadb-install-db).
+		Packages: []string{"mariadb-server"},
+	},
 }
 
 // SystemNames returns the names of Systems in order.

@@ -17,7 +17,7 @@ func TestSystemsDeclared(t *testing.T) {
 		seen[s.Name] = true
 		t.Run(s.Name, func(t *testing.T) { checkFacts(t, s) })
 	}
-	for _, name := range []string{Redis, Postgres, ZooKeeper, Etcd} {
+	for _, name := range []string{Redis, Postgres, ZooKeeper, Etcd, MariaDB} {
 		if !seen[name] {
 			t.Errorf("system %q is not in Systems", name)
 		}
@@ -99,6 +99,8 @@ func TestLayout(t *testing.T) {
 		{"postgres refuses two nodes", Spec{System: Postgres, Nodes: 2}, "", false},
 		{"zookeeper takes any topology name", Spec{System: ZooKeeper, Topology: "masters", Nodes: 3}, "n1: n2: n3:", true},
 		{"etcd", Spec{System: Etcd, Nodes: 1}, "n1:", true},
+		{"mariadb", Spec{System: MariaDB}, "n1:primary", true},
+		{"mariadb refuses two nodes", Spec{System: MariaDB, Nodes: 2}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,6 +129,7 @@ func TestClockSkewError(t *testing.T) {
 		{"postgres can be skewed", Postgres, false},
 		{"zookeeper can be skewed", ZooKeeper, false},
 		{"etcd cannot", Etcd, true},
+		{"mariadb can be skewed", MariaDB, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,8 @@
 #
 # Environment (all optional):
 #   JEPSEN_LITE_NODE_IMAGE  image name and tag       (default jepsen-lite/node:latest)
-#   FORCE=1                 rebuild even if the image exists
+#   FORCE=1                 rebuild even if the image exists (an image built
+#                           with other packages than these is always rebuilt)
 #   NODE_PACKAGES           Debian packages to install (default: images/packages.txt)
 #   DEBIAN_MIRROR           mirror URL                (default: read from /etc/apt)
 #   DEBIAN_SUITE            suite                     (default: this machine's codename)
@@ -36,6 +37,17 @@ esac
 if [ "$DRY_RUN" = 0 ]; then
 	command -v docker >/dev/null 2>&1 || die "docker not found in PATH"
 	docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info failed)"
+fi
+
+PACKAGES="$(echo ${NODE_PACKAGES:-$(grep -v '^[[:space:]]*#' "$HERE/packages.txt")})"
+INCLUDE="$(echo $PACKAGES | tr ' ' ',')"
+
+# An image whose packages are not the list's (a system was added since it
+# was built) is built again.
+if [ "$DRY_RUN" = 0 ] && [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1 &&
+	[ "$(docker image inspect -f '{{index .Config.Labels "org.jepsen-lite.packages"}}' "$IMAGE" 2>/dev/null || true)" != "$PACKAGES" ]; then
+	say "$IMAGE was built with other packages than $PACKAGES; building it again"
+	FORCE=1
 fi
 
 if [ "$DRY_RUN" = 0 ] && [ "${FORCE:-0}" != 1 ] && docker image inspect "$IMAGE" >/dev/null 2>&1; then
@@ -72,8 +84,6 @@ MIRROR="${DEBIAN_MIRROR:-$(mirror_from_apt | head -n1)}"
 SUITE="${DEBIAN_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-}")}"
 [ -n "$SUITE" ] || die "cannot tell this machine's Debian suite; set DEBIAN_SUITE"
 
-PACKAGES="$(echo ${NODE_PACKAGES:-$(grep -v '^[[:space:]]*#' "$HERE/packages.txt")})"
-INCLUDE="$(echo $PACKAGES | tr ' ' ',')"
 
 if [ "$DRY_RUN" = 1 ]; then
 	echo "image=$IMAGE"
@@ -132,6 +142,8 @@ rm -rf "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/var/lib/apt/lists/* \
 find "$ROOTFS/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' -exec rm -rf {} + 2>/dev/null || true
 # Debian's postgresql-common makes a default cluster; the backend makes its own.
 rm -rf "$ROOTFS"/var/lib/postgresql/*/main "$ROOTFS"/etc/postgresql/*/main 2>/dev/null || true
+# Debian's mariadb-server initialises /var/lib/mysql; the backend makes its own.
+rm -rf "$ROOTFS"/var/lib/mysql/* 2>/dev/null || true
 # The image must not carry this machine's mirror.
 rm -f "$ROOTFS/etc/apt/sources.list" "$ROOTFS"/etc/apt/sources.list.d/* 2>/dev/null || true
 : >"$ROOTFS/etc/resolv.conf"
@@ -162,6 +174,7 @@ smoke="$(docker run --rm -e LD_PRELOAD=/usr/local/lib/libclockskew.so "$IMAGE" s
 		postgresql) ls /usr/lib/postgresql/*/bin/postgres ;;
 		zookeeper) ls /usr/share/java/zookeeper.jar && java -version ;;
 		etcd-server) etcd --version ;;
+		mariadb-server) /usr/sbin/mariadbd --version ;;
 		esac || exit 1
 	done' 2>&1)" ||
 	die "the new image $IMAGE does not run its servers: $smoke"

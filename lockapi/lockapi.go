@@ -158,7 +158,7 @@ func (t TCP) IsZero() bool { return t == TCP{} }
 type Target struct {
 	Worker    int
 	Process   int    // the history process the Locker serves (Worker for the first)
-	System    string // the system under test: "redis", "postgres", "zookeeper", "etcd"
+	System    string // the system under test: "redis", "postgres", "zookeeper", "etcd", "mariadb"
 	Endpoints []Endpoint
 	Clock     Clock
 	Rand      *rand.Rand        // the worker's own source, derived from the run's seed

@@ -14,7 +14,7 @@ import (
 // description, a heal unless it is a moment, a known class, the kind of its
 // targets, known systems and backends, and its column of the docs table.
 func TestEveryFaultDeclaresEveryFact(t *testing.T) {
-	systems := []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd}
+	systems := cluster.SystemNames()
 	backends := []string{"local", "docker"}
 	names := map[string]bool{}
 	heals := map[string]bool{}

@@ -236,7 +236,7 @@ func Names() scenarios.Names {
 	return scenarios.Names{
 		Algorithms:      clients.Names(),
 		QueueAlgorithms: clients.QueueNames(),
-		Systems:         []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Systems:         cluster.SystemNames(),
 		Faults:          nemesis.Names(),
 		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
 			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})

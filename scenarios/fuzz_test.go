@@ -35,7 +35,7 @@ func catalogFiles(tb testing.TB) [][]byte {
 // every client library, would make the fuzzing build many times slower).
 func fuzzNames(tb testing.TB, catalog [][]byte) Names {
 	names := Names{
-		Systems: []string{cluster.Redis, cluster.Postgres, cluster.ZooKeeper, cluster.Etcd},
+		Systems: cluster.SystemNames(),
 		Faults:  nemesis.Names(),
 		Nodes: func(system, topology string, nodes int) ([]cluster.Node, error) {
 			return cluster.Layout(cluster.Spec{System: system, Topology: topology, Nodes: nodes})

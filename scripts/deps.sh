@@ -14,6 +14,7 @@ have redis-sentinel || need+=(redis-sentinel)
 have etcd || need+=(etcd-server)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+[ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 have java || need+=(default-jre-headless)
 # examples/anylang/CuratorLock.java: javac, Curator (which brings the
 # ZooKeeper client, Guava and SLF4J), SLF4J's simple logger and Gson.
@@ -46,7 +47,7 @@ fi
 
 # Debian starts the packaged services on install where it can; the harness
 # starts its own on free ports, so stop any that a package started.
-for svc in redis-server postgresql zookeeper etcd; do
+for svc in redis-server postgresql zookeeper etcd mariadb; do
   if have service && service "$svc" status >/dev/null 2>&1; then
     service "$svc" stop >/dev/null 2>&1 || true
   fi

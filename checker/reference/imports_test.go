@@ -23,6 +23,7 @@ var serverSide = []string{
 	"github.com/redis/go-redis",
 	"github.com/go-zookeeper/zk",
 	"go.etcd.io/etcd",
+	"github.com/go-sql-driver/mysql",
 }
 
 // leaves are the packages under a server-side path that import none of it:

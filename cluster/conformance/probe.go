@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -136,6 +138,68 @@ var postgresProbe = probe{
 			return c.QueryRow(ctx, "select clock_timestamp()").Scan(&ts)
 		})
 		return ts, err
+	},
+}
+
+// MariaDB -------------------------------------------------------------
+
+// mariadbDo runs fn on a new connection to addr.
+func mariadbDo(ctx context.Context, addr string, fn func(*sql.Conn) error) error {
+	connector, err := mysql.NewConnector(cluster.MariaDBConfig(addr))
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return fn(conn)
+}
+
+var mariadbProbe = probe{
+	answer: func(ctx context.Context, addr string) error {
+		return mariadbDo(ctx, addr, func(c *sql.Conn) error { _, err := c.ExecContext(ctx, "SELECT 1"); return err })
+	},
+	write: func(ctx context.Context, addr, key, value string) error {
+		return mariadbDo(ctx, addr, func(c *sql.Conn) error {
+			if _, err := c.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS conformance"); err != nil {
+				return err
+			}
+			if _, err := c.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS conformance.kv (k VARCHAR(255) PRIMARY KEY, v TEXT) ENGINE=InnoDB"); err != nil {
+				return err
+			}
+			_, err := c.ExecContext(ctx, "INSERT INTO conformance.kv VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)", key, value)
+			return err
+		})
+	},
+	read: func(ctx context.Context, addr, key string) (string, bool, error) {
+		var v string
+		found := false
+		err := mariadbDo(ctx, addr, func(c *sql.Conn) error {
+			var exists int
+			if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'conformance' AND table_name = 'kv'").Scan(&exists); err != nil || exists == 0 {
+				return err
+			}
+			err := c.QueryRowContext(ctx, "SELECT v FROM conformance.kv WHERE k = ?", key).Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			found = err == nil
+			return err
+		})
+		return v, found, err
+	},
+	// clock is SYSDATE(6), the time at which the server evaluates it (NOW()
+	// is the statement's start), read as microseconds since the epoch.
+	clock: func(ctx context.Context, addr string) (time.Time, error) {
+		var us int64
+		err := mariadbDo(ctx, addr, func(c *sql.Conn) error {
+			return c.QueryRowContext(ctx, "SELECT CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)").Scan(&us)
+		})
+		return time.UnixMicro(us), err
 	},
 }
 

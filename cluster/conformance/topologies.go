@@ -153,4 +153,23 @@ var systems = []system{
 			},
 		},
 	},
+	{
+		name:  cluster.MariaDB,
+		probe: mariadbProbe,
+		topologies: []topology{
+			{
+				// Persistent, as without persistence InnoDB writes its
+				// redo log once a second (innodb_flush_log_at_trx_commit
+				// 0) and a kill may or may not lose the latest commits.
+				name: "single-persistent",
+				spec: cluster.Spec{System: cluster.MariaDB, Nodes: 1, Persistence: true},
+				cases: []testCase{
+					startCase,
+					pauseCase(named("n1")),
+					killCase(named("n1"), "", survives),
+					clockSkewCase(named("n1")),
+				},
+			},
+		},
+	},
 }

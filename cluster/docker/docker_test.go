@@ -130,6 +130,7 @@ func TestCheckSpec(t *testing.T) {
 		{name: "redis unknown topology", spec: cluster.Spec{System: cluster.Redis, Topology: "ring", Nodes: 3}, unavailable: true},
 		{name: "unknown system", spec: cluster.Spec{System: "mysql", Nodes: 1}},
 		{name: "postgres with two nodes", spec: cluster.Spec{System: cluster.Postgres, Nodes: 2}, unavailable: true},
+		{name: "mariadb with two nodes", spec: cluster.Spec{System: cluster.MariaDB, Nodes: 2}, unavailable: true},
 		{name: "no nodes", spec: cluster.Spec{System: cluster.Redis, Nodes: 0}},
 		{name: "ensemble without a network", spec: cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}},
 	}

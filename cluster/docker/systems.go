@@ -22,6 +22,7 @@ var (
 	postgresPort  = clientPort(cluster.Postgres)
 	zookeeperPort = clientPort(cluster.ZooKeeper)
 	etcdPort      = clientPort(cluster.Etcd)
+	mariadbPort   = clientPort(cluster.MariaDB)
 )
 
 const (
@@ -33,6 +34,7 @@ const (
 	postgresDataDir    = dataDir + "/pg"
 	zookeeperDataDir   = dataDir + "/zk"
 	etcdDataDir        = dataDir + "/etcd"
+	mariadbDataDir     = dataDir + "/mariadb"
 	postgresUnprivUser = "postgres"
 )
 
@@ -76,6 +78,8 @@ func (c *Cluster) plan() error {
 		return c.planZooKeeper()
 	case cluster.Etcd:
 		return c.planEtcd()
+	case cluster.MariaDB:
+		return c.planMariaDB()
 	}
 	return fmt.Errorf("%w: docker: system %q", cluster.ErrUnavailable, c.spec.System)
 }
@@ -214,6 +218,25 @@ func (c *Cluster) planPostgres() error {
 		// Connections come from the engine's port forwarder, not loopback.
 		`echo 'host all all all trust' >>` + postgresDataDir + `/pg_hba.conf; fi`,
 	}, "\n")
+	n.server = command(server...) + logTo(n)
+	return nil
+}
+
+// planMariaDB: mariadb-install-db (once: a restarted container keeps its
+// data) and mariadbd, both as root (--user=root), reading no option file,
+// listening on every address of the container (connections arrive from
+// the engine's port forwarder; the settings skip the grant tables, so any
+// address may connect).
+func (c *Cluster) planMariaDB() error {
+	n := c.nodes[0]
+	if err := c.publish(n, mariadbPort); err != nil {
+		return err
+	}
+	install := append([]string{"mariadb-install-db", "--no-defaults", "--datadir=" + mariadbDataDir, "--user=root"}, cluster.MariaDBInstallArgs...)
+	server := append([]string{"/usr/sbin/mariadbd", "--no-defaults", "--datadir=" + mariadbDataDir, "--user=root",
+		"--bind-address=0.0.0.0", "--port=" + portNumber(mariadbPort),
+		"--socket=/tmp/mysqld.sock", "--pid-file=/tmp/mysqld.pid"}, cluster.Settings(c.spec)...)
+	n.setup = `if [ ! -d ` + mariadbDataDir + `/mysql ]; then ` + command(install...) + logTo(n) + ` || exit 1; fi`
 	n.server = command(server...) + logTo(n)
 	return nil
 }

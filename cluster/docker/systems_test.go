@@ -67,6 +67,7 @@ func TestSystemsStartWithTheirLinks(t *testing.T) {
 			"n1->n2 n1->n2/election n1->n3 n1->n3/election n2->n1 n2->n1/election n2->n3 n2->n3/election n3->n1 n3->n1/election n3->n2 n3->n2/election"},
 		{"etcd single", cluster.Spec{System: cluster.Etcd, Nodes: 1}, ""},
 		{"etcd cluster", cluster.Spec{System: cluster.Etcd, Nodes: 3}, "n1->n2 n1->n3 n2->n1 n2->n3 n3->n1 n3->n2"},
+		{"mariadb", cluster.Spec{System: cluster.MariaDB, Nodes: 1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +277,7 @@ func TestNeedsLinks(t *testing.T) {
 		{"zookeeper ensemble", cluster.Spec{System: cluster.ZooKeeper, Nodes: 3}, true},
 		{"etcd alone", cluster.Spec{System: cluster.Etcd, Nodes: 1}, false},
 		{"etcd cluster", cluster.Spec{System: cluster.Etcd, Nodes: 3}, true},
+		{"mariadb", cluster.Spec{System: cluster.MariaDB, Nodes: 1}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

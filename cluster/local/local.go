@@ -1,5 +1,5 @@
 // Package local runs a cluster's servers (redis-server, redis-sentinel,
-// postgres, ZooKeeper, etcd) as child processes on free 127.0.0.1 ports. It
+// postgres, ZooKeeper, etcd, mariadbd) as child processes on free 127.0.0.1 ports. It
 // owns their temp dirs, configs, logs, process lifetimes (start, kill,
 // restart, pause) and wall-clock offsets, and it routes node-to-node traffic
 // (replication, quorum, peers) through the linknet.Network so the nemesis can
@@ -157,6 +157,8 @@ func Start(ctx context.Context, spec cluster.Spec, net *linknet.Network, opts ..
 		setup = c.setupZooKeeper()
 	case cluster.Etcd:
 		setup = c.setupEtcd()
+	case cluster.MariaDB:
+		setup = c.setupMariaDB()
 	default:
 		setup = fmt.Errorf("local: unknown system %q", spec.System)
 	}
@@ -178,7 +180,7 @@ func (c *Cluster) System() string { return c.spec.System }
 // Nodes returns the nodes in cluster.Layout order: n1, n2, ... (then
 // sentinels s1, s2, ...). A Redis node's Role is its current one
 // (cluster.Replication: a promoted replica is a primary); "" for ZooKeeper
-// and etcd peers; "primary" for PostgreSQL.
+// and etcd peers; "primary" for PostgreSQL and MariaDB.
 func (c *Cluster) Nodes() []cluster.Node {
 	if c.repl != nil {
 		return c.repl.Nodes()

@@ -47,7 +47,7 @@ runs use that external lock client (docs/lock-protocol.md); with
 --lock-command and --system S instead of an argument, the base is the
 system's plain baseline (redis: redis-single-baseline, postgres:
 pg-advisory-baseline, zookeeper: zk-recipe-baseline, etcd:
-etcd-mutex-baseline). Before the campaign, and before any cluster starts,
+etcd-mutex-baseline, mariadb: mysql-get-lock-baseline). Before the campaign, and before any cluster starts,
 the external client's command is started once to read the abilities of its
 init_ok: a waiting acquire is drawn only for a client that claims "wait", a
 renewal only for one that claims "renew". Its register is fenced only when
@@ -198,6 +198,7 @@ var systemBaselines = map[string]string{
 	cluster.Postgres:  "pg-advisory-baseline",
 	cluster.ZooKeeper: "zk-recipe-baseline",
 	cluster.Etcd:      "etcd-mutex-baseline",
+	cluster.MariaDB:   "mysql-get-lock-baseline",
 }
 
 // huntCmd runs a fault campaign: its flags, its plan (--list), runner.Hunt,

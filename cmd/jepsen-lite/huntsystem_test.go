@@ -18,7 +18,7 @@ func TestHuntSystemUsage(t *testing.T) {
 	}{
 		{"neither", []string{"--lock-command", "true"}, "or --lock-command with --system"},
 		{"both", []string{"redis-single", "--system", "redis", "--lock-command", "true"}, "not both"},
-		{"unknown system", []string{"--system", "mysql", "--lock-command", "true"}, `--system "mysql": want one of etcd, postgres, redis, zookeeper`},
+		{"unknown system", []string{"--system", "mysql", "--lock-command", "true"}, `--system "mysql": want one of etcd, mariadb, postgres, redis, zookeeper`},
 		{"--system without --lock-command", []string{"--system", "redis"}, "give --lock-command too"},
 		{"--lock-tokens without --lock-command", []string{"redis-single", "--lock-tokens"}, "give --lock-command too"},
 		{"--lock-self-renewing without --lock-command", []string{"redis-single", "--lock-self-renewing"}, "give --lock-command too"},
