@@ -95,7 +95,7 @@ func Hunt(ctx context.Context, lock Lock, opts ...Option) (*Campaign, error) {
 		return nil, err
 	}
 	if lock.System == "" {
-		return nil, errors.New("lockapi: Hunt needs the Lock's System: redis, postgres, zookeeper or etcd")
+		return nil, errors.New("lockapi: Hunt needs the Lock's System: redis, postgres, zookeeper, etcd or mariadb")
 	}
 	o := collect(opts)
 	file := o.campaignFile

@@ -26,8 +26,8 @@ type Lock struct {
 	// version.
 	Client string
 	// System is the system the lock locks with: redis, postgres,
-	// zookeeper or etcd. Hunt requires it: it hunts on the system's plain
-	// baseline (`jepsen-lite hunt --system`).
+	// zookeeper, etcd or mariadb. Hunt requires it: it hunts on the
+	// system's plain baseline (`jepsen-lite hunt --system`).
 	System string
 	// Tokens declares that the lock's leases carry fencing tokens
 	// (Lease.Token). Only then may Hunt draw a fenced register; without it

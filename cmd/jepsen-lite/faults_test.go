@@ -36,7 +36,7 @@ nemesis:
 		wantCode int
 		want     string
 	}{
-		{"unexpected", "", exitUsage, "etcd-clock-bump.yaml:9: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes (it acts on redis, postgres, zookeeper)"},
+		{"unexpected", "", exitUsage, "etcd-clock-bump.yaml:9: nemesis.steps.0.fault: nemesis: the system cannot take the fault: clock-bump cannot act on etcd nodes (it acts on redis, postgres, zookeeper"},
 		{"expected", ", expect-failure: true", exitHeld, "FAILED fault at 300ms clock-bump n1 by 30s for 500ms (expected to fail)"},
 	}
 	for _, tc := range tests {
