@@ -64,14 +64,23 @@ type quietMySQL struct{}
 
 func (quietMySQL) Print(...any) {}
 
+// MariaDBOpen returns a database handle on the MariaDB node at addr
+// (MariaDBConfig); it connects on first use, and the caller closes it.
+func MariaDBOpen(addr string) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(MariaDBConfig(addr))
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
+}
+
 // MariaDBReady reports whether the MariaDB server at addr accepts a
 // connection and answers a query.
 func MariaDBReady(ctx context.Context, addr string) error {
-	conn, err := mysql.NewConnector(MariaDBConfig(addr))
+	db, err := MariaDBOpen(addr)
 	if err != nil {
 		return err
 	}
-	db := sql.OpenDB(conn)
 	defer db.Close()
 	var one int
 	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -145,11 +144,10 @@ var postgresProbe = probe{
 
 // mariadbDo runs fn on a new connection to addr.
 func mariadbDo(ctx context.Context, addr string, fn func(*sql.Conn) error) error {
-	connector, err := mysql.NewConnector(cluster.MariaDBConfig(addr))
+	db, err := cluster.MariaDBOpen(addr)
 	if err != nil {
 		return err
 	}
-	db := sql.OpenDB(connector)
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {

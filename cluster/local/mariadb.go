@@ -7,10 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/spawn"
 )
 
 // setupMariaDB creates one MariaDB node: mariadb-install-db into its temp
@@ -42,17 +40,8 @@ func (c *Cluster) setupMariaDB() error {
 		user = []string{"--user=root"}
 	}
 	argv := append(append([]string{"--no-defaults", "--datadir=" + data}, user...), cluster.MariaDBInstallArgs...)
-	initdb := exec.Command(install, argv...)
-	initdb.Dir = n.dir
-	initdb.Env = append(os.Environ(), "LC_ALL=C")
-	var out strings.Builder
-	initdb.Stdout, initdb.Stderr = &out, &out
-	err = spawn.Start(initdb)
-	if err == nil {
-		err = initdb.Wait()
-	}
-	if err != nil {
-		return fmt.Errorf("local: mariadb-install-db: %w: %s", err, strings.TrimSpace(out.String()))
+	if err := n.initialise("mariadb-install-db", exec.Command(install, argv...)); err != nil {
+		return err
 	}
 	n.argv = append(append([]string{server, "--no-defaults", "--datadir=" + data}, user...),
 		"--bind-address=127.0.0.1",

@@ -10,11 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
-	"github.com/jepsen-lite/jepsen-lite/spawn"
 )
 
 // postgresUnprivileged is the user initdb and postgres run as when the
@@ -51,17 +49,9 @@ func (c *Cluster) setupPostgres() error {
 	}
 	data := filepath.Join(n.dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), append([]string{"-D", data}, cluster.PostgresInitdbArgs...)...)
-	initdb.Dir = n.dir
-	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: n.cred}
-	var out strings.Builder
-	initdb.Stdout, initdb.Stderr = &out, &out
-	err = spawn.Start(initdb)
-	if err == nil {
-		err = initdb.Wait()
-	}
-	if err != nil {
-		return fmt.Errorf("local: initdb: %w: %s", err, strings.TrimSpace(out.String()))
+	if err := n.initialise("initdb", initdb); err != nil {
+		return err
 	}
 	n.argv = []string{
 		filepath.Join(bin, "postgres"), "-D", data,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -250,4 +251,23 @@ func (n *node) logTail() string {
 		b = b[len(b)-800:]
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// initialise runs cmd, the node's one-off initialisation before its
+// server first starts (initdb, mariadb-install-db), in the node's
+// directory with LC_ALL=C, to its end; the error names it and quotes
+// what it printed.
+func (n *node) initialise(name string, cmd *exec.Cmd) error {
+	cmd.Dir = n.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := spawn.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		return fmt.Errorf("local: %s: %w: %s", name, err, strings.TrimSpace(out.String()))
+	}
+	return nil
 }
