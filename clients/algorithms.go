@@ -412,7 +412,7 @@ func etcdAlgorithms() []Algorithm {
 	}
 }
 
-// mariaDBAlgorithms declares the MariaDB (MySQL) lock algorithm. GET_LOCK
+// mariaDBAlgorithms declares the MariaDB (MySQL) lock algorithms. GET_LOCK
 // is re-entrant per session (MySQL 5.7, MariaDB 10.0.2 and later): a
 // second GET_LOCK of a name by the session that holds it succeeds, and the
 // name is free again only once the session released it as many times.
@@ -426,6 +426,21 @@ func mariaDBAlgorithms() []Algorithm {
 			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Session: true, Detail: "never while the connection lives"},
 			Capabilities: mysqlCaps, Options: mysqlOptions,
 			Steps: mysqlSteps, New: NewMySQLGetLock},
+		{Name: "mysql-for-update", System: systemMariaDB,
+			Validity:     "session: until acquire start + wait_timeout (the ttl in whole seconds) - drift",
+			Lease:        &LeaseSemantics{Until: true, Expiry: ExpiresWithSession, Session: true, Detail: "wait_timeout (the ttl in whole seconds) after the holder's last statement: the server ends the idle session and rolls its transaction back", TTLStep: time.Second},
+			Capabilities: mysqlCaps, Options: mysqlOptions,
+			Steps: mysqlForUpdateSteps, New: NewMySQLForUpdate},
+		{Name: "mysql-lease", System: systemMariaDB,
+			Validity:     "until acquire start + ttl - drift (expires = NOW(6) + ttl by the server's clock)",
+			Lease:        &LeaseSemantics{Token: "the row's counter, raised by the upsert that takes it", Until: true, Detail: "ttl after the upsert, by the server's clock"},
+			Capabilities: mysqlLeaseCaps, Options: mysqlOptions,
+			Steps: mysqlLeaseSteps, New: NewMySQLLease},
+		{Name: "mysql-unique-row", System: systemMariaDB,
+			Validity:     "none: held until the row is deleted, no expiry",
+			Lease:        &LeaseSemantics{Token: "the row's AUTO_INCREMENT (drawn at insert, not at grant: can regress)", Expiry: ExpiresNever, Detail: "never: held until the row is deleted"},
+			Capabilities: mysqlCaps, Options: mysqlOptions,
+			Steps: mysqlUniqueRowSteps, New: NewMySQLUniqueRow},
 	}
 }
 
@@ -598,3 +613,24 @@ func CanRenew(l Locker) bool { return Has(l, CapRenew) }
 
 // CanWait reports whether l can wait for a lock (Has CapWait).
 func CanWait(l Locker) bool { return Has(l, CapWait) }
+
+// The steps and capabilities of the MySQL row locks (mysql-for-update,
+// mysql-lease, mysql-unique-row). A connection that failed to open sent
+// nothing; mysql-for-update's create and begin take no row lock.
+var (
+	mysqlForUpdateSteps = []Step{
+		{"connect", "open the connection when there is none, and read its CONNECTION_ID", false},
+		{"create", "a plain read of the key's row, and INSERT IGNORE of it when there is none", false},
+		{"begin", "SET SESSION wait_timeout (the ttl) and innodb_lock_wait_timeout (the wait), then START TRANSACTION", false},
+		{"select", "SELECT ... FOR UPDATE NOWAIT, or waiting up to innodb_lock_wait_timeout (an unknown outcome closes the session)", true},
+	}
+	mysqlLeaseSteps = []Step{
+		{"connect", "open the connection when there is none, and read its CONNECTION_ID", false},
+		{"acquire", "INSERT ... ON DUPLICATE KEY UPDATE, taking the row when it expired by the server's NOW(6)", true},
+	}
+	mysqlUniqueRowSteps = []Step{
+		{"connect", "open the connection when there is none, and read its CONNECTION_ID", false},
+		{"acquire", "INSERT the key's row (a duplicate key is a refusal)", true},
+	}
+	mysqlLeaseCaps = Capabilities{CapRenew: With, CapWait: With, CapAfterResponse: With}
+)

@@ -11,7 +11,8 @@ import "context"
 // workload uses it for the `after-response` pause point: a pause injected
 // there is seen by Redlock's elapsed-time check. Implemented by every
 // algorithm whose acquire is our own code: redis-single, redis-fenced,
-// redlock, the three redis-zadd locks, the five pg locks and mysql-get-lock;
+// redlock, the three redis-zadd locks, the five pg locks and the four
+// mysql locks;
 // not by redsync,
 // zk-recipe and etcd-mutex, whose acquire runs inside a library. A nil
 // function removes the hook.

@@ -3,6 +3,7 @@ package clients
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"regexp"
@@ -42,6 +43,7 @@ var leaseServers = map[string]leaseServer{
 	"redsync":            {ttl: 5 * time.Second, read: redisPTTL(3)},
 	"redis-zadd-timeout": {ttl: 2 * time.Second, read: zaddSlotEnd},
 	"pg-timeout":         {ttl: 2 * time.Second, read: pgTimeoutRow},
+	"mysql-lease":        {ttl: 2 * time.Second, read: mysqlLeaseRow},
 	// The server clamps the session timeout asked for (90 s) to its
 	// maximum (60 s): the lease is what it granted, not what was asked.
 	"zk-recipe": {ttl: 5 * time.Second, options: map[string]string{"session-timeout": "90s"}, read: zkSessionTimeout},
@@ -269,4 +271,26 @@ func etcdGrantedTTL(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, 
 	// The lease counts from the grant, made within the acquire, or from a
 	// later keep-alive.
 	return start.Add(granted), end.Add(granted)
+}
+
+// mysqlLeaseRow reads how long the mysql-lease row has left by the
+// server's clock (expires - NOW(6), in microseconds): the server frees it
+// no earlier than that after the read started, and no later than that
+// after the read ended.
+func mysqlLeaseRow(t *testing.T, ctx context.Context, eps []Endpoint, l Lease, _, _ time.Time) (time.Time, time.Time) {
+	t.Helper()
+	db, err := sql.Open("mysql", "root@tcp("+eps[0].Addr+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var left int64
+	before := time.Now()
+	err = db.QueryRowContext(ctx, `SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), expires) FROM `+mysqlDatabase+`.lease_lock WHERE id = ? AND owner = ?`, l.Key, l.Owner).Scan(&left)
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Duration(left) * time.Microsecond
+	return before.Add(d), after.Add(d)
 }

@@ -4,18 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // DefaultMySQLTimeout bounds each MySQL statement and connection attempt
-// of mysql-get-lock (option "timeout").
+// of the MySQL locks (option "timeout").
 const DefaultMySQLTimeout = time.Second
 
 // MySQLSetupConnect bounds a client's first connection, opened before the
@@ -23,7 +18,7 @@ const DefaultMySQLTimeout = time.Second
 // PostgresSetupConnect does for the PostgreSQL locks.
 const MySQLSetupConnect = 10 * time.Second
 
-// DefaultMySQLUser is the user mysql-get-lock connects as (option "user").
+// DefaultMySQLUser is the user the MySQL locks connect as (option "user").
 const DefaultMySQLUser = "root"
 
 // mysqlLockNameMax is the longest name GET_LOCK takes (MariaDB's and
@@ -53,11 +48,7 @@ const mysqlLockNameMax = 64
 // default DefaultMySQLTimeout).
 type MySQLGetLock struct {
 	afterResponse
-	stepHook
-	db      *sql.DB
-	conn    *sql.Conn
-	session uint64 // CONNECTION_ID() of conn's session
-	timeout time.Duration
+	*mysqlSession
 }
 
 var (
@@ -67,47 +58,12 @@ var (
 
 // NewMySQLGetLock is the mysql-get-lock Factory.
 func NewMySQLGetLock(ctx context.Context, t Target) (Locker, error) {
-	const name = "mysql-get-lock"
-	opts, err := readOptions(name, t.Options, mysqlOptions, false)
+	s, err := newMySQLSession(ctx, "mysql-get-lock", t)
 	if err != nil {
 		return nil, err
 	}
-	timeout := opts.duration(optMySQLTimeout)
-	ep, err := primaryEndpoint(name, t.Endpoints)
-	if err != nil {
-		return nil, err
-	}
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User = "tcp", ep.Addr, opts.text(optMySQLUser)
-	cfg.Timeout = timeout
-	// One COM_QUERY per statement: its arguments are interpolated by the
-	// driver, not sent in a prepared statement of its own.
-	cfg.InterpolateParams = true
-	cfg.Logger = mysqlQuiet{}
-	if !t.TCP.IsZero() {
-		cfg.DialFunc = tcpDialer(t.TCP, 0, goKeepAlive).DialContext
-	}
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("clients: %s: %w", name, err)
-	}
-	db := sql.OpenDB(connector)
-	// A connection given back to the pool is closed: the Locker's session
-	// ends with its connection.
-	db.SetMaxIdleConns(0)
-	m := &MySQLGetLock{db: db, timeout: timeout}
-	if err := m.connectWithin(ctx, max(timeout, MySQLSetupConnect)); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return m, nil
+	return &MySQLGetLock{mysqlSession: s}, nil
 }
-
-// mysqlQuiet drops the MySQL driver's log lines; every error reaches the
-// caller.
-type mysqlQuiet struct{}
-
-func (mysqlQuiet) Print(...any) {}
 
 // mysqlLockName returns the GET_LOCK name of key.
 func mysqlLockName(key string) string {
@@ -118,56 +74,11 @@ func mysqlLockName(key string) string {
 	return "sha256:" + hex.EncodeToString(sum[:28])
 }
 
-// owner returns the lease owner of the current session.
-func (m *MySQLGetLock) owner() string { return "conn-" + strconv.FormatUint(m.session, 10) }
-
-// connectWithin opens the connection when there is none (the "connect"
-// step) and reads its session's id, within bound.
-func (m *MySQLGetLock) connectWithin(ctx context.Context, bound time.Duration) error {
-	if m.conn != nil {
-		return nil
-	}
-	m.step("connect")
-	cctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	conn, err := m.db.Conn(cctx)
-	if err != nil {
-		return fmt.Errorf("clients: mysql-get-lock: connect: %w", err)
-	}
-	var id uint64
-	if err := conn.QueryRowContext(cctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
-		_ = conn.Close()
-		return fmt.Errorf("clients: mysql-get-lock: connect: %w", err)
-	}
-	m.conn, m.session = conn, id
-	return nil
-}
-
-// dropConnection closes the connection, which ends its session and frees
-// every lock it held once the server sees the close; the next acquire
-// opens another.
-func (m *MySQLGetLock) dropConnection() error {
-	if m.conn == nil {
-		return nil
-	}
-	err := m.conn.Close()
-	m.conn, m.session = nil, 0
-	return err
-}
-
 // queryInt runs one statement that returns one integer or NULL on the
-// session, bounded by wait plus the per-statement timeout. A statement the
-// server refused (a *mysql.MySQLError) leaves the connection; any other
-// failure closes it.
+// session (mysqlSession.queryRow).
 func (m *MySQLGetLock) queryInt(ctx context.Context, wait time.Duration, query string, args ...any) (sql.NullInt64, error) {
-	cctx, cancel := context.WithTimeout(ctx, wait+m.timeout)
-	defer cancel()
 	var v sql.NullInt64
-	err := m.conn.QueryRowContext(cctx, query, args...).Scan(&v)
-	var refused *mysql.MySQLError
-	if err != nil && !errors.As(err, &refused) {
-		_ = m.dropConnection()
-	}
+	_, err := m.queryRow(ctx, wait, query, args, &v)
 	return v, err
 }
 
@@ -195,7 +106,7 @@ func (m *MySQLGetLock) acquire(ctx context.Context, key string, wait time.Durati
 	}
 	m.step("get_lock")
 	v, err := m.queryInt(ctx, wait, "SELECT GET_LOCK(?, ?)", mysqlLockName(key), wait.Seconds())
-	if errors.Is(err, driver.ErrBadConn) {
+	if mysqlUnsent(err) {
 		return Lease{}, fmt.Errorf("clients: mysql-get-lock: acquire %s: %w", key, &unsentError{step: "get_lock", err: err})
 	}
 	if err != nil {
@@ -239,10 +150,4 @@ func (m *MySQLGetLock) Release(ctx context.Context, l Lease) error {
 }
 
 // Close closes the connection, ending the session, and the driver's pool.
-func (m *MySQLGetLock) Close() error {
-	err := errors.Join(m.dropConnection(), m.db.Close())
-	if err != nil {
-		return fmt.Errorf("clients: mysql-get-lock: close: %w", err)
-	}
-	return nil
-}
+func (m *MySQLGetLock) Close() error { return m.close() }

@@ -212,7 +212,7 @@ func tookNothing(t *testing.T, ctx context.Context, tc stepFault, eps []Endpoint
 // which opens another at its next acquire.
 func disconnect(t *testing.T, l Locker) error {
 	t.Helper()
-	if m, ok := l.(*MySQLGetLock); ok {
+	if m, ok := l.(interface{ dropConnection() error }); ok {
 		return m.dropConnection()
 	}
 	return postgresOf(t, l).Close()

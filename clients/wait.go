@@ -21,6 +21,8 @@ import (
 //   - redsync runs its own tries and delays (Mutex.LockContext) until the wait
 //     ends;
 //   - mysql-get-lock waits on the server (GET_LOCK with the wait);
+//   - mysql-for-update waits on the server for the row lock, up to
+//     innodb_lock_wait_timeout (the wait in whole seconds);
 //   - the others retry after a random delay, as the Redis seed asks of a client
 //     that failed to take a lock ("retry after a random delay in order to try
 //     to desynchronize multiple clients").

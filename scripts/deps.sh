@@ -36,6 +36,7 @@ pydist=/usr/lib/python3/dist-packages
 [ -d "$pydist/redis" ] || need+=(python3-redis)
 [ -d "$pydist/kazoo" ] || need+=(python3-kazoo)
 [ -d "$pydist/etcd3" ] || need+=(python3-etcd3)
+[ -d "$pydist/pymysql" ] || need+=(python3-pymysql)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""

@@ -13,17 +13,18 @@ import (
 )
 
 // debianPython is the interpreter the Python examples run under in these
-// tests: Debian's, which sees Debian's python3-redis, python3-kazoo and
-// python3-etcd3 (make deps) and starts fast enough for the clock mapping
-// of docs/lock-protocol.md §3 to stay well inside a ttl.
+// tests: Debian's, which sees Debian's python3-redis, python3-kazoo,
+// python3-etcd3 and python3-pymysql (make deps) and starts fast enough for
+// the clock mapping of docs/lock-protocol.md §3 to stay well inside a ttl.
 const debianPython = "/usr/bin/python3"
 
 // TestPythonClients runs the Python examples as exec clients under catalog
 // scenarios of their systems, against real servers, and requires each run to
 // end as its scenario expects: the baselines valid and live, the GC pauses
-// before an unfenced write caught as stale-write and lost-update.
+// before an unfenced write caught as stale-write and lost-update, and
+// MariaDB's GET_LOCK through PyMySQL granted again after a server kill.
 func TestPythonClients(t *testing.T) {
-	for _, pkg := range []string{"redis", "kazoo", "etcd3"} {
+	for _, pkg := range []string{"redis", "kazoo", "etcd3", "pymysql"} {
 		if _, err := os.Stat(filepath.Join("/usr/lib/python3/dist-packages", pkg)); err != nil {
 			t.Fatalf("Debian's python3-%s is not installed (make deps): %v", pkg, err)
 		}
@@ -40,6 +41,7 @@ func TestPythonClients(t *testing.T) {
 		{"kazoo gc pause", "kazoo_lock.py", "kazoo 2.8.0", "zk-gc-pause"},
 		{"python-etcd3 renew", "etcd3_lock.py", "python-etcd3 0.12.0", "etcd-mutex-renew"},
 		{"python-etcd3 gc pause", "etcd3_lock.py", "python-etcd3 0.12.0", "etcd-mutex-gc-pause"},
+		{"PyMySQL kill", "pymysql_lock.py", "PyMySQL 1.0.2", "mysql-get-lock-kill"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

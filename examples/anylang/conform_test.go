@@ -27,6 +27,7 @@ func TestPythonClientsConform(t *testing.T) {
 		{"redis-py", "redis_py_lock.py", "redis", ""},
 		{"kazoo", "kazoo_lock.py", "zookeeper", ""},
 		{"python-etcd3", "etcd3_lock.py", "etcd", "wait: a waiting acquire gets the lock|TypeError"},
+		{"PyMySQL", "pymysql_lock.py", "mariadb", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
