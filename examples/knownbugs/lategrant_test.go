@@ -64,6 +64,7 @@ func TestFixedClientLateGrant(t *testing.T) {
 		}},
 		{"etcd answered the read of the key as the cut began", func() error { return readAcrossCut(h, logs, zero) }},
 		{"one leader for the whole run", func() error { return oneLeader(logs) }},
+		{"etcd revoked the lease before w0's release deleted anything", func() error { return revokedFirst(lateGrant) }},
 		{"etcd no longer knew the lease at the release", func() error {
 			for _, r := range logs {
 				if r.Msg == "failed to apply request" && strings.Contains(r.Request, "lease_revoke:<id:"+lateGrantLeaseID+">") && r.Error == "lease not found" {
@@ -133,6 +134,32 @@ func oneLeader(logs []nodeRecord) error {
 	}
 	if len(elected) != 1 {
 		return fmt.Errorf("elections %q, want one", elected)
+	}
+	return nil
+}
+
+// revokedFirst returns nil when n1's write-ahead log (wal.txt) has one
+// term after the members' bootstrap and revokes worker 0's lease before
+// the delete of its key that its release sent: etcd expired the lease, its
+// holder did not give it up.
+func revokedFirst(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "wal.txt"))
+	if err != nil {
+		return err
+	}
+	terms, revoke, del := 0, -1, -1
+	for i, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "# entries: ") && strings.Contains(line, " term=") && !strings.HasSuffix(line, " term=1"):
+			terms++
+		case revoke < 0 && strings.HasSuffix(line, "lease_revoke id="+lateGrantLeaseID):
+			revoke = i
+		case del < 0 && strings.Contains(line, `delete_range:<key:"/locks/k/`+lateGrantLeaseID+`" >`):
+			del = i
+		}
+	}
+	if terms != 1 || revoke < 0 || del < revoke {
+		return fmt.Errorf("wal.txt: %d terms after the bootstrap, the lease's first revoke at line %d, its key's delete at line %d", terms, revoke, del)
 	}
 	return nil
 }
