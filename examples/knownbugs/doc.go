@@ -6,8 +6,10 @@
 // both, runs the harness against each over five seeds of a catalog
 // scenario, and requires the harness to find the bug in at least four runs
 // of the buggy version and in none of the fixed one (at most one for etcd,
-// whose fix leaves a narrower window open). docs/knownbugs.md
-// describes each bug, the scenario that exposes it and the figures.
+// whose fixed Lock may still grant on an answer that a partition delayed).
+// docs/knownbugs.md describes each bug, the scenario that exposes it and
+// the figures. Its ordinary tests check the runs kept in testdata: the
+// etcd 3.5.0 client's late grant, with its servers' logs.
 //
 //   - redsync-release: go-redsync/redsync v4.0.3 (fixed in v4.0.4), Unlock
 //     and Extend report success on a key that is no longer ours;
