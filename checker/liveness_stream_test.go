@@ -65,11 +65,16 @@ func liveStreamAgrees(t *testing.T, seed uint64, shape uint8) {
 // TestLiveStreamGenerated holds the streaming liveness report to the batch
 // one on small generated histories of every shape: leases of every kind
 // and length, renewals for other lengths, kept clients, faults, majority
-// periods, outages, waiting acquires and queues.
+// periods, outages, waiting acquires and queues: 1,500 histories of each
+// shape, 150 with -short.
 func TestLiveStreamGenerated(t *testing.T) {
+	seeds := uint64(1500)
+	if testing.Short() {
+		seeds = 150
+	}
 	for shape := range uint8(4) {
 		t.Run(fmt.Sprintf("shape-%d", shape), func(t *testing.T) {
-			for seed := range uint64(1500) {
+			for seed := range seeds {
 				liveStreamAgrees(t, seed, shape)
 			}
 		})

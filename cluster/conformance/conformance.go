@@ -83,6 +83,11 @@ type Backend struct {
 	// cases of the others are skipped, saying why (OnlyWhy).
 	Only    []string
 	OnlyWhy string
+	// Sampled, when set, makes the run test one topology of the systems it
+	// tests, in turn by the day of the year (TodaysTopology), and skip the
+	// others, saying which one runs today and why (SampledWhy).
+	Sampled    bool
+	SampledWhy string
 	// Cannot maps each ability the backend lacks to the reason, which the
 	// skipped cases state.
 	Cannot map[Ability]string
@@ -145,6 +150,10 @@ func Run(t *testing.T, b Backend) {
 	if err := errors.Join(b.check(), coverage()); err != nil {
 		t.Fatal(err)
 	}
+	today := b.TodaysTopology(time.Now().YearDay())
+	if today != "" {
+		t.Logf("sampled: the %s backend tests %s today (%s)", b.Name, today, b.SampledWhy)
+	}
 	for _, sys := range systems {
 		t.Run(sys.name, func(t *testing.T) {
 			if !slices.Contains(b.Systems, sys.name) {
@@ -155,10 +164,38 @@ func Run(t *testing.T, b Backend) {
 				t.Skipf("SKIPPED: %s runs on the %s backend, but this run tests only %v: %s", sys.name, b.Name, b.Only, b.OnlyWhy)
 			}
 			for _, top := range sys.topologies {
-				t.Run(top.name, func(t *testing.T) { runTopology(t, b, sys, top) })
+				t.Run(top.name, func(t *testing.T) {
+					if today != "" && today != sys.name+"/"+top.name {
+						t.Skipf("SKIPPED: the %s backend tests one topology a day, %s today: %s", b.Name, today, b.SampledWhy)
+					}
+					runTopology(t, b, sys, top)
+				})
 			}
 		})
 	}
+}
+
+// TodaysTopology returns the one topology ("system/topology") that a
+// Sampled run of b tests on day (of the year): the topologies of the
+// systems it tests, in the suite's order, taken in turn; "" when b is not
+// Sampled.
+func (b Backend) TodaysTopology(day int) string {
+	if !b.Sampled {
+		return ""
+	}
+	var all []string
+	for _, sys := range systems {
+		if !slices.Contains(b.Systems, sys.name) || (len(b.Only) > 0 && !slices.Contains(b.Only, sys.name)) {
+			continue
+		}
+		for _, top := range sys.topologies {
+			all = append(all, sys.name+"/"+top.name)
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	return all[day%len(all)]
 }
 
 // refused checks that the backend refuses a system it does not declare,

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +81,50 @@ func TestTopologies(t *testing.T) {
 					}
 					seen[c.name] = true
 				}
+			}
+		})
+	}
+}
+
+// TestTodaysTopology checks the sample of a Sampled run: one topology a
+// day, of the systems it tests only, each of them once in as many days as
+// there are; none when the run is not sampled.
+func TestTodaysTopology(t *testing.T) {
+	tests := []struct {
+		name    string
+		backend Backend
+		want    []string // the systems whose topologies the sample takes
+	}{
+		{"not sampled", Backend{Systems: []string{cluster.Redis, cluster.Etcd}}, nil},
+		{"every system", Backend{Systems: []string{cluster.Redis, cluster.Etcd, cluster.ZooKeeper}, Sampled: true}, []string{cluster.Redis, cluster.Etcd, cluster.ZooKeeper}},
+		{"only some", Backend{Systems: []string{cluster.Redis, cluster.Etcd}, Only: []string{cluster.Etcd}, Sampled: true}, []string{cluster.Etcd}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []string
+			for _, sys := range systems {
+				if slices.Contains(tt.want, sys.name) {
+					for _, top := range sys.topologies {
+						want = append(want, sys.name+"/"+top.name)
+					}
+				}
+			}
+			seen := map[string]int{}
+			for day := 1; day <= max(len(want), 1); day++ {
+				if got := tt.backend.TodaysTopology(day); got != "" {
+					seen[got]++
+				}
+			}
+			if len(want) == 0 && len(seen) > 0 {
+				t.Fatalf("unsampled run took %v", seen)
+			}
+			for _, w := range want {
+				if seen[w] != 1 {
+					t.Errorf("%s tested on %d of %d days, want 1 (%v)", w, seen[w], len(want), seen)
+				}
+			}
+			if len(seen) != len(want) {
+				t.Errorf("sampled %v, want exactly %v", seen, want)
 			}
 		})
 	}

@@ -90,15 +90,19 @@ func testedSystems() []string {
 }
 
 // TestConformance runs the backends' one suite (cluster/conformance)
-// against Docker clusters, where an engine and the node image exist.
+// against Docker clusters, where an engine and the node image exist: every
+// topology, or with JEPSEN_LITE_DOCKER_SAMPLE=day (make test) one a day in
+// turn.
 func TestConformance(t *testing.T) {
 	requireEngineAndImage(t)
 	conformance.Run(t, conformance.Backend{
-		Name:    "docker",
-		Start:   Backend.Start,
-		Systems: Backend.Systems,
-		Only:    testedSystems(),
-		OnlyWhy: "JEPSEN_LITE_DOCKER_SYSTEMS names the systems this run tests in containers",
+		Name:       "docker",
+		Start:      Backend.Start,
+		Systems:    Backend.Systems,
+		Only:       testedSystems(),
+		OnlyWhy:    "JEPSEN_LITE_DOCKER_SYSTEMS names the systems this run tests in containers",
+		Sampled:    os.Getenv("JEPSEN_LITE_DOCKER_SAMPLE") == "day",
+		SampledWhy: "JEPSEN_LITE_DOCKER_SAMPLE=day (make test); make test-docker tests every topology",
 		Leftovers: func(cc cluster.Cluster) func() []string {
 			c := cc.(*Cluster)
 			return func() []string {
