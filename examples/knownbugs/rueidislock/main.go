@@ -129,8 +129,9 @@ func (c *client) take(ctx context.Context, l rueidislock.Locker, src context.Con
 		}
 		return lctx, cancel, err
 	}
-	ended := make(chan struct{})
+	ended, done := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -141,6 +142,10 @@ func (c *client) take(ctx context.Context, l rueidislock.Locker, src context.Con
 	}()
 	lctx, cancel, err := l.WithContext(src, key)
 	close(ended)
+	// Once the goroutine has returned, src is cancelled only if the wait
+	// ended before WithContext did (the request's context, which the
+	// protocol loop cancels after the reply, can no longer reach it).
+	<-done
 	switch {
 	case err != nil && src.Err() != nil:
 		return nil, nil, fmt.Errorf("wait ended: %w: %w", err, lockclient.ErrNotAcquired)
