@@ -133,6 +133,7 @@ func huntBug(t *testing.T, b knownBug, command, store string, stop bool, opts hu
 	base.Lock.Options = map[string]string{clients.ExecCommandOption: command}
 	base.Duration = b.hunt.limit
 	opts.Faults, opts.NoBaseline = []string{b.hunt.fault}, true
+	opts.Lease.SelfRenewing = b.selfRenewing
 	var shown string
 	if stop {
 		opts.Stop = func(out hunt.Outcome) bool {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,6 +54,12 @@ type knownBug struct {
 	// hunt is how TestHuntKnownBugs looks for the bug without the
 	// scenario above.
 	hunt hunted
+	// selfRenewing says that the library keeps its lease alive by itself
+	// for as long as it holds the lock: the scenario's watchdog
+	// (lock.renew, for its built-in lock) is turned off for the program,
+	// which takes no renew requests, and a hunt draws holds longer than
+	// the ttl.
+	selfRenewing bool
 }
 
 // hunted is how a campaign looks for a bug: a base scenario of the bug's
@@ -103,6 +110,16 @@ var bugs = []knownBug{
 		shows:    overranRenewalDuringReset,
 		hunt:     hunted{base: "redsync-baseline", limit: 8 * time.Second, fault: "reset"},
 	},
+	{
+		name:         "rueidislock-drift",
+		ref:          "redis/rueidis pull request 924 (issue 923), released in v1.0.70",
+		buggy:        build{dir: "rueidislock"},
+		fixed:        build{dir: "rueidislock", args: []string{"-modfile=fixed.mod"}},
+		scenario:     "redis-single-renew-latency",
+		shows:        keyLostUnderLatency,
+		hunt:         hunted{base: "redis-single-baseline", limit: 20 * time.Second, fault: "latency"},
+		selfRenewing: true,
+	},
 }
 
 // TestKnownBugs runs the harness against each bug's buggy and fixed
@@ -150,6 +167,9 @@ func runSeeds(t *testing.T, b knownBug, version, command string) int {
 		}
 		sc.Lock.Algorithm = clients.ExecAlgorithm
 		sc.Lock.Options = map[string]string{clients.ExecCommandOption: command}
+		if b.selfRenewing {
+			sc.Lock.Renew = 0
+		}
 		res, err := runner.Run(interruptible(t), sc, runner.WithSeed(seed), runner.WithStore(store))
 		if err != nil {
 			t.Fatalf("%s %s seed %d: %v", b.name, version, seed, err)
@@ -278,6 +298,67 @@ func renewalDuringReset(h history.History, g history.Op, resets []cut) (history.
 			if c.from <= o.Time && c.to >= inv.Time {
 				return o, true
 			}
+		}
+	}
+	return history.Op{}, false
+}
+
+// keyLostUnderLatency is rueidislock v1.0.69's drift as the history shows
+// it: a double-hold over a holder that kept the lock longer than its lease
+// (its key lived only as long as the library extended it), whose release
+// of that grant found that the library had cancelled the lock's context
+// (it had lost the key), while latency slowed the replies during the hold
+// (every late extension moved the key's deadline on by less than the time
+// that had passed, until the key expired between two extensions), on the
+// holder's own links. The replies' delay must be under a quarter of the
+// lease: an extension comes half a lease (the default interval) and at
+// most two late replies (its script loaded on the way) after the one
+// before, so below that every extension of the fixed library lands before
+// the deadline the last one set, and only the drift can lose the key.
+func keyLostUnderLatency(h history.History, res []checker.Result) []string {
+	slow := cuts(h, "latency")
+	var out []string
+	for _, a := range anomalies(res, checker.DoubleHold) {
+		var grants []history.Op
+		for _, i := range a.Ops {
+			if g, ok := opAt(h, i); ok && g.F == "acquire" && g.Type == history.OK {
+				grants = append(grants, g)
+			}
+		}
+		if len(grants) < 2 {
+			continue
+		}
+		held, next := grants[0], grants[1]
+		if next.Time < held.Time {
+			held, next = next, held
+		}
+		rel, ok := releaseOf(h, held)
+		if !ok || rel.Type == history.OK || !strings.Contains(rel.Error, "cancelled the lock's context") || next.Time-held.Time <= held.Lease {
+			continue
+		}
+		for _, c := range slow {
+			mine := len(c.workers) == 0 || slices.Contains(c.workers, held.Client)
+			if mine && c.from < next.Time && c.to > held.Time && c.delay < held.Lease/4 {
+				out = append(out, fmt.Sprintf("process %d held %s from %v (lease %v) while replies came late from %v, and lost its key: process %d was granted it at %v, and the release (op %d) found the lock's context cancelled: %s", held.Process, held.Key, held.Time, held.Lease, c.from, next.Process, next.Time, rel.Index, a.Message))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// releaseOf returns the completion of the release that followed grant g,
+// by its process, before its next acquire.
+func releaseOf(h history.History, g history.Op) (history.Op, bool) {
+	for _, o := range h[g.Index+1:] {
+		if o.Process != g.Process || o.Type == history.Invoke {
+			continue
+		}
+		switch o.F {
+		case "release":
+			return o, true
+		case "acquire":
+			return history.Op{}, false
 		}
 	}
 	return history.Op{}, false

@@ -47,11 +47,13 @@ func invokeOf(h history.History, c history.Op) (history.Op, bool) {
 	return history.Op{}, false
 }
 
-// cut is a partition or reset as the nemesis recorded it, with its heal.
+// cut is a partition, reset or latency as the nemesis recorded it, with
+// its heal, and for a latency its delay plus its jitter.
 type cut struct {
 	from, to time.Duration
 	workers  []int
 	nodes    []string
+	delay    time.Duration
 }
 
 // cuts returns the faults of kind fault and when each was healed (the end
@@ -60,6 +62,8 @@ func cuts(h history.History, fault string) []cut {
 	type desc struct {
 		Workers []int    `json:"workers"`
 		Nodes   []string `json:"nodes"`
+		Delay   string   `json:"delay"`
+		Jitter  string   `json:"jitter"`
 	}
 	var out []cut
 	open := map[string]int{}
@@ -73,7 +77,9 @@ func cuts(h history.History, fault string) []cut {
 		switch o.F {
 		case fault:
 			open[id] = len(out)
-			out = append(out, cut{from: o.Time, to: -1, workers: d.Workers, nodes: d.Nodes})
+			delay, _ := time.ParseDuration(d.Delay)
+			jitter, _ := time.ParseDuration(d.Jitter)
+			out = append(out, cut{from: o.Time, to: -1, workers: d.Workers, nodes: d.Nodes, delay: delay + jitter})
 		case "heal":
 			if i, ok := open[id]; ok {
 				out[i].to = o.Time
