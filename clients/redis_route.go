@@ -1,0 +1,113 @@
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxRedisRedirects bounds the MOVED replies one command follows.
+const maxRedisRedirects = 5
+
+// redisRoutes is where a single-node Redis lock sends each key's commands:
+// to the first primary endpoint, until a node answers MOVED, as a Redis
+// Cluster node does for a key whose slot another master serves; the key's
+// commands then go to the node the reply names. A node of the harness's
+// Redis Cluster names itself by its node name (cluster-announce-hostname),
+// which is the name of the worker's endpoint to it, its own link. A MOVED
+// reply means the node did not execute the command, so it is sent again to
+// the node named; nothing else is sent again. On the other topologies no
+// node answers MOVED and every command goes to the first primary.
+type redisRoutes struct {
+	first   *redis.Client
+	eps     map[string]Endpoint
+	timeout time.Duration
+	tcp     TCP
+
+	mu      sync.Mutex
+	clients map[string]*redis.Client // by node name, opened at the first MOVED to it
+	keys    map[string]string        // key -> the node the last MOVED for it named
+}
+
+// newRedisRoutes returns the routes of a lock whose first node is first,
+// among the endpoints eps.
+func newRedisRoutes(first Endpoint, eps []Endpoint, timeout time.Duration, tcp TCP) *redisRoutes {
+	rt := &redisRoutes{
+		first: newRedisClient(first.Addr, timeout, tcp), eps: map[string]Endpoint{},
+		timeout: timeout, tcp: tcp, clients: map[string]*redis.Client{}, keys: map[string]string{},
+	}
+	for _, ep := range eps {
+		rt.eps[ep.Name] = ep
+	}
+	return rt
+}
+
+// client returns the client of the node that serves key, as far as the
+// routes know.
+func (rt *redisRoutes) client(key string) *redis.Client {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	name, ok := rt.keys[key]
+	if !ok {
+		return rt.first
+	}
+	c, ok := rt.clients[name]
+	if !ok {
+		c = newRedisClient(rt.eps[name].Addr, rt.timeout, rt.tcp)
+		rt.clients[name] = c
+	}
+	return c
+}
+
+// do runs one command of key on the node that serves it, following MOVED
+// replies to the node each names.
+func (rt *redisRoutes) do(key string, cmd func(c *redis.Client) error) error {
+	for redirects := 0; ; redirects++ {
+		err := cmd(rt.client(key))
+		name, moved := rt.movedTo(err)
+		if !moved || redirects == maxRedisRedirects {
+			return err
+		}
+		rt.mu.Lock()
+		rt.keys[key] = name
+		rt.mu.Unlock()
+	}
+}
+
+// movedTo returns the endpoint a MOVED reply names ("MOVED 3999 n4:30004"
+// names n4); moved is false for any other outcome, and for a node no
+// endpoint is named after.
+func (rt *redisRoutes) movedTo(err error) (name string, moved bool) {
+	var rerr redis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return "", false
+	}
+	f := strings.Fields(rerr.Error())
+	if len(f) != 3 || f[0] != "MOVED" {
+		return "", false
+	}
+	host, _, splitErr := net.SplitHostPort(f[2])
+	if _, known := rt.eps[host]; splitErr != nil || !known {
+		return "", false
+	}
+	return host, true
+}
+
+// close closes every client.
+func (rt *redisRoutes) close() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	errs := []error{rt.first.Close()}
+	for _, c := range rt.clients {
+		errs = append(errs, c.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	return nil
+}
