@@ -24,13 +24,14 @@ const maxRedisRedirects = 5
 // the node named; nothing else is sent again. On the other topologies no
 // node answers MOVED and every command goes to the first primary.
 type redisRoutes struct {
-	first   *redis.Client
 	eps     map[string]Endpoint
+	order   []string // the endpoints a key without a route starts at, in turn: the first primary first
 	timeout time.Duration
 	tcp     TCP
 
 	mu      sync.Mutex
-	clients map[string]*redis.Client // by node name, opened at the first MOVED to it
+	start   int                      // the index in order of the node a key without a route goes to
+	clients map[string]*redis.Client // by node name, opened at the first command to it
 	keys    map[string]string        // key -> the node the last MOVED for it named
 }
 
@@ -38,11 +39,15 @@ type redisRoutes struct {
 // among the endpoints eps.
 func newRedisRoutes(first Endpoint, eps []Endpoint, timeout time.Duration, tcp TCP) *redisRoutes {
 	rt := &redisRoutes{
-		first: newRedisClient(first.Addr, timeout, tcp), eps: map[string]Endpoint{},
+		eps: map[string]Endpoint{first.Name: first}, order: []string{first.Name},
 		timeout: timeout, tcp: tcp, clients: map[string]*redis.Client{}, keys: map[string]string{},
 	}
 	for _, ep := range eps {
+		if ep.Name == first.Name || ep.Role == "sentinel" {
+			continue
+		}
 		rt.eps[ep.Name] = ep
+		rt.order = append(rt.order, ep.Name)
 	}
 	return rt
 }
@@ -54,7 +59,7 @@ func (rt *redisRoutes) client(key string) *redis.Client {
 	defer rt.mu.Unlock()
 	name, ok := rt.keys[key]
 	if !ok {
-		return rt.first
+		name = rt.order[rt.start]
 	}
 	c, ok := rt.clients[name]
 	if !ok {
@@ -69,6 +74,9 @@ func (rt *redisRoutes) client(key string) *redis.Client {
 func (rt *redisRoutes) do(key string, cmd func(c *redis.Client) error) error {
 	for redirects := 0; ; redirects++ {
 		err := cmd(rt.client(key))
+		if neverSent(err) {
+			rt.forget(key)
+		}
 		name, moved := rt.movedTo(err)
 		if !moved || redirects == maxRedisRedirects {
 			return err
@@ -77,6 +85,15 @@ func (rt *redisRoutes) do(key string, cmd func(c *redis.Client) error) error {
 		rt.keys[key] = name
 		rt.mu.Unlock()
 	}
+}
+
+// forget drops key's route and moves the start of the keys without one to
+// the next endpoint.
+func (rt *redisRoutes) forget(key string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	delete(rt.keys, key)
+	rt.start = (rt.start + 1) % len(rt.order)
 }
 
 // movedTo returns the endpoint a MOVED reply names ("MOVED 3999 n4:30004"
@@ -102,7 +119,7 @@ func (rt *redisRoutes) movedTo(err error) (name string, moved bool) {
 func (rt *redisRoutes) close() error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	errs := []error{rt.first.Close()}
+	var errs []error
 	for _, c := range rt.clients {
 		errs = append(errs, c.Close())
 	}

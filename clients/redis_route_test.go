@@ -3,6 +3,7 @@ package clients
 import (
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -45,5 +46,35 @@ func TestMovedTo(t *testing.T) {
 				t.Errorf("movedTo(%v) = %q, %v; want %q, %v", tt.err, to, moved, tt.to, tt.moved)
 			}
 		})
+	}
+}
+
+// TestRoutesTurnAfterUnsentCommand checks that a key's commands go to the
+// node its last MOVED named, and to the next endpoint in turn once a
+// command could not be sent (a killed node), sentinels left out.
+func TestRoutesTurnAfterUnsentCommand(t *testing.T) {
+	eps := []Endpoint{{Name: "n1", Role: "primary"}, {Name: "s1", Role: "sentinel"}, {Name: "n2", Role: "primary"}, {Name: "n4", Role: "replica"}}
+	rt := newRedisRoutes(eps[0], eps, time.Second, TCP{})
+	t.Cleanup(func() { _ = rt.close() })
+	unsent := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	// Each command's reply, in order, and the node each must go to: n1
+	// first; unsent, so n2 next, which redirects to n4; n4 until a command
+	// to it is unsent, then the next in turn (n4 again: n1, n2, n4), and
+	// round to n1.
+	replies := []error{unsent, redisErr("MOVED 1 n4:4"), nil, unsent, nil, unsent, nil}
+	want := []string{"n1", "n2", "n4", "n4", "n4", "n4", "n1"}
+	var got []string
+	for len(got) < len(replies) {
+		_ = rt.do("k", func(c *redis.Client) error {
+			for name, known := range rt.clients {
+				if known == c {
+					got = append(got, name)
+				}
+			}
+			return replies[len(got)-1]
+		})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the commands went to %v, want %v", got, want)
 	}
 }
