@@ -21,11 +21,19 @@ const maxRedisRedirects = 5
 // Redis Cluster names itself by its node name (cluster-announce-hostname),
 // which is the name of the worker's endpoint to it, its own link. A MOVED
 // reply means the node did not execute the command, so it is sent again to
-// the node named; nothing else is sent again. On the other topologies no
-// node answers MOVED and every command goes to the first primary.
+// the node named; nothing else is sent again. Where the endpoints are a
+// Redis Cluster's (several primaries, and replicas), a command that ends
+// without a reply (a killed or unreachable node) forgets the key's route,
+// and the key's next command goes to the next endpoint in turn, whose
+// MOVED names the key's master now; and a new client starts at the
+// endpoint its process's number picks, so that a worker whose client died
+// with its node asks another. On the other topologies every command goes
+// to the first primary: their endpoints are not one service (Redlock's
+// masters are independent, a replica refuses writes).
 type redisRoutes struct {
 	eps     map[string]Endpoint
 	order   []string // the endpoints a key without a route starts at, in turn: the first primary first
+	turn    bool     // a Redis Cluster's endpoints: a command without a reply moves to the next
 	timeout time.Duration
 	tcp     TCP
 
@@ -36,8 +44,9 @@ type redisRoutes struct {
 }
 
 // newRedisRoutes returns the routes of a lock whose first node is first,
-// among the endpoints eps.
-func newRedisRoutes(first Endpoint, eps []Endpoint, timeout time.Duration, tcp TCP) *redisRoutes {
+// among the endpoints eps; on a Redis Cluster's endpoints it starts at the
+// one process picks, in turn.
+func newRedisRoutes(first Endpoint, eps []Endpoint, process int, timeout time.Duration, tcp TCP) *redisRoutes {
 	rt := &redisRoutes{
 		eps: map[string]Endpoint{first.Name: first}, order: []string{first.Name},
 		timeout: timeout, tcp: tcp, clients: map[string]*redis.Client{}, keys: map[string]string{},
@@ -49,7 +58,25 @@ func newRedisRoutes(first Endpoint, eps []Endpoint, timeout time.Duration, tcp T
 		rt.eps[ep.Name] = ep
 		rt.order = append(rt.order, ep.Name)
 	}
+	if rt.turn = clusterEndpoints(eps); rt.turn {
+		rt.start = max(process, 0) % len(rt.order)
+	}
 	return rt
+}
+
+// clusterEndpoints reports whether eps are a Redis Cluster's: more than
+// one primary, and replicas.
+func clusterEndpoints(eps []Endpoint) bool {
+	var primaries, replicas int
+	for _, ep := range eps {
+		switch ep.Role {
+		case "primary":
+			primaries++
+		case "replica":
+			replicas++
+		}
+	}
+	return primaries > 1 && replicas > 0
 }
 
 // client returns the client of the node that serves key, as far as the
@@ -74,7 +101,8 @@ func (rt *redisRoutes) client(key string) *redis.Client {
 func (rt *redisRoutes) do(key string, cmd func(c *redis.Client) error) error {
 	for redirects := 0; ; redirects++ {
 		err := cmd(rt.client(key))
-		if neverSent(err) {
+		var reply redis.Error
+		if rt.turn && err != nil && !errors.As(err, &reply) {
 			rt.forget(key)
 		}
 		name, moved := rt.movedTo(err)

@@ -1,8 +1,10 @@
 package clients
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ var _ redis.Error = redisErr("")
 // an endpoint, also wrapped, and nothing else.
 func TestMovedTo(t *testing.T) {
 	rt := newRedisRoutes(Endpoint{Name: "n1", Addr: "127.0.0.1:1"},
-		[]Endpoint{{Name: "n1", Addr: "127.0.0.1:1"}, {Name: "n4", Addr: "127.0.0.1:4"}}, time.Second, TCP{})
+		[]Endpoint{{Name: "n1", Addr: "127.0.0.1:1"}, {Name: "n4", Addr: "127.0.0.1:4"}}, 0, time.Second, TCP{})
 	t.Cleanup(func() { _ = rt.close() })
 	tests := []struct {
 		name  string
@@ -49,32 +51,53 @@ func TestMovedTo(t *testing.T) {
 	}
 }
 
-// TestRoutesTurnAfterUnsentCommand checks that a key's commands go to the
-// node its last MOVED named, and to the next endpoint in turn once a
-// command could not be sent (a killed node), sentinels left out.
-func TestRoutesTurnAfterUnsentCommand(t *testing.T) {
-	eps := []Endpoint{{Name: "n1", Role: "primary"}, {Name: "s1", Role: "sentinel"}, {Name: "n2", Role: "primary"}, {Name: "n4", Role: "replica"}}
-	rt := newRedisRoutes(eps[0], eps, time.Second, TCP{})
-	t.Cleanup(func() { _ = rt.close() })
+// TestRoutesTurn checks where a key's commands go: on a Redis Cluster's
+// endpoints to the node its last MOVED named, to the next endpoint in turn
+// (sentinels left out) once a command ended without a reply, and first to
+// the endpoint the process picks; on other endpoints always to the first
+// primary.
+func TestRoutesTurn(t *testing.T) {
 	unsent := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
-	// Each command's reply, in order, and the node each must go to: n1
-	// first; unsent, so n2 next, which redirects to n4; n4 until a command
-	// to it is unsent, then the next in turn (n4 again: n1, n2, n4), and
-	// round to n1.
-	replies := []error{unsent, redisErr("MOVED 1 n4:4"), nil, unsent, nil, unsent, nil}
-	want := []string{"n1", "n2", "n4", "n4", "n4", "n4", "n1"}
-	var got []string
-	for len(got) < len(replies) {
-		_ = rt.do("k", func(c *redis.Client) error {
-			for name, known := range rt.clients {
-				if known == c {
-					got = append(got, name)
-				}
-			}
-			return replies[len(got)-1]
-		})
+	cluster := []Endpoint{{Name: "n1", Role: "primary"}, {Name: "s1", Role: "sentinel"}, {Name: "n2", Role: "primary"}, {Name: "n4", Role: "replica"}}
+	masters := []Endpoint{{Name: "n1", Role: "primary"}, {Name: "n2", Role: "primary"}}
+	replicated := []Endpoint{{Name: "n1", Role: "primary"}, {Name: "n2", Role: "replica"}}
+	tests := []struct {
+		name    string
+		eps     []Endpoint
+		process int
+		replies []error
+		want    []string // the node each command goes to
+	}{
+		// n1 first; no reply, so n2 next, which redirects to n4; n4 until
+		// a command to it gets no reply, then the next in turn (n4 again:
+		// n1, n2, n4), and round to n1.
+		{"cluster", cluster, 0, []error{unsent, redisErr("MOVED 1 n4:4"), nil, io.EOF, nil, unsent, nil},
+			[]string{"n1", "n2", "n4", "n4", "n4", "n4", "n1"}},
+		{"cluster, a later process", cluster, 4, []error{nil, context.DeadlineExceeded, nil},
+			[]string{"n2", "n2", "n4"}},
+		{"cluster, an error reply stays", cluster, 0, []error{redisErr("CLUSTERDOWN The cluster is down"), nil},
+			[]string{"n1", "n1"}},
+		{"independent masters", masters, 3, []error{unsent, io.EOF, nil}, []string{"n1", "n1", "n1"}},
+		{"primary and replica", replicated, 1, []error{unsent, nil}, []string{"n1", "n1"}},
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("the commands went to %v, want %v", got, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := newRedisRoutes(tt.eps[0], tt.eps, tt.process, time.Second, TCP{})
+			t.Cleanup(func() { _ = rt.close() })
+			var got []string
+			for len(got) < len(tt.replies) {
+				_ = rt.do("k", func(c *redis.Client) error {
+					for name, known := range rt.clients {
+						if known == c {
+							got = append(got, name)
+						}
+					}
+					return tt.replies[len(got)-1]
+				})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("the commands went to %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

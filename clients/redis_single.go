@@ -86,7 +86,7 @@ func newRedisSingle(name string, t Target) (*RedisSingle, error) {
 	}
 	return &RedisSingle{
 		name:    name,
-		routes:  newRedisRoutes(ep, t.Endpoints, timeout, t.TCP),
+		routes:  newRedisRoutes(ep, t.Endpoints, t.Process, timeout, t.TCP),
 		timeout: timeout,
 		drift:   t.Drift,
 		owners:  owners,
