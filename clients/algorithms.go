@@ -351,6 +351,11 @@ func redisAlgorithms() []Algorithm {
 			Lease:        &LeaseSemantics{Expiry: ExpiresNever, Release: ReleaseFreesAnyHolder, Detail: "never: held until set done"},
 			Capabilities: zaddCaps, Options: redisNodeOptions,
 			Steps: zaddSteps(zaddStateSet, "done"), New: NewRedisZaddState},
+		{Name: "redsync-cluster", System: systemRedis,
+			Validity:     "go-redsync on one go-redis ClusterClient; Mutex.Until (t0 + ttl - 1% ttl) - drift",
+			Lease:        &LeaseSemantics{Until: true, GiveUp: GiveUpUnknown, Detail: pxDetail + ", on the master of the key's slot"},
+			Capabilities: redsyncCaps, Options: redsyncOptions,
+			Steps: redsyncClusterSteps, New: NewRedsyncCluster},
 	}
 }
 
@@ -457,7 +462,10 @@ func execAlgorithm() Algorithm {
 // list --algorithms` prints them, and the acquires and their fault tests
 // follow them.
 var (
-	redisSingleSteps = []Step{{"set", "SET key value NX PX ttl", true}}
+	// On a Redis Cluster the SET goes to the master of the key's slot: a
+	// MOVED reply, which no node executed, is followed to the node it
+	// names (redisRoutes); the same for the release and the renewal.
+	redisSingleSteps = []Step{{"set", "SET key value NX PX ttl (on a Redis Cluster, following MOVED to the key's master)", true}}
 	redisFencedSteps = []Step{{"acquire", "one script: SET NX PX, and INCR <key>:fence if set", true}}
 	// A master whose connection could not even be opened sent nothing: a
 	// definite no among the votes.

@@ -146,7 +146,14 @@ var (
 	zkOne               = cluster.Spec{System: cluster.ZooKeeper, Nodes: 1}
 	etcdOne             = cluster.Spec{System: cluster.Etcd, Nodes: 1}
 	mariadbOne          = cluster.Spec{System: cluster.MariaDB, Nodes: 1}
+	redisCluster        = cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyCluster, Nodes: cluster.ClusterMasters}
 )
+
+// algorithmSpecs are the clusters of the algorithms that run on another
+// topology than their system's test cluster.
+var algorithmSpecs = map[string]cluster.Spec{
+	"redsync-cluster": redisCluster,
+}
 
 // systemSpecs is the cluster the algorithms of each system are tested on.
 var systemSpecs = map[string]cluster.Spec{
@@ -160,7 +167,7 @@ var systemSpecs = map[string]cluster.Spec{
 // moreSpecs are the clusters, beyond their system's, that an algorithm's
 // contract is also tested on.
 var moreSpecs = map[string][]cluster.Spec{
-	"redis-single": {redisPrimaryReplica},
+	"redis-single": {redisPrimaryReplica, redisCluster},
 	"redis-fenced": {redisPrimaryReplica},
 }
 
@@ -169,9 +176,10 @@ var moreSpecs = map[string][]cluster.Spec{
 // per-master timeouts (their defaults, 50 ms and 5% of the ttl, are for
 // production-like latency), and zk-recipe's wait for its predecessor.
 var testOptions = map[string]map[string]string{
-	"redlock":   {"node-timeout": "500ms"},
-	"redsync":   {"timeout-factor": "0.1"},
-	"zk-recipe": {"wait": "100ms"},
+	"redlock":         {"node-timeout": "500ms"},
+	"redsync":         {"timeout-factor": "0.1"},
+	"redsync-cluster": {"timeout-factor": "0.1"},
+	"zk-recipe":       {"wait": "100ms"},
 }
 
 // clientFixture is the external client the tests run for an algorithm
@@ -242,6 +250,9 @@ func caseOf(t *testing.T, name string) algorithmCase {
 	c := algorithmCase{Algorithm: a, label: a.Name, spec: systemSpecs[a.System], options: map[string]string{}, caps: a.Capabilities, ttl: 5 * time.Second}
 	if a.Lease != nil {
 		c.lease = *a.Lease
+	}
+	if s, ok := algorithmSpecs[a.Name]; ok {
+		c.spec = s
 	}
 	if f, ok := clientFixtures[a.Name]; ok {
 		c.spec, c.lease, c.caps = f.spec, f.lease, f.caps

@@ -56,7 +56,11 @@ func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	token, err := fencedAcquire.Run(cctx, r.client, []string{key, key + ":fence"}, value, ttl.Milliseconds()).Int64()
+	var token int64
+	err := r.routes.do(key, func(c *redis.Client) (err error) {
+		token, err = fencedAcquire.Run(cctx, c, []string{key, key + ":fence"}, value, ttl.Milliseconds()).Int64()
+		return err
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("clients: %s: %s: %w", r.name, key, redisStepError("acquire", err))
 	}

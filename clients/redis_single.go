@@ -51,13 +51,14 @@ func newRedisClient(addr string, timeout time.Duration, tcp TCP) *redis.Client {
 }
 
 // RedisSingle is the single-instance Redis lock: SET key value NX PX ttl on
-// the primary, released by a Lua compare-and-delete. Its lease is valid until
+// the primary (on a Redis Cluster, the master of the key's slot, found by
+// following MOVED: redisRoutes), released by a Lua compare-and-delete. Its lease is valid until
 // the acquire's start plus ttl minus the target's drift; it has no token.
 // Options: "timeout" (per command, default DefaultRedisTimeout).
 type RedisSingle struct {
 	afterResponse
 	name    string
-	client  *redis.Client
+	routes  *redisRoutes
 	timeout time.Duration
 	drift   time.Duration
 	owners  ownerValues
@@ -85,7 +86,7 @@ func newRedisSingle(name string, t Target) (*RedisSingle, error) {
 	}
 	return &RedisSingle{
 		name:    name,
-		client:  newRedisClient(ep.Addr, timeout, t.TCP),
+		routes:  newRedisRoutes(ep, t.Endpoints, t.Process, timeout, t.TCP),
 		timeout: timeout,
 		drift:   t.Drift,
 		owners:  owners,
@@ -104,7 +105,11 @@ func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	ok, err := r.client.SetNX(cctx, key, value, ttl).Result()
+	var ok bool
+	err := r.routes.do(key, func(c *redis.Client) (err error) {
+		ok, err = c.SetNX(cctx, key, value, ttl).Result()
+		return err
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("clients: %s: %s: %w", r.name, key, redisStepError("set", err))
 	}
@@ -118,7 +123,7 @@ func (r *RedisSingle) Acquire(ctx context.Context, key string, ttl time.Duration
 // Release deletes the key if it still holds the lease's value; ErrNotHeld when
 // it did not.
 func (r *RedisSingle) Release(ctx context.Context, l Lease) error {
-	return releaseRedisKey(ctx, r.name, r.client, r.timeout, l)
+	return r.routes.do(l.Key, func(c *redis.Client) error { return releaseRedisKey(ctx, r.name, c, r.timeout, l) })
 }
 
 // Renew extends the lease to ttl from now, only while the key still holds
@@ -130,7 +135,11 @@ func (r *RedisSingle) Renew(ctx context.Context, l Lease, ttl time.Duration) (Le
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	n, err := extendIfOwner.Run(cctx, r.client, []string{l.Key}, l.Owner, ttl.Milliseconds()).Int64()
+	var n int64
+	err := r.routes.do(l.Key, func(c *redis.Client) (err error) {
+		n, err = extendIfOwner.Run(cctx, c, []string{l.Key}, l.Owner, ttl.Milliseconds()).Int64()
+		return err
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("clients: %s: renew %s: %w", r.name, l.Key, err)
 	}
@@ -143,7 +152,7 @@ func (r *RedisSingle) Renew(ctx context.Context, l Lease, ttl time.Duration) (Le
 
 // Close closes the connections.
 func (r *RedisSingle) Close() error {
-	if err := r.client.Close(); err != nil {
+	if err := r.routes.close(); err != nil {
 		return fmt.Errorf("clients: %s: close: %w", r.name, err)
 	}
 	return nil

@@ -3,6 +3,8 @@ package clients
 import (
 	"context"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // RedisSingleDel is redis-single released with a plain DEL key, without
@@ -36,7 +38,7 @@ func NewRedisSingleDel(ctx context.Context, t Target) (Locker, error) {
 func (r *RedisSingleDel) Release(ctx context.Context, l Lease) error {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	if err := r.client.Del(cctx, l.Key).Err(); err != nil {
+	if err := r.routes.do(l.Key, func(c *redis.Client) error { return c.Del(cctx, l.Key).Err() }); err != nil {
 		return fmt.Errorf("clients: %s: release %s: %w", r.name, l.Key, err)
 	}
 	return nil

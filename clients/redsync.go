@@ -40,6 +40,7 @@ const (
 // DefaultRedsyncTimeoutFactor).
 type Redsync struct {
 	clients       []*redis.Client
+	cluster       *redis.ClusterClient // redsync-cluster: its one pool's client
 	rs            *redsync.Redsync
 	nodes         int
 	driftFactor   float64
@@ -240,6 +241,9 @@ func (r *Redsync) Close() error {
 	var errs []error
 	for _, c := range r.clients {
 		errs = append(errs, c.Close())
+	}
+	if r.cluster != nil {
+		errs = append(errs, r.cluster.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clients: redsync: close: %w", err)

@@ -34,7 +34,7 @@ var ErrUnavailable = linknet.ErrUnavailable
 // Spec describes the cluster a scenario needs.
 type Spec struct {
 	System      string // Redis, Postgres, ZooKeeper, Etcd, MariaDB
-	Topology    string // redis: "masters" (default), "primary-replica", "sentinel"; zookeeper/etcd: "" (one per node)
+	Topology    string // redis: "masters" (default), "primary-replica", "sentinel", "cluster"; zookeeper/etcd: "" (one per node)
 	Nodes       int    // number of server nodes (masters, ensemble members); replicas and sentinels are counted by the topology
 	Persistence bool   // redis: appendonly yes, appendfsync always
 	LogDir      string // where node logs are written (the run's store directory); a temp dir when empty
@@ -80,21 +80,33 @@ type ClockSkewer interface {
 	SetClockOffset(node string, offset time.Duration) error
 }
 
-// Failoverer is a replicated cluster (Redis "primary-replica" and "sentinel"
-// topologies) whose primary can be replaced by a replica. Replication is
+// Router is a cluster whose clients find the node that serves a key
+// themselves: a Redis Cluster node answers MOVED for a key of a slot it
+// does not serve, naming the node that does. A failover then leaves the
+// workers' links where they are.
+type Router interface {
+	RoutesClients() bool
+}
+
+// Failoverer is a replicated cluster (Redis "primary-replica", "sentinel"
+// and "cluster" topologies) whose primary can be replaced by a replica. Replication is
 // asynchronous: writes acknowledged by the old primary may be missing on the
 // new one. Promote does not move clients: the nemesis points the clients'
 // links at the new primary with linknet.Network.SetUpstream (the old primary's
 // client links to the Addr of the node returned by Primary).
 type Failoverer interface {
 	// Primary returns the name of the node that currently serves as primary:
-	// in the "sentinel" topology the one the sentinels report, otherwise the
-	// node last promoted (n1 at start).
+	// in the "sentinel" topology the one the sentinels report, in the
+	// "cluster" topology the master of slot 0 (the first shard's), otherwise
+	// the node last promoted (n1 at start).
 	Primary(ctx context.Context) (string, error)
 	// Promote makes node the primary. Without sentinels it sends REPLICAOF
 	// NO ONE to node and points the other replicas at it; the old primary is
 	// left running as a primary of its own (a split brain until it is
 	// killed or demoted). With sentinels it asks them to fail over
-	// (SENTINEL FAILOVER) and waits until they report node as primary.
+	// (SENTINEL FAILOVER) and waits until they report node as primary. In
+	// a Redis Cluster it sends CLUSTER FAILOVER FORCE to the replica node
+	// and waits until it is a master; its old master becomes its replica
+	// once the cluster bus tells it.
 	Promote(ctx context.Context, node string) error
 }

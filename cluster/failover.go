@@ -34,7 +34,8 @@ type Replication struct {
 
 	mu      sync.Mutex
 	nodes   []Node
-	primary string // replicated topologies: the node last made primary
+	primary string            // replicated topologies: the node last made primary
+	ids     map[string]string // the cluster topology: node ids by name
 }
 
 // NewReplication returns the Replication of a cluster of spec whose nodes
@@ -114,6 +115,9 @@ func (r *Replication) Primary(ctx context.Context) (string, error) {
 	if err := r.checkReplicated(); err != nil {
 		return "", err
 	}
+	if r.spec.Topology == TopologyCluster {
+		return r.clusterPrimary(ctx)
+	}
 	if r.spec.Topology != TopologySentinel {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -189,8 +193,11 @@ func (r *Replication) Promote(ctx context.Context, node string) error {
 	if n.Role == RoleSentinel {
 		return fmt.Errorf("cluster: %s is a sentinel, not a data node", node)
 	}
-	if r.spec.Topology == TopologySentinel {
+	switch r.spec.Topology {
+	case TopologySentinel:
 		return r.sentinelFailover(ctx, n)
+	case TopologyCluster:
+		return r.clusterPromote(ctx, n)
 	}
 	if _, err := RedisDo(ctx, n.Addr, "REPLICAOF", "NO", "ONE"); err != nil {
 		return fmt.Errorf("cluster: promote %s: %w", node, err)
@@ -226,6 +233,9 @@ func (r *Replication) Follow(ctx context.Context, node, primary string) error {
 	}
 	if node == primary || n.Role == RoleSentinel || p.Role == RoleSentinel {
 		return fmt.Errorf("cluster: %s cannot follow %s", node, primary)
+	}
+	if r.spec.Topology == TopologyCluster {
+		return r.clusterFollow(ctx, n, p)
 	}
 	if err := r.replicate(ctx, n, primary); err != nil {
 		return err

@@ -27,7 +27,8 @@ func TopologyOf(spec Spec) (Topology, error) {
 
 // redisTopologies are Redis's: "masters" (the default) is n1..nN, each a
 // primary; "primary-replica" is n1 primary and n2..nN replicas (at least
-// two nodes); "sentinel" is that and three sentinels s1, s2, s3.
+// two nodes); "sentinel" is that and three sentinels s1, s2, s3; "cluster"
+// is Redis Cluster mode, masters and a replica of each (TopologyCluster).
 var redisTopologies = []Topology{
 	{
 		Name:       TopologyMasters,
@@ -45,6 +46,13 @@ var redisTopologies = []Topology{
 		Nodes:      sentinelNodes,
 		PeerLinks:  true,
 		ColdStarts: []ColdStart{{"redis-sentinel", 2}},
+	},
+	{
+		Name:                 TopologyCluster,
+		Nodes:                clusterNodes,
+		PeerLinks:            true,
+		OneAdvertisedAddress: true,
+		ColdStarts:           []ColdStart{{"redis-cluster", ClusterMasters}},
 	},
 }
 

@@ -59,9 +59,9 @@ const (
 )
 
 // Replicated reports whether spec is a Redis topology with replicas (and so
-// a primary that can fail over).
+// a primary that can fail over): primary-replica, sentinel and cluster.
 func Replicated(spec Spec) bool {
-	return spec.System == Redis && (spec.Topology == TopologyPrimaryReplica || spec.Topology == TopologySentinel)
+	return spec.System == Redis && (spec.Topology == TopologyPrimaryReplica || spec.Topology == TopologySentinel || spec.Topology == TopologyCluster)
 }
 
 // ReplicationLink returns the name of the link through which data node from
@@ -86,6 +86,9 @@ func RedisConfig(spec Spec) []string {
 		"repl-diskless-sync yes",
 		"repl-diskless-sync-delay 0",
 		"repl-ping-replica-period 1",
+	}
+	if spec.Topology == TopologyCluster {
+		conf = append(conf, clusterConfig()...)
 	}
 	if spec.Persistence {
 		return append(conf, "appendonly yes", "appendfsync always")

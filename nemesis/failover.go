@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -163,7 +164,10 @@ func redisPrimaryAvailable(env *Env) error {
 // cluster.Failoverer (which also repoints the other replicas) or else with
 // REPLICAOF NO ONE, and points the workers' links to the primary endpoint
 // (the first node with the primary role, "w3->n1") at the promoted node,
-// which closes the workers' connections.
+// which closes the workers' connections. In a Redis Cluster
+// (cluster.Router) the bus links stay up, the promotion is CLUSTER
+// FAILOVER FORCE, and the workers' links stay as they are: the old master
+// learns of the promotion over the bus and redirects the workers (MOVED).
 //
 // Its heal (option heal) is rejoin (the default): the cut links are healed
 // and the old primary becomes a replica of the new one, dropping the writes
@@ -237,14 +241,7 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 		desc["lag"] = lag.String()
 	}
 
-	// Cut replication into the old primary.
-	var cut []string
-	for _, l := range env.Network.LinksTo(old.Name) {
-		from, _, _ := linknet.SplitName(l)
-		if isNode(env.Cluster.Nodes(), from) {
-			cut = append(cut, l)
-		}
-	}
+	cut := replicationInto(env, old)
 	cable := linknet.Fault{Kind: linknet.FaultCut}
 	if len(cut) > 0 {
 		if err := env.links.apply(env.Network, cable, cut...); err != nil {
@@ -270,7 +267,10 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 	if err != nil {
 		return partial, desc, fmt.Errorf("%w: promoting %s: %w", ErrFailover, promoted.Name, err)
 	}
-	switched, err := switchWorkers(env, promoted)
+	switched := 0
+	if r, ok := env.Cluster.(cluster.Router); !ok || !r.RoutesClients() {
+		switched, err = switchWorkers(env, promoted)
+	}
 	desc["switched"] = switched
 	if err != nil {
 		return partial, desc, err
@@ -283,6 +283,20 @@ func (Failover) Inject(ctx context.Context, env *Env, step Step) (Heal, any, err
 		return errors.Join(errs...)
 	}
 	return heal, desc, nil
+}
+
+// replicationInto returns the links through which nodes replicate from
+// node: every node-to-node link into it but a Redis Cluster's bus
+// (cluster.ClusterBus), which carries the cluster's view, not its data.
+func replicationInto(env *Env, node cluster.Node) []string {
+	var out []string
+	for _, l := range env.Network.LinksTo(node.Name) {
+		from, _, _ := linknet.SplitName(l)
+		if isNode(env.Cluster.Nodes(), from) && !strings.HasSuffix(l, linknet.PurposeSeparator+cluster.ClusterBus) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // pickReplica returns the node to promote: the step's single target, or the
@@ -443,7 +457,10 @@ func (SentinelFailover) Inject(ctx context.Context, env *Env, step Step) (Heal, 
 	}
 	desc["new"] = promoted.Name
 	desc["elected-after"] = time.Since(began).Round(time.Millisecond).String()
-	switched, err := switchWorkers(env, promoted)
+	switched := 0
+	if r, ok := env.Cluster.(cluster.Router); !ok || !r.RoutesClients() {
+		switched, err = switchWorkers(env, promoted)
+	}
 	desc["switched"] = switched
 	return heal, desc, err
 }

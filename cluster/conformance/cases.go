@@ -98,7 +98,7 @@ func (e *env) answers(t *testing.T, n cluster.Node, d time.Duration) error {
 // read returns what the node has for key, failing the test on an error.
 func (e *env) read(t *testing.T, n cluster.Node, key string) (string, bool) {
 	t.Helper()
-	v, ok, err := e.sys.probe.read(ctxFor(t, 10*time.Second), n.Addr, key)
+	v, ok, err := e.reader()(ctxFor(t, 10*time.Second), n.Addr, key)
 	if err != nil {
 		t.Fatalf("read %s on %s: %v", key, n.Name, err)
 	}
@@ -118,7 +118,7 @@ func (e *env) write(t *testing.T, n cluster.Node, key, value string) {
 func (e *env) reaches(t *testing.T, n cluster.Node, key, value string) {
 	t.Helper()
 	waitFor(t, generous, fmt.Sprintf("%s has %s=%s", n.Name, key, value), func() error {
-		v, ok, err := e.sys.probe.read(ctxFor(t, 10*time.Second), n.Addr, key)
+		v, ok, err := e.reader()(ctxFor(t, 10*time.Second), n.Addr, key)
 		if err == nil && (!ok || v != value) {
 			err = fmt.Errorf("has %q (found %v)", v, ok)
 		}
@@ -164,6 +164,11 @@ var startCase = testCase{"start", func(t *testing.T, e *env) {
 		if _, err := os.Stat(filepath.Join(e.logDir, n.Name+".log")); err != nil {
 			t.Errorf("%s's log is not in the log dir: %v", n.Name, err)
 		}
+	}
+	if e.isRedisCluster() {
+		clusterStateOK(t, e)
+		shardsReplicate(t, e)
+		return
 	}
 	data := e.dataNodes()
 	if !e.replicates() {

@@ -98,6 +98,24 @@ var systems = []system{
 					rolesCurrentCase,
 				},
 			},
+			{
+				name: "cluster",
+				spec: cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyCluster, Nodes: cluster.ClusterMasters},
+				cases: []testCase{
+					startCase,
+					unknownNodeCase,
+					pauseCase(named("n5")),
+					clusterFailoverCase,
+					clusterKillMasterCase,
+					clusterIsolateCase,
+					rolesCurrentCase,
+					// Last: a node whose clock stepped forward takes
+					// the pongs it got meanwhile for recent for as long
+					// as the step, and pings those nodes no more, so
+					// it never suspects them (docs/design.md §11).
+					clockSkewCase(named("n4")),
+				},
+			},
 		},
 	},
 	{

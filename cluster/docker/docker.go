@@ -156,6 +156,8 @@ type Cluster struct {
 	nodes   []*node
 	net     *linknet.Network
 	repl    *cluster.Replication // Redis: the roles and failovers; nil otherwise
+	// stopRoles stops the watch of a Redis Cluster's roles; guarded by mu.
+	stopRoles func()
 
 	mu     sync.Mutex
 	closed bool
@@ -324,6 +326,9 @@ func (c *Cluster) create(ctx context.Context, layout []cluster.Node) error {
 	}
 	if err := c.runAll(ctx, servers); err != nil {
 		return err
+	}
+	if c.RoutesClients() {
+		return c.formRedisCluster(ctx)
 	}
 	return c.runAll(ctx, sentinels)
 }
@@ -821,7 +826,11 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	stopRoles := c.stopRoles
 	c.mu.Unlock()
+	if stopRoles != nil {
+		stopRoles()
+	}
 
 	var errs []error
 	for _, n := range c.nodes {

@@ -71,6 +71,9 @@ func (c *Cluster) plan() error {
 	}
 	switch c.spec.System {
 	case cluster.Redis:
+		if c.spec.Topology == cluster.TopologyCluster {
+			return c.planRedisCluster()
+		}
 		return c.planRedis()
 	case cluster.Postgres:
 		return c.planPostgres()

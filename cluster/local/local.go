@@ -98,6 +98,9 @@ type Cluster struct {
 
 	repl *cluster.Replication // Redis: the roles and failovers; nil otherwise
 
+	clusterPorts map[string]*clusterPorts // Redis Cluster: each node's bus and announced addresses
+	stopRoles    func()                   // Redis Cluster: stops the watch of the roles
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -150,7 +153,11 @@ func Start(ctx context.Context, spec cluster.Spec, net *linknet.Network, opts ..
 	var setup error
 	switch spec.System {
 	case cluster.Redis:
-		setup = c.setupRedis()
+		if spec.Topology == cluster.TopologyCluster {
+			setup = c.setupRedisCluster()
+		} else {
+			setup = c.setupRedis()
+		}
 	case cluster.Postgres:
 		setup = c.setupPostgres()
 	case cluster.ZooKeeper:
@@ -164,6 +171,9 @@ func Start(ctx context.Context, spec cluster.Spec, net *linknet.Network, opts ..
 	}
 	if setup == nil {
 		setup = c.launchAll(ctx)
+	}
+	if setup == nil && c.clusterPorts != nil {
+		setup = c.formRedisCluster(ctx)
 	}
 	if setup != nil {
 		if cerr := c.Close(); cerr != nil {
@@ -299,7 +309,11 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	stopRoles := c.stopRoles
 	c.mu.Unlock()
+	if stopRoles != nil {
+		stopRoles()
+	}
 
 	var errs []error
 	var wg sync.WaitGroup

@@ -133,6 +133,12 @@ func (c *Cluster) Follow(ctx context.Context, node, primary string) error {
 	return c.repl.Follow(ctx, node, primary)
 }
 
+// RoutesClients reports whether the cluster is a Redis Cluster, whose
+// clients follow its redirections (cluster.Router).
+func (c *Cluster) RoutesClients() bool {
+	return c.spec.System == cluster.Redis && c.spec.Topology == cluster.TopologyCluster
+}
+
 // wiring is the cluster.RedisWiring of a local cluster.
 type wiring struct{ c *Cluster }
 
