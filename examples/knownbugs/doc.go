@@ -18,7 +18,13 @@
 //     waited is told it holds the lock (etcd issue 11456);
 //   - redsync-extend: go-redsync/redsync v4.12.0 (fixed in v4.12.1), an
 //     Extend that fails on one master unlocks the key on every master and
-//     may still report success (go-redsync/redsync pull request 150).
+//     may still report success (go-redsync/redsync pull request 150);
+//   - rueidislock-drift: redis/rueidis v1.0.69's rueidislock (fixed in
+//     v1.0.70), late extensions add up until the key expires under its
+//     holder (redis/rueidis pull request 924);
+//   - gozero-reentrant: zeromicro/go-zero v1.3.1's RedisLock (fixed in
+//     v1.3.2), the holder's renewing Acquire is answered from a count and
+//     never reaches Redis (zeromicro/go-zero pull request 1704).
 //
 // The programs share lockclient, a module without dependencies that serves
 // the protocol; none of them imports the harness.

@@ -120,6 +120,15 @@ var bugs = []knownBug{
 		hunt:         hunted{base: "redis-single-baseline", limit: 20 * time.Second, fault: "latency"},
 		selfRenewing: true,
 	},
+	{
+		name:     "gozero-reentrant",
+		ref:      "zeromicro/go-zero pull request 1704 (the count of pull request 1366, issue 1338), released in v1.3.2",
+		buggy:    build{dir: "gozero-redislock"},
+		fixed:    build{dir: "gozero-redislock", args: []string{"-modfile=fixed.mod"}},
+		scenario: "redis-single-renew-latency",
+		shows:    renewedWithoutRoundTrip,
+		hunt:     hunted{base: "redis-single-baseline", limit: 20 * time.Second, fault: "latency"},
+	},
 }
 
 // TestKnownBugs runs the harness against each bug's buggy and fixed
@@ -362,4 +371,77 @@ func releaseOf(h history.History, g history.Op) (history.Op, bool) {
 		}
 	}
 	return history.Op{}, false
+}
+
+// renewedWithoutRoundTrip is go-zero v1.3.1's re-entrance count as the
+// history shows it: a double-hold or early-grant over a holder that had
+// renewed the lock (Acquire again on its RedisLock) with a reply quicker
+// than the least delay latency put on the replies of its links, so that
+// the renewal never reached Redis, and the other grant came after the
+// lease of the holder's acquire had run out from its request: the key
+// expired on the expiry of the first Acquire while its holder renewed.
+func renewedWithoutRoundTrip(h history.History, res []checker.Result) []string {
+	slow := cuts(h, "latency")
+	var out []string
+	for _, a := range anomalies(res, checker.DoubleHold, checker.EarlyGrant) {
+		var grants []history.Op
+		for _, i := range a.Ops {
+			if g, ok := opAt(h, i); ok && g.F == "acquire" && g.Type == history.OK {
+				grants = append(grants, g)
+			}
+		}
+		if len(grants) < 2 {
+			continue
+		}
+		held, next := grants[0], grants[1]
+		if next.Time < held.Time {
+			held, next = next, held
+		}
+		asked, ok := invokeOf(h, held)
+		if !ok || next.Time-asked.Time <= held.Lease {
+			continue
+		}
+		if r, ok := renewalWithoutRoundTrip(h, held, next.Time, slow); ok {
+			out = append(out, fmt.Sprintf("process %d's renewal of %s (op %d) was answered in %v while replies came at least %v late, and process %d was granted the key at %v, %v after process %d asked for its lease of %v: %s", r.op.Process, r.op.Key, r.op.Index, r.took, r.least, next.Process, next.Time, next.Time-asked.Time, held.Process, held.Lease, a.Message))
+		}
+	}
+	return out
+}
+
+// quickRenewal is a renewal ok, how long its call took, and the least
+// delay of the latency it was made under.
+type quickRenewal struct {
+	op    history.Op
+	took  time.Duration
+	least time.Duration
+}
+
+// renewalWithoutRoundTrip returns a renewal ok of grant g by its process,
+// asked before until and before the process's next acquire or release,
+// whose call took less than the least delay of a latency on the process's
+// links that lasted for the whole call.
+func renewalWithoutRoundTrip(h history.History, g history.Op, until time.Duration, slow []cut) (quickRenewal, bool) {
+	for _, o := range h[g.Index+1:] {
+		if o.Time > until {
+			break
+		}
+		if o.Process != g.Process || o.F != "renew" || o.Type != history.OK {
+			if o.Process == g.Process && o.Type == history.Invoke && (o.F == "release" || o.F == "acquire") {
+				break
+			}
+			continue
+		}
+		inv, ok := invokeOf(h, o)
+		if !ok {
+			continue
+		}
+		took := o.Time - inv.Time
+		for _, c := range slow {
+			mine := len(c.workers) == 0 || slices.Contains(c.workers, g.Client)
+			if mine && c.from <= inv.Time && c.to >= o.Time && took < c.least {
+				return quickRenewal{op: o, took: took, least: c.least}, true
+			}
+		}
+	}
+	return quickRenewal{}, false
 }

@@ -48,12 +48,14 @@ func invokeOf(h history.History, c history.Op) (history.Op, bool) {
 }
 
 // cut is a partition, reset or latency as the nemesis recorded it, with
-// its heal, and for a latency its delay plus its jitter.
+// its heal, and for a latency its delay plus its jitter (the most a reply
+// is held back) and its delay less its jitter (the least).
 type cut struct {
 	from, to time.Duration
 	workers  []int
 	nodes    []string
 	delay    time.Duration
+	least    time.Duration
 }
 
 // cuts returns the faults of kind fault and when each was healed (the end
@@ -79,7 +81,7 @@ func cuts(h history.History, fault string) []cut {
 			open[id] = len(out)
 			delay, _ := time.ParseDuration(d.Delay)
 			jitter, _ := time.ParseDuration(d.Jitter)
-			out = append(out, cut{from: o.Time, to: -1, workers: d.Workers, nodes: d.Nodes, delay: delay + jitter})
+			out = append(out, cut{from: o.Time, to: -1, workers: d.Workers, nodes: d.Nodes, delay: delay + jitter, least: max(0, delay-jitter)})
 		case "heal":
 			if i, ok := open[id]; ok {
 				out[i].to = o.Time
