@@ -91,9 +91,12 @@ test-shrink: deps build
 
 # BACKEND=docker runs the servers in containers; the node image is built
 # first (make images: debootstrap + docker import, no registry needed).
+# GATE_PARALLEL=N runs N scenarios side by side (gate --parallel; docs/ci.md
+# measures what it keeps: every detection of the quick set at 2).
+GATE_PARALLEL ?= 1
 test-scenario: deps build $(if $(filter docker,$(BACKEND)),images)
 ifeq ($(SCENARIO),)
-	$(BIN) gate --tags quick --backend $(BACKEND) --junit build/gate-quick.xml
+	$(BIN) gate --tags quick --backend $(BACKEND) --parallel $(GATE_PARALLEL) --junit build/gate-quick.xml
 else
 	$(BIN) run $(SCENARIO) --backend $(BACKEND)
 endif
@@ -141,7 +144,7 @@ images: $(SKEWLIB)
 # system, in turn by the day of the year). JEPSEN_LITE_DOCKER_SYSTEMS=redis,etcd narrows both to those
 # systems.
 test-docker: deps build images
-	JEPSEN_LITE_DOCKER_SAMPLE= JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
+	JEPSEN_LITE_CONFORMANCE_SAMPLE= JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 90m -run TestBackendsAgree ./runner -agree-tags= -agree-all
 
 clean-docker:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh runs every test (make test). Where a Docker engine answers, the node
-# image is built first (make images, which does nothing when the image is
-# there), so that the container backend's tests run rather than skip. Where no
+# image is built (make images, which does nothing when the image is there)
+# before the integration packages run, so that the container backend's tests
+# run rather than skip. Where no
 # engine answers, the last line of the output says that the container backend
 # was not tested.
 #
@@ -12,18 +13,38 @@
 # side.
 set -uo pipefail
 GO="${GO:-go}"
-# The container backend's conformance suite starts every topology of every
-# system in containers, the Redis sentinel ones taking most of it: make
-# test runs one topology a day, in turn (make test-docker runs them all;
-# cluster/docker's other tests run whole).
-export JEPSEN_LITE_DOCKER_SAMPLE="${JEPSEN_LITE_DOCKER_SAMPLE-day}"
+# The backends' conformance suite starts every topology of every system,
+# the Redis sentinel and cluster ones taking most of it: make test runs one
+# topology a day on each backend, in turn (go test ./cluster/local and make
+# test-docker run them all; the backends' other tests, and every other
+# test of the local backend's clusters, run whole).
+export JEPSEN_LITE_CONFORMANCE_SAMPLE="${JEPSEN_LITE_CONFORMANCE_SAMPLE-day}"
+# The node image is built in the background while the tests are built and
+# the packages of pure logic run, none of which needs it (its build waits
+# mostly on Debian's packages); the integration packages wait for it.
 engine=1
+images_pid=
+images_log=$(mktemp)
+trap 'rm -f "$images_log"; [ -n "$images_pid" ] && kill "$images_pid" 2>/dev/null' EXIT
 if ! docker info >/dev/null 2>&1; then
   engine=0
-elif ! make --no-print-directory images NODE_IMAGE="${JEPSEN_LITE_NODE_IMAGE:-jepsen-lite/node:latest}"; then
-  echo "test: the node image could not be built (make images failed above)" >&2
-  exit 1
+else
+  make --no-print-directory images NODE_IMAGE="${JEPSEN_LITE_NODE_IMAGE:-jepsen-lite/node:latest}" >"$images_log" 2>&1 &
+  images_pid=$!
 fi
+# images_built waits for the image's build, prints its output and says
+# whether it succeeded.
+images_built() {
+  [ -z "$images_pid" ] && return 0
+  local rc=0
+  wait "$images_pid" || rc=$?
+  images_pid=
+  cat "$images_log"
+  if [ "$rc" != 0 ]; then
+    echo "test: the node image could not be built (make images failed above)" >&2
+    return 1
+  fi
+}
 # Every test binary is built first, packages side by side (the builds use
 # both cores; -exec true runs none of the tests), so that the run below,
 # one package at a time, only runs them.
@@ -57,6 +78,7 @@ rc=0
 "$GO" test -C lockapi -race -count=1 -timeout 30m ./... || rc=$?
 "$GO" test -race -short -count=1 -p 2 -timeout 30m "${logic[@]}" || rc=$?
 "$GO" test -count=1 -p 2 -timeout 30m "${logic[@]}" || rc=$?
+images_built || exit 1
 "$GO" test -race -count=1 -p 1 -timeout 30m "${rest[@]}" || rc=$?
 if [ "$engine" = 0 ]; then
   echo "test: the container backend (cluster/docker) was NOT tested: no Docker engine answers (docker info failed), so its tests skipped"

@@ -91,8 +91,8 @@ func testedSystems() []string {
 
 // TestConformance runs the backends' one suite (cluster/conformance)
 // against Docker clusters, where an engine and the node image exist: every
-// topology, or with JEPSEN_LITE_DOCKER_SAMPLE=day (make test) one a day in
-// turn.
+// topology, or with JEPSEN_LITE_CONFORMANCE_SAMPLE=day (make test) one a
+// day in turn.
 func TestConformance(t *testing.T) {
 	requireEngineAndImage(t)
 	conformance.Run(t, conformance.Backend{
@@ -101,8 +101,8 @@ func TestConformance(t *testing.T) {
 		Systems:    Backend.Systems,
 		Only:       testedSystems(),
 		OnlyWhy:    "JEPSEN_LITE_DOCKER_SYSTEMS names the systems this run tests in containers",
-		Sampled:    os.Getenv("JEPSEN_LITE_DOCKER_SAMPLE") == "day",
-		SampledWhy: "JEPSEN_LITE_DOCKER_SAMPLE=day (make test); make test-docker tests every topology",
+		Sampled:    os.Getenv("JEPSEN_LITE_CONFORMANCE_SAMPLE") == "day",
+		SampledWhy: "JEPSEN_LITE_CONFORMANCE_SAMPLE=day (make test); make test-docker tests every topology",
 		Leftovers: func(cc cluster.Cluster) func() []string {
 			c := cc.(*Cluster)
 			return func() []string {

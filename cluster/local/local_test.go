@@ -138,9 +138,11 @@ func TestConformance(t *testing.T) {
 			}
 			return c, nil
 		},
-		Systems:   Backend.Systems,
-		Cannot:    cannot,
-		Leftovers: func(c cluster.Cluster) func() []string { return leftovers(c.(*Cluster)) },
+		Systems:    Backend.Systems,
+		Cannot:     cannot,
+		Leftovers:  func(c cluster.Cluster) func() []string { return leftovers(c.(*Cluster)) },
+		Sampled:    os.Getenv("JEPSEN_LITE_CONFORMANCE_SAMPLE") == "day",
+		SampledWhy: "JEPSEN_LITE_CONFORMANCE_SAMPLE=day (make test); go test ./cluster/local tests every topology",
 	})
 }
 
