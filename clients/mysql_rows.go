@@ -194,18 +194,8 @@ WHERE id = ? AND owner = ? AND expires > NOW(6)`, ttl.Microseconds(), l.Key, l.O
 // Release ends the lease at the server's NOW(6) while the row has its
 // owner and has not expired.
 func (m *MySQLLease) Release(ctx context.Context, l Lease) error {
-	if err := m.connectWithin(ctx, m.timeout); err != nil {
-		return fmt.Errorf("clients: %s: release %s: %w", m.name, l.Key, err)
-	}
-	n, _, err := m.exec(ctx, 0, `UPDATE `+mysqlDatabase+`.lease_lock SET expires = NOW(6)
-WHERE id = ? AND owner = ? AND expires > NOW(6)`, l.Key, l.Owner)
-	if err != nil {
-		return fmt.Errorf("clients: %s: release %s: %w", m.name, l.Key, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("clients: %s: release %s: the row has another owner, or expired: %w", m.name, l.Key, ErrNotHeld)
-	}
-	return nil
+	return m.releaseRow(ctx, l, "the row has another owner, or expired", `UPDATE `+mysqlDatabase+`.lease_lock SET expires = NOW(6)
+WHERE id = ? AND owner = ? AND expires > NOW(6)`)
 }
 
 // Close closes the connection and the driver's pool.
@@ -278,17 +268,7 @@ func (m *MySQLUniqueRow) AcquireWait(ctx context.Context, key string, ttl, wait 
 
 // Release deletes the lease's row where it still has the lease's owner.
 func (m *MySQLUniqueRow) Release(ctx context.Context, l Lease) error {
-	if err := m.connectWithin(ctx, m.timeout); err != nil {
-		return fmt.Errorf("clients: %s: release %s: %w", m.name, l.Key, err)
-	}
-	n, _, err := m.exec(ctx, 0, `DELETE FROM `+mysqlDatabase+`.unique_lock WHERE id = ? AND owner = ?`, l.Key, l.Owner)
-	if err != nil {
-		return fmt.Errorf("clients: %s: release %s: %w", m.name, l.Key, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("clients: %s: release %s: the row has another owner, or none: %w", m.name, l.Key, ErrNotHeld)
-	}
-	return nil
+	return m.releaseRow(ctx, l, "the row has another owner, or none", `DELETE FROM `+mysqlDatabase+`.unique_lock WHERE id = ? AND owner = ?`)
 }
 
 // Close closes the connection and the driver's pool.

@@ -172,6 +172,24 @@ func (s *mysqlSession) queryRow(ctx context.Context, wait time.Duration, query s
 	return err == nil, err
 }
 
+// releaseRow runs query, a statement on the lease's key and owner (its two
+// arguments, in that order) that gives the row back, on the session,
+// connecting first when it has none: ErrNotHeld, saying notHeld, when it
+// affected no row.
+func (s *mysqlSession) releaseRow(ctx context.Context, l Lease, notHeld, query string) error {
+	if err := s.connectWithin(ctx, s.timeout); err != nil {
+		return fmt.Errorf("clients: %s: release %s: %w", s.name, l.Key, err)
+	}
+	n, _, err := s.exec(ctx, 0, query, l.Key, l.Owner)
+	if err != nil {
+		return fmt.Errorf("clients: %s: release %s: %w", s.name, l.Key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("clients: %s: release %s: %s: %w", s.name, l.Key, notHeld, ErrNotHeld)
+	}
+	return nil
+}
+
 // close closes the connection, ending the session, and the driver's pool.
 func (s *mysqlSession) close() error {
 	if err := errors.Join(s.dropConnection(), s.db.Close()); err != nil {
