@@ -328,18 +328,9 @@ func keyLostUnderLatency(h history.History, res []checker.Result) []string {
 	slow := cuts(h, "latency")
 	var out []string
 	for _, a := range anomalies(res, checker.DoubleHold) {
-		var grants []history.Op
-		for _, i := range a.Ops {
-			if g, ok := opAt(h, i); ok && g.F == "acquire" && g.Type == history.OK {
-				grants = append(grants, g)
-			}
-		}
-		if len(grants) < 2 {
+		held, next, ok := heldThenGranted(h, a)
+		if !ok {
 			continue
-		}
-		held, next := grants[0], grants[1]
-		if next.Time < held.Time {
-			held, next = next, held
 		}
 		rel, ok := releaseOf(h, held)
 		if !ok || rel.Type == history.OK || !strings.Contains(rel.Error, "cancelled the lock's context") || next.Time-held.Time <= held.Lease {
@@ -356,23 +347,6 @@ func keyLostUnderLatency(h history.History, res []checker.Result) []string {
 	return out
 }
 
-// releaseOf returns the completion of the release that followed grant g,
-// by its process, before its next acquire.
-func releaseOf(h history.History, g history.Op) (history.Op, bool) {
-	for _, o := range h[g.Index+1:] {
-		if o.Process != g.Process || o.Type == history.Invoke {
-			continue
-		}
-		switch o.F {
-		case "release":
-			return o, true
-		case "acquire":
-			return history.Op{}, false
-		}
-	}
-	return history.Op{}, false
-}
-
 // renewedWithoutRoundTrip is go-zero v1.3.1's re-entrance count as the
 // history shows it: a double-hold or early-grant over a holder that had
 // renewed the lock (Acquire again on its RedisLock) with a reply quicker
@@ -384,18 +358,9 @@ func renewedWithoutRoundTrip(h history.History, res []checker.Result) []string {
 	slow := cuts(h, "latency")
 	var out []string
 	for _, a := range anomalies(res, checker.DoubleHold, checker.EarlyGrant) {
-		var grants []history.Op
-		for _, i := range a.Ops {
-			if g, ok := opAt(h, i); ok && g.F == "acquire" && g.Type == history.OK {
-				grants = append(grants, g)
-			}
-		}
-		if len(grants) < 2 {
+		held, next, ok := heldThenGranted(h, a)
+		if !ok {
 			continue
-		}
-		held, next := grants[0], grants[1]
-		if next.Time < held.Time {
-			held, next = next, held
 		}
 		asked, ok := invokeOf(h, held)
 		if !ok || next.Time-asked.Time <= held.Lease {

@@ -137,16 +137,43 @@ func grantedAfterLeaseCut(h history.History, res []checker.Result) []string {
 // leaseGoneAtRelease reports whether the release that followed grant g,
 // by its process, failed because etcd no longer knew the grant's lease.
 func leaseGoneAtRelease(h history.History, g history.Op) bool {
+	rel, ok := releaseOf(h, g)
+	return ok && rel.Type != history.OK && strings.Contains(rel.Error, "lease not found")
+}
+
+// releaseOf returns the completion of the release that followed grant g,
+// by its process, before its next acquire.
+func releaseOf(h history.History, g history.Op) (history.Op, bool) {
 	for _, o := range h[g.Index+1:] {
 		if o.Process != g.Process || o.Type == history.Invoke {
 			continue
 		}
 		switch o.F {
 		case "release":
-			return o.Type != history.OK && strings.Contains(o.Error, "lease not found")
+			return o, true
 		case "acquire":
-			return false
+			return history.Op{}, false
 		}
 	}
-	return false
+	return history.Op{}, false
+}
+
+// heldThenGranted returns the first two successful acquires among the ops
+// anomaly a names, the earlier one first: the grant that was held and the
+// one made over it.
+func heldThenGranted(h history.History, a checker.Anomaly) (held, next history.Op, ok bool) {
+	var grants []history.Op
+	for _, i := range a.Ops {
+		if g, ok := opAt(h, i); ok && g.F == "acquire" && g.Type == history.OK {
+			grants = append(grants, g)
+		}
+	}
+	if len(grants) < 2 {
+		return history.Op{}, history.Op{}, false
+	}
+	held, next = grants[0], grants[1]
+	if next.Time < held.Time {
+		held, next = next, held
+	}
+	return held, next, true
 }
