@@ -29,7 +29,11 @@ deps:
 
 build: $(BIN) $(SKEWLIB) $(ANYLANG)
 
-$(BIN): $(shell find . -name '*.go' -not -path './store/*') $(shell find scenarios/catalog -name '*.yaml') go.mod go.sum
+# The binary depends on the directories of its sources as well as on the
+# files: a deleted source or catalog file changes only its directory.
+GOSRC   := $(shell find . -name '*.go' -not -path './store/*')
+CATALOG := $(shell find scenarios/catalog -name '*.yaml')
+$(BIN): $(GOSRC) $(CATALOG) $(sort $(dir $(GOSRC) $(CATALOG))) go.mod go.sum
 	$(GO) build -o $(BIN) ./cmd/jepsen-lite
 
 $(SKEWLIB): clockskew/clockskew.c
