@@ -4,7 +4,7 @@
 // built against two versions of the library, one source for both:
 //
 //	go build -o rueidislock-v0.0.78 .
-//	go build -modfile=fixed.mod -tags noloop -o rueidislock-v0.0.80 .
+//	go build -modfile=fixed.mod -o rueidislock-v0.0.80 .
 //
 // go.mod pins v0.0.78, whose Locker extends a held key every
 // ExtendInterval, by default one second whatever the key's validity, and
@@ -19,14 +19,11 @@
 // One Locker per ttl and process: one key per lock (KeyMajority 1), its
 // KeyValidity the ttl, its ExtendInterval the library's default (the bug),
 // and its TryNextAfter, with one key the timeout of an acquire, half the
-// ttl (the default, 20 ms, refuses acquires on a slow link). The tag
-// noloop, for the fixed version, sets NoLoopTracking, which v0.0.79 added
-// with the fix (Redis 7.0.5 and later): without it the library waits,
-// after each extension, for Redis's invalidation of its own write, outside
-// any select, and on a loaded machine that wait sometimes never ends, so
-// that the key expires under its holder for a reason of its own
-// (docs/knownbugs.md). v0.0.78 has no such option, and loses its key
-// before the first extension, so before any such wait.
+// ttl (the default, 20 ms, refuses acquires on a slow link). The fixed
+// version is built from the same code (fixed.mod); its Locker waits after
+// each extension for Redis's invalidation of its own write, a wait that
+// can outlast the key on a loaded machine, after the first extension
+// (docs/knownbugs.md), which v0.0.78 never reaches.
 //
 // A try is TryWithContext; a waiting acquire is WithContext, its wait
 // ended by cancelling the context it waits on (the lock's context is a
@@ -91,7 +88,6 @@ func (c *client) locker(ttl time.Duration) (rueidislock.Locker, error) {
 		KeyValidity:  ttl,
 		TryNextAfter: ttl / 2,
 	}
-	noLoop(&opt)
 	l, err := rueidislock.NewLocker(opt)
 	if err != nil {
 		return nil, err
