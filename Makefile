@@ -65,7 +65,8 @@ test: deps build
 # The known-bug corpus (examples/knownbugs, docs/knownbugs.md): each bug's
 # buggy and fixed programs, built in their own modules, against the harness
 # over five seeds each. BUG=<name> runs one bug (redsync-release,
-# etcd-mutex, redsync-extend, rueidislock-drift, gozero-reentrant).
+# etcd-mutex, redsync-extend, rueidislock-drift, gozero-reentrant,
+# rueidislock-interval).
 BUG ?=
 test-knownbugs: deps build
 	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 30m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs

@@ -24,7 +24,12 @@
 //     holder (redis/rueidis pull request 924);
 //   - gozero-reentrant: zeromicro/go-zero v1.3.1's RedisLock (fixed in
 //     v1.3.2), the holder's renewing Acquire is answered from a count and
-//     never reaches Redis (zeromicro/go-zero pull request 1704).
+//     never reaches Redis (zeromicro/go-zero pull request 1704);
+//   - rueidislock-interval: rueian/rueidis v0.0.78's rueidislock (fixed in
+//     v0.0.79, measured with v0.0.80), the default extend interval is one
+//     second whatever the key's validity, so a key valid for less than a
+//     second expires under its holder before its first extension (commit
+//     ddad398).
 //
 // The programs share lockclient, a module without dependencies that serves
 // the protocol; none of them imports the harness.

@@ -129,6 +129,16 @@ var bugs = []knownBug{
 		shows:    renewedWithoutRoundTrip,
 		hunt:     hunted{base: "redis-single-baseline", limit: 20 * time.Second, fault: "latency"},
 	},
+	{
+		name:         "rueidislock-interval",
+		ref:          "rueian/rueidis commit ddad398 (the default extend interval half the key validity), released in v0.0.79",
+		buggy:        build{dir: "rueidislock-interval"},
+		fixed:        build{dir: "rueidislock-interval", args: []string{"-modfile=fixed.mod"}},
+		scenario:     "redis-single-renew",
+		shows:        keyExpiredBeforeFirstExtension,
+		hunt:         hunted{base: "redis-single-baseline", limit: 8 * time.Second, fault: "latency"},
+		selfRenewing: true,
+	},
 }
 
 // TestKnownBugs runs the harness against each bug's buggy and fixed
@@ -409,4 +419,51 @@ func renewalWithoutRoundTrip(h history.History, g history.Op, until time.Duratio
 		}
 	}
 	return quickRenewal{}, false
+}
+
+// oldDefaultInterval is rueidislock's default ExtendInterval before
+// v0.0.79: one second, whatever the key's validity.
+const oldDefaultInterval = time.Second
+
+// keyExpiredBeforeFirstExtension is rueidislock v0.0.78's default extend
+// interval as the history shows it: a double-hold over a holder whose
+// lease (the key's validity) was shorter than the one-second default
+// interval, where the other grant came after that lease had run out from
+// the holder's request and less than the interval after the holder's
+// grant, so before the library could have made its first extension, and
+// the holder's release of that grant found that the library had cancelled
+// the lock's context (the extension found the key gone). The other grant
+// came less than half a lease after the holder's lease ran out from its
+// request: an extension at half the validity, the fixed default, would
+// have kept the key that long at least, so the key was never extended
+// (the fixed library can lose a key after its first extension, waiting
+// for an invalidation, docs/knownbugs.md, but not before). No latency was in
+// force on the holder's links from its request to the other grant: no
+// late reply, which could hold back the fixed library's extensions (and
+// let a key drift out, rueidislock-drift), had a part in it.
+func keyExpiredBeforeFirstExtension(h history.History, res []checker.Result) []string {
+	slow := cuts(h, "latency")
+	var out []string
+	for _, a := range anomalies(res, checker.DoubleHold) {
+		held, next, ok := heldThenGranted(h, a)
+		if !ok || held.Lease <= 0 || held.Lease >= oldDefaultInterval {
+			continue
+		}
+		asked, ok := invokeOf(h, held)
+		if !ok || next.Time-asked.Time <= held.Lease || next.Time-asked.Time >= held.Lease*3/2 || next.Time-held.Time >= oldDefaultInterval {
+			continue
+		}
+		rel, ok := releaseOf(h, held)
+		if !ok || rel.Type == history.OK || !strings.Contains(rel.Error, "cancelled the lock's context") {
+			continue
+		}
+		if slices.ContainsFunc(slow, func(c cut) bool {
+			mine := len(c.workers) == 0 || slices.Contains(c.workers, held.Client)
+			return mine && c.from < next.Time && c.to > asked.Time
+		}) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("process %d held %s from %v with a lease of %v, shorter than the %v extend interval; process %d was granted it at %v, %v after the grant, before the first extension, and the release (op %d) found the lock's context cancelled: %s", held.Process, held.Key, held.Time, held.Lease, oldDefaultInterval, next.Process, next.Time, next.Time-held.Time, rel.Index, a.Message))
+	}
+	return out
 }
