@@ -1,0 +1,184 @@
+package ssh
+
+// node.go holds one node on its host: its dir, config and port, and the
+// shell scripts that start, signal and kill its server there and fetch its
+// log.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// portOffset is added to a system's declared client port (and the node's
+// number) to make a node's port on its host, away from a server the host
+// may run on its standard port.
+const portOffset = 20000
+
+// node is one server of the cluster on its host.
+type node struct {
+	name, role string
+	conn       *conn
+	dir        string // its dir on the host
+	port       int
+	addr       string // host:port, the host's address
+	logPath    string // where its log is fetched to, on the harness
+	ready      func(ctx context.Context, addr string) error
+	command    string // the server's command line, run in dir
+	config     string // the config file's name in dir, "" for none
+	configText string
+
+	mu sync.Mutex // one start, kill or signal at a time
+}
+
+// addNode adds the i-th node of the layout on its host (round robin over
+// the inventory), with its port, dir and config.
+func (c *Cluster) addNode(i int, l cluster.Node) error {
+	info, err := cluster.LookupSystem(c.spec.System)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	conn := c.hosts[i%len(c.hosts)]
+	port := info.Port + portOffset + i + 1
+	logDir := c.spec.LogDir
+	if logDir == "" {
+		logDir = os.TempDir()
+	}
+	n := &node{
+		name: l.Name, role: l.Role, conn: conn, port: port,
+		dir:     c.runDir(conn) + "/" + l.Name,
+		addr:    net.JoinHostPort(conn.host.Address, strconv.Itoa(port)),
+		logPath: filepath.Join(logDir, l.Name+".log"),
+		ready:   info.Ready,
+	}
+	if c.spec.LogDir == "" {
+		n.logPath = ""
+	}
+	switch c.spec.System {
+	case cluster.Redis:
+		conf := append(cluster.Settings(c.spec), "port "+strconv.Itoa(port), "bind "+conn.host.Address, `logfile ""`, "dir "+n.dir)
+		n.config, n.configText = "redis.conf", strings.Join(conf, "\n")+"\n"
+		n.command = quote(conn.host.binary("redis-server")) + " redis.conf"
+	default:
+		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
+	}
+	c.nodes = append(c.nodes, n)
+	return nil
+}
+
+// aliveFunc is the shell function alive PID: the process exists and is
+// not a zombie.
+const aliveFunc = `alive() { s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }; `
+
+// setup makes the node's dir on its host and writes its config there.
+func (n *node) setup(ctx context.Context) error {
+	if _, err := n.conn.run(ctx, "mkdir -p "+quote(n.dir), nil); err != nil {
+		return fmt.Errorf("ssh: %s: %w", n.name, err)
+	}
+	if n.config == "" {
+		return nil
+	}
+	if _, err := n.conn.run(ctx, "cat > "+quote(n.dir+"/"+n.config), strings.NewReader(n.configText)); err != nil {
+		return fmt.Errorf("ssh: %s: config: %w", n.name, err)
+	}
+	return nil
+}
+
+// start starts the node's server in a session of its own (setsid, so that
+// it outlives the SSH session), its output appended to node.log and its pid
+// in the file pid, and waits until it answers.
+func (n *node) start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
+if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid)"; exit 1; fi
+(setsid ` + n.command + ` >> node.log 2>&1 < /dev/null & echo $! > pid)`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: start %s: %w", n.name, err)
+	}
+	wait, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		err := n.ready(wait, n.addr)
+		if err == nil {
+			return n.fetchLog(ctx)
+		}
+		select {
+		case <-wait.Done():
+			return fmt.Errorf("ssh: %s on %s does not answer at %s: %w (its log: %s)", n.name, n.conn.host.Name, n.addr, err, n.logTail(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// kill kills the node's server with SIGKILL, if it runs, waits until it is
+// gone and fetches its log. Only a process whose working dir is the node's
+// is killed: a pid file outlives its process, and a pid is reused.
+func (n *node) kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
+[ -f pid ] || exit 0
+p=$(cat pid)
+if alive "$p" && [ "$(readlink /proc/$p/cwd)" = "$(pwd -P)" ]; then kill -KILL "$p"; fi
+i=0
+while alive "$p" && [ "$(readlink /proc/$p/cwd)" = "$(pwd -P)" ]; do
+  i=$((i+1)); [ $i -gt 400 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
+  sleep 0.05
+done
+rm -f pid`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: kill %s: %w", n.name, err)
+	}
+	return n.fetchLog(ctx)
+}
+
+// signal sends the node's running server the signal (STOP, CONT).
+func (n *node) signal(ctx context.Context, sig string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
+p=$(cat pid 2>/dev/null)
+alive "$p" || { echo "not running"; exit 1; }
+kill -` + sig + ` "$p"`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: SIG%s %s: %w", sig, n.name, err)
+	}
+	return nil
+}
+
+// fetchLog copies the node's log from its host to logPath (when the spec
+// names a log dir), whole: the log on the host grows across restarts.
+func (n *node) fetchLog(ctx context.Context) error {
+	if n.logPath == "" {
+		return nil
+	}
+	out, err := n.conn.run(ctx, "cat "+quote(n.dir+"/node.log")+" 2>/dev/null || true", nil)
+	if err != nil {
+		return fmt.Errorf("ssh: fetch the log of %s: %w", n.name, err)
+	}
+	if err := os.WriteFile(n.logPath, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("ssh: fetch the log of %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// logTail returns the last lines of the node's log on its host, for an
+// error.
+func (n *node) logTail(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	out, err := n.conn.run(ctx, "tail -n 5 "+quote(n.dir+"/node.log"), nil)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(out)
+}

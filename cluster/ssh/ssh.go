@@ -1,0 +1,295 @@
+// Package ssh runs a cluster's servers on real hosts reached over SSH
+// (golang.org/x/crypto/ssh): the hosts of an inventory (Inventory), each
+// node on one of them, listening on the host's own address. It owns the
+// SSH connections, the nodes' dirs, configs and logs on the hosts, their
+// process lifetimes (start, kill, restart, pause) and what a run leaves on
+// a host: a dir of the run's own, named with the harness's host name and
+// pid, which the next run from that harness removes with its processes
+// when the harness that made it is gone.
+//
+// It runs only what Backend declares (cluster.Backend.Systems and
+// Topologies): Redis's "masters" topology. The workers' links are the
+// harness's own (linknet.WithLinkAddress on Inventory.Harness); their cuts
+// are the harness's kernel rules (docs/network.md, "On other hosts").
+package ssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+)
+
+// Compile-time checks of the abilities a cluster on hosts has.
+var (
+	_ cluster.Cluster    = (*Cluster)(nil)
+	_ cluster.Killer     = (*Cluster)(nil)
+	_ cluster.Pauser     = (*Cluster)(nil)
+	_ cluster.Failoverer = (*Cluster)(nil)
+)
+
+// Declared is the ssh backend's declaration without a start: the systems
+// and topologies it runs. NewBackend gives it the start of an inventory.
+var Declared = cluster.Backend{
+	Name:       "ssh",
+	Systems:    []string{cluster.Redis},
+	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters}},
+}
+
+// Packages are the Debian packages a host needs beyond its servers': the
+// SSH server (scripts/deps.sh installs it on the harness's host, whose
+// network namespaces are the tests' hosts).
+var Packages = []string{"openssh-server"}
+
+// readyTimeout bounds the wait for a node to answer after its start.
+const readyTimeout = 30 * time.Second
+
+// closeTimeout bounds the teardown of a cluster on its hosts.
+const closeTimeout = 30 * time.Second
+
+// ErrUnknownNode reports a node name the cluster does not have.
+var ErrUnknownNode = errors.New("ssh: unknown node")
+
+// ErrClosed reports a use of a cluster after Close.
+var ErrClosed = errors.New("ssh: cluster closed")
+
+// NewBackend returns the ssh backend that runs its clusters on the
+// inventory's hosts.
+func NewBackend(inv Inventory) cluster.Backend {
+	b := Declared
+	b.Start = func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
+		c, err := Start(ctx, inv, spec, net)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return b
+}
+
+// Cluster is a running cluster on the inventory's hosts. Its methods are
+// safe for concurrent use.
+type Cluster struct {
+	spec  cluster.Spec
+	inv   Inventory
+	net   *linknet.Network
+	hosts []*conn // by the inventory's order; nil for a host no node runs on
+	run   string  // the run's dir name on every host (runDirName)
+	nodes []*node
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var runSeq atomic.Int64
+
+// Start starts the cluster of spec on the inventory's hosts, waits until
+// every node answers, and returns it. A spec the backend does not declare
+// is refused (cluster.ErrUnavailable) before any host is reached. On error
+// everything started so far is torn down.
+func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.Network) (*Cluster, error) {
+	if err := Declared.Check(spec); err != nil {
+		return nil, err
+	}
+	if spec.ClockSkew {
+		return nil, fmt.Errorf("%w: the ssh backend does not skew the clocks of its hosts' servers", cluster.ErrUnavailable)
+	}
+	if err := inv.Check(); err != nil {
+		return nil, fmt.Errorf("ssh: inventory: %w", err)
+	}
+	layout, err := cluster.Layout(spec)
+	if err != nil {
+		return nil, fmt.Errorf("ssh: %w", err)
+	}
+	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts))}
+	c.run = runDirName(harnessName(), os.Getpid(), runSeq.Add(1))
+	if err := c.connect(ctx, len(layout)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	for i, l := range layout {
+		if err := c.addNode(i, l); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.startAll(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect dials, in parallel, the hosts that nodes nodes run on, removes
+// what dead harnesses left there (sweep) and makes the run's dir on each.
+func (c *Cluster) connect(ctx context.Context, nodes int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.hosts))
+	for i := range min(nodes, len(c.hosts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := dial(ctx, c.inv.Hosts[i])
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			c.hosts[i] = conn
+			if errs[i] = sweep(ctx, conn); errs[i] != nil {
+				return
+			}
+			_, errs[i] = conn.run(ctx, "mkdir -p "+quote(c.runDir(conn)), nil)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startAll starts every node and waits, in parallel, until each answers.
+func (c *Cluster) startAll(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes))
+	for i, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = n.setup(ctx); errs[i] == nil {
+				errs[i] = n.start(ctx)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runDir returns the run's dir on the connection's host.
+func (c *Cluster) runDir(conn *conn) string { return conn.host.dir() + "/" + c.run }
+
+// System returns the system the cluster runs.
+func (c *Cluster) System() string { return c.spec.System }
+
+// Nodes returns the nodes, each at its host's address.
+func (c *Cluster) Nodes() []cluster.Node {
+	out := make([]cluster.Node, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = cluster.Node{Name: n.name, Role: n.role, Addr: n.addr}
+	}
+	return out
+}
+
+// Host returns the name of the inventory's host the node runs on, or "".
+func (c *Cluster) Host(node string) string {
+	for _, n := range c.nodes {
+		if n.name == node {
+			return n.conn.host.Name
+		}
+	}
+	return ""
+}
+
+// Kill kills the node's server (SIGKILL) and waits until it is gone.
+func (c *Cluster) Kill(ctx context.Context, node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	return n.kill(ctx)
+}
+
+// Start starts the node's server again with its dir and waits until it
+// answers.
+func (c *Cluster) Start(ctx context.Context, node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	return n.start(ctx)
+}
+
+// Pause stops the node's server (SIGSTOP).
+func (c *Cluster) Pause(ctx context.Context, node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	return n.signal(ctx, "STOP")
+}
+
+// Resume continues the node's server (SIGCONT).
+func (c *Cluster) Resume(ctx context.Context, node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	return n.signal(ctx, "CONT")
+}
+
+// Primary reports cluster.ErrUnavailable: the topologies the backend runs
+// have no replicas.
+func (c *Cluster) Primary(context.Context) (string, error) {
+	return "", fmt.Errorf("%w: %s/%s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System, c.spec.Topology)
+}
+
+// Promote reports cluster.ErrUnavailable, as Primary.
+func (c *Cluster) Promote(context.Context, string) error {
+	_, err := c.Primary(context.Background())
+	return err
+}
+
+// Close kills every node, fetches its log into the spec's log dir, removes
+// the run's dir on every host and closes the connections. It is safe to
+// call more than once; it does not read a caller's context, so an
+// interrupted run still tears down, within closeTimeout.
+func (c *Cluster) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes)+len(c.hosts))
+	for i, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.kill(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, conn := range c.hosts {
+		if conn == nil {
+			continue
+		}
+		if _, err := conn.run(ctx, "rm -rf "+quote(c.runDir(conn)), nil); err != nil {
+			errs[len(c.nodes)+i] = err
+		}
+		conn.close()
+	}
+	return errors.Join(errs...)
+}
+
+// node returns the named node.
+func (c *Cluster) node(name string) (*node, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownNode, name)
+}
