@@ -5,7 +5,9 @@ package ssh
 // log.
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -35,6 +37,7 @@ type node struct {
 	command    string // the server's command line, run in dir
 	config     string // the config file's name in dir, "" for none
 	configText string
+	clock      string // its clock file on the host, "" when its clock cannot be skewed
 
 	mu sync.Mutex // one start, kill or signal at a time
 }
@@ -70,6 +73,10 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 	default:
 		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
 	}
+	if c.lib != nil && info.NoClockSkew == "" {
+		n.clock = n.dir + "/clock"
+		n.command = "env LD_PRELOAD=" + quote(c.libPath(conn)) + " " + cluster.ClockFileEnv + "=" + quote(n.clock) + " " + n.command
+	}
 	c.nodes = append(c.nodes, n)
 	return nil
 }
@@ -82,6 +89,12 @@ const aliveFunc = `alive() { s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ]
 func (n *node) setup(ctx context.Context) error {
 	if _, err := n.conn.run(ctx, "mkdir -p "+quote(n.dir), nil); err != nil {
 		return fmt.Errorf("ssh: %s: %w", n.name, err)
+	}
+	if n.clock != "" {
+		// The clock file holds a zero offset (cluster.CreateClockFile).
+		if _, err := n.conn.run(ctx, "head -c 8 /dev/zero > "+quote(n.clock)+" && chmod 644 "+quote(n.clock), nil); err != nil {
+			return fmt.Errorf("ssh: %s: clock file: %w", n.name, err)
+		}
 	}
 	if n.config == "" {
 		return nil
@@ -151,6 +164,19 @@ alive "$p" || { echo "not running"; exit 1; }
 kill -` + sig + ` "$p"`
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
 		return fmt.Errorf("ssh: SIG%s %s: %w", sig, n.name, err)
+	}
+	return nil
+}
+
+// writeClock writes offset over the first 8 bytes of the node's clock file
+// on its host, in place and in one write (cluster.WriteClockOffset's
+// format, in the harness's byte order, which the hosts must share).
+func (n *node) writeClock(ctx context.Context, offset time.Duration) error {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(int64(offset)))
+	script := "dd of=" + quote(n.clock) + " bs=8 count=1 iflag=fullblock conv=notrunc status=none"
+	if _, err := n.conn.run(ctx, script, bytes.NewReader(b[:])); err != nil {
+		return fmt.Errorf("ssh: clock of %s: %w", n.name, err)
 	}
 	return nil
 }

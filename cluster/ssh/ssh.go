@@ -10,10 +10,13 @@
 // It runs only what Backend declares (cluster.Backend.Systems and
 // Topologies): Redis's "masters" topology. The workers' links are the
 // harness's own (linknet.WithLinkAddress on Inventory.Harness); their cuts
-// are the harness's kernel rules (docs/network.md, "On other hosts").
+// are the harness's kernel rules (docs/network.md, "On other hosts"). A
+// node's clock is skewed by the clock-skew preload library, copied to its
+// host (WithClockSkewLibrary); the host's own clock is never touched.
 package ssh
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +31,11 @@ import (
 
 // Compile-time checks of the abilities a cluster on hosts has.
 var (
-	_ cluster.Cluster    = (*Cluster)(nil)
-	_ cluster.Killer     = (*Cluster)(nil)
-	_ cluster.Pauser     = (*Cluster)(nil)
-	_ cluster.Failoverer = (*Cluster)(nil)
+	_ cluster.Cluster     = (*Cluster)(nil)
+	_ cluster.Killer      = (*Cluster)(nil)
+	_ cluster.Pauser      = (*Cluster)(nil)
+	_ cluster.Failoverer  = (*Cluster)(nil)
+	_ cluster.ClockSkewer = (*Cluster)(nil)
 )
 
 // Declared is the ssh backend's declaration without a start: the systems
@@ -50,6 +54,9 @@ var Packages = []string{"openssh-server"}
 // readyTimeout bounds the wait for a node to answer after its start.
 const readyTimeout = 30 * time.Second
 
+// clockTimeout bounds a change of a node's clock offset.
+const clockTimeout = 10 * time.Second
+
 // closeTimeout bounds the teardown of a cluster on its hosts.
 const closeTimeout = 30 * time.Second
 
@@ -59,12 +66,26 @@ var ErrUnknownNode = errors.New("ssh: unknown node")
 // ErrClosed reports a use of a cluster after Close.
 var ErrClosed = errors.New("ssh: cluster closed")
 
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	skewLib string
+}
+
+// WithClockSkewLibrary gives the path, on the harness, of the clock-skew
+// preload library (libclockskew.so, built for the hosts' architecture and
+// libc): Start copies it into the run's dir on each host and preloads it
+// into every node whose system can be skewed. Without it the cluster's
+// clocks cannot be skewed, and a spec that skews them is refused.
+func WithClockSkewLibrary(path string) Option { return func(o *options) { o.skewLib = path } }
+
 // NewBackend returns the ssh backend that runs its clusters on the
 // inventory's hosts.
-func NewBackend(inv Inventory) cluster.Backend {
+func NewBackend(inv Inventory, opts ...Option) cluster.Backend {
 	b := Declared
 	b.Start = func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
-		c, err := Start(ctx, inv, spec, net)
+		c, err := Start(ctx, inv, spec, net, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -82,6 +103,8 @@ type Cluster struct {
 	hosts []*conn // by the inventory's order; nil for a host no node runs on
 	run   string  // the run's dir name on every host (runDirName)
 	nodes []*node
+	opts  options
+	lib   []byte // the clock-skew library, copied to each host; nil for none
 
 	mu     sync.Mutex
 	closed bool
@@ -90,15 +113,27 @@ type Cluster struct {
 var runSeq atomic.Int64
 
 // Start starts the cluster of spec on the inventory's hosts, waits until
-// every node answers, and returns it. A spec the backend does not declare
-// is refused (cluster.ErrUnavailable) before any host is reached. On error
+// every node answers, and returns it. A spec the backend does not declare,
+// or one that skews clocks without the clock-skew library, is refused
+// (cluster.ErrUnavailable) before any host is reached. On error
 // everything started so far is torn down.
-func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.Network) (*Cluster, error) {
+func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.Network, opts ...Option) (*Cluster, error) {
 	if err := Declared.Check(spec); err != nil {
 		return nil, err
 	}
-	if spec.ClockSkew {
-		return nil, fmt.Errorf("%w: the ssh backend does not skew the clocks of its hosts' servers", cluster.ErrUnavailable)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if spec.ClockSkew && o.skewLib == "" {
+		return nil, fmt.Errorf("%w: the ssh backend skews clocks only with the clock-skew library (WithClockSkewLibrary)", cluster.ErrUnavailable)
+	}
+	var lib []byte
+	if o.skewLib != "" {
+		var err error
+		if lib, err = os.ReadFile(o.skewLib); err != nil {
+			return nil, fmt.Errorf("ssh: clock-skew library: %w", err)
+		}
 	}
 	if err := inv.Check(); err != nil {
 		return nil, fmt.Errorf("ssh: inventory: %w", err)
@@ -107,7 +142,7 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}
-	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts))}
+	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts)), opts: o, lib: lib}
 	c.run = runDirName(harnessName(), os.Getpid(), runSeq.Add(1))
 	if err := c.connect(ctx, len(layout)); err != nil {
 		c.Close()
@@ -144,7 +179,11 @@ func (c *Cluster) connect(ctx context.Context, nodes int) error {
 			if errs[i] = sweep(ctx, conn); errs[i] != nil {
 				return
 			}
-			_, errs[i] = conn.run(ctx, "mkdir -p "+quote(c.runDir(conn)), nil)
+			if _, errs[i] = conn.run(ctx, "mkdir -p "+quote(c.runDir(conn)), nil); errs[i] != nil || c.lib == nil {
+				return
+			}
+			lib := quote(c.libPath(conn))
+			_, errs[i] = conn.run(ctx, "cat > "+lib+" && chmod 755 "+lib, bytes.NewReader(c.lib))
 		}()
 	}
 	wg.Wait()
@@ -170,6 +209,9 @@ func (c *Cluster) startAll(ctx context.Context) error {
 
 // runDir returns the run's dir on the connection's host.
 func (c *Cluster) runDir(conn *conn) string { return conn.host.dir() + "/" + c.run }
+
+// libPath returns the clock-skew library's path on the connection's host.
+func (c *Cluster) libPath(conn *conn) string { return c.runDir(conn) + "/libclockskew.so" }
 
 // System returns the system the cluster runs.
 func (c *Cluster) System() string { return c.spec.System }
@@ -228,6 +270,27 @@ func (c *Cluster) Resume(ctx context.Context, node string) error {
 		return err
 	}
 	return n.signal(ctx, "CONT")
+}
+
+// SetClockOffset offsets the node's wall clock by offset (zero restores
+// the true time) by rewriting its clock file on its host in place; the
+// host's own clock is never touched. It reports cluster.ErrUnavailable for
+// a system whose clocks cannot be skewed and for a cluster started without
+// the clock-skew library.
+func (c *Cluster) SetClockOffset(node string, offset time.Duration) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if err := cluster.ClockSkewError(c.spec.System, node); err != nil {
+		return err
+	}
+	if n.clock == "" {
+		return fmt.Errorf("%w: clock of %s: the cluster was started without the clock-skew library", cluster.ErrUnavailable, node)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
+	defer cancel()
+	return n.writeClock(ctx, offset)
 }
 
 // Primary reports cluster.ErrUnavailable: the topologies the backend runs

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestConformance(t *testing.T) {
 	for _, h := range inv.Hosts {
 		addrs = append(addrs, h.Address)
 	}
-	b := NewBackend(inv)
+	b := NewBackend(inv, WithClockSkewLibrary(clockSkewLibrary(t)))
 	conformance.Run(t, conformance.Backend{
 		Name:       b.Name,
 		Start:      b.Start,
@@ -32,10 +33,7 @@ func TestConformance(t *testing.T) {
 		Topologies: b.Topologies,
 		NodeHosts:  addrs,
 		Network:    func() (*linknet.Network, error) { return cluster.NewNetwork(linknet.WithLinkAddress(inv.Harness)) },
-		Cannot: map[conformance.Ability]string{
-			conformance.ClockSkew: "the ssh backend does not yet copy the clock-skew library to its hosts",
-		},
-		Leftovers: func(c cluster.Cluster) func() []string { return c.(*Cluster).Remains() },
+		Leftovers:  func(c cluster.Cluster) func() []string { return c.(*Cluster).Remains() },
 	})
 }
 
@@ -112,6 +110,20 @@ func TestInterruptedStartLeavesNothing(t *testing.T) {
 		run := runDirName(harnessName(), os.Getpid(), seq)
 		checkNothingLeft(t, (&Cluster{inv: inv, run: run}).Remains()())
 	}
+}
+
+// clockSkewLibrary returns the path of build/libclockskew.so (make build),
+// failing the test when it is missing.
+func clockSkewLibrary(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../../build/libclockskew.so")
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		t.Fatalf("the clock-skew library (make build): %v", err)
+	}
+	return p
 }
 
 // checkNothingLeft fails the test for each thing left.
