@@ -29,6 +29,10 @@ type link struct {
 	// link's own reserved port, which only makes its mark unique.
 	shared *sharedAddr
 	gid    int // the primary group id of the processes whose connections it carries
+
+	// A link between two other hosts (LinkOn): no address of its own, its
+	// cuts made by remote.
+	remote Faulter
 }
 
 // Link creates the link named name to upstream and returns the address it
@@ -91,8 +95,8 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err != nil {
 		return err
 	}
-	if l.shared != nil {
-		return fmt.Errorf("linknet: set upstream of link %q: a per-source link (LinkFrom) keeps its upstream", name)
+	if l.shared != nil || l.remote != nil {
+		return fmt.Errorf("linknet: set upstream of link %q: a per-source link (LinkFrom) or a link between hosts (LinkOn) keeps its upstream", name)
 	}
 	if l.proxy != nil {
 		l.proxy.Lock()
@@ -125,6 +129,9 @@ func (n *Network) Remove(name string) error {
 		return err
 	}
 	delete(n.links, name)
+	if l.remote != nil {
+		return unfaultRemote(l)
+	}
 	var errs []error
 	script := fmt.Sprintf("delete element ip %[1]s links { %[3]s . %[2]d }\ndelete element ip %[1]s marks { %[3]s . %[2]d }\n", n.table, l.port, n.host)
 	if l.shared != nil {

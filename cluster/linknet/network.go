@@ -213,7 +213,9 @@ func (n *Network) Close() error {
 	ls := make([]*link, 0, len(n.links))
 	for _, l := range n.links {
 		ls = append(ls, l)
-		errs = append(errs, l.reserve.Close())
+		if l.reserve != nil {
+			errs = append(errs, l.reserve.Close())
+		}
 	}
 	errs = append(errs, killConns(ls))
 	n.links = map[string]*link{}

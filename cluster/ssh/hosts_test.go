@@ -7,6 +7,13 @@ package ssh
 // inside that bridge and an sshd of its own (Debian's openssh-server) with
 // its own config, host key and authorized key in temp dirs; and the check
 // that they, and everything the tests started on them, are gone after.
+//
+// The bridge lives in a namespace of its own, the switch, joined to the
+// harness's namespace by one veth pair whose end there has the harness's
+// address. Where br_netfilter is loaded, the kernel passes what a bridge
+// forwards between its ports to the iptables of the bridge's namespace;
+// the harness's may drop it (Docker's FORWARD policy is DROP), the
+// switch's has no rule.
 
 import (
 	"bytes"
@@ -71,11 +78,17 @@ func newTestHosts(t *testing.T, count int) Inventory {
 			t.Errorf("left behind: %s", l)
 		}
 	})
-	bridge := "jls" + tag
-	must(t, "ip", "link", "add", bridge, "type", "bridge", "nf_call_iptables", "0")
-	t.Cleanup(func() { try(t, "ip", "link", "del", bridge) })
-	must(t, "ip", "addr", "add", subnet+".1/24", "dev", bridge)
-	must(t, "ip", "link", "set", bridge, "up")
+	sw := "jls" + tag + "-switch"
+	must(t, "ip", "netns", "add", sw)
+	t.Cleanup(func() { try(t, "ip", "netns", "del", sw) })
+	*nets = append(*nets, netnsID(t, sw))
+	must(t, "ip", "-n", sw, "link", "add", "br0", "type", "bridge")
+	must(t, "ip", "-n", sw, "link", "set", "br0", "up")
+	harness := "jls" + tag
+	must(t, "ip", "link", "add", harness, "type", "veth", "peer", "name", "h0", "netns", sw)
+	must(t, "ip", "-n", sw, "link", "set", "h0", "master", "br0", "up")
+	must(t, "ip", "addr", "add", subnet+".1/24", "dev", harness)
+	must(t, "ip", "link", "set", harness, "up")
 	if _, err := os.Stat(privsepDir); os.IsNotExist(err) {
 		if err := os.Mkdir(privsepDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -88,7 +101,7 @@ func newTestHosts(t *testing.T, count int) Inventory {
 	known := filepath.Join(dir, "known_hosts")
 	var knownLines []string
 	for i := range count {
-		h, line := testHost(t, tag, bridge, fmt.Sprintf("h%d", i+1), fmt.Sprintf("%s.%d", subnet, 11+i), authorized)
+		h, line := testHost(t, tag, sw, fmt.Sprintf("h%d", i+1), fmt.Sprintf("%s.%d", subnet, 11+i), authorized)
 		*nets = append(*nets, netnsID(t, "jls"+tag+"-"+h.Name))
 		h.Key, h.KnownHosts = key, known
 		inv.Hosts = append(inv.Hosts, h)
@@ -103,16 +116,17 @@ func newTestHosts(t *testing.T, count int) Inventory {
 	return inv
 }
 
-// testHost makes one host: its namespace, its end of the bridge, its
-// address, and its sshd in a temp dir of its own. It returns the host
-// (without key and known hosts) and its known_hosts line.
-func testHost(t *testing.T, tag, bridge, name, addr, authorized string) (Host, string) {
+// testHost makes one host: its namespace, joined to the bridge in the
+// switch namespace sw, its address, and its sshd in a temp dir of its own.
+// It returns the host (without key and known hosts) and its known_hosts
+// line.
+func testHost(t *testing.T, tag, sw, name, addr, authorized string) (Host, string) {
 	t.Helper()
-	ns, veth := "jls"+tag+"-"+name, "jls"+tag+name
+	ns := "jls" + tag + "-" + name
 	must(t, "ip", "netns", "add", ns)
 	t.Cleanup(func() { try(t, "ip", "netns", "del", ns) })
-	must(t, "ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
-	must(t, "ip", "link", "set", veth, "master", bridge, "up")
+	must(t, "ip", "-n", sw, "link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	must(t, "ip", "-n", sw, "link", "set", name, "master", "br0", "up")
 	must(t, "ip", "-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
 	must(t, "ip", "-n", ns, "link", "set", "eth0", "up")
 	must(t, "ip", "-n", ns, "link", "set", "lo", "up")

@@ -77,6 +77,7 @@ func TestDeclaredRefuses(t *testing.T) {
 		{System: cluster.Postgres},
 		{System: cluster.Etcd, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
+		{System: cluster.ZooKeeper, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologyCluster},
 	} {
 		if err := Declared.Check(spec); !errors.Is(err, cluster.ErrUnavailable) {
@@ -86,7 +87,7 @@ func TestDeclaredRefuses(t *testing.T) {
 			t.Errorf("Start(%+v) = %v, want cluster.ErrUnavailable", spec, err)
 		}
 	}
-	for _, spec := range []cluster.Spec{{System: cluster.Redis}, {System: cluster.Redis, Topology: cluster.TopologyMasters, Nodes: 5}} {
+	for _, spec := range []cluster.Spec{{System: cluster.Redis}, {System: cluster.Redis, Topology: cluster.TopologyMasters, Nodes: 5}, {System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 3}} {
 		if err := Declared.Check(spec); err != nil {
 			t.Errorf("Check(%+v) = %v, want nil", spec, err)
 		}
@@ -112,6 +113,25 @@ func TestRunDirPid(t *testing.T) {
 		pid, ok := runDirPid(tt.name, "vm")
 		if pid != tt.pid || ok != tt.matches {
 			t.Errorf("runDirPid(%q) = %d, %v, want %d, %v", tt.name, pid, ok, tt.pid, tt.matches)
+		}
+	}
+}
+
+func TestTablePid(t *testing.T) {
+	tests := []struct {
+		name    string
+		pid     int
+		matches bool
+	}{
+		{tableName(runDirName("vm", 123, 4)), 123, true},
+		{tableName(runDirName("vm.lan", 123, 4)), 0, false},
+		{tableName(runDirName("vm_2", 123, 4)), 0, false},
+		{"jepsen_lite_123_4", 0, false},
+	}
+	for _, tt := range tests {
+		pid, ok := tablePid(tt.name, "vm")
+		if pid != tt.pid || ok != tt.matches {
+			t.Errorf("tablePid(%q) = %d, %v, want %d, %v", tt.name, pid, ok, tt.pid, tt.matches)
 		}
 	}
 }

@@ -58,6 +58,26 @@ func runDirPid(name, harness string) (pid int, ok bool) {
 	return pid, true
 }
 
+// tablePid returns the pid in the name of a run's nftables table that
+// this harness's host made (tableName); ok is false for any other name.
+func tablePid(name, harness string) (pid int, ok bool) {
+	prefix := tableName(runDirName(harness, 0, 0))
+	prefix = strings.TrimSuffix(prefix, "0_0")
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	pidText, seqText, ok := strings.Cut(rest, "_")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if _, serr := strconv.Atoi(seqText); err != nil || serr != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
 // killRunScript kills, with SIGKILL, every server of the run dir dir whose
 // working dir is its node's dir, and removes the run dir.
 func killRunScript(dir string) string {
@@ -69,21 +89,24 @@ done
 rm -rf ` + quote(dir) + "\n"
 }
 
-// sweep removes, on the connection's host, the run dirs and servers that
-// harnesses of this host left there and whose process is gone.
+// sweep removes, on the connection's host, the run dirs, servers and
+// nftables tables that harnesses of this host left there and whose process
+// is gone.
 func sweep(ctx context.Context, c *conn) error {
 	harness := harnessName()
-	out, err := c.run(ctx, "cd "+quote(c.host.dir())+" && ls -d "+runDirPrefix+harness+"-* 2>/dev/null || true", nil)
+	out, err := c.run(ctx, "cd "+quote(c.host.dir())+" && ls -d "+runDirPrefix+harness+"-* 2>/dev/null; nft list tables 2>/dev/null; true", nil)
 	if err != nil {
 		return fmt.Errorf("ssh: leftovers: %w", err)
 	}
 	var script strings.Builder
 	for _, name := range strings.Fields(out) {
 		pid, ok := runDirPid(name, harness)
-		if !ok || pid == os.Getpid() || processAlive(pid) {
-			continue
+		if ok && pid != os.Getpid() && !processAlive(pid) {
+			script.WriteString(killRunScript(c.host.dir() + "/" + name))
 		}
-		script.WriteString(killRunScript(c.host.dir() + "/" + name))
+		if pid, ok := tablePid(name, harness); ok && pid != os.Getpid() && !processAlive(pid) {
+			script.WriteString("nft delete table ip " + name + "\n")
+		}
 	}
 	if script.Len() == 0 {
 		return nil
@@ -112,7 +135,8 @@ func DeleteLeftovers(ctx context.Context, inv Inventory) error {
 }
 
 // Remains returns a check to call after Close: what of the cluster is
-// left on its hosts (its run dir, a server that runs from it), nothing
+// left on its hosts (its run dir, a server that runs from it, its nftables
+// table), nothing
 // when all is gone. It looks on the hosts over SSH connections of its own.
 func (c *Cluster) Remains() func() []string {
 	inv, run := c.inv, c.run
@@ -128,6 +152,7 @@ func (c *Cluster) Remains() func() []string {
 			}
 			dir := h.dir() + "/" + run
 			script := `[ -e ` + quote(dir) + ` ] && echo "dir ` + dir + `"
+nft list tables 2>/dev/null | grep -x "table ip ` + tableName(run) + `"
 ls -l /proc/[0-9]*/cwd 2>/dev/null | grep -F -- ` + quote(run) + ` | sed 's|.* /proc/\([0-9]*\)/cwd .*|process \1 in ` + dir + `|'
 true`
 			got, err := conn.run(ctx, script, nil)

@@ -3,14 +3,16 @@
 // node on one of them, listening on the host's own address. It owns the
 // SSH connections, the nodes' dirs, configs and logs on the hosts, their
 // process lifetimes (start, kill, restart, pause) and what a run leaves on
-// a host: a dir of the run's own, named with the harness's host name and
-// pid, which the next run from that harness removes with its processes
-// when the harness that made it is gone.
+// a host: a dir and an nftables table of the run's own, named with the
+// harness's host name and pid, which the next run from that harness
+// removes, with the processes, when the harness that made them is gone.
 //
-// It runs only what Backend declares (cluster.Backend.Systems and
-// Topologies): Redis's "masters" topology. The workers' links are the
-// harness's own (linknet.WithLinkAddress on Inventory.Harness); their cuts
-// are the harness's kernel rules (docs/network.md, "On other hosts"). A
+// It runs only what Declared declares (cluster.Backend.Systems and
+// Topologies): Redis's "masters" and "primary-replica" topologies. The
+// workers' links are the harness's own (linknet.WithLinkAddress on
+// Inventory.Harness), cut by the harness's kernel rules; the links between
+// nodes are cut by rules on their hosts (docs/network.md, "On other
+// hosts"). A
 // node's clock is skewed by the clock-skew preload library, copied to its
 // host (WithClockSkewLibrary); the host's own clock is never touched.
 package ssh
@@ -36,6 +38,9 @@ var (
 	_ cluster.Pauser      = (*Cluster)(nil)
 	_ cluster.Failoverer  = (*Cluster)(nil)
 	_ cluster.ClockSkewer = (*Cluster)(nil)
+	_ interface {
+		Follow(ctx context.Context, node, primary string) error
+	} = (*Cluster)(nil)
 )
 
 // Declared is the ssh backend's declaration without a start: the systems
@@ -43,7 +48,7 @@ var (
 var Declared = cluster.Backend{
 	Name:       "ssh",
 	Systems:    []string{cluster.Redis},
-	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters}},
+	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters, cluster.TopologyPrimaryReplica}},
 }
 
 // Packages are the Debian packages a host needs beyond its servers': the
@@ -105,6 +110,10 @@ type Cluster struct {
 	nodes []*node
 	opts  options
 	lib   []byte // the clock-skew library, copied to each host; nil for none
+	peers bool   // its nodes dial one another: each host has the run's nftables table
+
+	links []string             // the node-to-node links this cluster made
+	repl  *cluster.Replication // Redis: the roles and failovers
 
 	mu     sync.Mutex
 	closed bool
@@ -142,7 +151,11 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}
-	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts)), opts: o, lib: lib}
+	top, err := cluster.TopologyOf(spec)
+	if err != nil {
+		return nil, fmt.Errorf("ssh: %w", err)
+	}
+	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts)), opts: o, lib: lib, peers: top.PeerLinks}
 	c.run = runDirName(harnessName(), os.Getpid(), runSeq.Add(1))
 	if err := c.connect(ctx, len(layout)); err != nil {
 		c.Close()
@@ -153,6 +166,10 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 			c.Close()
 			return nil, err
 		}
+	}
+	if err := c.wireRedis(); err != nil {
+		c.Close()
+		return nil, err
 	}
 	if err := c.startAll(ctx); err != nil {
 		c.Close()
@@ -179,7 +196,15 @@ func (c *Cluster) connect(ctx context.Context, nodes int) error {
 			if errs[i] = sweep(ctx, conn); errs[i] != nil {
 				return
 			}
-			if _, errs[i] = conn.run(ctx, "mkdir -p "+quote(c.runDir(conn)), nil); errs[i] != nil || c.lib == nil {
+			if _, errs[i] = conn.run(ctx, "mkdir -p "+quote(c.runDir(conn)), nil); errs[i] != nil {
+				return
+			}
+			if c.peers {
+				if errs[i] = c.makeTable(ctx, conn); errs[i] != nil {
+					return
+				}
+			}
+			if c.lib == nil {
 				return
 			}
 			lib := quote(c.libPath(conn))
@@ -216,8 +241,12 @@ func (c *Cluster) libPath(conn *conn) string { return c.runDir(conn) + "/libcloc
 // System returns the system the cluster runs.
 func (c *Cluster) System() string { return c.spec.System }
 
-// Nodes returns the nodes, each at its host's address.
+// Nodes returns the nodes, each at its host's address, with their current
+// roles.
 func (c *Cluster) Nodes() []cluster.Node {
+	if c.repl != nil {
+		return c.repl.Nodes()
+	}
 	out := make([]cluster.Node, len(c.nodes))
 	for i, n := range c.nodes {
 		out[i] = cluster.Node{Name: n.name, Role: n.role, Addr: n.addr}
@@ -293,16 +322,57 @@ func (c *Cluster) SetClockOffset(node string, offset time.Duration) error {
 	return n.writeClock(ctx, offset)
 }
 
-// Primary reports cluster.ErrUnavailable: the topologies the backend runs
-// have no replicas.
-func (c *Cluster) Primary(context.Context) (string, error) {
-	return "", fmt.Errorf("%w: %s/%s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System, c.spec.Topology)
+// Primary returns the node that serves as primary (cluster.Replication);
+// cluster.ErrUnavailable on a topology without replicas.
+func (c *Cluster) Primary(ctx context.Context) (string, error) {
+	if c.repl == nil {
+		return "", fmt.Errorf("%w: %s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System)
+	}
+	return c.repl.Primary(ctx)
 }
 
-// Promote reports cluster.ErrUnavailable, as Primary.
-func (c *Cluster) Promote(context.Context, string) error {
-	_, err := c.Primary(context.Background())
-	return err
+// Promote makes node the primary (cluster.Replication): REPLICAOF NO ONE
+// to it, and the other running replicas follow it through their links.
+func (c *Cluster) Promote(ctx context.Context, node string) error {
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	if c.repl == nil {
+		return fmt.Errorf("%w: %s has no replicas to fail over to", cluster.ErrUnavailable, c.spec.System)
+	}
+	return c.repl.Promote(ctx, node)
+}
+
+// Follow makes node a replica of primary through the link
+// "node->primary", made when missing (cluster.Replication).
+func (c *Cluster) Follow(ctx context.Context, node, primary string) error {
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	if c.repl == nil {
+		return fmt.Errorf("%w: %s has no replicas", cluster.ErrUnavailable, c.spec.System)
+	}
+	return c.repl.Follow(ctx, node, primary)
+}
+
+// wireRedis points the replicas at the primary through their links and
+// makes the Replication that keeps the roles.
+func (c *Cluster) wireRedis() error {
+	if c.spec.System != cluster.Redis {
+		return nil
+	}
+	for _, n := range c.nodes[1:] {
+		if n.role != cluster.RoleReplica {
+			continue
+		}
+		line, err := c.replicaOf(n, c.nodes[0])
+		if err != nil {
+			return err
+		}
+		n.configText += line + "\n"
+	}
+	c.repl = cluster.NewReplication(c.spec, c.Nodes(), wiring{c})
+	return nil
 }
 
 // Close kills every node, fetches its log into the spec's log dir, removes
@@ -329,11 +399,17 @@ func (c *Cluster) Close() error {
 		}()
 	}
 	wg.Wait()
+	for _, l := range c.links {
+		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
 	for i, conn := range c.hosts {
 		if conn == nil {
 			continue
 		}
-		if _, err := conn.run(ctx, "rm -rf "+quote(c.runDir(conn)), nil); err != nil {
+		script := "rm -rf " + quote(c.runDir(conn)) + "\nnft delete table ip " + tableName(c.run) + " 2>/dev/null; true"
+		if _, err := conn.run(ctx, script, nil); err != nil {
 			errs[len(c.nodes)+i] = err
 		}
 		conn.close()

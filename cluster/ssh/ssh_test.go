@@ -38,9 +38,9 @@ func TestConformance(t *testing.T) {
 }
 
 // TestDeadHarnessLeftoversRemoved leaves on a host what a harness killed
-// with SIGKILL leaves (its run dir, named with its pid, and a server that
-// runs from it) and checks that the next harness's DeleteLeftovers removes
-// both, and leaves the run dir of a live harness alone.
+// with SIGKILL leaves (its run dir and nftables table, named with its pid,
+// and a server that runs from the dir) and checks that the next harness's
+// DeleteLeftovers removes them, and leaves a live harness's alone.
 func TestDeadHarnessLeftoversRemoved(t *testing.T) {
 	inv := newTestHosts(t, 1)
 	ctx := ctxFor(t, time.Minute)
@@ -55,17 +55,21 @@ func TestDeadHarnessLeftoversRemoved(t *testing.T) {
 	}
 	deadRun := runDirName(harnessName(), dead.Process.Pid, 1)
 	liveRun := runDirName(harnessName(), 1, 1) // pid 1 lives
-	t.Cleanup(func() { _, _ = conn.run(context.Background(), killRunScript(inv.Hosts[0].dir()+"/"+liveRun), nil) })
+	t.Cleanup(func() {
+		script := killRunScript(inv.Hosts[0].dir()+"/"+liveRun) + "nft delete table ip " + tableName(liveRun)
+		_, _ = conn.run(context.Background(), script, nil)
+	})
 	for _, run := range []string{deadRun, liveRun} {
 		dir := inv.Hosts[0].dir() + "/" + run + "/n1"
-		script := "mkdir -p " + quote(dir) + " && cd " + quote(dir) + " && (setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $! > pid)"
+		script := "mkdir -p " + quote(dir) + " && cd " + quote(dir) + " && (setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $! > pid)" +
+			" && nft add table ip " + tableName(run)
 		if _, err := conn.run(ctx, script, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	left := (&Cluster{inv: inv, run: deadRun}).Remains()
-	if got := left(); len(got) != 2 {
-		t.Fatalf("before: %v, want the dead harness's run dir and its process", got)
+	if got := left(); len(got) != 3 {
+		t.Fatalf("before: %v, want the dead harness's run dir, its process and its table", got)
 	}
 	if err := DeleteLeftovers(ctx, inv); err != nil {
 		t.Fatal(err)
@@ -73,8 +77,8 @@ func TestDeadHarnessLeftoversRemoved(t *testing.T) {
 	if got := left(); len(got) != 0 {
 		t.Errorf("left after DeleteLeftovers: %v", got)
 	}
-	if got := (&Cluster{inv: inv, run: liveRun}).Remains()(); len(got) != 2 {
-		t.Errorf("a live harness's run: %v, want its run dir and process kept", got)
+	if got := (&Cluster{inv: inv, run: liveRun}).Remains()(); len(got) != 3 {
+		t.Errorf("a live harness's run: %v, want its run dir, process and table kept", got)
 	}
 }
 

@@ -1,0 +1,134 @@
+package ssh
+
+// peers.go holds what the nodes of a replicated topology share: the
+// links between them (linknet.Network.LinkOn), cut by nftables rules on
+// their hosts, each host's table of the run's own, and the Redis wiring of
+// cluster.Replication.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+)
+
+// tablePrefix begins the name of a run's nftables table on a host:
+// "jepsen_lite_ssh_<harness>_<pid>_<seq>".
+const tablePrefix = "jepsen_lite_ssh_"
+
+// tableName returns the run's table on its hosts, from its dir's name.
+func tableName(run string) string {
+	name := strings.TrimPrefix(run, runDirPrefix)
+	return tablePrefix + strings.NewReplacer("-", "_", ".", "_").Replace(name)
+}
+
+// tableScript is the nft script of a run's table on a host: the sets of
+// what its cuts drop as packets arrive at the host, from a peer's address
+// to a server's port (drop_to: source, destination, destination port)
+// and back from it (drop_from: source, source port, destination).
+func tableScript(table string) string {
+	return fmt.Sprintf(`table ip %s {
+	set drop_to { type ipv4_addr . ipv4_addr . inet_service; }
+	set drop_from { type ipv4_addr . inet_service . ipv4_addr; }
+	chain filter_in {
+		type filter hook input priority 0; policy accept;
+		ip saddr . ip daddr . tcp dport @drop_to drop
+		ip saddr . tcp sport . ip daddr @drop_from drop
+	}
+}
+`, table)
+}
+
+// makeTable creates the run's table on the connection's host.
+func (c *Cluster) makeTable(ctx context.Context, conn *conn) error {
+	if _, err := conn.run(ctx, "nft -f -", strings.NewReader(tableScript(tableName(c.run)))); err != nil {
+		return fmt.Errorf("ssh: the run's nftables table on %s (needs nft and CAP_NET_ADMIN there): %w", conn.host.Name, err)
+	}
+	return nil
+}
+
+// peerLink is the Faulter of the link from one node to another: a cut of
+// its forward direction drops, at to's host, what from's host sends to
+// to's port; of its back direction, at from's host, what to's port sends
+// to from's host.
+type peerLink struct {
+	c        *Cluster
+	from, to *node
+}
+
+// Fault adds or removes the element of the cut in dir.
+func (p peerLink) Fault(dir linknet.Direction, on bool) error {
+	from, to := p.from.conn.host.Address, p.to.conn.host.Address
+	host, set, elem := p.to.conn, "drop_to", fmt.Sprintf("%s . %s . %d", from, to, p.to.port)
+	if dir == linknet.DirectionBack {
+		host, set, elem = p.from.conn, "drop_from", fmt.Sprintf("%s . %d . %s", to, p.to.port, from)
+	}
+	verb := "add"
+	if !on {
+		verb = "delete"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
+	defer cancel()
+	cmd := fmt.Sprintf("nft %s element ip %s %s { %s }", verb, tableName(p.c.run), set, elem)
+	if _, err := host.run(ctx, cmd, nil); err != nil {
+		return fmt.Errorf("ssh: %s %s->%s: %w", verb, p.from.name, p.to.name, err)
+	}
+	return nil
+}
+
+// peerLinkTo makes the link from -> to (cluster.ReplicationLink's name),
+// when missing, and returns the address from dials: to's own.
+func (c *Cluster) peerLinkTo(from, to *node) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := cluster.ReplicationLink(c.spec, from.name, to.name)
+	if a := c.net.Addr(name); a != "" {
+		return a, nil
+	}
+	addr, err := c.net.LinkOn(name, to.addr, peerLink{c: c, from: from, to: to})
+	if err != nil {
+		return "", fmt.Errorf("ssh: %w", err)
+	}
+	c.links = append(c.links, name)
+	return addr, nil
+}
+
+// wiring is the cluster.RedisWiring of a cluster on hosts.
+type wiring struct{ c *Cluster }
+
+// PeerAddr returns the address from reaches to on, making their link.
+func (w wiring) PeerAddr(_ context.Context, from, to string) (string, error) {
+	f, err := w.c.node(from)
+	if err != nil {
+		return "", err
+	}
+	t, err := w.c.node(to)
+	if err != nil {
+		return "", err
+	}
+	return w.c.peerLinkTo(f, t)
+}
+
+// Running reports whether the node's server runs on its host.
+func (w wiring) Running(ctx context.Context, name string) bool {
+	n, err := w.c.node(name)
+	if err != nil {
+		return false
+	}
+	_, err = n.conn.run(ctx, aliveFunc+"cd "+quote(n.dir)+` && alive "$(cat pid)"`, nil)
+	return err == nil
+}
+
+// replicaOf returns the config line that makes n replicate from primary
+// through their link.
+func (c *Cluster) replicaOf(n, primary *node) (string, error) {
+	addr, err := c.peerLinkTo(n, primary)
+	if err != nil {
+		return "", err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return "replicaof " + host + " " + port, nil
+}
