@@ -37,6 +37,7 @@ type node struct {
 	command    string // the server's command line, run in dir
 	config     string // the config file's name in dir, "" for none
 	configText string
+	install    string // a command run once in dir before the first start, "" for none
 	clock      string // its clock file on the host, "" when its clock cannot be skewed
 
 	mu sync.Mutex // one start, kill or signal at a time
@@ -70,6 +71,8 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 		conf := append(cluster.Settings(c.spec), "port "+strconv.Itoa(port), "bind "+conn.host.Address, `logfile ""`, "dir "+n.dir)
 		n.config, n.configText = "redis.conf", strings.Join(conf, "\n")+"\n"
 		n.command = quote(conn.host.binary("redis-server")) + " redis.conf"
+	case cluster.MariaDB:
+		n.mariaDB(c.spec)
 	default:
 		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
 	}
@@ -96,13 +99,34 @@ func (n *node) setup(ctx context.Context) error {
 			return fmt.Errorf("ssh: %s: clock file: %w", n.name, err)
 		}
 	}
-	if n.config == "" {
-		return nil
+	if n.config != "" {
+		if _, err := n.conn.run(ctx, "cat > "+quote(n.dir+"/"+n.config), strings.NewReader(n.configText)); err != nil {
+			return fmt.Errorf("ssh: %s: config: %w", n.name, err)
+		}
 	}
-	if _, err := n.conn.run(ctx, "cat > "+quote(n.dir+"/"+n.config), strings.NewReader(n.configText)); err != nil {
-		return fmt.Errorf("ssh: %s: config: %w", n.name, err)
+	if n.install != "" {
+		if _, err := n.conn.run(ctx, rootUser+"cd "+quote(n.dir)+" && "+n.install+" >> node.log 2>&1 < /dev/null", nil); err != nil {
+			return fmt.Errorf("ssh: %s: %w (its log: %s)", n.name, err, n.logTail(ctx))
+		}
 	}
 	return nil
+}
+
+// rootUser sets the shell variable u to --user=root when the SSH user is
+// root, which mariadbd and mariadb-install-db then need.
+const rootUser = `u=""; [ "$(id -u)" = 0 ] && u=--user=root; `
+
+// mariaDB sets the node up as one MariaDB server: mariadb-install-db into
+// its dir, then mariadbd reading no option file, listening on its host's
+// address only, its data, socket and pid file in its dir, with the
+// settings of cluster.Settings (as the local backend's).
+func (n *node) mariaDB(spec cluster.Spec) {
+	data := quote(n.dir + "/data")
+	n.install = "env LC_ALL=C " + quote(n.conn.host.binary("mariadb-install-db")) + " --no-defaults --datadir=" + data + " $u " + strings.Join(cluster.MariaDBInstallArgs, " ")
+	n.command = "env LC_ALL=C " + quote(n.conn.host.binary("mariadbd")) + " --no-defaults --datadir=" + data + " $u" +
+		" --bind-address=" + n.conn.host.Address + " --port=" + strconv.Itoa(n.port) +
+		" --socket=" + quote(n.dir+"/mysqld.sock") + " --pid-file=" + quote(n.dir+"/mysqld.pid") + " --tmpdir=" + quote(n.dir) +
+		" " + strings.Join(cluster.Settings(spec), " ")
 }
 
 // start starts the node's server in a session of its own (setsid, so that
@@ -111,7 +135,7 @@ func (n *node) setup(ctx context.Context) error {
 func (n *node) start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
+	script := aliveFunc + rootUser + "cd " + quote(n.dir) + ` || exit 1
 if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid)"; exit 1; fi
 (setsid ` + n.command + ` >> node.log 2>&1 < /dev/null & echo $! > pid)`
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
@@ -132,18 +156,23 @@ if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid
 	}
 }
 
+// ownedFunc is the shell function owned PID: the process's working dir is
+// the current dir or below it (mariadbd moves into its data dir).
+const ownedFunc = `owned() { case "$(readlink /proc/$1/cwd 2>/dev/null)" in "$(pwd -P)"|"$(pwd -P)"/*) return 0;; esac; return 1; }; `
+
 // kill kills the node's server with SIGKILL, if it runs, waits until it is
-// gone and fetches its log. Only a process whose working dir is the node's
-// is killed: a pid file outlives its process, and a pid is reused.
+// gone and fetches its log. Only a process whose working dir is the node's,
+// or below it, is killed: a pid file outlives its process, and a pid is
+// reused.
 func (n *node) kill(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	script := aliveFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
+	script := aliveFunc + ownedFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
 [ -f pid ] || exit 0
 p=$(cat pid)
-if alive "$p" && [ "$(readlink /proc/$p/cwd)" = "$(pwd -P)" ]; then kill -KILL "$p"; fi
+if alive "$p" && owned "$p"; then kill -KILL "$p"; fi
 i=0
-while alive "$p" && [ "$(readlink /proc/$p/cwd)" = "$(pwd -P)" ]; do
+while alive "$p" && owned "$p"; do
   i=$((i+1)); [ $i -gt 400 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
   sleep 0.05
 done
