@@ -169,6 +169,13 @@ func testHost(t *testing.T, tag, sw, name, addr, authorized string) (Host, strin
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Servers that run unprivileged (PostgreSQL as nobody) reach their
+	// dirs through the test's temp dirs, which are the owner's alone.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return Host{Name: name, Address: addr, User: "root", Dir: data}, knownhosts.Line([]string{addr}, pub)
 }
 

@@ -74,7 +74,6 @@ hosts:
 // inventory gets no further than its declaration).
 func TestDeclaredRefuses(t *testing.T) {
 	for _, spec := range []cluster.Spec{
-		{System: cluster.Postgres},
 		{System: cluster.Etcd, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
 		{System: cluster.ZooKeeper, Nodes: 3},

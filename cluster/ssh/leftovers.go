@@ -79,12 +79,13 @@ func tablePid(name, harness string) (pid int, ok bool) {
 }
 
 // killRunScript kills, with SIGKILL, every server of the run dir dir whose
-// working dir is its node's dir or below it, and removes the run dir.
+// working dir is its node's dir or below it, with its session, and removes
+// the run dir.
 func killRunScript(dir string) string {
 	return ownedFunc + `for f in ` + quote(dir) + `/*/pid; do
   [ -f "$f" ] || continue
   p=$(cat "$f")
-  (cd "$(dirname "$f")" && owned "$p" && kill -KILL "$p")
+  (cd "$(dirname "$f")" && owned "$p" && kill -KILL -- -"$p")
 done
 rm -rf ` + quote(dir) + "\n"
 }

@@ -38,6 +38,8 @@ type node struct {
 	config     string // the config file's name in dir, "" for none
 	configText string
 	install    string // a command run once in dir before the first start, "" for none
+	prelude    string // shell lines the start runs before the command (variables it reads)
+	cleanup    string // a command run in dir after the server's last kill, "" for none
 	clock      string // its clock file on the host, "" when its clock cannot be skewed
 
 	mu sync.Mutex // one start, kill or signal at a time
@@ -73,6 +75,8 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 		n.command = quote(conn.host.binary("redis-server")) + " redis.conf"
 	case cluster.MariaDB:
 		n.mariaDB(c.spec)
+	case cluster.Postgres:
+		n.postgres(c.spec, c.inv.Harness)
 	default:
 		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
 	}
@@ -105,7 +109,7 @@ func (n *node) setup(ctx context.Context) error {
 		}
 	}
 	if n.install != "" {
-		if _, err := n.conn.run(ctx, rootUser+"cd "+quote(n.dir)+" && "+n.install+" >> node.log 2>&1 < /dev/null", nil); err != nil {
+		if _, err := n.conn.run(ctx, rootUser+"cd "+quote(n.dir)+" && { "+n.install+"; } >> node.log 2>&1 < /dev/null", nil); err != nil {
 			return fmt.Errorf("ssh: %s: %w (its log: %s)", n.name, err, n.logTail(ctx))
 		}
 	}
@@ -115,6 +119,43 @@ func (n *node) setup(ctx context.Context) error {
 // rootUser sets the shell variable u to --user=root when the SSH user is
 // root, which mariadbd and mariadb-install-db then need.
 const rootUser = `u=""; [ "$(id -u)" = 0 ] && u=--user=root; `
+
+// pgBin sets the shell variable pg to the newest
+// /usr/lib/postgresql/<version>/bin on the host.
+const pgBin = `pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1); `
+
+// unprivileged runs the rest of a command line as nobody when the SSH
+// user is root: PostgreSQL refuses to run as root.
+const unprivileged = `$([ "$(id -u)" = 0 ] && echo setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)`
+
+// postgres sets the node up as one PostgreSQL server: initdb into its dir
+// (given to nobody when the SSH user is root), then postgres listening on
+// its host's address only, its Unix socket in its dir, with the settings
+// of cluster.Settings (as the local backend's), trusting the harness's
+// address as initdb trusts the loopback's. The inventory's paths of
+// initdb and postgres, when given, replace those of the newest version
+// under /usr/lib/postgresql.
+func (n *node) postgres(spec cluster.Spec, harness string) {
+	bin := func(name string) string {
+		if p := n.conn.host.binary(name); p != name {
+			return quote(p)
+		}
+		return `"$pg"/` + name
+	}
+	data := quote(n.dir + "/data")
+	n.install = pgBin + `[ "$(id -u)" = 0 ] && chown -R nobody "$(pwd)"; env LC_ALL=C ` + unprivileged + " " + bin("initdb") + " -D " + data + " " + strings.Join(cluster.PostgresInitdbArgs, " ") +
+		" && echo 'host all all " + harness + "/32 trust' >> " + quote(n.dir+"/data/pg_hba.conf")
+	args := []string{"-D", data, "-c", "listen_addresses=" + n.conn.host.Address, "-c", "port=" + strconv.Itoa(n.port), "-c", "unix_socket_directories=" + quote(n.dir)}
+	for _, setting := range cluster.Settings(spec) {
+		args = append(args, "-c", setting)
+	}
+	n.command = "env LC_ALL=C " + unprivileged + " " + bin("postgres") + " " + strings.Join(args, " ")
+	n.prelude = pgBin
+	// A postmaster killed with SIGKILL leaves its System V shared memory
+	// segment, keyed by the data dir's inode; a restart removes it, the
+	// teardown does here.
+	n.cleanup = `k=$(printf '0x%08x' "$(stat -c %i data)") && ipcs -m | awk -v k="$k" '$1 == k && $6 == 0 {print $2}' | xargs -r -n 1 ipcrm -m`
+}
 
 // mariaDB sets the node up as one MariaDB server: mariadb-install-db into
 // its dir, then mariadbd reading no option file, listening on its host's
@@ -135,7 +176,7 @@ func (n *node) mariaDB(spec cluster.Spec) {
 func (n *node) start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	script := aliveFunc + rootUser + "cd " + quote(n.dir) + ` || exit 1
+	script := aliveFunc + rootUser + n.prelude + "cd " + quote(n.dir) + ` || exit 1
 if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid)"; exit 1; fi
 (setsid ` + n.command + ` >> node.log 2>&1 < /dev/null & echo $! > pid)`
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
@@ -160,19 +201,26 @@ if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid
 // the current dir or below it (mariadbd moves into its data dir).
 const ownedFunc = `owned() { case "$(readlink /proc/$1/cwd 2>/dev/null)" in "$(pwd -P)"|"$(pwd -P)"/*) return 0;; esac; return 1; }; `
 
-// kill kills the node's server with SIGKILL, if it runs, waits until it is
-// gone and fetches its log. Only a process whose working dir is the node's,
-// or below it, is killed: a pid file outlives its process, and a pid is
-// reused.
+// sessionFunc is the shell function session PID: a process of the
+// session PID leads (started with setsid) is alive.
+const sessionFunc = `session() { for q in $(ps -o pid= --sid "$1" 2>/dev/null); do alive "$q" && return 0; done; return 1; }; `
+
+// kill kills the node's server with SIGKILL, if it runs, with every process
+// of its session (PostgreSQL's backends), waits until they are gone and
+// fetches its log. Only a server whose working dir is the node's, or below
+// it, is killed: a pid file outlives its process, and a pid is reused. It
+// waits until the server is reaped too, not only dead: PostgreSQL takes
+// the pid of a zombie in its lock file for a running postmaster.
 func (n *node) kill(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	script := aliveFunc + ownedFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
+	script := aliveFunc + ownedFunc + sessionFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
 [ -f pid ] || exit 0
 p=$(cat pid)
-if alive "$p" && owned "$p"; then kill -KILL "$p"; fi
+alive "$p" && owned "$p" || exit 0
+kill -KILL -- -"$p"
 i=0
-while alive "$p" && owned "$p"; do
+while [ -e "/proc/$p" ] || session "$p"; do
   i=$((i+1)); [ $i -gt 400 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
   sleep 0.05
 done
@@ -210,6 +258,17 @@ func (n *node) writeClock(ctx context.Context, offset time.Duration) error {
 	return nil
 }
 
+// close kills the node's server for good and runs its cleanup.
+func (n *node) close(ctx context.Context) error {
+	if err := n.kill(ctx); err != nil || n.cleanup == "" {
+		return err
+	}
+	if _, err := n.conn.run(ctx, "cd "+quote(n.dir)+" && "+n.cleanup, nil); err != nil {
+		return fmt.Errorf("ssh: clean up after %s: %w", n.name, err)
+	}
+	return nil
+}
+
 // fetchLog copies the node's log from its host to logPath (when the spec
 // names a log dir), whole: the log on the host grows across restarts.
 func (n *node) fetchLog(ctx context.Context) error {
@@ -231,7 +290,7 @@ func (n *node) fetchLog(ctx context.Context) error {
 func (n *node) logTail(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	out, err := n.conn.run(ctx, "tail -n 5 "+quote(n.dir+"/node.log"), nil)
+	out, err := n.conn.run(ctx, "tail -n 8 "+quote(n.dir+"/node.log"), nil)
 	if err != nil {
 		return err.Error()
 	}

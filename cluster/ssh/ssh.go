@@ -8,8 +8,8 @@
 // removes, with the processes, when the harness that made them is gone.
 //
 // It runs only what Declared declares (cluster.Backend.Systems and
-// Topologies): Redis's "masters" and "primary-replica" topologies and
-// MariaDB's single server. The
+// Topologies): Redis's "masters" and "primary-replica" topologies, and
+// PostgreSQL's and MariaDB's single server. The
 // workers' links are the harness's own (linknet.WithLinkAddress on
 // Inventory.Harness), cut by the harness's kernel rules; the links between
 // nodes are cut by rules on their hosts (docs/network.md, "On other
@@ -48,7 +48,7 @@ var (
 // and topologies it runs. NewBackend gives it the start of an inventory.
 var Declared = cluster.Backend{
 	Name:       "ssh",
-	Systems:    []string{cluster.Redis, cluster.MariaDB},
+	Systems:    []string{cluster.Redis, cluster.Postgres, cluster.MariaDB},
 	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters, cluster.TopologyPrimaryReplica}},
 }
 
@@ -396,7 +396,7 @@ func (c *Cluster) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = n.kill(ctx)
+			errs[i] = n.close(ctx)
 		}()
 	}
 	wg.Wait()
