@@ -74,7 +74,6 @@ hosts:
 // inventory gets no further than its declaration).
 func TestDeclaredRefuses(t *testing.T) {
 	for _, spec := range []cluster.Spec{
-		{System: cluster.Etcd, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
 		{System: cluster.ZooKeeper, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologyCluster},
@@ -93,6 +92,14 @@ func TestDeclaredRefuses(t *testing.T) {
 	}
 	if _, err := Start(t.Context(), Inventory{}, cluster.Spec{System: cluster.Redis, ClockSkew: true}, nil); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Errorf("Start with clock skew = %v, want cluster.ErrUnavailable", err)
+	}
+	// Nodes that dial one another are told apart by their hosts: one host
+	// cannot take three etcd members (refused before it is reached).
+	oneHost := Inventory{Harness: "10.0.0.1", Hosts: []Host{{Name: "h1", Address: "10.0.0.11", User: "root", KnownHosts: "/nonexistent"}}}
+	for _, spec := range []cluster.Spec{{System: cluster.Etcd, Nodes: 3}, {System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}} {
+		if _, err := Start(t.Context(), oneHost, spec, nil); !errors.Is(err, cluster.ErrUnavailable) {
+			t.Errorf("Start(%+v) on one host = %v, want cluster.ErrUnavailable", spec, err)
+		}
 	}
 }
 

@@ -77,6 +77,8 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 		n.mariaDB(c.spec)
 	case cluster.Postgres:
 		n.postgres(c.spec, c.inv.Harness)
+	case cluster.Etcd:
+		// Its command is made once every member has a port (wireEtcd).
 	default:
 		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
 	}

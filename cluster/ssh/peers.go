@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -52,19 +53,20 @@ func (c *Cluster) makeTable(ctx context.Context, conn *conn) error {
 
 // peerLink is the Faulter of the link from one node to another: a cut of
 // its forward direction drops, at to's host, what from's host sends to
-// to's port; of its back direction, at from's host, what to's port sends
-// to from's host.
+// the port; of its back direction, at from's host, what the port sends to
+// from's host.
 type peerLink struct {
 	c        *Cluster
 	from, to *node
+	port     int // the port of to's that from dials
 }
 
 // Fault adds or removes the element of the cut in dir.
 func (p peerLink) Fault(dir linknet.Direction, on bool) error {
 	from, to := p.from.conn.host.Address, p.to.conn.host.Address
-	host, set, elem := p.to.conn, "drop_to", fmt.Sprintf("%s . %s . %d", from, to, p.to.port)
+	host, set, elem := p.to.conn, "drop_to", fmt.Sprintf("%s . %s . %d", from, to, p.port)
 	if dir == linknet.DirectionBack {
-		host, set, elem = p.from.conn, "drop_from", fmt.Sprintf("%s . %d . %s", to, p.to.port, from)
+		host, set, elem = p.from.conn, "drop_from", fmt.Sprintf("%s . %d . %s", to, p.port, from)
 	}
 	verb := "add"
 	if !on {
@@ -82,13 +84,19 @@ func (p peerLink) Fault(dir linknet.Direction, on bool) error {
 // peerLinkTo makes the link from -> to (cluster.ReplicationLink's name),
 // when missing, and returns the address from dials: to's own.
 func (c *Cluster) peerLinkTo(from, to *node) (string, error) {
+	return c.linkOn(cluster.ReplicationLink(c.spec, from.name, to.name), from, to, to.port)
+}
+
+// linkOn makes the link named name from one node to the other's port,
+// when missing, and returns the address from dials: to's host and port.
+func (c *Cluster) linkOn(name string, from, to *node, port int) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name := cluster.ReplicationLink(c.spec, from.name, to.name)
 	if a := c.net.Addr(name); a != "" {
 		return a, nil
 	}
-	addr, err := c.net.LinkOn(name, to.addr, peerLink{c: c, from: from, to: to})
+	upstream := net.JoinHostPort(to.conn.host.Address, strconv.Itoa(port))
+	addr, err := c.net.LinkOn(name, upstream, peerLink{c: c, from: from, to: to, port: port})
 	if err != nil {
 		return "", fmt.Errorf("ssh: %w", err)
 	}
@@ -120,6 +128,38 @@ func (w wiring) Running(ctx context.Context, name string) bool {
 	}
 	_, err = n.conn.run(ctx, aliveFunc+"cd "+quote(n.dir)+` && alive "$(cat pid)"`, nil)
 	return err == nil
+}
+
+// etcdPeerOffset is added to a member's client port to make its peer port.
+const etcdPeerOffset = 100
+
+// wireEtcd makes the links between every two members of an etcd cluster
+// ("nJ->nK", to nK's peer port) and gives each member its flags: its
+// peer URL, its host's own address, is the one every member dials.
+func (c *Cluster) wireEtcd() error {
+	var initial []string
+	for _, n := range c.nodes {
+		for _, p := range c.nodes {
+			if p == n {
+				continue
+			}
+			if _, err := c.linkOn(linknet.Name(p.name, n.name), p, n, n.port+etcdPeerOffset); err != nil {
+				return err
+			}
+		}
+		initial = append(initial, n.name+"=http://"+net.JoinHostPort(n.conn.host.Address, strconv.Itoa(n.port+etcdPeerOffset)))
+	}
+	for _, n := range c.nodes {
+		peer := "http://" + net.JoinHostPort(n.conn.host.Address, strconv.Itoa(n.port+etcdPeerOffset))
+		args := append([]string{
+			"--name", n.name, "--data-dir", quote(n.dir + "/data"),
+			"--listen-client-urls", "http://" + n.addr, "--advertise-client-urls", "http://" + n.addr,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", strings.Join(initial, ","),
+		}, cluster.Settings(c.spec)...)
+		n.command = quote(n.conn.host.binary("etcd")) + " " + strings.Join(args, " ")
+	}
+	return nil
 }
 
 // replicaOf returns the config line that makes n replicate from primary

@@ -8,8 +8,8 @@
 // removes, with the processes, when the harness that made them is gone.
 //
 // It runs only what Declared declares (cluster.Backend.Systems and
-// Topologies): Redis's "masters" and "primary-replica" topologies, and
-// PostgreSQL's and MariaDB's single server. The
+// Topologies): Redis's "masters" and "primary-replica" topologies, etcd,
+// and PostgreSQL's and MariaDB's single server. The
 // workers' links are the harness's own (linknet.WithLinkAddress on
 // Inventory.Harness), cut by the harness's kernel rules; the links between
 // nodes are cut by rules on their hosts (docs/network.md, "On other
@@ -48,7 +48,7 @@ var (
 // and topologies it runs. NewBackend gives it the start of an inventory.
 var Declared = cluster.Backend{
 	Name:       "ssh",
-	Systems:    []string{cluster.Redis, cluster.Postgres, cluster.MariaDB},
+	Systems:    []string{cluster.Redis, cluster.Postgres, cluster.Etcd, cluster.MariaDB},
 	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters, cluster.TopologyPrimaryReplica}},
 }
 
@@ -152,6 +152,10 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}
+	if top, _ := cluster.TopologyOf(spec); top.PeerLinks && len(layout) > len(inv.Hosts) {
+		// The cuts between nodes tell them apart by their hosts' addresses.
+		return nil, fmt.Errorf("%w: %s/%s has %d nodes that dial one another, and the inventory %d hosts: the ssh backend needs a host per node", cluster.ErrUnavailable, spec.System, spec.Topology, len(layout), len(inv.Hosts))
+	}
 	top, err := cluster.TopologyOf(spec)
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
@@ -168,7 +172,11 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 			return nil, err
 		}
 	}
-	if err := c.wireRedis(); err != nil {
+	wire := c.wireRedis
+	if spec.System == cluster.Etcd {
+		wire = c.wireEtcd
+	}
+	if err := wire(); err != nil {
 		c.Close()
 		return nil, err
 	}
