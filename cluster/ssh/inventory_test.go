@@ -75,7 +75,6 @@ hosts:
 func TestDeclaredRefuses(t *testing.T) {
 	for _, spec := range []cluster.Spec{
 		{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
-		{System: cluster.ZooKeeper, Nodes: 3},
 		{System: cluster.Redis, Topology: cluster.TopologyCluster},
 	} {
 		if err := Declared.Check(spec); !errors.Is(err, cluster.ErrUnavailable) {

@@ -77,14 +77,15 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 		n.mariaDB(c.spec)
 	case cluster.Postgres:
 		n.postgres(c.spec, c.inv.Harness)
-	case cluster.Etcd:
-		// Its command is made once every member has a port (wireEtcd).
+	case cluster.Etcd, cluster.ZooKeeper:
+		// Its command is made once every member has a port (wireEtcd,
+		// wireZooKeeper).
 	default:
 		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
 	}
 	if c.lib != nil && info.NoClockSkew == "" {
 		n.clock = n.dir + "/clock"
-		n.command = "env LD_PRELOAD=" + quote(c.libPath(conn)) + " " + cluster.ClockFileEnv + "=" + quote(n.clock) + " " + n.command
+		n.command = strings.TrimSpace("env LD_PRELOAD=" + quote(c.libPath(conn)) + " " + cluster.ClockFileEnv + "=" + quote(n.clock) + " " + n.command)
 	}
 	c.nodes = append(c.nodes, n)
 	return nil

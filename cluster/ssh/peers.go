@@ -162,6 +162,63 @@ func (c *Cluster) wireEtcd() error {
 	return nil
 }
 
+// The offsets of a ZooKeeper server's quorum and election ports from its
+// client port.
+const (
+	zkQuorumOffset   = 1000
+	zkElectionOffset = 1100
+)
+
+// wireZooKeeper gives each ZooKeeper server its zoo.cfg and myid: a
+// standalone server, or a member of an ensemble whose peers it dials on
+// their hosts' own addresses, every pair's quorum link ("nJ->nK", to nK's
+// quorum port) and election link ("nJ->nK/election") cut by the run's
+// table on the hosts. A server dials back the address a lower-numbered
+// one announces, its host's own, so every byte between two servers is on
+// a link with no redirection.
+func (c *Cluster) wireZooKeeper() error {
+	for i, n := range c.nodes {
+		conf := append(cluster.Settings(c.spec), "dataDir="+n.dir+"/data", "clientPort="+strconv.Itoa(n.port), "clientPortAddress="+n.conn.host.Address)
+		if len(c.nodes) > 1 {
+			for j, o := range c.nodes {
+				q, e := o.port+zkQuorumOffset, o.port+zkElectionOffset
+				if j != i {
+					if _, err := c.linkOn(linknet.Name(n.name, o.name), n, o, q); err != nil {
+						return err
+					}
+					if _, err := c.linkOn(linknet.Name(n.name, o.name+linknet.PurposeSeparator+cluster.ZooKeeperElection), n, o, e); err != nil {
+						return err
+					}
+				}
+				conf = append(conf, fmt.Sprintf("server.%d=%s:%d:%d", j+1, o.conn.host.Address, q, e))
+			}
+		}
+		n.config, n.configText = "zoo.cfg", strings.Join(conf, "\n")+"\n"
+		n.install = "mkdir -p data && echo " + strconv.Itoa(i+1) + " > data/myid"
+		classpath := cluster.ZooKeeperJar + ":" + cluster.ZooKeeperLogJar
+		n.command = prefixed(n.command, quote(n.conn.host.binary("java"))+" "+strings.Join(quoteAll(cluster.ZooKeeperJVM(classpath, n.dir+"/zoo.cfg")), " "))
+	}
+	return nil
+}
+
+// prefixed returns command with the prefix the node's command already has
+// (the clock-skew library's environment), set before its server was known.
+func prefixed(prefix, command string) string {
+	if prefix == "" {
+		return command
+	}
+	return prefix + " " + command
+}
+
+// quoteAll quotes each word for the host's shell.
+func quoteAll(words []string) []string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = quote(w)
+	}
+	return out
+}
+
 // replicaOf returns the config line that makes n replicate from primary
 // through their link.
 func (c *Cluster) replicaOf(n, primary *node) (string, error) {

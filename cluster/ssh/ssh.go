@@ -8,8 +8,8 @@
 // removes, with the processes, when the harness that made them is gone.
 //
 // It runs only what Declared declares (cluster.Backend.Systems and
-// Topologies): Redis's "masters" and "primary-replica" topologies, etcd,
-// and PostgreSQL's and MariaDB's single server. The
+// Topologies): every system, Redis in its "masters" and "primary-replica"
+// topologies only. The
 // workers' links are the harness's own (linknet.WithLinkAddress on
 // Inventory.Harness), cut by the harness's kernel rules; the links between
 // nodes are cut by rules on their hosts (docs/network.md, "On other
@@ -48,7 +48,7 @@ var (
 // and topologies it runs. NewBackend gives it the start of an inventory.
 var Declared = cluster.Backend{
 	Name:       "ssh",
-	Systems:    []string{cluster.Redis, cluster.Postgres, cluster.Etcd, cluster.MariaDB},
+	Systems:    cluster.SystemNames(),
 	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters, cluster.TopologyPrimaryReplica}},
 }
 
@@ -172,9 +172,9 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 			return nil, err
 		}
 	}
-	wire := c.wireRedis
-	if spec.System == cluster.Etcd {
-		wire = c.wireEtcd
+	wire := map[string]func() error{cluster.Etcd: c.wireEtcd, cluster.ZooKeeper: c.wireZooKeeper}[spec.System]
+	if wire == nil {
+		wire = c.wireRedis
 	}
 	if err := wire(); err != nil {
 		c.Close()
