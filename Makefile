@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs hunt-knownbugs hunt-renewbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker clean-docker
+.PHONY: deps build anylang test test-knownbugs hunt-knownbugs hunt-renewbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker test-ssh clean-docker
 
 # deps also fills the module cache with the requirements of the user's
 # module of examples/ownversion, whose test runs offline (GOPROXY=off);
@@ -153,6 +153,13 @@ test-docker: deps build images
 	JEPSEN_LITE_CONFORMANCE_SAMPLE= JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -race -count=1 ./cluster/docker
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 90m -run TestBackendsAgree ./runner -agree-tags= -agree-all
 
+# The ssh backend's tests (build tag sshhosts): its conformance suite on
+# five test hosts, network namespaces with sshd on a bridge the tests
+# create and remove, and what an interrupted or dead harness leaves on them.
+# Not part of make test or .ci/run.
+test-ssh: deps build
+	$(GO) test -race -count=1 -tags sshhosts ./cluster/ssh
+
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f
 	-docker network ls -q --filter label=jepsen-lite.run | xargs -r docker network rm
@@ -169,6 +176,7 @@ lint:
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	$(GO) vet -tags renewbugs ./examples/renewbugs
 	$(GO) vet -tags shrink ./examples/renewbugs ./cmd/jepsen-lite
+	$(GO) vet -tags sshhosts ./cluster/ssh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
 

@@ -187,23 +187,43 @@ func ClockSkewError(system, node string) error {
 // through net.
 type StartFunc func(ctx context.Context, spec Spec, net *linknet.Network) (Cluster, error)
 
-// Backend is one way of running clusters (local processes, containers): its
-// name as --backend takes it, the systems it runs, and how it starts them.
+// Backend is one way of running clusters (local processes, containers,
+// hosts over SSH): its name as --backend takes it, the systems it runs, and
+// how it starts them.
 type Backend struct {
 	Name    string
 	Systems []string
-	Start   StartFunc
+	// Topologies, for a system it names, lists the only topologies of that
+	// system the backend runs (by their declared names); a system it does
+	// not name runs in every declared topology.
+	Topologies map[string][]string
+	Start      StartFunc
 }
 
-// Check returns nil when the backend runs spec's system, and otherwise a
-// one-line error naming the backend, the system and the systems it runs. It
-// is meant to be called before anything starts.
+// Check returns nil when the backend runs spec's system in spec's topology,
+// and otherwise a one-line error naming the backend, the system (and
+// topology) and what it runs. It is meant to be called before anything
+// starts.
 func (b Backend) Check(spec Spec) error {
-	if _, err := LookupSystem(spec.System); err != nil {
+	top, err := TopologyOf(spec)
+	if err != nil {
 		return err
 	}
 	if !slices.Contains(b.Systems, spec.System) {
 		return fmt.Errorf("%w: the %s backend does not run %s (it runs %s)", ErrUnavailable, b.Name, spec.System, strings.Join(b.Systems, ", "))
 	}
+	if only, ok := b.Topologies[spec.System]; ok && !slices.Contains(only, top.Name) {
+		return fmt.Errorf("%w: the %s backend does not run %s's topology %q (it runs %s)", ErrUnavailable, b.Name, spec.System, top.Name, strings.Join(only, ", "))
+	}
 	return nil
+}
+
+// Runs reports whether the backend runs the system's topology (by its
+// declared name).
+func (b Backend) Runs(system, topology string) bool {
+	if !slices.Contains(b.Systems, system) {
+		return false
+	}
+	only, ok := b.Topologies[system]
+	return !ok || slices.Contains(only, topology)
 }

@@ -145,7 +145,7 @@ func TestClockSkewError(t *testing.T) {
 }
 
 func TestBackendCheck(t *testing.T) {
-	redisOnly := Backend{Name: "small", Systems: []string{Redis}}
+	redisOnly := Backend{Name: "small", Systems: []string{Redis}, Topologies: map[string][]string{Redis: {TopologyMasters, TopologySentinel}}}
 	tests := []struct {
 		name        string
 		spec        Spec
@@ -155,6 +155,10 @@ func TestBackendCheck(t *testing.T) {
 		{"declared system", Spec{System: Redis, Nodes: 3}, true, false},
 		{"undeclared system", Spec{System: Etcd, Nodes: 3}, false, true},
 		{"unknown system", Spec{System: "mysql", Nodes: 1}, false, false},
+		{"declared topology", Spec{System: Redis, Topology: TopologySentinel, Nodes: 2}, true, false},
+		{"default topology, declared", Spec{System: Redis}, true, false},
+		{"undeclared topology", Spec{System: Redis, Topology: TopologyCluster}, false, true},
+		{"unknown topology", Spec{System: Redis, Topology: "ring"}, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,5 +176,8 @@ func TestBackendCheck(t *testing.T) {
 				t.Errorf("error %q is not one line", err)
 			}
 		})
+	}
+	if !redisOnly.Runs(Redis, TopologyMasters) || redisOnly.Runs(Redis, TopologyCluster) || redisOnly.Runs(Etcd, "") {
+		t.Error("Runs disagrees with the declaration")
 	}
 }

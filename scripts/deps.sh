@@ -2,7 +2,8 @@
 # deps.sh installs what jepsen-lite's runs and tests need, and nothing that is
 # already there: the servers under test from Debian's packages, a C compiler
 # for the clock-skew library, Chromium for the report tests, nftables
-# and iproute2 for the run's network, and a JDK with Apache Curator and Gson
+# and iproute2 for the run's network, openssh-server for the ssh backend's
+# test hosts, and a JDK with Apache Curator and Gson
 # for the Java lock client of examples/anylang. It is
 # idempotent: a second run installs nothing and takes well under a second.
 set -euo pipefail
@@ -29,6 +30,9 @@ have chromium || need+=(chromium)
 # a reset destroys the far end of a connection with ss -K.
 have nft || need+=(nftables)
 have ss || need+=(iproute2)
+# The ssh backend's tests run sshd in network namespaces as their hosts
+# (make test-ssh, cluster/ssh).
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
 # The Python lock clients of examples/anylang/ use Debian's packages of the
 # libraries (under /usr/lib/python3/dist-packages, found by /usr/bin/python3
 # and, through examples/anylang/lockproto.py, by any other python3 3.11).
@@ -48,7 +52,7 @@ fi
 
 # Debian starts the packaged services on install where it can; the harness
 # starts its own on free ports, so stop any that a package started.
-for svc in redis-server postgresql zookeeper etcd mariadb; do
+for svc in redis-server postgresql zookeeper etcd mariadb ssh; do
   if have service && service "$svc" status >/dev/null 2>&1; then
     service "$svc" stop >/dev/null 2>&1 || true
   fi

@@ -155,8 +155,12 @@ var startCase = testCase{"start", func(t *testing.T, e *env) {
 		t.Errorf("System() = %q, want %q", s, e.top.spec.System)
 	}
 	for _, n := range got {
-		if host, _, err := net.SplitHostPort(n.Addr); err != nil || host != "127.0.0.1" {
-			t.Errorf("%s: Addr %q is not on 127.0.0.1 (%v)", n.Name, n.Addr, err)
+		hosts := e.b.NodeHosts
+		if len(hosts) == 0 {
+			hosts = []string{"127.0.0.1"}
+		}
+		if host, _, err := net.SplitHostPort(n.Addr); err != nil || !slices.Contains(hosts, host) {
+			t.Errorf("%s: Addr %q is not on %v (%v)", n.Name, n.Addr, hosts, err)
 		}
 		if err := e.answers(t, n, 10*time.Second); err != nil {
 			t.Errorf("%s does not answer: %v", n.Name, err)

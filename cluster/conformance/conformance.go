@@ -79,6 +79,16 @@ type Backend struct {
 	Start func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error)
 	// Systems lists the systems the backend runs (cluster.Redis, ...).
 	Systems []string
+	// Topologies, for a system it names, lists the only topologies of it
+	// the backend runs (cluster.Backend.Topologies); the suite checks that
+	// Start refuses the others.
+	Topologies map[string][]string
+	// NodeHosts are the IPv4 addresses a node's Addr may be on; only
+	// 127.0.0.1 when empty.
+	NodeHosts []string
+	// Network makes the network of links a cluster's connections go
+	// through; cluster.NewNetwork() when nil.
+	Network func() (*linknet.Network, error)
 	// Only, when not empty, is the sample of Systems this run tests; the
 	// cases of the others are skipped, saying why (OnlyWhy).
 	Only    []string
@@ -166,7 +176,10 @@ func Run(t *testing.T, b Backend) {
 			for _, top := range sys.topologies {
 				// A sampled run's suite is today's topology: the others
 				// are not among its tests, rather than skipped ones.
-				if today == "" || today == sys.name+"/"+top.name {
+				switch {
+				case !b.runs(top):
+					t.Run(top.name, func(t *testing.T) { refusedTopology(t, b, top) })
+				case today == "" || today == sys.name+"/"+top.name:
 					t.Run(top.name, func(t *testing.T) { runTopology(t, b, sys, top) })
 				}
 			}
@@ -188,7 +201,9 @@ func (b Backend) TodaysTopology(day int) string {
 			continue
 		}
 		for _, top := range sys.topologies {
-			all = append(all, sys.name+"/"+top.name)
+			if b.runs(top) {
+				all = append(all, sys.name+"/"+top.name)
+			}
 		}
 	}
 	if len(all) == 0 {
@@ -197,18 +212,40 @@ func (b Backend) TodaysTopology(day int) string {
 	return all[day%len(all)]
 }
 
+// runs reports whether the backend declares the topology: its system's
+// topologies are not limited (Topologies), or they name its declared one.
+func (b Backend) runs(top topology) bool {
+	declared, err := cluster.TopologyOf(top.spec)
+	if err != nil {
+		return false
+	}
+	return cluster.Backend{Systems: b.Systems, Topologies: b.Topologies}.Runs(top.spec.System, declared.Name)
+}
+
 // refused checks that the backend refuses a system it does not declare,
 // before anything starts.
 func refused(t *testing.T, b Backend, sys system) {
-	nw := newNetwork(t)
-	spec := sys.topologies[0].spec
+	refuse(t, b, sys.topologies[0].spec)
+}
+
+// refusedTopology checks that the backend refuses a topology of a system
+// it runs whose topologies it limits, and does not declare that one.
+func refusedTopology(t *testing.T, b Backend, top topology) {
+	refuse(t, b, top.spec)
+}
+
+// refuse checks that Start of spec fails with cluster.ErrUnavailable and
+// creates no link.
+func refuse(t *testing.T, b Backend, spec cluster.Spec) {
+	nw := newNetwork(t, b)
+	what := spec.System + "/" + spec.Topology
 	c, err := b.Start(ctxFor(t, time.Minute), spec, nw)
 	if err == nil {
 		_ = c.Close()
-		t.Fatalf("the %s backend does not declare %s, but Start of %+v succeeded", b.Name, sys.name, spec)
+		t.Fatalf("the %s backend does not declare %s, but Start of %+v succeeded", b.Name, what, spec)
 	}
 	if !errors.Is(err, cluster.ErrUnavailable) {
-		t.Fatalf("Start of an undeclared system %s: %v, want an error wrapping cluster.ErrUnavailable", sys.name, err)
+		t.Fatalf("Start of an undeclared %s: %v, want an error wrapping cluster.ErrUnavailable", what, err)
 	}
 	if links := nw.Links(); len(links) != 0 {
 		t.Errorf("a refused Start left links %v", links)
@@ -229,7 +266,7 @@ type env struct {
 // runTopology starts one cluster of the topology and runs its cases in order.
 func runTopology(t *testing.T, b Backend, sys system, top topology) {
 	b.requires(t, top.requires...)
-	nw := newNetwork(t)
+	nw := newNetwork(t, b)
 	spec := top.spec
 	spec.LogDir = t.TempDir()
 	began := time.Now()
@@ -254,11 +291,15 @@ func runTopology(t *testing.T, b Backend, sys system, top topology) {
 	t.Run("teardown leaves nothing", func(t *testing.T) { teardown(t, e, leftovers) })
 }
 
-// newNetwork returns a Network closed at cleanup, and checks there that its
-// kernel table is gone.
-func newNetwork(t *testing.T) *linknet.Network {
+// newNetwork returns the backend's Network, closed at cleanup, and checks
+// there that its kernel table is gone.
+func newNetwork(t *testing.T, b Backend) *linknet.Network {
 	t.Helper()
-	nw, err := cluster.NewNetwork()
+	newNet := b.Network
+	if newNet == nil {
+		newNet = func() (*linknet.Network, error) { return cluster.NewNetwork() }
+	}
+	nw, err := newNet()
 	if err != nil {
 		t.Fatalf("NewNetwork: %v", err)
 	}

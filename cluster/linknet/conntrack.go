@@ -19,6 +19,7 @@ import (
 // links' addresses: the dialling ends of their connections. The kernel
 // sends a RST to the other end, so both ends close.
 func killConns(ls []*link) error {
+	ls = local(ls)
 	if len(ls) == 0 {
 		return nil
 	}

@@ -115,7 +115,13 @@ func (n *Network) Apply(f Fault, names ...string) error {
 		ls = append(ls, l)
 	}
 	if f.Kind == FaultLatency {
+		if slices.ContainsFunc(ls, func(l *link) bool { return l.remote != nil }) {
+			return fmt.Errorf("%w: latency on a link between two other hosts", ErrUnavailable)
+		}
 		return applyLatency(f, ls)
+	}
+	if err := applyRemote(f, ls); err != nil {
+		return err
 	}
 	return n.applyKernel(f, names, ls)
 }
@@ -131,7 +137,7 @@ func (n *Network) applyKernel(f Fault, names []string, ls []*link) error {
 	}
 	var b strings.Builder
 	var ends []linkEnds
-	for _, l := range ls {
+	for _, l := range local(ls) {
 		if f.Kind == FaultReset && !l.resetting() {
 			ends = append(ends, l.ends())
 		}
@@ -196,9 +202,13 @@ func (l *link) inSet(set string) bool {
 }
 
 // unfaultScript returns the nft commands that take the link's mark out of
-// every set it is in; the caller holds n.mu.
+// every set it is in (none for a link between hosts, whose cuts are not
+// in the table); the caller holds n.mu.
 func (n *Network) unfaultScript(l *link) string {
 	var b strings.Builder
+	if l.remote != nil {
+		return ""
+	}
 	for _, set := range kernelSets {
 		if l.inSet(set) {
 			fmt.Fprintf(&b, "delete element ip %s %s { %s }\n", n.table, set, l.mark())
@@ -233,6 +243,7 @@ func (n *Network) Heal(names ...string) error {
 			continue
 		}
 		ls = append(ls, l)
+		errs = append(errs, unfaultRemote(l))
 		b.WriteString(n.unfaultScript(l))
 	}
 	if b.Len() > 0 {
@@ -262,7 +273,7 @@ func (n *Network) HealAll() error {
 	}
 	var errs []error
 	for _, l := range n.links {
-		errs = append(errs, heal(l))
+		errs = append(errs, unfaultRemote(l), heal(l))
 	}
 	return errors.Join(errs...)
 }

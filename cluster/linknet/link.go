@@ -15,7 +15,7 @@ import (
 // the link's target, and the faults on it.
 type link struct {
 	name     string
-	addr     string       // the reserved address clients dial: 127.0.0.1:port
+	addr     string       // the reserved address clients dial: the Network's link address (127.0.0.1) and a port
 	port     int          // its port, also the low half of the conntrack mark
 	reserve  net.Listener // holds the port so no other socket takes it
 	upstream string       // what the link reaches
@@ -29,10 +29,15 @@ type link struct {
 	// link's own reserved port, which only makes its mark unique.
 	shared *sharedAddr
 	gid    int // the primary group id of the processes whose connections it carries
+
+	// A link between two other hosts (LinkOn): no address of its own, its
+	// cuts made by remote.
+	remote Faulter
 }
 
 // Link creates the link named name to upstream and returns the address it
-// is reached on (127.0.0.1 and a port reserved for it). Names are unique; by
+// is reached on (the Network's link address, 127.0.0.1 unless
+// WithLinkAddress says otherwise, and a port reserved for it). Names are unique; by
 // convention they are Name(from, to).
 func (n *Network) Link(name, upstream string) (string, error) {
 	n.mu.Lock()
@@ -46,7 +51,7 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	if _, ok := n.links[name]; ok {
 		return "", fmt.Errorf("linknet: link %q already exists", name)
 	}
-	reserve, err := net.Listen("tcp4", "127.0.0.1:0")
+	reserve, err := net.Listen("tcp4", net.JoinHostPort(n.host, "0"))
 	if err != nil {
 		return "", fmt.Errorf("linknet: reserve an address for link %q: %w", name, err)
 	}
@@ -66,8 +71,8 @@ func (n *Network) Link(name, upstream string) (string, error) {
 	l.target = target
 	to, err := ipv4(target)
 	if err == nil {
-		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\nadd element ip %[1]s marks { 127.0.0.1 . %[2]d : %[4]s }\n",
-			n.table, l.port, to, l.mark()))
+		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { %[5]s . %[2]d : %[3]s }\nadd element ip %[1]s marks { %[5]s . %[2]d : %[4]s }\n",
+			n.table, l.port, to, l.mark(), n.host))
 	}
 	if err != nil {
 		reserve.Close()
@@ -90,8 +95,8 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err != nil {
 		return err
 	}
-	if l.shared != nil {
-		return fmt.Errorf("linknet: set upstream of link %q: a per-source link (LinkFrom) keeps its upstream", name)
+	if l.shared != nil || l.remote != nil {
+		return fmt.Errorf("linknet: set upstream of link %q: a per-source link (LinkFrom) or a link between hosts (LinkOn) keeps its upstream", name)
 	}
 	if l.proxy != nil {
 		l.proxy.Lock()
@@ -108,7 +113,7 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err != nil {
 		return err
 	}
-	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\nadd element ip %[1]s links { 127.0.0.1 . %[2]d : %[3]s }\n", n.table, l.port, to)); err != nil {
+	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { %[4]s . %[2]d }\nadd element ip %[1]s links { %[4]s . %[2]d : %[3]s }\n", n.table, l.port, to, n.host)); err != nil {
 		return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
 	}
 	l.upstream, l.target = upstream, upstream
@@ -124,8 +129,11 @@ func (n *Network) Remove(name string) error {
 		return err
 	}
 	delete(n.links, name)
+	if l.remote != nil {
+		return unfaultRemote(l)
+	}
 	var errs []error
-	script := fmt.Sprintf("delete element ip %[1]s links { 127.0.0.1 . %[2]d }\ndelete element ip %[1]s marks { 127.0.0.1 . %[2]d }\n", n.table, l.port)
+	script := fmt.Sprintf("delete element ip %[1]s links { %[3]s . %[2]d }\ndelete element ip %[1]s marks { %[3]s . %[2]d }\n", n.table, l.port, n.host)
 	if l.shared != nil {
 		script = fmt.Sprintf("delete element ip %[1]s gid_links { %[2]s }\ndelete element ip %[1]s gid_marks { %[2]s }\n", n.table, l.gidKey())
 	}

@@ -15,6 +15,7 @@ package linknet
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"sync"
@@ -44,6 +45,14 @@ type Option func(*Network)
 // a direct round trip; cuts and resets stay in the kernel either way.
 func WithProxies() Option { return func(n *Network) { n.proxied = true } }
 
+// WithLinkAddress makes the links' addresses ports on ip, an IPv4 address
+// of the harness's own, in place of 127.0.0.1: the address the harness
+// reaches servers on other hosts from (the ssh backend's). The kernel
+// routes a connection translated to another host only from a source that
+// is not a loopback address, so a link to a remote upstream must be dialled
+// there. Per-source links (LinkFrom) stay on 127.0.0.1.
+func WithLinkAddress(ip string) Option { return func(n *Network) { n.host = ip } }
+
 // Network is the network of a cluster: every client-to-node and
 // node-to-node connection goes through a link, an address of its own on
 // 127.0.0.1 that the kernel translates to the link's upstream (nftables
@@ -58,6 +67,7 @@ func WithProxies() Option { return func(n *Network) { n.proxied = true } }
 type Network struct {
 	mu      sync.Mutex
 	table   string
+	host    string // the links' address (WithLinkAddress), 127.0.0.1 by default
 	proxied bool
 	server  *toxiproxy.ApiServer
 	links   map[string]*link
@@ -80,9 +90,12 @@ var tableSeq atomic.Int64
 // harnesses left behind: DeleteStaleTables) and returns the Network with no
 // link. It needs nft and CAP_NET_ADMIN.
 func New(opts ...Option) (*Network, error) {
-	n := &Network{links: map[string]*link{}, shared: map[string]*sharedAddr{}, stop: make(chan struct{})}
+	n := &Network{host: "127.0.0.1", links: map[string]*link{}, shared: map[string]*sharedAddr{}, stop: make(chan struct{})}
 	for _, o := range opts {
 		o(n)
+	}
+	if ip := net.ParseIP(n.host); ip == nil || ip.To4() == nil {
+		return nil, fmt.Errorf("linknet: link address %q is not an IPv4 address", n.host)
 	}
 	if n.proxied {
 		n.server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
@@ -200,7 +213,9 @@ func (n *Network) Close() error {
 	ls := make([]*link, 0, len(n.links))
 	for _, l := range n.links {
 		ls = append(ls, l)
-		errs = append(errs, l.reserve.Close())
+		if l.reserve != nil {
+			errs = append(errs, l.reserve.Close())
+		}
 	}
 	errs = append(errs, killConns(ls))
 	n.links = map[string]*link{}

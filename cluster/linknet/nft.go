@@ -38,7 +38,11 @@ func (l *link) mark() string { return fmt.Sprintf("0x%08x", markBase|l.port) }
 // tableScript returns the nft script that creates the table of a Network:
 // the maps that translate (DNAT) and mark the links' connections, by address
 // or by group id and address, and the sets of marks that the cuts drop and
-// the resets answer with a RST, in each direction.
+// the resets answer with a RST, in each direction. A connection translated
+// to another host (WithLinkAddress) sends its original direction out of
+// the harness, never through its input hook: the cut of that direction is
+// dropped in the output hook, where TCP takes a dropped segment as lost and
+// retransmits it (a SYN too: the dial waits, it is not refused).
 func tableScript(table string) string {
 	return fmt.Sprintf(`table ip %[1]s {
 	map links { type ipv4_addr . inet_service : ipv4_addr . inet_service; }
@@ -63,6 +67,10 @@ func tableScript(table string) string {
 		ct direction reply ct mark @reset_back tcp flags & rst == 0 reject with tcp reset
 		ct direction original ct mark @cut_forward drop
 		ct direction reply ct mark @cut_back drop
+	}
+	chain filter_out {
+		type filter hook output priority 0; policy accept;
+		ip daddr != 127.0.0.0/8 ct direction original ct mark @cut_forward drop
 	}
 }
 `, table)

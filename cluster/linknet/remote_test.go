@@ -1,0 +1,76 @@
+package linknet
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// faultLog is a Faulter that records the calls it gets.
+type faultLog struct{ calls []string }
+
+// Fault records the call as "forward on", "back off", ...
+func (f *faultLog) Fault(dir Direction, on bool) error {
+	state := "off"
+	if on {
+		state = "on"
+	}
+	f.calls = append(f.calls, string(dir)+" "+state)
+	return nil
+}
+
+// take returns the calls recorded since the last take.
+func (f *faultLog) take() []string {
+	out := f.calls
+	f.calls = nil
+	return out
+}
+
+// TestLinkOnFaults checks that the cuts of a link between two other hosts
+// go to its Faulter, once per direction, that heals, HealAll and Remove
+// take back exactly what is on, and that what it cannot carry (reset,
+// latency, a new upstream) is refused.
+func TestLinkOnFaults(t *testing.T) {
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	log := &faultLog{}
+	addr, err := n.LinkOn("n2->n1", "10.9.9.1:6379", log)
+	if err != nil || addr != "10.9.9.1:6379" || n.Addr("n2->n1") != addr {
+		t.Fatalf("LinkOn = %q, %v; Addr %q", addr, err, n.Addr("n2->n1"))
+	}
+	steps := []struct {
+		do   func() error
+		want []string
+	}{
+		{func() error { return n.Apply(Fault{Kind: FaultCut, Direction: DirectionForward}, "n2->n1") }, []string{"forward on"}},
+		{func() error { return n.Cut("n2->n1") }, []string{"back on"}},
+		{func() error { return n.Heal("n2->n1") }, []string{"forward off", "back off"}},
+		{func() error { return n.Apply(Fault{Kind: FaultCut, Direction: DirectionBack}, "n2->n1") }, []string{"back on"}},
+		{func() error { return n.HealAll() }, []string{"back off"}},
+		{func() error { return n.Cut("n2->n1") }, []string{"forward on", "back on"}},
+		{func() error { return n.Remove("n2->n1") }, []string{"forward off", "back off"}},
+	}
+	for i, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := log.take(); !slices.Equal(got, s.want) {
+			t.Errorf("step %d: Faulter got %v, want %v", i, got, s.want)
+		}
+	}
+	if _, err := n.LinkOn("n3->n1", "10.9.9.1:6379", log); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Reset("n3->n1"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Reset of a link between hosts: %v, want ErrUnavailable", err)
+	}
+	if err := n.SetUpstream("n3->n1", "10.9.9.2:6379"); err == nil {
+		t.Error("SetUpstream of a link between hosts succeeded")
+	}
+	if got := log.take(); len(got) != 0 {
+		t.Errorf("refused faults reached the Faulter: %v", got)
+	}
+}

@@ -1,0 +1,301 @@
+package ssh
+
+// node.go holds one node on its host: its dir, config and port, and the
+// shell scripts that start, signal and kill its server there and fetch its
+// log.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+)
+
+// portOffset is added to a system's declared client port (and the node's
+// number) to make a node's port on its host, away from a server the host
+// may run on its standard port.
+const portOffset = 20000
+
+// node is one server of the cluster on its host.
+type node struct {
+	name, role string
+	conn       *conn
+	dir        string // its dir on the host
+	port       int
+	addr       string // host:port, the host's address
+	logPath    string // where its log is fetched to, on the harness
+	ready      func(ctx context.Context, addr string) error
+	command    string // the server's command line, run in dir
+	config     string // the config file's name in dir, "" for none
+	configText string
+	install    string // a command run once in dir before the first start, "" for none
+	prelude    string // shell lines the start runs before the command (variables it reads)
+	cleanup    string // a command run in dir after the server's last kill, "" for none
+	clock      string // its clock file on the host, "" when its clock cannot be skewed
+
+	mu sync.Mutex // one start, kill or signal at a time
+}
+
+// addNode adds the i-th node of the layout on its host (round robin over
+// the inventory), with its port, dir and config.
+func (c *Cluster) addNode(i int, l cluster.Node) error {
+	info, err := cluster.LookupSystem(c.spec.System)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	conn := c.hosts[i%len(c.hosts)]
+	port := info.Port + portOffset + i + 1
+	logDir := c.spec.LogDir
+	if logDir == "" {
+		logDir = os.TempDir()
+	}
+	n := &node{
+		name: l.Name, role: l.Role, conn: conn, port: port,
+		dir:     c.runDir(conn) + "/" + l.Name,
+		addr:    net.JoinHostPort(conn.host.Address, strconv.Itoa(port)),
+		logPath: filepath.Join(logDir, l.Name+".log"),
+		ready:   info.Ready,
+	}
+	if c.spec.LogDir == "" {
+		n.logPath = ""
+	}
+	switch c.spec.System {
+	case cluster.Redis:
+		conf := append(cluster.Settings(c.spec), "port "+strconv.Itoa(port), "bind "+conn.host.Address, `logfile ""`, "dir "+n.dir)
+		n.config, n.configText = "redis.conf", strings.Join(conf, "\n")+"\n"
+		n.command = quote(conn.host.binary("redis-server")) + " redis.conf"
+	case cluster.MariaDB:
+		n.mariaDB(c.spec)
+	case cluster.Postgres:
+		n.postgres(c.spec, c.inv.Harness)
+	case cluster.Etcd, cluster.ZooKeeper:
+		// Its command is made once every member has a port (wireEtcd,
+		// wireZooKeeper).
+	default:
+		return fmt.Errorf("%w: the ssh backend does not run %s", cluster.ErrUnavailable, c.spec.System)
+	}
+	if c.lib != nil && info.NoClockSkew == "" {
+		n.clock = n.dir + "/clock"
+		n.command = strings.TrimSpace("env LD_PRELOAD=" + quote(c.libPath(conn)) + " " + cluster.ClockFileEnv + "=" + quote(n.clock) + " " + n.command)
+	}
+	c.nodes = append(c.nodes, n)
+	return nil
+}
+
+// aliveFunc is the shell function alive PID: the process exists and is
+// not a zombie.
+const aliveFunc = `alive() { s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }; `
+
+// setup makes the node's dir on its host and writes its config there.
+func (n *node) setup(ctx context.Context) error {
+	if _, err := n.conn.run(ctx, "mkdir -p "+quote(n.dir), nil); err != nil {
+		return fmt.Errorf("ssh: %s: %w", n.name, err)
+	}
+	if n.clock != "" {
+		// The clock file holds a zero offset (cluster.CreateClockFile).
+		if _, err := n.conn.run(ctx, "head -c 8 /dev/zero > "+quote(n.clock)+" && chmod 644 "+quote(n.clock), nil); err != nil {
+			return fmt.Errorf("ssh: %s: clock file: %w", n.name, err)
+		}
+	}
+	if n.config != "" {
+		if _, err := n.conn.run(ctx, "cat > "+quote(n.dir+"/"+n.config), strings.NewReader(n.configText)); err != nil {
+			return fmt.Errorf("ssh: %s: config: %w", n.name, err)
+		}
+	}
+	if n.install != "" {
+		if _, err := n.conn.run(ctx, rootUser+"cd "+quote(n.dir)+" && { "+n.install+"; } >> node.log 2>&1 < /dev/null", nil); err != nil {
+			return fmt.Errorf("ssh: %s: %w (its log: %s)", n.name, err, n.logTail(ctx))
+		}
+	}
+	return nil
+}
+
+// rootUser sets the shell variable u to --user=root when the SSH user is
+// root, which mariadbd and mariadb-install-db then need.
+const rootUser = `u=""; [ "$(id -u)" = 0 ] && u=--user=root; `
+
+// pgBin sets the shell variable pg to the newest
+// /usr/lib/postgresql/<version>/bin on the host.
+const pgBin = `pg=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1); `
+
+// unprivileged runs the rest of a command line as nobody when the SSH
+// user is root: PostgreSQL refuses to run as root.
+const unprivileged = `$([ "$(id -u)" = 0 ] && echo setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups)`
+
+// postgres sets the node up as one PostgreSQL server: initdb into its dir
+// (given to nobody when the SSH user is root), then postgres listening on
+// its host's address only, its Unix socket in its dir, with the settings
+// of cluster.Settings (as the local backend's), trusting the harness's
+// address as initdb trusts the loopback's. The inventory's paths of
+// initdb and postgres, when given, replace those of the newest version
+// under /usr/lib/postgresql.
+func (n *node) postgres(spec cluster.Spec, harness string) {
+	bin := func(name string) string {
+		if p := n.conn.host.binary(name); p != name {
+			return quote(p)
+		}
+		return `"$pg"/` + name
+	}
+	data := quote(n.dir + "/data")
+	n.install = pgBin + `[ "$(id -u)" = 0 ] && chown -R nobody "$(pwd)"; env LC_ALL=C ` + unprivileged + " " + bin("initdb") + " -D " + data + " " + strings.Join(cluster.PostgresInitdbArgs, " ") +
+		" && echo 'host all all " + harness + "/32 trust' >> " + quote(n.dir+"/data/pg_hba.conf")
+	args := []string{"-D", data, "-c", "listen_addresses=" + n.conn.host.Address, "-c", "port=" + strconv.Itoa(n.port), "-c", "unix_socket_directories=" + quote(n.dir)}
+	for _, setting := range cluster.Settings(spec) {
+		args = append(args, "-c", setting)
+	}
+	n.command = "env LC_ALL=C " + unprivileged + " " + bin("postgres") + " " + strings.Join(args, " ")
+	n.prelude = pgBin
+	// A postmaster killed with SIGKILL leaves its System V shared memory
+	// segment, keyed by the data dir's inode; a restart removes it, the
+	// teardown does here.
+	n.cleanup = `k=$(printf '0x%08x' "$(stat -c %i data)") && ipcs -m | awk -v k="$k" '$1 == k && $6 == 0 {print $2}' | xargs -r -n 1 ipcrm -m`
+}
+
+// mariaDB sets the node up as one MariaDB server: mariadb-install-db into
+// its dir, then mariadbd reading no option file, listening on its host's
+// address only, its data, socket and pid file in its dir, with the
+// settings of cluster.Settings (as the local backend's).
+func (n *node) mariaDB(spec cluster.Spec) {
+	data := quote(n.dir + "/data")
+	n.install = "env LC_ALL=C " + quote(n.conn.host.binary("mariadb-install-db")) + " --no-defaults --datadir=" + data + " $u " + strings.Join(cluster.MariaDBInstallArgs, " ")
+	n.command = "env LC_ALL=C " + quote(n.conn.host.binary("mariadbd")) + " --no-defaults --datadir=" + data + " $u" +
+		" --bind-address=" + n.conn.host.Address + " --port=" + strconv.Itoa(n.port) +
+		" --socket=" + quote(n.dir+"/mysqld.sock") + " --pid-file=" + quote(n.dir+"/mysqld.pid") + " --tmpdir=" + quote(n.dir) +
+		" " + strings.Join(cluster.Settings(spec), " ")
+}
+
+// start starts the node's server in a session of its own (setsid, so that
+// it outlives the SSH session), its output appended to node.log and its pid
+// in the file pid, and waits until it answers.
+func (n *node) start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + rootUser + n.prelude + "cd " + quote(n.dir) + ` || exit 1
+if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid)"; exit 1; fi
+(setsid ` + n.command + ` >> node.log 2>&1 < /dev/null & echo $! > pid)`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: start %s: %w", n.name, err)
+	}
+	wait, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		err := n.ready(wait, n.addr)
+		if err == nil {
+			return n.fetchLog(ctx)
+		}
+		select {
+		case <-wait.Done():
+			return fmt.Errorf("ssh: %s on %s does not answer at %s: %w (its log: %s)", n.name, n.conn.host.Name, n.addr, err, n.logTail(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ownedFunc is the shell function owned PID: the process's working dir is
+// the current dir or below it (mariadbd moves into its data dir).
+const ownedFunc = `owned() { case "$(readlink /proc/$1/cwd 2>/dev/null)" in "$(pwd -P)"|"$(pwd -P)"/*) return 0;; esac; return 1; }; `
+
+// sessionFunc is the shell function session PID: a process of the
+// session PID leads (started with setsid) is alive.
+const sessionFunc = `session() { for q in $(ps -o pid= --sid "$1" 2>/dev/null); do alive "$q" && return 0; done; return 1; }; `
+
+// kill kills the node's server with SIGKILL, if it runs, with every process
+// of its session (PostgreSQL's backends), waits until they are gone and
+// fetches its log. Only a server whose working dir is the node's, or below
+// it, is killed: a pid file outlives its process, and a pid is reused. It
+// waits until the server is reaped too, not only dead: PostgreSQL takes
+// the pid of a zombie in its lock file for a running postmaster.
+func (n *node) kill(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + ownedFunc + sessionFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
+[ -f pid ] || exit 0
+p=$(cat pid)
+alive "$p" && owned "$p" || exit 0
+kill -KILL -- -"$p"
+i=0
+while [ -e "/proc/$p" ] || session "$p"; do
+  i=$((i+1)); [ $i -gt 400 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
+  sleep 0.05
+done
+rm -f pid`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: kill %s: %w", n.name, err)
+	}
+	return n.fetchLog(ctx)
+}
+
+// signal sends the node's running server the signal (STOP, CONT).
+func (n *node) signal(ctx context.Context, sig string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
+p=$(cat pid 2>/dev/null)
+alive "$p" || { echo "not running"; exit 1; }
+kill -` + sig + ` "$p"`
+	if _, err := n.conn.run(ctx, script, nil); err != nil {
+		return fmt.Errorf("ssh: SIG%s %s: %w", sig, n.name, err)
+	}
+	return nil
+}
+
+// writeClock writes offset over the first 8 bytes of the node's clock file
+// on its host, in place and in one write (cluster.WriteClockOffset's
+// format, in the harness's byte order, which the hosts must share).
+func (n *node) writeClock(ctx context.Context, offset time.Duration) error {
+	var b [8]byte
+	binary.NativeEndian.PutUint64(b[:], uint64(int64(offset)))
+	script := "dd of=" + quote(n.clock) + " bs=8 count=1 iflag=fullblock conv=notrunc status=none"
+	if _, err := n.conn.run(ctx, script, bytes.NewReader(b[:])); err != nil {
+		return fmt.Errorf("ssh: clock of %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// close kills the node's server for good and runs its cleanup.
+func (n *node) close(ctx context.Context) error {
+	if err := n.kill(ctx); err != nil || n.cleanup == "" {
+		return err
+	}
+	if _, err := n.conn.run(ctx, "cd "+quote(n.dir)+" && "+n.cleanup, nil); err != nil {
+		return fmt.Errorf("ssh: clean up after %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// fetchLog copies the node's log from its host to logPath (when the spec
+// names a log dir), whole: the log on the host grows across restarts.
+func (n *node) fetchLog(ctx context.Context) error {
+	if n.logPath == "" {
+		return nil
+	}
+	out, err := n.conn.run(ctx, "cat "+quote(n.dir+"/node.log")+" 2>/dev/null || true", nil)
+	if err != nil {
+		return fmt.Errorf("ssh: fetch the log of %s: %w", n.name, err)
+	}
+	if err := os.WriteFile(n.logPath, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("ssh: fetch the log of %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// logTail returns the last lines of the node's log on its host, for an
+// error.
+func (n *node) logTail(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	out, err := n.conn.run(ctx, "tail -n 8 "+quote(n.dir+"/node.log"), nil)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(out)
+}
