@@ -40,6 +40,12 @@ rows=(
 	"kazoo|zk-recipe-baseline|python3 examples/anylang/kazoo_lock.py"
 	"python-etcd3|etcd-mutex-baseline|python3 examples/anylang/etcd3_lock.py"
 	"curator|zk-recipe-baseline|examples/anylang/curator_lock.sh"
+	"mysql-get-lock|mysql-get-lock|"
+	"mysql-for-update|mysql-for-update|"
+	"mysql-lease|mysql-lease|"
+	"mysql-unique-row|mysql-unique-row|"
+	"redis-single-cluster|redis-cluster-baseline|"
+	"redsync-cluster|redsync-cluster|"
 )
 
 mkdir -p "$dir" "$campaigns"
