@@ -205,14 +205,23 @@ type Backend struct {
 // topology) and what it runs. It is meant to be called before anything
 // starts.
 func (b Backend) Check(spec Spec) error {
-	top, err := TopologyOf(spec)
-	if err != nil {
+	if _, err := LookupSystem(spec.System); err != nil {
 		return err
 	}
 	if !slices.Contains(b.Systems, spec.System) {
 		return fmt.Errorf("%w: the %s backend does not run %s (it runs %s)", ErrUnavailable, b.Name, spec.System, strings.Join(b.Systems, ", "))
 	}
-	if only, ok := b.Topologies[spec.System]; ok && !slices.Contains(only, top.Name) {
+	only, ok := b.Topologies[spec.System]
+	if !ok {
+		// Every topology of the system runs: an unknown one is for the
+		// backend's own start to refuse, with its own error.
+		return nil
+	}
+	top, err := TopologyOf(spec)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(only, top.Name) {
 		return fmt.Errorf("%w: the %s backend does not run %s's topology %q (it runs %s)", ErrUnavailable, b.Name, spec.System, top.Name, strings.Join(only, ", "))
 	}
 	return nil
