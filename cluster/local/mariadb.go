@@ -39,7 +39,10 @@ func (c *Cluster) setupMariaDB() error {
 	if os.Geteuid() == 0 {
 		user = []string{"--user=root"}
 	}
-	argv := append(append([]string{"--no-defaults", "--datadir=" + data}, user...), cluster.MariaDBInstallArgs...)
+	// The bootstrap server's temp dir is the node's too: at start a server
+	// removes the temporary tables it finds in its temp dir, and two
+	// bootstraps sharing /tmp (two runs side by side) remove each other's.
+	argv := append(append([]string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + n.dir}, user...), cluster.MariaDBInstallArgs...)
 	if err := n.initialise("mariadb-install-db", exec.Command(install, argv...)); err != nil {
 		return err
 	}

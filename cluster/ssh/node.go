@@ -166,7 +166,7 @@ func (n *node) postgres(spec cluster.Spec, harness string) {
 // settings of cluster.Settings (as the local backend's).
 func (n *node) mariaDB(spec cluster.Spec) {
 	data := quote(n.dir + "/data")
-	n.install = "env LC_ALL=C " + quote(n.conn.host.binary("mariadb-install-db")) + " --no-defaults --datadir=" + data + " $u " + strings.Join(cluster.MariaDBInstallArgs, " ")
+	n.install = "env LC_ALL=C " + quote(n.conn.host.binary("mariadb-install-db")) + " --no-defaults --datadir=" + data + " --tmpdir=" + quote(n.dir) + " $u " + strings.Join(cluster.MariaDBInstallArgs, " ")
 	n.command = "env LC_ALL=C " + quote(n.conn.host.binary("mariadbd")) + " --no-defaults --datadir=" + data + " $u" +
 		" --bind-address=" + n.conn.host.Address + " --port=" + strconv.Itoa(n.port) +
 		" --socket=" + quote(n.dir+"/mysqld.sock") + " --pid-file=" + quote(n.dir+"/mysqld.pid") + " --tmpdir=" + quote(n.dir) +
