@@ -47,15 +47,7 @@ func runDirPid(name, harness string) (pid int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	pidText, seqText, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(pidText)
-	if _, serr := strconv.Atoi(seqText); err != nil || serr != nil || pid <= 0 {
-		return 0, false
-	}
-	return pid, true
+	return pidAndSeq(rest, "-")
 }
 
 // tablePid returns the pid in the name of a run's nftables table that
@@ -67,15 +59,7 @@ func tablePid(name, harness string) (pid int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	pidText, seqText, ok := strings.Cut(rest, "_")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(pidText)
-	if _, serr := strconv.Atoi(seqText); err != nil || serr != nil || pid <= 0 {
-		return 0, false
-	}
-	return pid, true
+	return pidAndSeq(rest, "_")
 }
 
 // killRunScript kills, with SIGKILL, every server of the run dir dir whose
@@ -175,4 +159,18 @@ true`
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// pidAndSeq returns the pid of "<pid><sep><seq>", the end of a run's dir
+// or table name; ok is false unless both are numbers and the pid positive.
+func pidAndSeq(rest, sep string) (pid int, ok bool) {
+	pidText, seqText, ok := strings.Cut(rest, sep)
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidText)
+	if _, serr := strconv.Atoi(seqText); err != nil || serr != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
 }
