@@ -36,6 +36,9 @@ type Replication struct {
 	nodes   []Node
 	primary string            // replicated topologies: the node last made primary
 	ids     map[string]string // the cluster topology: node ids by name
+	// elected are the times the cluster topology's promotions were asked
+	// of each node, to say why a promotion too soon after one waits.
+	elected map[string]time.Time
 }
 
 // NewReplication returns the Replication of a cluster of spec whose nodes

@@ -52,6 +52,7 @@ var redisTopologies = []Topology{
 		Nodes:                clusterNodes,
 		PeerLinks:            true,
 		OneAdvertisedAddress: true,
+		PromotionRetry:       ClusterFailoverRetry,
 		ColdStarts:           []ColdStart{{"redis-cluster", ClusterMasters}},
 	},
 }

@@ -38,6 +38,16 @@ const ClusterMasters = 3
 // that reaches no majority of masters for this long stops taking writes.
 const ClusterNodeTimeout = 2 * time.Second
 
+// ClusterFailoverRetry is the least time between two failover elections of
+// one Redis Cluster replica, forced ones too: Redis waits for votes for an
+// auth timeout (twice cluster-node-timeout, at least 2 s) and starts the
+// replica's next election only twice that after its last one began
+// (clusterHandleSlaveFailover's auth_retry_time). A CLUSTER FAILOVER FORCE
+// sent sooner is accepted and waits until then. A master votes for a
+// replica of a given master at most once per twice cluster-node-timeout,
+// which this also covers.
+const ClusterFailoverRetry = 2 * max(2*ClusterNodeTimeout, 2*time.Second)
+
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 

@@ -150,8 +150,18 @@ func (r *Replication) clusterPrimary(ctx context.Context) (string, error) {
 // the master's replication offset (the master may not answer): the
 // majority of masters vote, and the master learns of the promotion from
 // the cluster bus and becomes a replica. It waits until node says it is a
-// master.
+// master. Redis runs a replica's election only ClusterFailoverRetry after
+// its last one, so a promotion asked sooner waits until then; when ctx
+// ends first, the error says so.
 func (r *Replication) clusterPromote(ctx context.Context, n Node) error {
+	r.mu.Lock()
+	last, again := r.elected[n.Name]
+	if r.elected == nil {
+		r.elected = map[string]time.Time{}
+	}
+	now := time.Now()
+	r.elected[n.Name] = now
+	r.mu.Unlock()
 	if err := redisOK(ctx, n.Addr, "CLUSTER", "FAILOVER", "FORCE"); err != nil {
 		return fmt.Errorf("cluster: promote %s: %w", n.Name, err)
 	}
@@ -163,7 +173,11 @@ func (r *Replication) clusterPromote(ctx context.Context, n Node) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: promote %s: %w (%v)", n.Name, ctx.Err(), err)
+			err = errors.Join(ctx.Err(), err)
+			if since := now.Sub(last); again && since < ClusterFailoverRetry {
+				err = fmt.Errorf("%w (its previous promotion was asked %v before this one; Redis runs a replica's next election %v after its last)", err, since.Round(time.Millisecond), ClusterFailoverRetry)
+			}
+			return fmt.Errorf("cluster: promote %s: %w", n.Name, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
@@ -61,6 +62,13 @@ type Topology struct {
 	// per source, and not by the address each peer dials. It implies
 	// PeerLinks.
 	OneAdvertisedAddress bool
+	// PromotionRetry is the least time between two promotions of one node
+	// that the topology's own promotion makes (zero: no bound): a Redis
+	// Cluster replica runs its next failover election only
+	// ClusterFailoverRetry after its last. A failover step sooner than
+	// that waits for the server, and fails when the run ends first; a
+	// hunt spaces the failovers it draws by it.
+	PromotionRetry time.Duration
 	// ColdStarts are the sizes the cold-start benchmarks of every backend
 	// start it at (those of the catalog's scenarios), each with its name.
 	ColdStarts []ColdStart

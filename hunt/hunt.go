@@ -22,6 +22,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/history"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -348,23 +349,31 @@ func Kinds(system, backend string, want []string) ([]string, error) {
 // worker (w0: its links to every node, a client-specific cut; the workers
 // run the same loop, so one of them stands for any); and the kind's own
 // options and pause points, as its facts declare them (faultkind.Hunt: a
-// partition's direction, a client pause's point and isolation).
+// partition's direction, a client pause's point and isolation). A
+// failover's quiet gaps are at least half the topology's PromotionRetry
+// (a Redis Cluster replica's next election waits 8 s after its last): the
+// promotions alternate between a primary and its replica, so one node's
+// come at least PromotionRetry apart and each can run when drawn.
 func Schedule(base *scenarios.Scenario, kind string) *nemesis.RandomSpec {
 	ttl := base.Lock.TTL
 	if ttl <= 0 {
 		ttl = time.Second
 	}
+	f, _ := nemesis.FactsOf(kind)
+	interval := max(time.Second, ttl)
+	if top, err := cluster.TopologyOf(cluster.Spec{System: base.System.Name, Topology: base.System.Topology}); err == nil && f.Class == history.ClassFailover {
+		interval = max(interval, top.PromotionRetry)
+	}
 	spec := &nemesis.RandomSpec{
 		Faults:      []string{kind},
 		Start:       500 * time.Millisecond,
-		Interval:    max(time.Second, ttl),
+		Interval:    interval,
 		MinDuration: 200 * time.Millisecond,
 		MaxDuration: 3 * ttl,
 		Targets:     targets(base, kind),
 		Workers:     []string{"one"},
 		Offsets:     []time.Duration{-2 * ttl, 2 * ttl, 30 * time.Second},
 	}
-	f, _ := nemesis.FactsOf(kind)
 	if c := f.Hunt.Choices; c != nil {
 		spec.Choices = map[string]map[string][]string{kind: c}
 	}

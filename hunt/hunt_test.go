@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/checker"
+	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/nemesis"
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
@@ -681,5 +682,46 @@ func TestVariantLease(t *testing.T) {
 	}
 	if len(delays) != 3 {
 		t.Errorf("30 seeds drew delays %v, want all three", delays)
+	}
+}
+
+// TestScheduleSpacesClusterFailovers checks that a hunt draws a Redis
+// Cluster's failovers at least half of cluster.ClusterFailoverRetry apart,
+// so that every other one (the same replica promoted again) comes at least
+// the retry apart and Redis can run it, random and steered; and that a
+// primary-replica topology, whose promotion has no such bound, draws them
+// closer.
+func TestScheduleSpacesClusterFailovers(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		topology string
+		bound    bool
+	}{
+		{"cluster", cluster.TopologyCluster, true},
+		{"primary-replica", cluster.TopologyPrimaryReplica, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := base()
+			b.System.Topology, b.Duration = tt.topology, 20*time.Second
+			closest := b.Duration
+			for s := uint64(1); s <= 40; s++ {
+				v := Variant(b, "failover", s, Lease{}, nil)
+				steps := nemesis.Resolve(nil, v.Nemesis.Random, s, v.Duration)
+				for i := 1; i < len(steps); i++ {
+					closest = min(closest, steps[i].At-steps[i-1].At)
+				}
+				for i := 2; tt.bound && i < len(steps); i++ {
+					if d := steps[i].At - steps[i-2].At; d < cluster.ClusterFailoverRetry {
+						t.Errorf("seed %d: steps %d and %d %v apart, less than %v", s, i-2, i, d, cluster.ClusterFailoverRetry)
+					}
+				}
+			}
+			if got := closest >= cluster.ClusterFailoverRetry/2; got != tt.bound {
+				t.Errorf("closest failovers %v apart; want them at least %v apart: %v", closest, cluster.ClusterFailoverRetry/2, tt.bound)
+			}
+			if got := NewSpace(b, "failover").Gap >= cluster.ClusterFailoverRetry/2; got != tt.bound {
+				t.Errorf("steered failovers' gap %v; want at least %v: %v", NewSpace(b, "failover").Gap, cluster.ClusterFailoverRetry/2, tt.bound)
+			}
+		})
 	}
 }
