@@ -125,6 +125,11 @@ type Cell struct {
 	Anomalies              []string
 	// Why says why the kind does not apply (State cellNotApplies).
 	Why string
+	// GaveUp, when not empty, says that the kind's runs stopped after
+	// hunt.MaxSetupFailures of them in a row failed their setup
+	// (hunt.Row.SetupGaveUp): the cell is made of fewer runs, those
+	// unknown among them.
+	GaveUp string
 	// Failing is the directory of the first failing run that shrink
 	// reduced, else of the first failing run; Sentence its first anomaly's
 	// message and Found the anomaly kinds it found; Schedule the link to
@@ -195,7 +200,7 @@ func cellOf(c *CampaignFile, kind string) *Cell {
 		return &Cell{State: cellNotApplies, Why: notDeclared(c, kind)}
 	}
 	r := c.Report.Rows[i]
-	cell := &Cell{Runs: r.Runs, Invalid: r.Invalid, Unknown: r.Unknown, Anomalies: r.Anomalies}
+	cell := &Cell{Runs: r.Runs, Invalid: r.Invalid, Unknown: r.Unknown, Anomalies: r.Anomalies, GaveUp: r.SetupGaveUp}
 	switch {
 	case r.Runs == 0 && r.NotApplicable != "":
 		cell.State, cell.Why = cellNotApplies, r.NotApplicable
@@ -338,8 +343,9 @@ is **unsafe** k/n (k of its n runs invalid, with the anomalies they
 found; its note below gives the first failing run's first anomaly in the
 checker's words and a schedule that replays it, shrunk where
 ` + "`jepsen-lite shrink`" + ` reduced it), safe 0/n (no run
-invalid; runs whose fault failed, whose check ran out of time or whose
+invalid; runs whose setup failed, whose fault failed, whose check ran out of time or whose
 lock client answered none of some worker's calls are counted as unknown), not decided (every run unknown), or n/a (with why).
+A cell marked "fewer runs" is of a kind whose runs stopped after their setups failed in a row (its note says how many and why).
 A safe cell is what n runs showed, not a proof. What each fault kind does
 is in ` + "`jepsen-lite list --faults`" + `; a client-pause is drawn with its worker's
 links cut for the pause (option isolate: a stop-the-world pause of the
@@ -394,9 +400,16 @@ func (m *Sheet) Markdown() string {
 					}
 					s += fmt.Sprintf(" Replay %s: [`%s`](%s).", what, filepath.Base(cell.Schedule), cell.Schedule)
 				}
+				if cell.GaveUp != "" {
+					s += " " + cell.GaveUpText()
+				}
 				notes = append(notes, s)
 			case cellNotApplies:
 				notes = append(notes, fmt.Sprintf("<a id=\"%s\"></a>**%s × %s**: not applicable: %s.", cell.Anchor, row.Name, m.Kinds[k], strings.TrimSuffix(cell.Why, ".")))
+			default:
+				if cell.GaveUp != "" {
+					notes = append(notes, fmt.Sprintf("<a id=\"%s\"></a>**%s × %s**: %s", cell.Anchor, row.Name, m.Kinds[k], cell.GaveUpText()))
+				}
 			}
 		}
 	}
@@ -409,8 +422,24 @@ func (m *Sheet) Markdown() string {
 	return b.String()
 }
 
-// short is the cell's text in the table.
+// GaveUpText is the sentence of a cell whose kind's runs stopped after
+// failed setups (GaveUp).
+func (c *Cell) GaveUpText() string {
+	return fmt.Sprintf("Its runs after these %d were not made: %s.", c.Runs, strings.TrimSuffix(c.GaveUp, "."))
+}
+
+// short is the cell's text in the table, with a link to its note when
+// its kind's runs stopped after failed setups (GaveUp).
 func (c *Cell) short() string {
+	s := c.state()
+	if c.GaveUp != "" && c.State != cellNotApplies {
+		s += fmt.Sprintf(" ([fewer runs](#%s))", c.Anchor)
+	}
+	return s
+}
+
+// state is the cell's state and counts in the table.
+func (c *Cell) state() string {
 	switch c.State {
 	case cellUnsafe:
 		return fmt.Sprintf("**unsafe** [%d/%d](#%s): %s", c.Invalid, c.Runs, c.Anchor, strings.Join(c.Anomalies, ", "))
@@ -455,11 +484,12 @@ td,th{border:1px solid #bbb;padding:4px 6px;font-size:13px;vertical-align:top}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <table><tr><th>lock</th>{{range .Kinds}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}{{if eq .State "unsafe"}}<td class="unsafe"><a href="#{{.Anchor}}">unsafe {{.Invalid}}/{{.Runs}}</a><br>{{join .Anomalies ", "}}</td>{{else if eq .State "safe"}}<td class="safe">safe 0/{{.Runs}}{{if .Unknown}} ({{.Unknown}} unknown){{end}}</td>{{else if eq .State "not decided"}}<td class="undecided">not decided: {{.Unknown}}/{{.Runs}} unknown</td>{{else}}<td class="na" title="{{.Why}}">n/a</td>{{end}}{{end}}</tr>
+{{range .Rows}}<tr><th>{{.Name}}</th>{{range .Cells}}{{if eq .State "unsafe"}}<td class="unsafe"><a href="#{{.Anchor}}">unsafe {{.Invalid}}/{{.Runs}}</a><br>{{join .Anomalies ", "}}</td>{{else if eq .State "safe"}}<td class="safe">safe 0/{{.Runs}}{{if .Unknown}} ({{.Unknown}} unknown){{end}}{{if .GaveUp}} (<a href="#{{.Anchor}}">fewer runs</a>){{end}}</td>{{else if eq .State "not decided"}}<td class="undecided">not decided: {{.Unknown}}/{{.Runs}} unknown{{if .GaveUp}} (<a href="#{{.Anchor}}">fewer runs</a>){{end}}</td>{{else}}<td class="na" title="{{.Why}}">n/a</td>{{end}}{{end}}</tr>
 {{end}}</table>
 <ul>
-{{range .Rows}}{{$row := .}}{{range .Cells}}{{if eq .State "unsafe"}}<li id="{{.Anchor}}"><b>{{$row.Name}} × {{.Kind}}</b>: unsafe in {{.Invalid}} of {{.Runs}} runs ({{join .Anomalies ", "}}). {{.Sentence}}{{if .Schedule}} Schedule: <a href="{{.Schedule}}">{{.Schedule}}</a>{{end}}</li>
+{{range .Rows}}{{$row := .}}{{range .Cells}}{{if eq .State "unsafe"}}<li id="{{.Anchor}}"><b>{{$row.Name}} × {{.Kind}}</b>: unsafe in {{.Invalid}} of {{.Runs}} runs ({{join .Anomalies ", "}}). {{.Sentence}}{{if .Schedule}} Schedule: <a href="{{.Schedule}}">{{.Schedule}}</a>{{end}}{{if .GaveUp}} {{.GaveUpText}}{{end}}</li>
 {{else if eq .State "n/a"}}<li id="{{.Anchor}}"><b>{{$row.Name}} × {{.Kind}}</b>: not applicable: {{.Why}}</li>
+{{else if .GaveUp}}<li id="{{.Anchor}}"><b>{{$row.Name}} × {{.Kind}}</b>: {{.GaveUpText}}</li>
 {{end}}{{end}}{{end}}</ul>
 </body></html>
 `))

@@ -244,3 +244,42 @@ func TestMatrixWithoutStore(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixSetupGaveUp renders a campaign two of whose kinds stopped
+// after three runs in a row failed their setup: their cells count those
+// runs as unknown (a cell of only such runs is not decided), link a note
+// that says why the cell has fewer runs, and never say not applicable.
+func TestMatrixSetupGaveUp(t *testing.T) {
+	dir := t.TempDir()
+	gaveUp := "setup failed in 3 runs in a row: runner: setup failed: starting mariadb: local: mariadb-install-db: exit status 1"
+	c := &CampaignFile{Target: "mysql-lease", Algorithm: "mysql-lease", System: "mariadb", Nodes: 1, Workers: 8,
+		Duration: 6 * time.Second, TTL: time.Second, RunsPerKind: 10, Seed: 1, Backend: "local",
+		Report: &hunt.Report{Scenario: "mysql-lease-baseline", Runs: 18, Rows: []*hunt.Row{
+			{Fault: hunt.NoFault, Runs: 10},
+			{Fault: "kill", Runs: 3, Unknown: 3, SetupFailed: 3, SetupGaveUp: gaveUp},
+			{Fault: "partition", Runs: 5, Unknown: 3, SetupFailed: 3, SetupGaveUp: gaveUp},
+		}}}
+	file := filepath.Join(dir, "mysql-lease.json")
+	if err := c.Write(file); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "matrix.html")
+	md := render(t, []string{file}, Output{Markdown: filepath.Join(dir, "matrix.md"), HTML: page})
+	for _, w := range []string{
+		"| mysql-lease | safe 0/10 | not decided: 3/3 unknown ([fewer runs](#mysql-lease-kill)) | safe 0/5 (3 unknown) ([fewer runs](#mysql-lease-partition)) |",
+		"<a id=\"mysql-lease-kill\"></a>**mysql-lease × kill**: Its runs after these 3 were not made: " + gaveUp + ".",
+		"<a id=\"mysql-lease-partition\"></a>**mysql-lease × partition**: Its runs after these 5 were not made: " + gaveUp + ".",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("matrix.md lacks %q:\n%s", w, md)
+		}
+	}
+	if strings.Contains(md, "[n/a]") || strings.Contains(md, "not applicable:") {
+		t.Errorf("matrix.md calls a kind whose setups failed not applicable:\n%s", md)
+	}
+	h, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(h), `<li id="mysql-lease-kill"><b>mysql-lease × kill</b>: Its runs after these 3 were not made`) ||
+		!strings.Contains(string(h), `(<a href="#mysql-lease-partition">fewer runs</a>)`) {
+		t.Errorf("matrix.html: %v\n%s", err, h)
+	}
+}

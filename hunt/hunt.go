@@ -36,7 +36,7 @@ type Outcome struct {
 	// Dir is the run's directory in the store; empty when it has none.
 	Dir string
 	// Verdict is the run's verdict; checker.Unknown for a run that did not
-	// finish or whose faults failed.
+	// finish, whose setup failed or whose faults failed.
 	Verdict checker.Verdict
 	// Anomalies are the kinds of anomaly the run's checkers found, and
 	// Finding the first anomaly in the checker's words ("stale-write:
@@ -46,6 +46,13 @@ type Outcome struct {
 	// FaultFailed reports that a fault or heal of the run failed, so its
 	// verdict says nothing about the fault kind.
 	FaultFailed bool
+	// SetupFailed, when not empty, says why the run could not start after
+	// its scenario passed validation (a server would not start, a
+	// worker's client could not be made): the setup error's text, on one
+	// line. The run's verdict is unknown, and it says nothing about the
+	// fault kind: the kind's next run is made all the same, up to
+	// MaxSetupFailures in a row.
+	SetupFailed string
 	// OutOfBudget reports that the run's verdict is unknown because a
 	// check ran out of its time budget (checker.OutOfBudget: the run's
 	// --check-timeout).
@@ -68,7 +75,8 @@ type Outcome struct {
 // RunFunc runs one scenario (its seed set) and reports its outcome. An
 // error wrapping ErrNotApplicable says that the scenario cannot run here
 // (its validation refused it before anything started); any other error ends
-// the campaign.
+// the campaign. A run whose setup failed after validation passed is no
+// error: its outcome says so (Outcome.SetupFailed).
 type RunFunc func(ctx context.Context, sc *scenarios.Scenario) (Outcome, error)
 
 // WorkloadError says that a run's lock cannot serve one field of the
@@ -92,6 +100,14 @@ func (e *WorkloadError) Unwrap() error { return e.Err }
 // capability the fault or workload needs, the topology has no replica to
 // fail over, ...): the campaign records why and goes on.
 var ErrNotApplicable = errors.New("hunt: not applicable")
+
+// MaxSetupFailures is how many runs of one fault kind in a row may fail
+// their setup (Outcome.SetupFailed) before the campaign gives the kind up:
+// its remaining runs are not made and its row says why (Row.SetupGaveUp).
+// One failed start is a run of unknown verdict, not a kind that cannot
+// run; several in a row are a machine that cannot start the cluster, whose
+// further runs would waste their time.
+const MaxSetupFailures = 3
 
 // Options are a campaign's settings; the zero value of each means its
 // default.
@@ -219,7 +235,7 @@ type Progress struct {
 	Seed uint64
 	// Done counts the runs finished, of Total, the runs the campaign
 	// plans: Runs for each kind, less those of a kind found not
-	// applicable.
+	// applicable and those of a kind given up after failed setups.
 	Done, Total int
 	// Invalid counts the finished runs whose verdict was invalid.
 	Invalid int
@@ -230,15 +246,18 @@ type Progress struct {
 type Row struct {
 	Fault string `json:"fault"`
 	// Runs, Invalid and Unknown count the runs and those whose verdict was
-	// invalid or unknown (a fault that failed, a check out of time, an
-	// interrupted check, a client that broke its protocol). An unknown run
-	// counts neither as invalid nor as one that held. Of the unknown runs,
-	// FaultsFailed counts those whose faults failed (Outcome.FaultFailed)
-	// and OutOfBudget the others whose check ran out of its time budget
-	// (Outcome.OutOfBudget); the rest are unknown for another reason.
+	// invalid or unknown (a setup that failed, a fault that failed, a
+	// check out of time, an interrupted check, a client that broke its
+	// protocol). An unknown run counts neither as invalid nor as one that
+	// held. Of the unknown runs, SetupFailed counts those whose setup
+	// failed (Outcome.SetupFailed), FaultsFailed the others whose faults
+	// failed (Outcome.FaultFailed) and OutOfBudget the others whose check
+	// ran out of its time budget (Outcome.OutOfBudget); the rest are
+	// unknown for another reason.
 	Runs         int `json:"runs"`
 	Invalid      int `json:"invalid"`
 	Unknown      int `json:"unknown"`
+	SetupFailed  int `json:"setup_failed,omitempty"`
 	FaultsFailed int `json:"faults_failed,omitempty"`
 	OutOfBudget  int `json:"out_of_budget,omitempty"`
 	// Anomalies are the kinds found by its invalid runs, sorted.
@@ -250,6 +269,12 @@ type Row struct {
 	Findings []string `json:"findings,omitempty"`
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string `json:"not_applicable,omitempty"`
+	// SetupGaveUp, when not empty, says that the kind's runs stopped
+	// because MaxSetupFailures of them in a row failed their setup, with
+	// the last one's error ("setup failed in 3 runs in a row: ..."): the
+	// kind is applicable, and the runs it did not make are missing from
+	// Runs. Empty when the kind made its runs.
+	SetupGaveUp string `json:"setup_gave_up,omitempty"`
 	// Steered counts the runs whose schedule mutated an earlier run's.
 	Steered int `json:"steered,omitempty"`
 	// Margin is the smallest normalised margin (Score) of its runs, and
@@ -292,15 +317,16 @@ func (r *Report) Found() bool {
 }
 
 // Unknowns counts the campaign's runs whose verdict was unknown (Row), of
-// them those whose faults failed and those whose check ran out of its time
-// budget, over every row.
-func (r *Report) Unknowns() (unknown, faultsFailed, outOfBudget int) {
+// them those whose setup failed, those whose faults failed and those
+// whose check ran out of its time budget, over every row.
+func (r *Report) Unknowns() (unknown, setupFailed, faultsFailed, outOfBudget int) {
 	for _, row := range r.Rows {
 		unknown += row.Unknown
+		setupFailed += row.SetupFailed
 		faultsFailed += row.FaultsFailed
 		outOfBudget += row.OutOfBudget
 	}
-	return unknown, faultsFailed, outOfBudget
+	return unknown, setupFailed, faultsFailed, outOfBudget
 }
 
 // Decided counts the campaign's runs whose verdict was known (invalid, or
@@ -703,7 +729,10 @@ func (c *campaign) refused(sc *scenarios.Scenario) error {
 	return nil
 }
 
-// hunt makes the runs of row's fault kind and tallies them in row.
+// hunt makes the runs of row's fault kind and tallies them in row. A run
+// whose setup failed is tallied as unknown and the next run is made; after
+// MaxSetupFailures such runs in a row, the kind's remaining runs are not
+// made (Row.SetupGaveUp).
 func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	kind := row.Fault
 	anomalies := map[string]bool{}
@@ -713,6 +742,7 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		sp = NewSpace(c.base, kind)
 	}
 	left := c.shardRuns() // this shard's runs of the kind not yet made
+	failedSetups := 0     // the kind's last runs in a row whose setup failed
 	for i := range c.opts.Runs {
 		if !c.opts.Shard.has(c.kind, i, c.opts.Runs, c.opts.Steer) {
 			continue
@@ -754,6 +784,16 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 		if c.opts.Stop != nil && c.opts.Stop(out) {
 			c.rep.Stopped, c.rep.StoppedAfter = cmp.Or(out.Dir, "(no directory)"), c.rep.Runs
 			fmt.Fprintf(c.opts.Log, "hunt: %s run %d/%d found what the campaign looks for; it stops after %d runs\n", kind, i+1, c.opts.Runs, c.rep.Runs)
+			break
+		}
+		failedSetups++
+		if out.SetupFailed == "" {
+			failedSetups = 0
+		}
+		if failedSetups >= MaxSetupFailures && left > 0 {
+			row.SetupGaveUp = fmt.Sprintf("setup failed in %d runs in a row: %s", failedSetups, out.SetupFailed)
+			fmt.Fprintf(c.opts.Log, "hunt: %s: %s; the kind's %d remaining runs are not made\n", kind, row.SetupGaveUp, left)
+			c.told.Total -= left
 			break
 		}
 	}
@@ -862,9 +902,12 @@ func (c *campaign) tally(row *Row, sc *scenarios.Scenario, out Outcome, anomalie
 	switch {
 	case unknown(out):
 		row.Unknown++
-		if out.FaultFailed {
+		switch {
+		case out.SetupFailed != "":
+			row.SetupFailed++
+		case out.FaultFailed:
 			row.FaultsFailed++
-		} else if out.OutOfBudget {
+		case out.OutOfBudget:
 			row.OutOfBudget++
 		}
 	case out.Verdict == checker.Invalid:
@@ -883,18 +926,21 @@ func (c *campaign) tally(row *Row, sc *scenarios.Scenario, out Outcome, anomalie
 	return score, has
 }
 
-// unknown reports whether a run's verdict is unknown: its faults failed
-// (whatever its verdict), or its verdict is unknown (or none at all). Such
-// a run counts neither as invalid nor as one that held, and steers nothing
-// (it stays out of the corpus).
+// unknown reports whether a run's verdict is unknown: its setup or its
+// faults failed (whatever its verdict), or its verdict is unknown (or none
+// at all). Such a run counts neither as invalid nor as one that held, and
+// steers nothing (it stays out of the corpus).
 func unknown(out Outcome) bool {
-	return out.FaultFailed || (out.Verdict != checker.Valid && out.Verdict != checker.Invalid)
+	return out.SetupFailed != "" || out.FaultFailed || (out.Verdict != checker.Valid && out.Verdict != checker.Invalid)
 }
 
 // verdictText is a run's verdict in its log line, with why for an unknown
-// one: "unknown (check out of its budget)", "unknown (faults failed)".
+// one: "unknown (setup failed: ...)", "unknown (check out of its
+// budget)", "unknown (faults failed)".
 func verdictText(out Outcome) string {
 	switch {
+	case out.SetupFailed != "":
+		return "unknown (setup failed: " + out.SetupFailed + ")"
 	case out.FaultFailed:
 		return "unknown (faults failed)"
 	case unknown(out) && out.OutOfBudget:

@@ -534,8 +534,8 @@ func TestCampaignCountsUnknownRuns(t *testing.T) {
 			}
 		})
 	}
-	if unknown, faultsFailed, outOfBudget := rep.Unknowns(); unknown != 5 || faultsFailed != 1 || outOfBudget != 2 {
-		t.Errorf("Unknowns = %d, %d, %d; want 5, 1, 2", unknown, faultsFailed, outOfBudget)
+	if unknown, setupFailed, faultsFailed, outOfBudget := rep.Unknowns(); unknown != 5 || setupFailed != 0 || faultsFailed != 1 || outOfBudget != 2 {
+		t.Errorf("Unknowns = %d, %d, %d, %d; want 5, 0, 1, 2", unknown, setupFailed, faultsFailed, outOfBudget)
 	}
 	if rep.Found() || rep.Decided() != 13 {
 		t.Errorf("found %v, %d runs decided; want nothing found in 13 decided runs", rep.Found(), rep.Decided())

@@ -68,6 +68,11 @@ type Kind struct {
 	HasMargin bool
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string
+	// SetupGaveUp, when not empty, says that the kind's runs stopped
+	// after several in a row failed their setup (a server that would not
+	// start), and the last one's error: those runs count as unknown, and
+	// the kind's other runs were not made. Empty when it made its runs.
+	SetupGaveUp string
 }
 
 // Found reports whether some run of the campaign was invalid.
@@ -172,6 +177,7 @@ type campaignFile struct {
 			Margin        float64  `json:"margin"`
 			HasMargin     bool     `json:"has_margin"`
 			NotApplicable string   `json:"not_applicable"`
+			SetupGaveUp   string   `json:"setup_gave_up"`
 		} `json:"rows"`
 	} `json:"report"`
 }
@@ -190,7 +196,8 @@ func readCampaign(path string) (*Campaign, error) {
 	c := &Campaign{Base: r.Scenario, Runs: r.Runs, Elapsed: r.Elapsed}
 	for _, row := range r.Rows {
 		c.Kinds = append(c.Kinds, Kind{Fault: row.Fault, Runs: row.Runs, Invalid: row.Invalid, Unknown: row.Unknown,
-			Anomalies: row.Anomalies, Failing: row.Failing, Margin: row.Margin, HasMargin: row.HasMargin, NotApplicable: row.NotApplicable})
+			Anomalies: row.Anomalies, Failing: row.Failing, Margin: row.Margin, HasMargin: row.HasMargin, NotApplicable: row.NotApplicable,
+			SetupGaveUp: row.SetupGaveUp})
 	}
 	return c, nil
 }

@@ -47,12 +47,14 @@ func TestHuntNeedsSystem(t *testing.T) {
 }
 
 // TestReadCampaign reads a campaign file of the shape `hunt --json`
-// writes.
+// writes, with a kind not applicable and one whose runs stopped after
+// failed setups.
 func TestReadCampaign(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.json")
 	const file = `{"target":"redis-single-baseline","report":{"scenario":"redis-single-baseline","runs":4,"elapsed_ns":2000000000,
 "rows":[{"fault":"none","runs":2,"invalid":1,"unknown":0,"anomalies":["double-hold"],"failing":["store/a/1"],"margin":-0.5,"has_margin":true},
-{"fault":"failover","runs":0,"invalid":0,"unknown":0,"margin":0,"has_margin":false,"not_applicable":"no replicas"}]}}`
+{"fault":"failover","runs":0,"invalid":0,"unknown":0,"margin":0,"has_margin":false,"not_applicable":"no replicas"},
+{"fault":"kill","runs":3,"invalid":0,"unknown":3,"setup_failed":3,"margin":0,"has_margin":false,"setup_gave_up":"setup failed in 3 runs in a row: no server"}]}}`
 	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestReadCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Base != "redis-single-baseline" || c.Runs != 4 || c.Elapsed != 2*time.Second || !c.Found() || len(c.Kinds) != 2 {
+	if c.Base != "redis-single-baseline" || c.Runs != 4 || c.Elapsed != 2*time.Second || !c.Found() || len(c.Kinds) != 3 {
 		t.Fatalf("campaign %+v", c)
 	}
 	if k := c.Kinds[0]; k.Invalid != 1 || k.Failing[0] != "store/a/1" || k.Anomalies[0] != "double-hold" || !k.HasMargin || k.Margin != -0.5 {
@@ -68,5 +70,8 @@ func TestReadCampaign(t *testing.T) {
 	}
 	if c.Kinds[1].NotApplicable != "no replicas" {
 		t.Errorf("kind failover: %+v", c.Kinds[1])
+	}
+	if k := c.Kinds[2]; k.Unknown != 3 || k.NotApplicable != "" || k.SetupGaveUp != "setup failed in 3 runs in a row: no server" {
+		t.Errorf("kind kill: %+v; want 3 unknown runs, given up after failed setups", k)
 	}
 }

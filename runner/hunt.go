@@ -26,8 +26,15 @@ import (
 // register is drawn only for a lock that declares fencing tokens: a
 // built-in algorithm that has them, or a Go Locker or external client
 // given WithLockTokens. A run
-// that validation refuses, or whose servers cannot start, makes its kind
-// not applicable; an interrupted run ends the campaign with ErrInterrupted.
+// that validation refuses (nothing started) makes its kind not applicable.
+// A run whose setup fails after validation passed (a server would not
+// start, a worker's client could not be made: ErrSetup from Run) is a run
+// of unknown verdict (hunt.Outcome.SetupFailed), kept in the store, and
+// the campaign goes on to the kind's next run; after
+// hunt.MaxSetupFailures of them in a row it gives the kind up
+// (hunt.Row.SetupGaveUp). A lock that cannot serve a drawn workload field
+// has the field drawn again without it (hunt.WorkloadError). An
+// interrupted run ends the campaign with ErrInterrupted.
 func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ...Option) (*hunt.Report, error) {
 	cfg := newConfig(opts)
 	if h.Backend == "" {
@@ -55,8 +62,14 @@ func Hunt(ctx context.Context, base *scenarios.Scenario, h hunt.Options, opts ..
 			return out, err
 		case errors.As(err, &incapable):
 			return out, &hunt.WorkloadError{Field: incapable.Field, Err: err}
-		case errors.Is(err, ErrSetup):
+		case errors.Is(err, ErrSetup) && res == nil:
+			// Run's own validation refused it: nothing started.
 			return out, fmt.Errorf("%w: %v", hunt.ErrNotApplicable, err)
+		case errors.Is(err, ErrSetup):
+			// The error on one line, for the campaign's log and table; the
+			// run's store keeps it whole (results.json's setup_error).
+			out.SetupFailed = strings.Join(strings.Fields(err.Error()), " ")
+			return out, nil
 		case err != nil:
 			return out, err
 		}

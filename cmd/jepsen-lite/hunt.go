@@ -90,10 +90,16 @@ far, and the current run (its fault kind and seed) with its phase; the
 time left is estimated from the runs done.
 
 A run whose verdict is unknown (its check past --check-timeout, its faults
-failed) counts neither as invalid nor as one that held: the UNKNOWN column
-counts them, the closing line says how many ran out of the check's budget
-and how many had faults that failed, and a steered kind never mutates
-their schedules.
+failed, its setup failed) counts neither as invalid nor as one that held:
+the UNKNOWN column counts them, the closing line says how many ran out of
+the check's budget, how many had faults that failed and how many could not
+start, and a steered kind never mutates their schedules. A run whose setup
+fails after its scenario passed validation (a server that would not start,
+a worker's client that could not be made) is kept in the store with its
+error, and the kind's next run is made; after 3 such runs of a kind in a
+row, its remaining runs are not made, and a line under the table says so
+(the kind is not called not applicable: a scenario that validation
+refuses, with nothing started, is).
 
 Exit 1 when any run was invalid, 0 when none was (of the runs whose
 verdict was known), 2 when interrupted, out of its budget before every
@@ -336,7 +342,7 @@ func huntExit(ctx context.Context, rep *hunt.Report, err error, stdout, stderr i
 	}
 	// An unknown run held no more than it failed: nothing found is said of
 	// the decided runs alone, and of none when no run was decided.
-	switch unknown, _, _ := rep.Unknowns(); {
+	switch unknown, _, _, _ := rep.Unknowns(); {
 	case unknown > 0 && rep.Decided() == 0:
 		fmt.Fprintf(stdout, "hunt: no run decided (%d unknown): nothing found, and nothing shown to hold\n", unknown)
 		return exitUnknown, nil
@@ -403,6 +409,11 @@ func printHunt(w io.Writer, rep *hunt.Report) {
 	if huntMarked(rep) {
 		fmt.Fprintln(w, gate.RunMarksLegend)
 	}
+	for _, r := range rep.Rows {
+		if r.SetupGaveUp != "" {
+			fmt.Fprintf(w, "hunt: %s: %s\n", r.Fault, gaveUpText(r))
+		}
+	}
 	fmt.Fprintf(w, "hunt: %s: %d runs in %v, %s%s\n", rep.Scenario, rep.Runs, rep.Elapsed.Round(time.Second), huntMode(rep), huntUnknown(rep))
 }
 
@@ -444,14 +455,27 @@ func huntMarkdown(rep *hunt.Report, arg string) string {
 	if huntMarked(rep) {
 		b.WriteString("\n" + gate.RunMarksLegend + "\n")
 	}
+	for _, r := range rep.Rows {
+		if r.SetupGaveUp != "" {
+			fmt.Fprintf(&b, "\n**%s**: %s.\n", r.Fault, strings.TrimSuffix(gaveUpText(r), "."))
+		}
+	}
 	return b.String()
 }
 
+// gaveUpText says that a kind's runs stopped after failed setups
+// (hunt.Row.SetupGaveUp): "its runs after these 3 were not made: setup
+// failed in 3 runs in a row: ...".
+func gaveUpText(r *hunt.Row) string {
+	return fmt.Sprintf("its runs after these %d were not made: %s", r.Runs, r.SetupGaveUp)
+}
+
 // huntUnknown says how many of the campaign's runs were unknown and why,
-// after a "; ": "; 3 unknown, neither invalid nor held (2 with a check out
-// of its time budget, 1 whose faults failed)"; empty when none was.
+// after a "; ": "; 4 unknown, neither invalid nor held (2 with a check out
+// of its time budget, 1 whose faults failed, 1 whose setup failed)"; empty
+// when none was.
 func huntUnknown(rep *hunt.Report) string {
-	unknown, faultsFailed, outOfBudget := rep.Unknowns()
+	unknown, setupFailed, faultsFailed, outOfBudget := rep.Unknowns()
 	if unknown == 0 {
 		return ""
 	}
@@ -462,7 +486,10 @@ func huntUnknown(rep *hunt.Report) string {
 	if faultsFailed > 0 {
 		why = append(why, fmt.Sprintf("%d whose faults failed", faultsFailed))
 	}
-	if other := unknown - outOfBudget - faultsFailed; other > 0 {
+	if setupFailed > 0 {
+		why = append(why, fmt.Sprintf("%d whose setup failed", setupFailed))
+	}
+	if other := unknown - outOfBudget - faultsFailed - setupFailed; other > 0 {
 		why = append(why, fmt.Sprintf("%d for another reason", other))
 	}
 	return fmt.Sprintf("; %d unknown, neither invalid nor held (%s)", unknown, strings.Join(why, ", "))
