@@ -34,21 +34,39 @@ type CampaignFile struct {
 	Backend     string       `json:"backend"`
 	Faults      []string     `json:"faults,omitempty"`
 	Report      *hunt.Report `json:"report"`
-	// Finished is when the campaign ended.
+	// Finished is when the campaign ended (the last part's end, for
+	// merged parts).
 	Finished time.Time `json:"finished"`
+	// Shard is the part of the campaign's runs the file holds (hunt
+	// --shard i/n); nil for a whole campaign. A part is not laid out as a
+	// datasheet row: its parts are merged first (MergeParts).
+	Shard *hunt.Shard `json:"shard,omitempty"`
+	// MergedParts is the number of parts merged into the file (hunt
+	// --merge), whose Report.Elapsed is then the sum of theirs; 0 for a
+	// campaign made in one piece.
+	MergedParts int `json:"merged_parts,omitempty"`
+	// EndedEarly says why the campaign ended before its last run (an
+	// interruption, an error); empty when it ran to its end or its budget.
+	EndedEarly string `json:"ended_early,omitempty"`
 }
 
 // NewCampaignFile returns the campaign file of a hunt of target (with
 // lockCommand, when set) from base with opts, which reported rep; it
-// finished now.
+// finished now. A campaign of one part of several (opts.Shard) is marked
+// with its part.
 func NewCampaignFile(target, lockCommand string, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) *CampaignFile {
-	return &CampaignFile{
+	c := &CampaignFile{
 		Target: target, LockCommand: lockCommand, Algorithm: base.Lock.Algorithm,
 		System: base.System.Name, Topology: base.System.Topology, Nodes: base.System.Nodes,
 		Workers: base.Workers, Duration: base.Duration, TTL: base.Lock.TTL,
 		RunsPerKind: opts.Runs, Seed: opts.Seed, Backend: opts.Backend, Faults: opts.Faults,
 		Report: rep, Finished: time.Now(),
 	}
+	if opts.Shard.Count > 1 {
+		sh := opts.Shard
+		c.Shard = &sh
+	}
+	return c
 }
 
 // Write writes c to path as indented JSON.

@@ -41,7 +41,9 @@ type Output struct {
 }
 
 // ReadCampaigns reads the campaign files at paths, each row named by its
-// file without .json; an error names the file.
+// file without .json; an error names the file. It refuses a file of one
+// part of a campaign (hunt --shard): a row is a whole campaign, its parts
+// merged first (hunt --merge, MergeParts).
 func ReadCampaigns(paths []string) ([]*CampaignFile, []string, error) {
 	var files []*CampaignFile
 	var names []string
@@ -49,6 +51,9 @@ func ReadCampaigns(paths []string) ([]*CampaignFile, []string, error) {
 		c, err := ReadCampaignFile(p)
 		if err != nil {
 			return nil, nil, err
+		}
+		if c.Shard != nil {
+			return nil, nil, fmt.Errorf("%s holds part %d/%d of a campaign, not a whole one: merge its %d parts first (jepsen-lite hunt --merge FILE... --json FILE)", p, c.Shard.Index, c.Shard.Count, c.Shard.Count)
 		}
 		files = append(files, c)
 		names = append(names, strings.TrimSuffix(filepath.Base(p), ".json"))
@@ -377,8 +382,8 @@ func (m *Sheet) Markdown() string {
 		if c.Report.Steer {
 			how = "steered schedules"
 		}
-		fmt.Fprintf(&b, "- **%s**: %s on %s (%s, %d node%s), %d workers, %v lease, %v runs; `jepsen-lite hunt %s`, seeds %d.., %s, %s backend; %d runs in %v%s.\n",
-			row.Name, lock, c.System, cmp.Or(c.Topology, "default topology"), c.Nodes, plural(c.Nodes), c.Workers, c.TTL, c.Duration, c.Target, c.Seed, how, c.Backend, c.Report.Runs, c.Report.Elapsed.Round(time.Second), finished(c.Finished))
+		fmt.Fprintf(&b, "- **%s**: %s on %s (%s, %d node%s), %d workers, %v lease, %v runs; `jepsen-lite hunt %s`, seeds %d.., %s, %s backend; %d runs in %v%s%s.\n",
+			row.Name, lock, c.System, cmp.Or(c.Topology, "default topology"), c.Nodes, plural(c.Nodes), c.Workers, c.TTL, c.Duration, c.Target, c.Seed, how, c.Backend, c.Report.Runs, c.Report.Elapsed.Round(time.Second), made(c), finished(c.Finished))
 	}
 	var notes []string
 	for _, row := range m.Rows {
@@ -453,6 +458,23 @@ func (c *Cell) state() string {
 	default:
 		return fmt.Sprintf("[n/a](#%s)", c.Anchor)
 	}
+}
+
+// made says how the campaign was made when not in one piece to its end,
+// after its time: " (the sum of its 4 parts' times, merged)", " (ended
+// early: interrupted)"; empty otherwise.
+func made(c *CampaignFile) string {
+	var s []string
+	if c.MergedParts > 0 {
+		s = append(s, fmt.Sprintf("the sum of its %d parts' times, merged", c.MergedParts))
+	}
+	if c.EndedEarly != "" {
+		s = append(s, "ended early: "+c.EndedEarly)
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(s, "; ") + ")"
 }
 
 // finished is ", finished <when>", or empty for a campaign file that does

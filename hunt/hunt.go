@@ -154,8 +154,12 @@ type Options struct {
 }
 
 // Shard is part Index (1 to Count) of Count of a campaign's runs. The zero
-// Shard is the whole campaign.
-type Shard struct{ Index, Count int }
+// Shard is the whole campaign. Its JSON form marks a campaign file that
+// holds one part (MergeParts).
+type Shard struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
 
 // has reports whether run i of the campaign's kind at position k (NoFault
 // first, then Kinds' order) belongs to s. The split depends on the kinds,
@@ -262,11 +266,13 @@ type Row struct {
 	OutOfBudget  int `json:"out_of_budget,omitempty"`
 	// Anomalies are the kinds found by its invalid runs, sorted.
 	Anomalies []string `json:"anomalies,omitempty"`
-	// Failing are the directories of its invalid runs, and Findings the
-	// first anomaly of each in the checker's words (Outcome.Finding), so
-	// that a campaign file says what its runs found without its store.
-	Failing  []string `json:"failing,omitempty"`
-	Findings []string `json:"findings,omitempty"`
+	// Failing are the directories of its invalid runs, in the order of
+	// their seeds, FailingSeeds their seeds, and Findings the first anomaly
+	// of each in the checker's words (Outcome.Finding), so that a campaign
+	// file says what its runs found without its store.
+	Failing      []string `json:"failing,omitempty"`
+	FailingSeeds []uint64 `json:"failing_seeds,omitempty"`
+	Findings     []string `json:"findings,omitempty"`
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string `json:"not_applicable,omitempty"`
 	// SetupGaveUp, when not empty, says that the kind's runs stopped
@@ -914,6 +920,7 @@ func (c *campaign) tally(row *Row, sc *scenarios.Scenario, out Outcome, anomalie
 		row.Invalid++
 		c.told.Invalid++
 		row.Failing = append(row.Failing, out.Dir)
+		row.FailingSeeds = append(row.FailingSeeds, sc.Seed)
 		row.Findings = append(row.Findings, out.Finding)
 		for _, a := range out.Anomalies {
 			anomalies[a] = true

@@ -27,6 +27,7 @@ import (
 
 const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens] [--lock-self-renewing]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
        jepsen-lite hunt --lock-command CMD --system S [--lock-tokens] [--lock-self-renewing] [flags]
+       jepsen-lite hunt --merge part.json... --json FILE [--markdown FILE] [--quiet]
 
 Hunts for what nobody has written down: for the lock's system and topology
 (an algorithm's baseline scenario in the catalog, or the scenario given), it runs, for
@@ -82,8 +83,24 @@ of machines that each run one: every machine given the same arguments
 computes the same split and the parts together hold every run once. A
 random campaign's runs, kind by kind, go to the parts in turn; a steered
 one's whole kinds do (a steered kind learns from its own earlier runs).
-Each part prints the table of its own runs. --list prints the runs that
-would be made, one "kind seed" per line, and runs nothing.
+Each part prints the table of its own runs, and its --json file is marked
+with its part ("shard": i of n), which 'jepsen-lite matrix' refuses to lay
+out alone. --list prints the runs that would be made, one "kind seed" per
+line, and runs nothing. --page is refused with --shard.
+
+With --merge, hunt runs nothing: it merges the campaign files of every
+part of one campaign (the arguments, in any order) into the one file of
+the whole campaign (--json), prints its table (and --markdown writes it),
+and exits as the whole campaign would have. Each row sums the parts' runs,
+invalid and unknown runs, joins their anomalies and lists their failing
+runs in the order of their seeds, so its first failing run is the lowest
+seed's of any part, as in the campaign made on one machine; its margin is
+the smallest of the parts'; the campaign's time is the sum of the parts'
+(the datasheet says so). It refuses (254), naming the files, a file that
+is not a part, parts of different campaigns (another target, lock,
+system, topology, workload, --runs, --seed, --faults, backend, --steer or
+n), a part given twice, a missing part, and a part that ended early
+(interrupted): a merge is never part of a campaign.
 
 ` + progressHelp + ` For a hunt: the runs done of all, the invalid runs so
 far, and the current run (its fault kind and seed) with its phase; the
@@ -109,7 +126,9 @@ Examples:
   jepsen-lite hunt redlock --runs 10
   jepsen-lite hunt redis-single --faults client-pause,kill --runs 5
   jepsen-lite hunt redis-single-baseline --lock-command "python3 examples/anylang/redis_py_lock.py"
-  jepsen-lite hunt --system redis --lock-command "python3 examples/anylang/redis_py_lock.py" --runs 3`
+  jepsen-lite hunt --system redis --lock-command "python3 examples/anylang/redis_py_lock.py" --runs 3
+  jepsen-lite hunt redlock --runs 10 --shard 2/4 --json build/redlock-2.json
+  jepsen-lite hunt --merge build/redlock-1.json build/redlock-2.json build/redlock-3.json build/redlock-4.json --json build/redlock.json`
 
 // huntFlags are hunt's flags and its argument.
 type huntFlags struct {
@@ -117,10 +136,11 @@ type huntFlags struct {
 	target, system                      string
 	faults, store, backend, lockCommand string
 	markdown, shard, jsonOut, page      string
+	files                               []string
 	runs, workers                       int
 	seed                                uint64
 	budget, checkTimeout, timeLimit     time.Duration
-	quiet, steer, list, shrink          bool
+	quiet, steer, list, shrink, merge   bool
 	lockTokens, lockSelfRenewing        bool
 }
 
@@ -150,12 +170,23 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 	fs.StringVar(&f.jsonOut, "json", "", "write the campaign (its base, settings and rows) as JSON to this file, for 'jepsen-lite matrix'")
 	fs.BoolVar(&f.shrink, "shrink", false, "end by shrinking the first failing run of each fault kind that found something")
 	fs.StringVar(&f.page, "page", "", "write the campaign's safety datasheet (datasheet.md, datasheet.html and the failures' schedules) into this directory")
+	fs.BoolVar(&f.merge, "merge", false, "merge the campaign files of every part (--shard i/n --json FILE) of one campaign, given as arguments, into the one of --json")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, errHelp) {
 		return nil, exitHeld, nil
 	}
 	if err != nil {
 		return nil, exitUsage, err
+	}
+	if f.merge {
+		f.files = pos
+		if err := f.checkMerge(); err != nil {
+			return nil, exitUsage, err
+		}
+		return f, exitHeld, nil
+	}
+	if f.page != "" && f.shard != "" {
+		return nil, exitUsage, usagef("--page with --shard would lay out part of a campaign as its datasheet: write each part's --json, merge them (hunt --merge) and lay out the merge (matrix)")
 	}
 	if err := f.setTarget(pos); err != nil {
 		return nil, exitUsage, err
@@ -211,8 +242,11 @@ var systemBaselines = map[string]string{
 // then its table, files and exit code.
 func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	f, code, err := parseHuntFlags(args, stderr)
-	if f == nil {
+	if f == nil || err != nil {
 		return code, err
+	}
+	if f.merge {
+		return huntMerge(ctx, f, stdout, stderr)
 	}
 	base, backendUsed, err := f.base()
 	if err != nil {
@@ -251,7 +285,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		err = shrinkFailures(ctx, rep, set, stdout, stderr)
 	}
 	if rep != nil {
-		if werr := f.writeCampaign(stdout, base, opts, rep); werr != nil {
+		if werr := f.writeCampaign(stdout, base, opts, rep, err); werr != nil {
 			return exitInternal, werr
 		}
 	}
@@ -302,8 +336,10 @@ func (f *huntFlags) options(backendUsed cluster.Backend) (hunt.Options, error) {
 }
 
 // writeCampaign prints the campaign's table and writes its Markdown, its
-// campaign file and its datasheet, as the flags ask.
-func (f *huntFlags) writeCampaign(stdout io.Writer, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report) error {
+// campaign file and its datasheet, as the flags ask; a campaign that ended
+// with an error (ended: an interruption, a failure) is marked so in its
+// file.
+func (f *huntFlags) writeCampaign(stdout io.Writer, base *scenarios.Scenario, opts hunt.Options, rep *hunt.Report, ended error) error {
 	printHunt(stdout, rep)
 	if f.markdown != "" {
 		if err := os.WriteFile(f.markdown, []byte(huntMarkdown(rep, f.target)), 0o644); err != nil {
@@ -311,6 +347,9 @@ func (f *huntFlags) writeCampaign(stdout io.Writer, base *scenarios.Scenario, op
 		}
 	}
 	cf := datasheet.NewCampaignFile(f.target, f.lockCommand, base, opts, rep)
+	if ended != nil {
+		cf.EndedEarly = ended.Error()
+	}
 	if f.jsonOut != "" {
 		if err := cf.Write(f.jsonOut); err != nil {
 			return err

@@ -39,8 +39,13 @@ schedule written before stays.
 --out writes Markdown (default: standard output); --html writes the same
 page as HTML.
 
+A row is a whole campaign: the file of one part of a campaign (hunt
+--shard i/n --json FILE) is refused; merge the parts' files into one
+first (hunt --merge part.json... --json FILE), whose row then says that its
+time is the sum of the parts'.
+
 Exit 0 when the page was written, 254 for a missing or malformed campaign
-file.
+file, or the file of a part.
 
 Examples:
   jepsen-lite hunt redlock --runs 10 --json build/redlock.json
