@@ -122,7 +122,7 @@ func fleetProblems(t *testing.T, gateYAML, mergeYAML string) []string {
 	t.Helper()
 	job, pvc, err := fleetJob(gateYAML)
 	if err != nil {
-		return []string{err.Error()}
+		return []string{"gate.yaml: " + err.Error()}
 	}
 	var problems []string
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
@@ -157,10 +157,11 @@ func fleetProblems(t *testing.T, gateYAML, mergeYAML string) []string {
 	return append(problems, mergeProblems(mergeYAML, stores, whole)...)
 }
 
-// fleetJob returns the Indexed Job and the claim of gateYAML, or an error
-// when it lacks either or the Job has not one container.
-func fleetJob(gateYAML string) (job, pvc *k8sObject, err error) {
-	objs, err := k8sObjects(gateYAML)
+// fleetJob returns the Indexed Job and the claim of a fleet's manifest
+// (gate.yaml, hunt.yaml), or an error when it lacks either or the Job has
+// not one container.
+func fleetJob(manifest string) (job, pvc *k8sObject, err error) {
+	objs, err := k8sObjects(manifest)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -173,7 +174,7 @@ func fleetJob(gateYAML string) (job, pvc *k8sObject, err error) {
 		}
 	}
 	if job == nil || pvc == nil || len(job.Spec.Template.Spec.Containers) != 1 {
-		return nil, nil, errors.New("gate.yaml: want a PersistentVolumeClaim and a Job of one container")
+		return nil, nil, errors.New("want a PersistentVolumeClaim and a Job of one container")
 	}
 	return job, pvc, nil
 }
@@ -201,7 +202,7 @@ func k8sObjects(text string) ([]*k8sObject, error) {
 // `gate --shard index+1/n`'s.
 func fleetParts(t *testing.T, pod k8sContainer, n int) (parts [][]string, stores, whole []string, err error) {
 	for index := range n {
-		args, err := podGateArgs(t, pod, index)
+		args, err := podArgs(t, pod, index, "gate")
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -231,13 +232,13 @@ func fleetParts(t *testing.T, pod k8sContainer, n int) (parts [][]string, stores
 	return parts, stores, whole, nil
 }
 
-// podGateArgs runs pod's command through the shell with
-// JOB_COMPLETION_INDEX set to index and a jepsen-lite on PATH that records
-// its arguments, and returns the arguments of its gate (after "gate").
-// The command must run jepsen-lite once and end with 0 when it does; a
-// gate's verdict of runs not as expected (1) must end the pod with 0 too,
-// a gate cut short (2) with 2 and bad input (254) with 254.
-func podGateArgs(t *testing.T, pod k8sContainer, index int) ([]string, error) {
+// podArgs runs pod's command through the shell with JOB_COMPLETION_INDEX
+// set to index and a jepsen-lite on PATH that records its arguments, and
+// returns the arguments of its command sub (gate, hunt; after sub). The
+// command must run jepsen-lite once and end with 0 when it does; a
+// verdict of a run not as expected or invalid (1) must end the pod with 0
+// too, a command cut short (2) with 2 and bad input (254) with 254.
+func podArgs(t *testing.T, pod k8sContainer, index int, sub string) ([]string, error) {
 	dir := t.TempDir()
 	shim := filepath.Join(dir, "jepsen-lite")
 	record := filepath.Join(dir, "args")
@@ -260,7 +261,7 @@ func podGateArgs(t *testing.T, pod k8sContainer, index int) ([]string, error) {
 			t.Fatalf("running %s's command: %v", pod.Name, err)
 		}
 		if code := cmd.ProcessState.ExitCode(); code != tc.want {
-			return nil, fmt.Errorf("index %d: the pod ends with %d when its gate exits %d, want %d: %s", index, code, tc.exit, tc.want, out)
+			return nil, fmt.Errorf("index %d: the pod ends with %d when its %s exits %d, want %d: %s", index, code, sub, tc.exit, tc.want, out)
 		}
 	}
 	b, err := os.ReadFile(record)
@@ -268,8 +269,8 @@ func podGateArgs(t *testing.T, pod k8sContainer, index int) ([]string, error) {
 		return nil, fmt.Errorf("index %d: the pod's command runs no jepsen-lite: %v", index, err)
 	}
 	args := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if args[0] != "gate" {
-		return nil, fmt.Errorf("index %d: the pod runs jepsen-lite %q, want gate", index, args)
+	if args[0] != sub {
+		return nil, fmt.Errorf("index %d: the pod runs jepsen-lite %q, want %s", index, args, sub)
 	}
 	return args[1:], nil
 }
