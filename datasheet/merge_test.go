@@ -35,7 +35,8 @@ func kindOf(sc *scenarios.Scenario) string {
 
 // partsRun is a run whose outcome follows its kind and seed alone: client
 // pauses invalid from seed 3 on (lost-update at seed 5), kills invalid at
-// seed 4 and unknown at seeds 2 and 6, partitions unknown every run.
+// seed 4 and unknown at seeds 2 and 6 (faults failed) and 7 (its setup
+// failed), partitions unknown every run.
 func partsRun(_ context.Context, sc *scenarios.Scenario) (hunt.Outcome, error) {
 	kind := kindOf(sc)
 	out := hunt.Outcome{Verdict: checker.Valid, Dir: fmt.Sprintf("/nonexistent/store/%s-%d", kind, sc.Seed)}
@@ -53,6 +54,8 @@ func partsRun(_ context.Context, sc *scenarios.Scenario) (hunt.Outcome, error) {
 		invalid("double-grant")
 	case kind == "kill" && sc.Seed%4 == 2:
 		out.FaultFailed = true
+	case kind == "kill" && sc.Seed == 7:
+		out.Verdict, out.SetupFailed = checker.Unknown, "a server would not start"
 	case kind == "partition":
 		out.Verdict = checker.Unknown
 	}

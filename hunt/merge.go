@@ -10,11 +10,13 @@ import (
 // its n parts (Options.Shard 1/n to n/n), given in the order of their
 // indexes; the caller checks that they are the parts of one campaign, each
 // once. Each row sums the parts' rows of its kind (runs, invalid, unknown
-// and why, steered, host trouble, off script), joins their anomalies, and
+// and why: setup, faults or check out of budget; steered, host trouble, off script), joins their anomalies, and
 // lists their failing runs in the order of their seeds, so that its first
 // failing run is the lowest seed's, as in the campaign made whole; its
 // margin is the smallest of the parts' (the lowest part's on a tie), and
-// why it is not applicable the lowest part's that says. The report's runs
+// why it is not applicable, or why its runs stopped after failed setups
+// (Row.SetupGaveUp: that part's remaining runs are missing), the lowest
+// part's that says. The report's runs
 // and Elapsed are the sums of the parts' (Elapsed is not the wall time of
 // a fleet that ran them side by side), and it is out of time when a part
 // was. Each part's rows are its campaign's kinds in order, up to where it
@@ -61,6 +63,7 @@ func addRow(m, r *Row) {
 	m.Runs += r.Runs
 	m.Invalid += r.Invalid
 	m.Unknown += r.Unknown
+	m.SetupFailed += r.SetupFailed
 	m.FaultsFailed += r.FaultsFailed
 	m.OutOfBudget += r.OutOfBudget
 	m.Steered += r.Steered
@@ -75,9 +78,8 @@ func addRow(m, r *Row) {
 		findings = append(findings, "")
 	}
 	m.Findings = append(m.Findings, findings[:len(r.Failing)]...)
-	if m.NotApplicable == "" {
-		m.NotApplicable = r.NotApplicable
-	}
+	m.NotApplicable = cmp.Or(m.NotApplicable, r.NotApplicable)
+	m.SetupGaveUp = cmp.Or(m.SetupGaveUp, r.SetupGaveUp)
 	if r.HasMargin && (!m.HasMargin || r.Margin < m.Margin) {
 		m.Margin, m.HasMargin, m.MarginRun = r.Margin, true, r.MarginRun
 	}

@@ -14,8 +14,9 @@ import (
 
 // mergeRun is a RunFunc whose outcome is a function of the run's kind and
 // seed alone: client pauses invalid at even seeds, kills unknown at seeds
-// divisible by 3 (faults failed) and 5 (check out of budget), every run's
-// margin its own (seed and kind apart), a host stall at seed 4.
+// divisible by 3 (faults failed) and 5 (check out of budget), a partition's
+// setup failed at seed 7, every other run's margin its own (seed and kind
+// apart), a host stall at seed 4.
 func mergeRun(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
 	kind := kindOf(sc)
 	out := Outcome{Verdict: checker.Valid, Dir: fmt.Sprintf("store/%s-%d", kind, sc.Seed), HostTrouble: sc.Seed == 4}
@@ -32,6 +33,8 @@ func mergeRun(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
 		out.FaultFailed = true
 	case kind == "kill" && sc.Seed%5 == 0:
 		out.Verdict, out.OutOfBudget = checker.Unknown, true
+	case kind == "partition" && sc.Seed == 7:
+		out.Verdict, out.SetupFailed, out.Margins = checker.Unknown, "a server would not start", nil
 	}
 	return out, nil
 }
@@ -47,7 +50,7 @@ func TestMergeParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if whole.Rows[1].Invalid == 0 || whole.Rows[2].Unknown == 0 {
+	if whole.Rows[1].Invalid == 0 || whole.Rows[2].Unknown == 0 || whole.Rows[3].SetupFailed != 1 {
 		t.Fatalf("the whole campaign found nothing to merge: %+v", whole.Rows)
 	}
 	for _, n := range []int{2, 3, 4, 10} {
@@ -102,9 +105,12 @@ func TestMergePartsRefuses(t *testing.T) {
 			}
 		})
 	}
-	// A part that stopped early (out of its budget) is a prefix, merged.
+	// A part that stopped early (out of its budget) is a prefix, merged;
+	// a kind whose runs a part gave up after failed setups says so.
 	short := &Report{Rows: []*Row{row(NoFault)}, OutOfTime: true}
-	if rep, err := MergeParts([]*Report{short, {Rows: []*Row{row(NoFault), row("kill")}}}); err != nil || len(rep.Rows) != 2 || !rep.OutOfTime {
-		t.Errorf("a part out of its budget: %+v, %v; want both kinds, out of time", rep, err)
+	gaveUp := &Row{Fault: "kill", Runs: 3, Unknown: 3, SetupFailed: 3, SetupGaveUp: "setup failed in 3 runs in a row: x"}
+	rep, err := MergeParts([]*Report{short, {Rows: []*Row{row(NoFault), row("kill")}}, {Rows: []*Row{row(NoFault), gaveUp}}})
+	if err != nil || len(rep.Rows) != 2 || !rep.OutOfTime || rep.Rows[1].SetupGaveUp != gaveUp.SetupGaveUp || rep.Rows[1].SetupFailed != 3 || rep.Rows[1].Runs != 4 {
+		t.Errorf("a part out of its budget and one that gave up: %+v, %v; want both kinds, out of time, kill gave up after 3 of 4 runs", rep, err)
 	}
 }
