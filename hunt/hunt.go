@@ -672,9 +672,6 @@ func Campaign(ctx context.Context, base *scenarios.Scenario, run RunFunc, valida
 		}
 		return validate(sc)
 	}
-	if opts.Steer {
-		c.rng = rand.New(rand.NewPCG(opts.Seed, steerStream))
-	}
 	defer func() { c.rep.Elapsed = time.Since(began) }()
 	c.told = Progress{Total: len(planned)}
 	for k, kind := range opts.all(kinds) {
@@ -703,8 +700,8 @@ type campaign struct {
 	run      RunFunc
 	validate func(*scenarios.Scenario) error
 	opts     Options
-	// rng draws the steering's choices, from the campaign's seed; nil for
-	// a random campaign.
+	// rng draws the steering's choices of the kind being hunted
+	// (steerRand); nil for a random campaign.
 	rng   *rand.Rand
 	began time.Time
 	rep   *Report
@@ -746,6 +743,9 @@ func (c *campaign) hunt(ctx context.Context, row *Row) error {
 	var sp Space
 	if kind != NoFault {
 		sp = NewSpace(c.base, kind)
+	}
+	if c.opts.Steer {
+		c.rng = steerRand(c.opts.Seed, kind)
 	}
 	left := c.shardRuns() // this shard's runs of the kind not yet made
 	failedSetups := 0     // the kind's last runs in a row whose setup failed

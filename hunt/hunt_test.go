@@ -355,18 +355,30 @@ func TestCampaignProgress(t *testing.T) {
 // the rows of the parts add up to the whole's.
 func TestCampaignShards(t *testing.T) {
 	kinds := []string{"client-pause", "kill", "partition"}
-	run := func(ran *[]Planned) RunFunc {
-		return func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
-			kind := kindOf(sc)
-			*ran = append(*ran, Planned{Kind: kind, Seed: sc.Seed})
-			if kind == "client-pause" && sc.Seed%2 == 0 {
-				return Outcome{Verdict: checker.Invalid, Anomalies: []string{"stale-write"}}, nil
-			}
-			return Outcome{Verdict: checker.Valid}, nil
-		}
-	}
 	for _, steer := range []bool{false, true} {
 		t.Run(fmt.Sprintf("steer=%v", steer), func(t *testing.T) {
+			// schedules are the whole campaign's runs' schedules: a part's
+			// run of the same kind and seed must have the same, steered
+			// or not. Each run's margin comes from its schedule, so that
+			// steering picks parents from them.
+			schedules := map[Planned]string{}
+			run := func(ran *[]Planned) RunFunc {
+				return func(_ context.Context, sc *scenarios.Scenario) (Outcome, error) {
+					p := Planned{Kind: kindOf(sc), Seed: sc.Seed}
+					*ran = append(*ran, p)
+					s := fmt.Sprint(Resolved(sc))
+					if was, ok := schedules[p]; !ok {
+						schedules[p] = s
+					} else if was != s {
+						t.Errorf("%s seed %d: a part's schedule %s, the whole campaign's %s", p.Kind, p.Seed, s, was)
+					}
+					m := []checker.Margin{{Key: "k", Lease: &checker.TimeMargin{Margin: time.Duration(len(s)%97) * time.Millisecond, Lease: time.Second}}}
+					if p.Kind == "client-pause" && sc.Seed%2 == 0 {
+						return Outcome{Verdict: checker.Invalid, Anomalies: []string{"stale-write"}, Margins: m}, nil
+					}
+					return Outcome{Verdict: checker.Valid, Margins: m}, nil
+				}
+			}
 			whole := Options{Faults: kinds, Runs: 5, Seed: 3, Steer: steer}
 			all, err := Plan("redis", whole)
 			if err != nil {
@@ -382,6 +394,13 @@ func TestCampaignShards(t *testing.T) {
 			}
 			if !slices.Equal(ranWhole, all) {
 				t.Fatalf("the whole campaign ran %v, planned %v", ranWhole, all)
+			}
+			steered := 0
+			for _, r := range wholeRep.Rows {
+				steered += r.Steered
+			}
+			if steer != (steered > 0) {
+				t.Fatalf("the whole campaign steered %d runs, steering %v", steered, steer)
 			}
 			for _, n := range []int{2, 3, 7} {
 				var union []Planned
@@ -401,7 +420,7 @@ func TestCampaignShards(t *testing.T) {
 				for _, r := range wholeRep.Rows {
 					wholeInvalid += r.Invalid
 				}
-				if !steer && invalid != wholeInvalid {
+				if invalid != wholeInvalid {
 					t.Errorf("%d shards found %d invalid runs together, the whole %d", n, invalid, wholeInvalid)
 				}
 			}

@@ -3,6 +3,7 @@ package hunt
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -28,9 +29,19 @@ const SteerProbability = 0.8
 // margins, a steered run picks its parent from (uniformly).
 const SteerBest = 3
 
-// steerStream distinguishes the steering's random stream from the other
+// steerStream distinguishes the steering's random streams from the other
 // streams derived from the campaign's seed.
 const steerStream = 0x7374656572 // "steer"
+
+// steerRand returns the steering's random stream for fault kind's runs,
+// from the campaign's seed and the kind's name: one stream per kind, so
+// that a kind's steered runs are the same whichever kinds run before it,
+// in the whole campaign or in a part of it (Shard).
+func steerRand(seed uint64, kind string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(kind))
+	return rand.New(rand.NewPCG(seed, steerStream^h.Sum64()))
+}
 
 // Score is the smallest normalised margin of a run's margins
 // (checker.Margin.Normalized, a time margin in lease lengths, ttl standing
