@@ -17,10 +17,17 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
 )
 
-// TestConformance runs the suite on the ssh backend, on five test hosts:
-// every system and topology it declares, and the refusal of the others.
+// conformanceHosts is how many test hosts TestConformance makes: a host
+// per node of the largest topology the suite starts, a Redis Cluster's
+// three masters and three replicas (and sentinel-3's three data nodes and
+// three sentinels).
+const conformanceHosts = 6
+
+// TestConformance runs the suite on the ssh backend, on conformanceHosts
+// test hosts: every system and topology it declares, and the refusal of
+// the others.
 func TestConformance(t *testing.T) {
-	inv := newTestHosts(t, testHostCount)
+	inv := newTestHosts(t, conformanceHosts)
 	var addrs []string
 	for _, h := range inv.Hosts {
 		addrs = append(addrs, h.Address)
@@ -35,6 +42,74 @@ func TestConformance(t *testing.T) {
 		Network:    func() (*linknet.Network, error) { return cluster.NewNetwork(linknet.WithLinkAddress(inv.Harness)) },
 		Leftovers:  func(c cluster.Cluster) func() []string { return c.(*Cluster).Remains() },
 	})
+}
+
+// TestSharedLinkCut cuts the sentinel topology's shared link "peers->n1"
+// and checks, from the other nodes' hosts, that it stops every peer's
+// connections to n1 and no other: a sentinel's host and a replica's no
+// longer reach n1's port, n1's host still reaches a sentinel's, and the
+// harness (a worker's end) still reaches n1; after the heal the peers
+// reach n1 again.
+func TestSharedLinkCut(t *testing.T) {
+	inv := newTestHosts(t, 5)
+	nw, err := cluster.NewNetwork(linknet.WithLinkAddress(inv.Harness))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nw.Close() })
+	spec := cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2}
+	c, err := Start(ctxFor(t, 2*time.Minute), inv, spec, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := c.Remains()
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+		checkNothingLeft(t, left())
+	})
+	n1, n2, s1 := c.nodes[0], c.nodes[1], c.nodes[2]
+	if err := nw.Cut(cluster.ReplicationLink(spec, n2.name, n1.name)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		from    *node
+		to      *node
+		reaches bool
+	}{
+		{"replica to n1", n2, n1, false},
+		{"sentinel to n1", s1, n1, false},
+		{"n1 to a sentinel", n1, s1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pings(t, tt.from, tt.to); got != tt.reaches {
+				t.Errorf("%s's host reaches %s: %v, want %v", tt.from.name, tt.to.name, got, tt.reaches)
+			}
+		})
+	}
+	if err := cluster.RedisReady(ctxFor(t, 5*time.Second), n1.addr); err != nil {
+		t.Errorf("the harness does not reach n1 during the cut: %v", err)
+	}
+	if err := nw.Heal(cluster.ReplicationLink(spec, n2.name, n1.name)); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []*node{n2, s1} {
+		if !pings(t, from, n1) {
+			t.Errorf("%s's host does not reach n1 after the heal", from.name)
+		}
+	}
+}
+
+// pings reports whether redis-cli on from's host gets an answer from
+// to's server within two seconds.
+func pings(t *testing.T, from, to *node) bool {
+	t.Helper()
+	host, port, _ := strings.Cut(to.addr, ":")
+	out, err := from.conn.run(ctxFor(t, 10*time.Second), "timeout 2 redis-cli -h "+host+" -p "+port+" ping", nil)
+	return err == nil && strings.TrimSpace(out) == "PONG"
 }
 
 // TestDeadHarnessLeftoversRemoved leaves on a host what a harness killed
