@@ -50,36 +50,36 @@ func joinLines(lines []string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// wireRedis wires the Redis topology and makes the Replication that keeps
-// its roles: the replicas of primary-replica point at the primary through
-// their links "nX->n1"; the sentinel topology is wired by wireSentinel,
-// the cluster topology by wireRedisCluster.
+// wireRedis wires the Redis topology (wireReplicas, wireSentinel,
+// wireRedisCluster) and makes the Replication that keeps its roles.
 func (c *Cluster) wireRedis() error {
 	if c.spec.System != cluster.Redis {
 		return nil
 	}
-	var err error
-	switch c.spec.Topology {
-	case cluster.TopologySentinel:
-		err = c.wireSentinel()
-	case cluster.TopologyCluster:
-		err = c.wireRedisCluster()
-	default:
-		for _, n := range c.nodes[1:] {
-			if n.role != cluster.RoleReplica {
-				continue
-			}
-			line, lerr := c.replicaOf(n, c.nodes[0])
-			if lerr != nil {
-				return lerr
-			}
-			n.configText += line + "\n"
-		}
+	wire := map[string]func() error{cluster.TopologySentinel: c.wireSentinel, cluster.TopologyCluster: c.wireRedisCluster}[c.spec.Topology]
+	if wire == nil {
+		wire = c.wireReplicas
 	}
-	if err != nil {
+	if err := wire(); err != nil {
 		return err
 	}
 	c.repl = cluster.NewReplication(c.spec, c.Nodes(), wiring{c})
+	return nil
+}
+
+// wireReplicas points each replica of primary-replica at n1 through its
+// link "nX->n1".
+func (c *Cluster) wireReplicas() error {
+	for _, n := range c.nodes[1:] {
+		if n.role != cluster.RoleReplica {
+			continue
+		}
+		line, err := c.replicaOf(n, c.nodes[0])
+		if err != nil {
+			return err
+		}
+		n.configText += line + "\n"
+	}
 	return nil
 }
 

@@ -369,7 +369,9 @@ func (c *Cluster) Primary(ctx context.Context) (string, error) {
 }
 
 // Promote makes node the primary (cluster.Replication): REPLICAOF NO ONE
-// to it, and the other running replicas follow it through their links.
+// to it, and the other running replicas follow it through their links; in
+// the sentinel topology the sentinels' failover to it; in a Redis Cluster
+// CLUSTER FAILOVER FORCE to it, after which its old master follows it.
 func (c *Cluster) Promote(ctx context.Context, node string) error {
 	if _, err := c.node(node); err != nil {
 		return err
