@@ -154,7 +154,7 @@ test-docker: deps build images
 	JEPSEN_LITE_NODE_IMAGE=$(NODE_IMAGE) $(GO) test -count=1 -timeout 90m -run TestBackendsAgree ./runner -agree-tags= -agree-all
 
 # The ssh backend's tests (build tag sshhosts): its conformance suite on
-# five test hosts, network namespaces with sshd on a bridge the tests
+# six test hosts, network namespaces with sshd on a bridge the tests
 # create and remove, and what an interrupted or dead harness leaves on them.
 # Not part of make test or .ci/run.
 test-ssh: deps build

@@ -68,37 +68,37 @@ hosts:
 	}
 }
 
-// TestDeclaredRefuses holds the backend's declaration to what it runs: a
-// system or topology it does not declare is refused with
-// cluster.ErrUnavailable before any host is reached (Start with an empty
-// inventory gets no further than its declaration).
+// TestDeclaredRefuses holds the backend's declaration to what it runs:
+// every Redis topology is declared, and a spec it cannot run (clock skew
+// without the library; nodes that dial one another, more than the hosts)
+// is refused with cluster.ErrUnavailable before any host is reached.
 func TestDeclaredRefuses(t *testing.T) {
-	for _, spec := range []cluster.Spec{
-		{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2},
-		{System: cluster.Redis, Topology: cluster.TopologyCluster},
-	} {
-		if err := Declared.Check(spec); !errors.Is(err, cluster.ErrUnavailable) {
-			t.Errorf("Check(%+v) = %v, want cluster.ErrUnavailable", spec, err)
-		}
-		if _, err := Start(t.Context(), Inventory{}, spec, nil); !errors.Is(err, cluster.ErrUnavailable) {
-			t.Errorf("Start(%+v) = %v, want cluster.ErrUnavailable", spec, err)
-		}
-	}
-	for _, spec := range []cluster.Spec{{System: cluster.Redis}, {System: cluster.Redis, Topology: cluster.TopologyMasters, Nodes: 5}, {System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 3}} {
+	for _, top := range []string{"", cluster.TopologyMasters, cluster.TopologyPrimaryReplica, cluster.TopologySentinel, cluster.TopologyCluster} {
+		spec := cluster.Spec{System: cluster.Redis, Topology: top, Nodes: 3}
 		if err := Declared.Check(spec); err != nil {
 			t.Errorf("Check(%+v) = %v, want nil", spec, err)
 		}
 	}
-	if _, err := Start(t.Context(), Inventory{}, cluster.Spec{System: cluster.Redis, ClockSkew: true}, nil); !errors.Is(err, cluster.ErrUnavailable) {
-		t.Errorf("Start with clock skew = %v, want cluster.ErrUnavailable", err)
-	}
 	// Nodes that dial one another are told apart by their hosts: one host
 	// cannot take three etcd members (refused before it is reached).
 	oneHost := Inventory{Harness: "10.0.0.1", Hosts: []Host{{Name: "h1", Address: "10.0.0.11", User: "root", KnownHosts: "/nonexistent"}}}
-	for _, spec := range []cluster.Spec{{System: cluster.Etcd, Nodes: 3}, {System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}} {
-		if _, err := Start(t.Context(), oneHost, spec, nil); !errors.Is(err, cluster.ErrUnavailable) {
-			t.Errorf("Start(%+v) on one host = %v, want cluster.ErrUnavailable", spec, err)
-		}
+	tests := []struct {
+		name string
+		inv  Inventory
+		spec cluster.Spec
+	}{
+		{"clock skew without the library", Inventory{}, cluster.Spec{System: cluster.Redis, ClockSkew: true}},
+		{"etcd members on one host", oneHost, cluster.Spec{System: cluster.Etcd, Nodes: 3}},
+		{"primary and replica on one host", oneHost, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyPrimaryReplica, Nodes: 2}},
+		{"sentinels on one host", oneHost, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologySentinel, Nodes: 2}},
+		{"Redis Cluster on one host", oneHost, cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyCluster}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Start(t.Context(), tt.inv, tt.spec, nil); !errors.Is(err, cluster.ErrUnavailable) {
+				t.Errorf("Start(%+v) = %v, want cluster.ErrUnavailable", tt.spec, err)
+			}
+		})
 	}
 }
 

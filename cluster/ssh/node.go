@@ -70,9 +70,7 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 	}
 	switch c.spec.System {
 	case cluster.Redis:
-		conf := append(cluster.Settings(c.spec), "port "+strconv.Itoa(port), "bind "+conn.host.Address, `logfile ""`, "dir "+n.dir)
-		n.config, n.configText = "redis.conf", strings.Join(conf, "\n")+"\n"
-		n.command = quote(conn.host.binary("redis-server")) + " redis.conf"
+		n.redisNode(c.spec)
 	case cluster.MariaDB:
 		n.mariaDB(c.spec)
 	case cluster.Postgres:

@@ -2,8 +2,8 @@ package ssh
 
 // peers.go holds what the nodes of a replicated topology share: the
 // links between them (linknet.Network.LinkOn), cut by nftables rules on
-// their hosts, each host's table of the run's own, and the Redis wiring of
-// cluster.Replication.
+// their hosts, each host's table of the run's own, the wiring of etcd and
+// ZooKeeper, and the RedisWiring of cluster.Replication.
 
 import (
 	"context"
@@ -81,22 +81,34 @@ func (p peerLink) Fault(dir linknet.Direction, on bool) error {
 	return nil
 }
 
-// peerLinkTo makes the link from -> to (cluster.ReplicationLink's name),
-// when missing, and returns the address from dials: to's own.
+// peerLinkTo makes the link through which from replicates from (or
+// watches) to (cluster.ReplicationLink's name), when missing, and returns
+// the address from dials: to's own. The sentinel topology's link
+// "peers->to" is every other node's (sharedLink).
 func (c *Cluster) peerLinkTo(from, to *node) (string, error) {
-	return c.linkOn(cluster.ReplicationLink(c.spec, from.name, to.name), from, to, to.port)
+	name := cluster.ReplicationLink(c.spec, from.name, to.name)
+	if end, _, _ := linknet.SplitName(name); end == cluster.PeersLink {
+		return c.linkWith(name, to, to.port, sharedLink{c: c, to: to, port: to.port})
+	}
+	return c.linkOn(name, from, to, to.port)
 }
 
 // linkOn makes the link named name from one node to the other's port,
 // when missing, and returns the address from dials: to's host and port.
 func (c *Cluster) linkOn(name string, from, to *node, port int) (string, error) {
+	return c.linkWith(name, to, port, peerLink{c: c, from: from, to: to, port: port})
+}
+
+// linkWith makes the link named name to the node's port, cut by faults,
+// when missing, and returns its address: the node's host and the port.
+func (c *Cluster) linkWith(name string, to *node, port int, faults linknet.Faulter) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a := c.net.Addr(name); a != "" {
 		return a, nil
 	}
 	upstream := net.JoinHostPort(to.conn.host.Address, strconv.Itoa(port))
-	addr, err := c.net.LinkOn(name, upstream, peerLink{c: c, from: from, to: to, port: port})
+	addr, err := c.net.LinkOn(name, upstream, faults)
 	if err != nil {
 		return "", fmt.Errorf("ssh: %w", err)
 	}
@@ -217,15 +229,4 @@ func quoteAll(words []string) []string {
 		out[i] = quote(w)
 	}
 	return out
-}
-
-// replicaOf returns the config line that makes n replicate from primary
-// through their link.
-func (c *Cluster) replicaOf(n, primary *node) (string, error) {
-	addr, err := c.peerLinkTo(n, primary)
-	if err != nil {
-		return "", err
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	return "replicaof " + host + " " + port, nil
 }

@@ -7,15 +7,15 @@
 // harness's host name and pid, which the next run from that harness
 // removes, with the processes, when the harness that made them is gone.
 //
-// It runs only what Declared declares (cluster.Backend.Systems and
-// Topologies): every system, Redis in its "masters" and "primary-replica"
-// topologies only. The
-// workers' links are the harness's own (linknet.WithLinkAddress on
-// Inventory.Harness), cut by the harness's kernel rules; the links between
-// nodes are cut by rules on their hosts (docs/network.md, "On other
-// hosts"). A
-// node's clock is skewed by the clock-skew preload library, copied to its
-// host (WithClockSkewLibrary); the host's own clock is never touched.
+// It runs what Declared declares: every system in every topology,
+// Redis's sentinel and cluster topologies too, each node of a topology
+// whose nodes dial one another on a host of its own. The workers' links
+// are the harness's own (linknet.WithLinkAddress on Inventory.Harness),
+// cut by the harness's kernel rules; the links between nodes (a Redis
+// Cluster's bus too) are cut by rules on their hosts, by peer address
+// (docs/network.md, "On other hosts"). A node's clock is skewed by the
+// clock-skew preload library, copied to its host (WithClockSkewLibrary);
+// the host's own clock is never touched.
 package ssh
 
 import (
@@ -39,17 +39,18 @@ var (
 	_ cluster.Pauser      = (*Cluster)(nil)
 	_ cluster.Failoverer  = (*Cluster)(nil)
 	_ cluster.ClockSkewer = (*Cluster)(nil)
+	_ cluster.Router      = (*Cluster)(nil)
 	_ interface {
 		Follow(ctx context.Context, node, primary string) error
 	} = (*Cluster)(nil)
 )
 
 // Declared is the ssh backend's declaration without a start: the systems
-// and topologies it runs. NewBackend gives it the start of an inventory.
+// it runs, each in all its topologies. NewBackend gives it the start of an
+// inventory.
 var Declared = cluster.Backend{
-	Name:       "ssh",
-	Systems:    cluster.SystemNames(),
-	Topologies: map[string][]string{cluster.Redis: {cluster.TopologyMasters, cluster.TopologyPrimaryReplica}},
+	Name:    "ssh",
+	Systems: cluster.SystemNames(),
 }
 
 // Packages are the Debian packages a host needs beyond its servers': the
@@ -113,8 +114,9 @@ type Cluster struct {
 	lib   []byte // the clock-skew library, copied to each host; nil for none
 	peers bool   // its nodes dial one another: each host has the run's nftables table
 
-	links []string             // the node-to-node links this cluster made
-	repl  *cluster.Replication // Redis: the roles and failovers
+	links     []string             // the node-to-node links this cluster made
+	repl      *cluster.Replication // Redis: the roles and failovers
+	stopRoles func()               // a Redis Cluster's: stops the watch of its roles
 
 	mu     sync.Mutex
 	closed bool
@@ -184,6 +186,10 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 		c.Close()
 		return nil, err
 	}
+	if err := c.formRedisCluster(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -224,11 +230,33 @@ func (c *Cluster) connect(ctx context.Context, nodes int) error {
 	return errors.Join(errs...)
 }
 
-// startAll starts every node and waits, in parallel, until each answers.
+// startAll starts every node and waits until each answers: every data
+// node in parallel, then, once the replicas replicate, the sentinels in
+// parallel, which so find the replicas in their first INFO of the primary.
 func (c *Cluster) startAll(ctx context.Context) error {
+	var data, sentinels []*node
+	for _, n := range c.nodes {
+		if n.role == cluster.RoleSentinel {
+			sentinels = append(sentinels, n)
+		} else {
+			data = append(data, n)
+		}
+	}
+	if err := startNodes(ctx, data); err != nil || len(sentinels) == 0 {
+		return err
+	}
+	if err := c.waitReplicating(ctx); err != nil {
+		return err
+	}
+	return startNodes(ctx, sentinels)
+}
+
+// startNodes sets up and starts the nodes and waits, in parallel, until
+// each answers.
+func startNodes(ctx context.Context, nodes []*node) error {
 	var wg sync.WaitGroup
-	errs := make([]error, len(c.nodes))
-	for i, n := range c.nodes {
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -341,7 +369,9 @@ func (c *Cluster) Primary(ctx context.Context) (string, error) {
 }
 
 // Promote makes node the primary (cluster.Replication): REPLICAOF NO ONE
-// to it, and the other running replicas follow it through their links.
+// to it, and the other running replicas follow it through their links; in
+// the sentinel topology the sentinels' failover to it; in a Redis Cluster
+// CLUSTER FAILOVER FORCE to it, after which its old master follows it.
 func (c *Cluster) Promote(ctx context.Context, node string) error {
 	if _, err := c.node(node); err != nil {
 		return err
@@ -364,26 +394,6 @@ func (c *Cluster) Follow(ctx context.Context, node, primary string) error {
 	return c.repl.Follow(ctx, node, primary)
 }
 
-// wireRedis points the replicas at the primary through their links and
-// makes the Replication that keeps the roles.
-func (c *Cluster) wireRedis() error {
-	if c.spec.System != cluster.Redis {
-		return nil
-	}
-	for _, n := range c.nodes[1:] {
-		if n.role != cluster.RoleReplica {
-			continue
-		}
-		line, err := c.replicaOf(n, c.nodes[0])
-		if err != nil {
-			return err
-		}
-		n.configText += line + "\n"
-	}
-	c.repl = cluster.NewReplication(c.spec, c.Nodes(), wiring{c})
-	return nil
-}
-
 // Close kills every node, fetches its log into the spec's log dir, removes
 // the run's dir on every host and closes the connections. It is safe to
 // call more than once; it does not read a caller's context, so an
@@ -395,7 +405,11 @@ func (c *Cluster) Close() error {
 		return nil
 	}
 	c.closed = true
+	stop := c.stopRoles
 	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup

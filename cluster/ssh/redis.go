@@ -1,0 +1,267 @@
+package ssh
+
+// redis.go holds the Redis topologies on hosts: the replicas' wiring, the
+// sentinels' configs and their shared links "peers->nK", and the Redis
+// Cluster's links (replication and cluster bus, one per pair), its
+// joining and the watch that keeps its roles current.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
+)
+
+// clusterBusOffset is added to a Redis Cluster node's client port to make
+// the port of its cluster bus (Redis's own default offset).
+const clusterBusOffset = 10000
+
+// rolesInterval is how often a Redis Cluster's roles are read again
+// (cluster.Replication.WatchRoles).
+const rolesInterval = 200 * time.Millisecond
+
+// formTimeout bounds the joining of a Redis Cluster's started nodes.
+const formTimeout = 60 * time.Second
+
+// redisNode sets the node up as a Redis data node (its redis.conf, with
+// the settings of cluster.Settings) or, for the sentinel role, as a
+// sentinel (its sentinel.conf, to which wireSentinel adds the primary it
+// watches), each listening on its host's address only.
+func (n *node) redisNode(spec cluster.Spec) {
+	base := []string{"port " + strconv.Itoa(n.port), "bind " + n.conn.host.Address, `logfile ""`, "dir " + n.dir}
+	if n.role == cluster.RoleSentinel {
+		n.config = "sentinel.conf"
+		n.configText = joinLines(base)
+		n.command = quote(n.conn.host.binary("redis-sentinel")) + " sentinel.conf"
+		return
+	}
+	n.config, n.configText = "redis.conf", joinLines(append(cluster.Settings(spec), base...))
+	n.command = quote(n.conn.host.binary("redis-server")) + " redis.conf"
+}
+
+// joinLines returns the lines of a config file.
+func joinLines(lines []string) string {
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// wireRedis wires the Redis topology (wireReplicas, wireSentinel,
+// wireRedisCluster) and makes the Replication that keeps its roles.
+func (c *Cluster) wireRedis() error {
+	if c.spec.System != cluster.Redis {
+		return nil
+	}
+	wire := map[string]func() error{cluster.TopologySentinel: c.wireSentinel, cluster.TopologyCluster: c.wireRedisCluster}[c.spec.Topology]
+	if wire == nil {
+		wire = c.wireReplicas
+	}
+	if err := wire(); err != nil {
+		return err
+	}
+	c.repl = cluster.NewReplication(c.spec, c.Nodes(), wiring{c})
+	return nil
+}
+
+// wireReplicas points each replica of primary-replica at n1 through its
+// link "nX->n1".
+func (c *Cluster) wireReplicas() error {
+	for _, n := range c.nodes[1:] {
+		if n.role != cluster.RoleReplica {
+			continue
+		}
+		line, err := c.replicaOf(n, c.nodes[0])
+		if err != nil {
+			return err
+		}
+		n.configText += line + "\n"
+	}
+	return nil
+}
+
+// replicaOf returns the config line that makes n replicate from primary
+// through their link.
+func (c *Cluster) replicaOf(n, primary *node) (string, error) {
+	addr, err := c.peerLinkTo(n, primary)
+	if err != nil {
+		return "", err
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return "replicaof " + host + " " + port, nil
+}
+
+// wireSentinel makes the shared link "peers->nK" of every data node nK,
+// through which every other node (replicas and sentinels) reaches it;
+// every data node announces that address, its host's own, and the
+// replicas replicate from n1 through it. Each sentinel watches n1 there
+// (cluster.SentinelConfig) and is ready once it knows every replica and
+// the other sentinels.
+func (c *Cluster) wireSentinel() error {
+	var data, sentinels []*node
+	for _, n := range c.nodes {
+		if n.role == cluster.RoleSentinel {
+			sentinels = append(sentinels, n)
+		} else {
+			data = append(data, n)
+		}
+	}
+	for _, n := range data {
+		addr, err := c.peerLinkTo(n, n)
+		if err != nil {
+			return err
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		n.configText += joinLines([]string{"replica-announce-ip " + host, "replica-announce-port " + port})
+		if n.role == cluster.RoleReplica {
+			line, err := c.replicaOf(n, data[0])
+			if err != nil {
+				return err
+			}
+			n.configText += line + "\n"
+		}
+	}
+	host, p, _ := net.SplitHostPort(c.net.Addr(cluster.ReplicationLink(c.spec, data[0].name, data[0].name)))
+	port, _ := strconv.Atoi(p)
+	replicas := len(data) - 1
+	for _, s := range sentinels {
+		s.configText += joinLines(cluster.SentinelConfig(host, port))
+		s.ready = func(ctx context.Context, addr string) error { return cluster.SentinelReady(ctx, addr, replicas) }
+	}
+	return nil
+}
+
+// wireRedisCluster puts every node in cluster mode: it announces its
+// host's address and client port, its cluster bus at clusterBusOffset
+// above it, and its node name as its hostname; every pair of nodes has a
+// link to the client port, "nJ->nK" (replication), and one to the bus,
+// "nJ->nK/bus", cut by the run's table on the hosts. The nodes are joined
+// once they answer (formRedisCluster).
+func (c *Cluster) wireRedisCluster() error {
+	for _, to := range c.nodes {
+		bus := to.port + clusterBusOffset
+		for _, from := range c.nodes {
+			if from == to {
+				continue
+			}
+			if _, err := c.peerLinkTo(from, to); err != nil {
+				return err
+			}
+			if _, err := c.linkOn(linknet.Name(from.name, to.name+linknet.PurposeSeparator+cluster.ClusterBus), from, to, bus); err != nil {
+				return err
+			}
+		}
+		conf := append([]string{"cluster-port " + strconv.Itoa(bus)}, cluster.ClusterAnnounce(to.name, to.addr, bus)...)
+		to.configText += joinLines(conf)
+	}
+	return nil
+}
+
+// formRedisCluster joins the started nodes of a Redis Cluster into one
+// (cluster.FormCluster), records their ids and starts watching their
+// roles; for the other topologies it does nothing.
+func (c *Cluster) formRedisCluster(ctx context.Context) error {
+	if c.spec.System != cluster.Redis || c.spec.Topology != cluster.TopologyCluster {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, formTimeout)
+	defer cancel()
+	var members []cluster.ClusterMember
+	for _, n := range c.nodes {
+		members = append(members, cluster.ClusterMember{
+			Node:      cluster.Node{Name: n.name, Role: n.role, Addr: n.addr},
+			Announced: n.addr, Bus: n.port + clusterBusOffset,
+		})
+	}
+	ids, err := cluster.FormCluster(ctx, members)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	c.repl.SetClusterIDs(ids)
+	stop := c.repl.WatchRoles(rolesInterval)
+	c.mu.Lock()
+	c.stopRoles = stop
+	c.mu.Unlock()
+	return nil
+}
+
+// RoutesClients reports whether the cluster is a Redis Cluster, whose
+// clients follow its redirections (cluster.Router).
+func (c *Cluster) RoutesClients() bool {
+	return c.spec.System == cluster.Redis && c.spec.Topology == cluster.TopologyCluster
+}
+
+// waitReplicating waits, within readyTimeout, until every replica reports
+// its link to the primary up: the sentinels start then, and find the
+// replicas in their first INFO of the primary, not 10 s later.
+func (c *Cluster) waitReplicating(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for _, n := range c.nodes {
+		if n.role != cluster.RoleReplica {
+			continue
+		}
+		for {
+			attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
+			s, err := cluster.RedisInfoField(attempt, n.addr, "replication", "master_link_status")
+			cancelAttempt()
+			if err == nil && s == "up" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("ssh: replica %s not replicating (link %q, %v): %w", n.name, s, err, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// sharedLink is the Faulter of a link "peers->nK" shared by every other
+// node of the cluster: a cut of its forward direction drops, at nK's
+// host, what any other node's host sends to the port; of its back
+// direction, at each other node's host, what the port sends there. It
+// cuts no connection nK dials, nor the workers' (the harness's address).
+type sharedLink struct {
+	c    *Cluster
+	to   *node
+	port int
+}
+
+// Fault adds or removes the elements of the cut in dir.
+func (s sharedLink) Fault(dir linknet.Direction, on bool) error {
+	verb := "add"
+	if !on {
+		verb = "delete"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
+	defer cancel()
+	to := s.to.conn.host.Address
+	var elems []string
+	var errs []error
+	for _, p := range s.c.nodes {
+		from := p.conn.host.Address
+		if from == to {
+			continue
+		}
+		if dir == linknet.DirectionForward {
+			elems = append(elems, fmt.Sprintf("%s . %s . %d", from, to, s.port))
+			continue
+		}
+		cmd := fmt.Sprintf("nft %s element ip %s drop_from { %s . %d . %s }", verb, tableName(s.c.run), to, s.port, from)
+		if _, err := p.conn.run(ctx, cmd, nil); err != nil {
+			errs = append(errs, fmt.Errorf("ssh: %s %s->%s: %w", verb, p.name, s.to.name, err))
+		}
+	}
+	if len(elems) > 0 {
+		cmd := fmt.Sprintf("nft %s element ip %s drop_to { %s }", verb, tableName(s.c.run), strings.Join(elems, ", "))
+		if _, err := s.to.conn.run(ctx, cmd, nil); err != nil {
+			errs = append(errs, fmt.Errorf("ssh: %s peers->%s: %w", verb, s.to.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
