@@ -212,8 +212,10 @@ func cellOf(c *CampaignFile, kind string) *Cell {
 	case r.Invalid > 0:
 		cell.State = cellUnsafe
 		if len(r.Failing) > 0 {
-			// The first failing run, or the first that shrink reduced.
-			at := 0
+			// The run that shrink reduced (its store's shrunk.yaml, or
+			// the campaign file's word when the store is gone), or else
+			// the first failing run.
+			at := max(slices.Index(r.Failing, r.Shrunk), 0)
 			for j, dir := range r.Failing {
 				if _, err := os.Stat(filepath.Join(dir, ShrunkFile)); err == nil {
 					at = j

@@ -198,8 +198,9 @@ func TestHuntDatasheet(t *testing.T) {
 
 // TestMatrixWithoutStore renders a datasheet again after its campaigns'
 // stores are gone: the campaign file's findings give each note its
-// sentence, and the schedules written while the runs were there stay,
-// shrunk or not, so the page comes out the same.
+// sentence (of the run that shrink reduced, hunt.Row.Shrunk, beside its
+// shrunk schedule), and the schedules written while the runs were there
+// stay, shrunk or not, so the page comes out the same.
 func TestMatrixWithoutStore(t *testing.T) {
 	dir := t.TempDir()
 	run, shrunkRun := filepath.Join(dir, "store", "run1"), filepath.Join(dir, "store", "run2")
@@ -223,7 +224,8 @@ func TestMatrixWithoutStore(t *testing.T) {
 		Report: &hunt.Report{Scenario: "redis-single-baseline", Runs: 6, Rows: []*hunt.Row{
 			{Fault: hunt.NoFault, Runs: 2},
 			{Fault: "client-pause", Runs: 2, Invalid: 1, Anomalies: []string{"stale-write"}, Failing: []string{run}, Findings: []string{finding}},
-			{Fault: "kill", Runs: 2, Invalid: 1, Anomalies: []string{"stale-write"}, Failing: []string{shrunkRun}, Findings: []string{finding}},
+			{Fault: "kill", Runs: 2, Invalid: 2, Anomalies: []string{"stale-write"}, Failing: []string{run, shrunkRun},
+				Findings: []string{"stale-write: process 5 wrote after its lease ended.", finding}, Shrunk: shrunkRun},
 		}}}
 	file := filepath.Join(dir, "redis-single.json")
 	if err := c.Write(file); err != nil {

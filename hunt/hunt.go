@@ -273,6 +273,11 @@ type Row struct {
 	Failing      []string `json:"failing,omitempty"`
 	FailingSeeds []uint64 `json:"failing_seeds,omitempty"`
 	Findings     []string `json:"findings,omitempty"`
+	// Shrunk is the failing run (one of Failing) that hunt --shrink
+	// reduced to a smaller scenario, so that a datasheet made without the
+	// store quotes that run's finding beside its shrunk schedule; empty
+	// when none was.
+	Shrunk string `json:"shrunk,omitempty"`
 	// NotApplicable says why the kind could not run; empty when it ran.
 	NotApplicable string `json:"not_applicable,omitempty"`
 	// SetupGaveUp, when not empty, says that the kind's runs stopped

@@ -78,6 +78,9 @@ func addRow(m, r *Row) {
 		findings = append(findings, "")
 	}
 	m.Findings = append(m.Findings, findings[:len(r.Failing)]...)
+	if r.Shrunk != "" && (m.Shrunk == "" || seedOf(r, r.Shrunk) < seedOf(m, m.Shrunk)) {
+		m.Shrunk = r.Shrunk // the lowest seed's of the parts' shrunk runs
+	}
 	m.NotApplicable = cmp.Or(m.NotApplicable, r.NotApplicable)
 	m.SetupGaveUp = cmp.Or(m.SetupGaveUp, r.SetupGaveUp)
 	if r.HasMargin && (!m.HasMargin || r.Margin < m.Margin) {
@@ -109,4 +112,12 @@ func faults(rows []*Row) []string {
 		out = append(out, r.Fault)
 	}
 	return out
+}
+
+// seedOf returns the seed of row r's failing run dir.
+func seedOf(r *Row, dir string) uint64 {
+	if i := slices.Index(r.Failing, dir); i >= 0 && i < len(r.FailingSeeds) {
+		return r.FailingSeeds[i]
+	}
+	return 0
 }

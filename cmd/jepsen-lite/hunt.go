@@ -553,7 +553,8 @@ const shrinkTries = 3
 
 // shrinkFailures shrinks, for each row of rep that found something, its
 // first failing run that fails again (of its first shrinkTries), leaving
-// shrunk.yaml in that run's directory; an interruption ends it with
+// shrunk.yaml in that run's directory and naming it in the row
+// (hunt.Row.Shrunk); an interruption ends it with
 // runner.ErrInterrupted.
 func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, stdout, stderr io.Writer) error {
 	for _, row := range rep.Rows {
@@ -567,6 +568,7 @@ func shrinkFailures(ctx context.Context, rep *hunt.Report, set shrinkSettings, s
 				fmt.Fprintf(stdout, "hunt: %s: %s was not shrunk: %v\n", row.Fault, dir, err)
 				continue
 			}
+			row.Shrunk = dir
 			break
 		}
 	}
