@@ -130,7 +130,10 @@ func hostsUp(ctx context.Context, count int, file string, stdout, stderr io.Writ
 	fmt.Fprintf(stderr, "jepsen-lite hosts up: %d hosts up, the harness at %s; inventory %s (--backend ssh --inventory %s); Ctrl-C removes them\n", count, inv.Harness, file, file)
 	<-ctx.Done()
 	began := time.Now()
-	err = errors.Join(hosts.Close(), os.Remove(file))
+	err = hosts.Close()
+	if rerr := os.Remove(file); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
 	if err != nil {
 		return exitInternal, err
 	}
