@@ -78,9 +78,24 @@ func sshFor(o Options) (cluster.Backend, error) {
 	if err != nil {
 		return cluster.Backend{}, errors.New(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 	}
-	var opts []ssh.Option
-	if lib, err := local.FindClockSkewLibrary(""); err == nil {
-		opts = append(opts, ssh.WithClockSkewLibrary(lib))
+	lib, libErr := local.FindClockSkewLibrary("")
+	if libErr != nil {
+		return withoutClockSkew(ssh.NewBackend(inv), libErr), nil
 	}
-	return ssh.NewBackend(inv, opts...), nil
+	return ssh.NewBackend(inv, ssh.WithClockSkewLibrary(lib)), nil
+}
+
+// withoutClockSkew returns b, whose start refuses a spec that skews node
+// clocks, with that refusal saying why the library is missing (libErr)
+// and how to provide it.
+func withoutClockSkew(b cluster.Backend, libErr error) cluster.Backend {
+	start := b.Start
+	b.Start = func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
+		c, err := start(ctx, spec, net)
+		if err != nil && spec.ClockSkew {
+			err = fmt.Errorf("%w (%v)", err, libErr)
+		}
+		return c, err
+	}
+	return b
 }

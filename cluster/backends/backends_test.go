@@ -3,12 +3,14 @@ package backends
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
+	"github.com/jepsen-lite/jepsen-lite/cluster/local"
 )
 
 // TestAll requires every backend to have a unique name, a start and only
@@ -111,5 +113,26 @@ func TestSSHLinkAddress(t *testing.T) {
 		if _, err := b.Start(context.Background(), cluster.Spec{System: cluster.Redis, Nodes: 1}, nil); !errors.Is(err, ErrNoInventory) {
 			t.Errorf("All's ssh backend started: %v, want ErrNoInventory", err)
 		}
+	}
+}
+
+// TestSSHWithoutClockSkewLibrary requires the ssh backend built without
+// the clock-skew library to refuse a spec that skews clocks, before any
+// host is reached, saying why the library is missing.
+func TestSSHWithoutClockSkewLibrary(t *testing.T) {
+	t.Setenv(local.ClockSkewLibraryEnv, "/nonexistent/libclockskew.so")
+	p := filepath.Join(t.TempDir(), "hosts.yaml")
+	inv := "harness: 10.231.9.1\nhosts:\n  - {name: h1, address: 10.231.9.11, user: root, known-hosts: /dev/null}\n"
+	if err := os.WriteFile(p, []byte(inv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := For("ssh", Options{Inventory: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := cluster.Spec{System: cluster.Redis, Topology: cluster.TopologyMasters, Nodes: 1, ClockSkew: true}
+	_, err = b.Start(context.Background(), spec, nil)
+	if !errors.Is(err, cluster.ErrUnavailable) || !strings.Contains(fmt.Sprint(err), "/nonexistent/libclockskew.so") {
+		t.Errorf("start of a clock-skewing spec: %v, want ErrUnavailable naming the missing library", err)
 	}
 }
