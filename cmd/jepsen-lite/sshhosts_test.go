@@ -178,6 +178,7 @@ func TestGateQuickOnSSH(t *testing.T) {
 			t.Errorf("%s: %v", sc.Name, err)
 		case !res.Results.ExpectationMet:
 			t.Errorf("%s: %s, expected %s: expectation not met (faults failed: %v; %s)", sc.Name, res.Results.Verdict, gate.ExpectText(sc.Expect), res.Results.FailedFaults, res.Dir)
+			logRun(t, res.Dir)
 		default:
 			ran = append(ran, sc.Name)
 			t.Logf("held: %s: %s in %v", sc.Name, res.Results.Verdict, res.Elapsed.Round(time.Millisecond))
@@ -404,4 +405,16 @@ func nsOf(t *testing.T, h ssh.Host) string {
 func firstFieldsOf(line string, n int) string {
 	f := strings.Fields(line)
 	return strings.Join(f[:min(n, len(f))], " ")
+}
+
+// logRun logs the run's run.log, which the test's temp dir takes away
+// with the run.
+func logRun(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "run.log"))
+	if err != nil {
+		t.Logf("run.log of %s: %v", dir, err)
+		return
+	}
+	t.Logf("run.log of %s:\n%s", dir, b)
 }
