@@ -158,7 +158,8 @@ test-docker: deps build images
 # create and remove, and what an interrupted or dead harness leaves on them.
 # Not part of make test or .ci/run.
 test-ssh: deps build
-	$(GO) test -race -count=1 -tags sshhosts ./cluster/ssh
+	$(GO) test -race -count=1 -tags sshhosts ./cluster/ssh/...
+	$(GO) test -count=1 -tags sshhosts -run 'TestHostsUp|SSH' ./cmd/jepsen-lite
 
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f

@@ -206,6 +206,11 @@ type Backend struct {
 	// not name runs in every declared topology.
 	Topologies map[string][]string
 	Start      StartFunc
+	// LinkAddress is the IPv4 address of the harness's on which the
+	// workers' links listen (linknet.WithLinkAddress), one the nodes
+	// reach it on; 127.0.0.1 when empty. The runner makes each run's
+	// network with it.
+	LinkAddress string
 }
 
 // Check returns nil when the backend runs spec's system in spec's topology,

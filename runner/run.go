@@ -112,6 +112,14 @@ func (c clusterBackend) Start(ctx context.Context, spec cluster.Spec, net *linkn
 
 func (c clusterBackend) CheckSpec(spec cluster.Spec) error { return c.b.Check(spec) }
 
+// LinkAddress returns the backend's cluster.Backend.LinkAddress.
+func (c clusterBackend) LinkAddress() string { return c.b.LinkAddress }
+
+// linkAddresser is a Backend whose clusters' nodes reach the workers'
+// links on an address of the harness's other than 127.0.0.1 (empty:
+// 127.0.0.1).
+type linkAddresser interface{ LinkAddress() string }
+
 type config struct {
 	seed      *uint64
 	timeLimit time.Duration
@@ -345,12 +353,18 @@ func skewsNodeClocks(steps []nemesis.Step) bool { return nemesis.SkewsNodeClocks
 
 // networkOptions returns the options of the run's network: links go
 // through proxies only when a step of the schedule needs them (latency), so that
-// every other run's links cost nothing.
-func networkOptions(steps []nemesis.Step) []linknet.Option {
+// every other run's links cost nothing; they listen on the backend's link
+// address when it has one (linkAddresser: the ssh backend's hosts reach
+// the harness on its address on their network), else on 127.0.0.1.
+func networkOptions(steps []nemesis.Step, b Backend) []linknet.Option {
+	var opts []linknet.Option
 	if nemesis.NeedsProxies(steps) {
-		return []linknet.Option{linknet.WithProxies()}
+		opts = append(opts, linknet.WithProxies())
 	}
-	return nil
+	if la, ok := b.(linkAddresser); ok && la.LinkAddress() != "" {
+		opts = append(opts, linknet.WithLinkAddress(la.LinkAddress()))
+	}
+	return opts
 }
 
 // isolator returns a function that cuts (or heals) every link of worker

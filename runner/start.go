@@ -93,7 +93,7 @@ func start(ctx context.Context, p *plan, st *runStore, run *started) (bool, erro
 // startCluster starts the run's network and its cluster through the
 // backend, and logs the cluster's nodes.
 func startCluster(ctx context.Context, p *plan, st *runStore, run *started) (bool, error) {
-	net, err := cluster.NewNetwork(networkOptions(p.s.Nemesis.Steps)...)
+	net, err := cluster.NewNetwork(networkOptions(p.s.Nemesis.Steps, p.cfg.backend)...)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrSetup, err)
 	}

@@ -10,9 +10,12 @@ import (
 	"net"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts"
 )
 
 // maxHosts bounds the hosts of an inventory.
@@ -39,22 +42,22 @@ type Host struct {
 	// the harness reaches its SSH server there.
 	Address string `yaml:"address"`
 	// Port is its SSH server's port; 22 when 0.
-	Port int `yaml:"port"`
+	Port int `yaml:"port,omitempty"`
 	// User is the SSH user; the servers run as that user.
 	User string `yaml:"user"`
 	// Key is the file of the user's private key; empty, the keys of the
 	// SSH agent at $SSH_AUTH_SOCK.
-	Key string `yaml:"key"`
+	Key string `yaml:"key,omitempty"`
 	// KnownHosts is the known_hosts file that holds the host's key: the
 	// harness connects to no host it cannot verify.
 	KnownHosts string `yaml:"known-hosts"`
 	// Dir is the directory on the host under which each run makes its own
 	// (its nodes' data dirs and logs); /tmp when empty.
-	Dir string `yaml:"dir"`
+	Dir string `yaml:"dir,omitempty"`
 	// Paths gives a server binary's path by its name (redis-server:
 	// /usr/bin/redis-server); a name not given is found on the host's
 	// PATH.
-	Paths map[string]string `yaml:"paths"`
+	Paths map[string]string `yaml:"paths,omitempty"`
 }
 
 // LoadInventory reads and checks the inventory file at file.
@@ -73,6 +76,48 @@ func LoadInventory(file string) (Inventory, error) {
 		return Inventory{}, fmt.Errorf("ssh: inventory %s: %w", file, err)
 	}
 	return inv, nil
+}
+
+// NamespaceInventory returns the inventory of hosts made of network
+// namespaces on this machine (nshosts.Create): the harness's address on
+// their bridge, and each host as root with the harness's key.
+func NamespaceInventory(h *nshosts.Hosts) Inventory {
+	inv := Inventory{Harness: h.Harness()}
+	for _, x := range h.List() {
+		inv.Hosts = append(inv.Hosts, Host{Name: x.Name, Address: x.Address, User: x.User, Key: x.Key, KnownHosts: x.KnownHosts, Dir: x.Dir})
+	}
+	return inv
+}
+
+// Write writes the inventory to file as the YAML LoadInventory reads,
+// after header's lines as comments: into a temp file beside it, renamed
+// into place.
+func (inv Inventory) Write(file, header string) error {
+	var b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(header), "\n") {
+		if line != "" {
+			b.WriteString("# " + line + "\n")
+		}
+	}
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(inv); err != nil {
+		return fmt.Errorf("ssh: inventory %s: %w", file, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return fmt.Errorf("ssh: inventory %s: %w", file, err)
+	}
+	_, err = tmp.Write(b.Bytes())
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("ssh: inventory %s: %w", file, err)
+	}
+	return nil
 }
 
 // Check returns an error naming each field of the inventory that is

@@ -88,9 +88,11 @@ type options struct {
 func WithClockSkewLibrary(path string) Option { return func(o *options) { o.skewLib = path } }
 
 // NewBackend returns the ssh backend that runs its clusters on the
-// inventory's hosts.
+// inventory's hosts, whose workers' links listen on the inventory's
+// harness address (cluster.Backend.LinkAddress).
 func NewBackend(inv Inventory, opts ...Option) cluster.Backend {
 	b := Declared
+	b.LinkAddress = inv.Harness
 	b.Start = func(ctx context.Context, spec cluster.Spec, net *linknet.Network) (cluster.Cluster, error) {
 		c, err := Start(ctx, inv, spec, net, opts...)
 		if err != nil {

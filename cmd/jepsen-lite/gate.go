@@ -64,7 +64,8 @@ Examples:
   jepsen-lite gate redlock-clock-jump redlock-gc-pause --seeds 5
   jepsen-lite gate --tags quick --seeds 20 --from-store store --markdown docs/scenarios.md
   jepsen-lite gate --tags quick --seeds 5 --shard 2/4 --store store-2
-  jepsen-lite gate --tags quick --seeds 5 --from-store store-1,store-2,store-3,store-4 --junit gate.xml`
+  jepsen-lite gate --tags quick --seeds 5 --from-store store-1,store-2,store-3,store-4 --junit gate.xml
+  jepsen-lite gate redlock-gc-pause --backend ssh --inventory hosts.yaml   # on hosts over SSH (jepsen-lite hosts up)`
 
 // gateFlags are gate's flags and arguments.
 type gateFlags struct {
@@ -72,6 +73,7 @@ type gateFlags struct {
 	pos                          []string
 	tags, skipTags, junit, store string
 	backend, fromStore, shard    string
+	inventory                    string
 	lockCommand, markdown        string
 	seeds, parallel              int
 	list, quiet                  bool
@@ -90,7 +92,8 @@ func parseGateFlags(args []string, stderr io.Writer) (*gateFlags, int, error) {
 	fs.StringVar(&f.junit, "junit", "", "write JUnit XML to this file")
 	fs.StringVar(&f.store, "store", "store", "the store directory")
 	fs.DurationVar(&f.checkTimeout, "check-timeout", 5*time.Minute, "time budget of the checkers per run")
-	fs.StringVar(&f.backend, "backend", "local", "where the servers run: local or docker")
+	fs.StringVar(&f.backend, "backend", "local", backendUsage)
+	fs.StringVar(&f.inventory, "inventory", "", inventoryUsage)
 	fs.StringVar(&f.fromStore, "from-store", "", "run nothing: re-check the stored histories of the newest --seeds runs of each scenario in this store (or these stores, comma-separated) with the current checkers, judged against the scenario's current expectation")
 	fs.StringVar(&f.shard, "shard", "", "run part i of n (i/n) of the scenario × seed pairs, for a CI fleet")
 	fs.BoolVar(&f.list, "list", false, "print the scenario × seed pairs that would run, and run nothing")
@@ -106,7 +109,7 @@ func parseGateFlags(args []string, stderr io.Writer) (*gateFlags, int, error) {
 		return nil, exitUsage, err
 	}
 	f.pos = pos
-	if f.backendUsed, err = backendFor(f.backend); err != nil {
+	if f.backendUsed, err = backendFor(f.backend, f.inventory); err != nil {
 		return nil, exitUsage, err
 	}
 	if err := checkCount("seeds", f.seeds, 1, maxRunCount); err != nil {

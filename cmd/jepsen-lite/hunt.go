@@ -25,7 +25,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/scenarios"
 )
 
-const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens] [--lock-self-renewing]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
+const huntUsage = `Usage: jepsen-lite hunt <algorithm | scenario | file.yaml> [--lock-command CMD [--lock-tokens] [--lock-self-renewing]] [--faults k1,k2] [--runs N] [--budget D] [--seed S] [--store DIR] [--backend local|docker|ssh [--inventory FILE]] [--time-limit D] [--workers N] [--markdown FILE] [--json FILE] [--shrink] [--page DIR] [--steer] [--shard i/n] [--list] [--quiet]
        jepsen-lite hunt --lock-command CMD --system S [--lock-tokens] [--lock-self-renewing] [flags]
        jepsen-lite hunt --merge part.json... --json FILE [--markdown FILE] [--quiet]
 
@@ -135,6 +135,7 @@ type huntFlags struct {
 	fs                                  *flag.FlagSet
 	target, system                      string
 	faults, store, backend, lockCommand string
+	inventory                           string
 	markdown, shard, jsonOut, page      string
 	files                               []string
 	runs, workers                       int
@@ -154,7 +155,8 @@ func parseHuntFlags(args []string, stderr io.Writer) (*huntFlags, int, error) {
 	fs.DurationVar(&f.budget, "budget", 0, "stop after this much wall time (default: none)")
 	fs.Uint64Var(&f.seed, "seed", 1, "the first run's seed; run i of each kind has seed+i")
 	fs.StringVar(&f.store, "store", "store", "the store directory")
-	fs.StringVar(&f.backend, "backend", "local", "where the servers run: local or docker")
+	fs.StringVar(&f.backend, "backend", "local", backendUsage)
+	fs.StringVar(&f.inventory, "inventory", "", inventoryUsage)
 	fs.StringVar(&f.lockCommand, "lock-command", "", "hunt with this external lock client (docs/lock-protocol.md) instead of the algorithm")
 	fs.StringVar(&f.system, "system", "", "with --lock-command and no argument: the system the lock locks with ("+strings.Join(runner.Names().Systems, ", ")+"); the base is the system's plain baseline")
 	fs.BoolVar(&f.lockTokens, "lock-tokens", false, "with --lock-command: the lock's leases carry fencing tokens, so a run may draw a fenced register (default: never fenced)")
@@ -281,7 +283,7 @@ func huntCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	line.Done()
 	if rep != nil && err == nil && f.shrink {
 		set := defaultShrink
-		set.backend, set.checkTimeout = f.backend, f.checkTimeout
+		set.backend, set.inventory, set.checkTimeout = f.backend, f.inventory, f.checkTimeout
 		err = shrinkFailures(ctx, rep, set, stdout, stderr)
 	}
 	if rep != nil {
@@ -312,7 +314,7 @@ func (f *huntFlags) base() (*scenarios.Scenario, cluster.Backend, error) {
 	} else if err := refuseOwnLock(base, "lockapi.Hunt with the lock's lockapi.Lock"); err != nil {
 		return nil, cluster.Backend{}, err
 	}
-	backendUsed, err := backendFor(f.backend)
+	backendUsed, err := backendFor(f.backend, f.inventory)
 	if err != nil {
 		return nil, cluster.Backend{}, err
 	}

@@ -76,6 +76,7 @@ func commands() []command {
 		{"report", "regenerate a run's report.html offline", reportCmd},
 		{"serve", "browse the stored runs in a web page", serveCmd},
 		{"protocol-test", "check that an external lock client speaks the protocol", protocolTestCmd},
+		{"hosts", "make hosts of network namespaces with sshd for the ssh backend, until Ctrl-C", hostsCmd},
 	}
 }
 

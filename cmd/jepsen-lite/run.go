@@ -35,6 +35,7 @@ Examples:
   jepsen-lite run redis-single-gc-pause --seed 3 --time-limit 10s
   jepsen-lite run my-lock.yaml --workers 16
   jepsen-lite run --replay store/latest      # the exact schedule and seed again
+  jepsen-lite run redlock-gc-pause --backend ssh --inventory hosts.yaml   # on hosts over SSH (jepsen-lite hosts up)
   jepsen-lite run redis-single-gc-pause --lock-command "python3 examples/anylang/redis_py_lock.py"`
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
@@ -46,7 +47,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	replay := fs.String("replay", "", "replay a stored run: its scenario, seed and fault schedule")
 	checkTimeout := fs.Duration("check-timeout", 5*time.Minute, "time budget of the checkers; past it the verdict is unknown")
 	verbose := fs.Bool("v", false, "print run.log's lines as they are written")
-	backend := fs.String("backend", "local", "where the servers run: local (processes on 127.0.0.1) or docker (containers; make images first)")
+	backend := fs.String("backend", "local", backendUsage)
+	inventory := fs.String("inventory", "", inventoryUsage)
 	lockCommand := fs.String("lock-command", "", "run the scenario against this external lock client (docs/lock-protocol.md) instead of its algorithm")
 	quiet := fs.Bool("quiet", false, quietUsage)
 	pos, err := parseArgs(fs, args)
@@ -87,7 +89,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	} else if err := refuseOwnLock(sc, "lockapi.Replay with the lock's lockapi.Lock"); err != nil {
 		return exitUsage, err
 	}
-	backendUsed, err := backendFor(*backend)
+	backendUsed, err := backendFor(*backend, *inventory)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -148,16 +150,21 @@ func runOutcome(stderr io.Writer, res *runner.Result, err error) (int, error) {
 	return verdictExit(res.Results.Verdict, res.Results.ExpectationMet), nil
 }
 
-// backendFor returns the backend a --backend name names.
-func backendFor(name string) (cluster.Backend, error) {
-	var known []string
-	for _, b := range backends.All() {
-		if b.Name == name {
-			return b, nil
-		}
-		known = append(known, b.Name)
+// inventoryUsage is the help of the --inventory flag.
+const inventoryUsage = "with --backend ssh: the inventory file of the hosts (docs/usage.md, \"Backends\"; jepsen-lite hosts up writes one)"
+
+// backendUsage is the help of the --backend flag.
+const backendUsage = "where the servers run: local (processes on 127.0.0.1), docker (containers; make images first) or ssh (hosts over SSH; --inventory)"
+
+// backendFor returns the backend a --backend name names, the ssh backend
+// bound to the inventory file (backends.For); a bad name or inventory is a
+// usage error of one line.
+func backendFor(name, inventory string) (cluster.Backend, error) {
+	b, err := backends.For(name, backends.Options{Inventory: inventory})
+	if err != nil {
+		return cluster.Backend{}, usageError{err}
 	}
-	return cluster.Backend{}, usagef("unknown backend %q (known: %s)", name, strings.Join(known, ", "))
+	return b, nil
 }
 
 // checkBackend returns a usage error, naming the scenario's file, when the

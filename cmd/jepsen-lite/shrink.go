@@ -20,7 +20,7 @@ import (
 	"github.com/jepsen-lite/jepsen-lite/shrink"
 )
 
-const shrinkUsage = `Usage: jepsen-lite shrink <run dir> [--tries N] [--need K] [--confirm M] [--max-runs R] [--backend local|docker] [--lock-command CMD]
+const shrinkUsage = `Usage: jepsen-lite shrink <run dir> [--tries N] [--need K] [--confirm M] [--max-runs R] [--backend local|docker|ssh [--inventory FILE]] [--lock-command CMD]
 
 Searches, from a stored run that failed (its verdict invalid), for a smaller
 scenario that still fails: delta debugging over the fault steps the run
@@ -57,7 +57,8 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	need := fs.Int("need", d.need, "k: a candidate still fails when k of its n runs fail")
 	confirm := fs.Int("confirm", d.confirm, "runs of the shrunk scenario that measure how often it fails")
 	maxRuns := fs.Int("max-runs", d.maxRuns, "the search's budget of runs")
-	backend := fs.String("backend", d.backend, "where the servers run: local or docker")
+	backend := fs.String("backend", d.backend, backendUsage)
+	inventory := fs.String("inventory", "", inventoryUsage)
 	checkTimeout := fs.Duration("check-timeout", d.checkTimeout, "time budget of the checkers per run")
 	lockCommand := fs.String("lock-command", "", "run the candidates against this external lock client (docs/lock-protocol.md) instead of the stored run's lock")
 	pos, err := parseArgs(fs, args)
@@ -84,7 +85,7 @@ func shrinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) (in
 	if isSet(fs, "lock-command") && strings.TrimSpace(*lockCommand) == "" {
 		return exitUsage, usagef("--lock-command: empty command")
 	}
-	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, checkTimeout: *checkTimeout, lockCommand: *lockCommand}, stdout, stderr)
+	return shrinkRun(ctx, pos[0], shrinkSettings{tries: *tries, need: *need, confirm: *confirm, maxRuns: *maxRuns, backend: *backend, inventory: *inventory, checkTimeout: *checkTimeout, lockCommand: *lockCommand}, stdout, stderr)
 }
 
 // shrunkDescription is the description of the scenario shrunk from the
@@ -171,7 +172,7 @@ const describedChanges = 20
 // gives their defaults.
 type shrinkSettings struct {
 	tries, need, confirm, maxRuns int
-	backend                       string
+	backend, inventory            string
 	checkTimeout                  time.Duration
 	lockCommand                   string // "": the stored run's lock
 }
@@ -215,7 +216,7 @@ func shrinkRun(ctx context.Context, runDir string, set shrinkSettings, stdout, s
 	if err != nil {
 		return exitUsage, err
 	}
-	backendUsed, err := backendFor(set.backend)
+	backendUsed, err := backendFor(set.backend, set.inventory)
 	if err != nil {
 		return exitUsage, err
 	}
