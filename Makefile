@@ -177,7 +177,7 @@ lint:
 	$(GO) vet -tags knownbugs ./examples/knownbugs
 	$(GO) vet -tags renewbugs ./examples/renewbugs
 	$(GO) vet -tags shrink ./examples/renewbugs ./cmd/jepsen-lite
-	$(GO) vet -tags sshhosts ./cluster/ssh
+	$(GO) vet -tags sshhosts ./cluster/ssh/... ./cmd/jepsen-lite
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) test -count=1 ./coderules
 
