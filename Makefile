@@ -18,7 +18,7 @@ SCENARIO ?=
 NODE_IMAGE ?= jepsen-lite/node:latest
 BACKEND ?= local
 
-.PHONY: deps build anylang test test-knownbugs hunt-knownbugs hunt-renewbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker test-ssh clean-docker
+.PHONY: deps build anylang test test-knownbugs hunt-knownbugs hunt-renewbugs test-shrink test-scenario gate-full scenarios-doc baselines-doc matrix soak-long interrupt lint fuzz bench clean images test-docker test-ssh test-ssh-sample clean-docker
 
 # deps also fills the module cache with the requirements of the user's
 # module of examples/ownversion, whose test runs offline (GOPROXY=off);
@@ -160,6 +160,16 @@ test-docker: deps build images
 test-ssh: deps build
 	$(GO) test -race -count=1 -tags sshhosts ./cluster/ssh/...
 	$(GO) test -count=1 -tags sshhosts -run 'TestHostsUp|SSH' ./cmd/jepsen-lite
+
+# One system of the ssh backend's tests, CI's sample of them
+# (SSH_SYSTEM, and for redis SSH_TOPOLOGY, masters by default): its
+# conformance suite on namespace hosts, and the checks that an
+# interrupted start and a dead harness leave nothing on the hosts.
+SSH_SYSTEM ?= redis
+SSH_TOPOLOGY ?= $(if $(filter redis,$(SSH_SYSTEM)),^masters$$,)
+test-ssh-sample: deps build
+	$(GO) test -race -count=1 -tags sshhosts -run 'TestConformance/^$(SSH_SYSTEM)$$/$(SSH_TOPOLOGY)' ./cluster/ssh
+	$(GO) test -race -count=1 -tags sshhosts -run 'TestInterruptedStartLeavesNothing|TestDeadHarnessLeftoversRemoved' ./cluster/ssh
 
 clean-docker:
 	-docker ps -aq --filter label=jepsen-lite.run | xargs -r docker rm -f
