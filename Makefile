@@ -69,7 +69,7 @@ test: deps build
 # rueidislock-interval).
 BUG ?=
 test-knownbugs: deps build
-	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 30m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs
+	$(GO) test -tags knownbugs -count=1 -p 1 -timeout 60m -v -run 'TestKnownBugs/$(BUG)' ./examples/knownbugs
 
 # hunt each known bug without its scenario: 10 random and 10 steered
 # campaigns per bug, each to its first finding, and the fixed versions
