@@ -63,13 +63,16 @@ func tablePid(name, harness string) (pid int, ok bool) {
 }
 
 // killRunScript kills, with SIGKILL, every server of the run dir dir whose
-// working dir is its node's dir or below it, with its session, and removes
-// the run dir.
+// working dir is its node's dir or below it, with its process group (that
+// of the shell that started it, in the file group), and removes the run
+// dir.
 func killRunScript(dir string) string {
 	return ownedFunc + `for f in ` + quote(dir) + `/*/pid; do
   [ -f "$f" ] || continue
   p=$(cat "$f")
-  (cd "$(dirname "$f")" && owned "$p" && kill -KILL -- -"$p")
+  g=$(cat "$(dirname "$f")/group" 2>/dev/null)
+  (cd "$(dirname "$f")" && owned "$p" && kill -KILL "$p")
+  [ -n "$g" ] && (cd "$(dirname "$f")" && owned "$g" && kill -KILL -- -"$g")
 done
 rm -rf ` + quote(dir) + "\n"
 }

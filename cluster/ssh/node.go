@@ -89,9 +89,15 @@ func (c *Cluster) addNode(i int, l cluster.Node) error {
 	return nil
 }
 
+// statFunc is the shell function stat_ FILE: it sets st to the state and
+// sid to the session of the process whose /proc/PID/stat FILE is, with
+// the shell's builtins only (a kill polls it), and fails when the process
+// is gone.
+const statFunc = `stat_() { { read -r l < "$1"; } 2>/dev/null || return 1; r=${l##*) }; set -- $r; st=$1 sid=$4; }; `
+
 // aliveFunc is the shell function alive PID: the process exists and is
 // not a zombie.
-const aliveFunc = `alive() { s=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }; `
+const aliveFunc = statFunc + `alive() { [ -n "$1" ] && stat_ "/proc/$1/stat" && [ "$st" != Z ] && [ "$st" != X ]; }; `
 
 // setup makes the node's dir on its host and writes its config there.
 func (n *node) setup(ctx context.Context) error {
@@ -171,15 +177,26 @@ func (n *node) mariaDB(spec cluster.Spec) {
 		" " + strings.Join(cluster.Settings(spec), " ")
 }
 
-// start starts the node's server in a session of its own (setsid, so that
-// it outlives the SSH session), its output appended to node.log and its pid
-// in the file pid, and waits until it answers.
+// start starts the node's server and waits until it answers. The server
+// runs under a /bin/sh of its own, started with setsid so that both
+// outlive the SSH session, which leads the server's session and process
+// group (its pid in the file group), starts the server (its pid in the
+// file pid, its output appended to node.log) and waits for it: the server
+// killed is so reaped at once by its parent, not by the host's init, which
+// may reap late (a VM's init took 1.4-1.8 s).
 func (n *node) start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	script := aliveFunc + rootUser + n.prelude + "cd " + quote(n.dir) + ` || exit 1
+	leader := rootUser + n.prelude + `echo $$ > group; ` + n.command + ` & echo $! > pid.new && mv pid.new pid; wait`
+	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
 if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid)"; exit 1; fi
-(setsid ` + n.command + ` >> node.log 2>&1 < /dev/null & echo $! > pid)`
+rm -f pid group
+(setsid /bin/sh -c ` + quote(leader) + ` >> node.log 2>&1 < /dev/null &)
+i=0
+until [ -s pid ]; do
+  i=$((i+1)); [ $i -gt 1000 ] && { echo "no pid after 10s"; exit 1; }
+  sleep 0.01
+done`
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
 		return fmt.Errorf("ssh: start %s: %w", n.name, err)
 	}
@@ -188,48 +205,60 @@ if [ -f pid ] && alive "$(cat pid)"; then echo "already running as pid $(cat pid
 	for {
 		err := n.ready(wait, n.addr)
 		if err == nil {
-			return n.fetchLog(ctx)
+			return nil
 		}
 		select {
 		case <-wait.Done():
 			return fmt.Errorf("ssh: %s on %s does not answer at %s: %w (its log: %s)", n.name, n.conn.host.Name, n.addr, err, n.logTail(ctx))
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(readyPoll):
 		}
 	}
 }
+
+// readyPoll is the pause between two readiness checks of a starting node.
+const readyPoll = 10 * time.Millisecond
 
 // ownedFunc is the shell function owned PID: the process's working dir is
 // the current dir or below it (mariadbd moves into its data dir).
 const ownedFunc = `owned() { case "$(readlink /proc/$1/cwd 2>/dev/null)" in "$(pwd -P)"|"$(pwd -P)"/*) return 0;; esac; return 1; }; `
 
 // sessionFunc is the shell function session PID: a process of the
-// session PID leads (started with setsid) is alive.
-const sessionFunc = `session() { for q in $(ps -o pid= --sid "$1" 2>/dev/null); do alive "$q" && return 0; done; return 1; }; `
+// session PID leads (started with setsid) is alive, not a zombie.
+const sessionFunc = `session() { ps -o stat= --sid "$1" 2>/dev/null | grep -q '^[^ZX]'; }; `
 
-// kill kills the node's server with SIGKILL, if it runs, with every process
-// of its session (PostgreSQL's backends), waits until they are gone and
-// fetches its log. Only a server whose working dir is the node's, or below
-// it, is killed: a pid file outlives its process, and a pid is reused. It
-// waits until the server is reaped too, not only dead: PostgreSQL takes
-// the pid of a zombie in its lock file for a running postmaster.
+// kill kills the node's server with SIGKILL, if it runs, then every
+// process of its process group and waits until they are gone. Only a
+// process whose working dir is the node's, or below it, is killed: a pid
+// file outlives its process, and a pid is reused. It waits until the
+// server is reaped too, not only dead: PostgreSQL takes the pid of a
+// zombie in its lock file for a running postmaster. The server is killed
+// before its group so that its parent (start) reaps it at once. Its log
+// is fetched at close, not here: a kill takes no longer than on the local
+// backend.
 func (n *node) kill(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	script := aliveFunc + ownedFunc + sessionFunc + "cd " + quote(n.dir) + ` 2>/dev/null || exit 0
 [ -f pid ] || exit 0
 p=$(cat pid)
+g=$(cat group 2>/dev/null)
 alive "$p" && owned "$p" || exit 0
-kill -KILL -- -"$p"
+kill -KILL "$p"
 i=0
-while [ -e "/proc/$p" ] || session "$p"; do
-  i=$((i+1)); [ $i -gt 400 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
-  sleep 0.05
+while [ -e "/proc/$p" ]; do
+  i=$((i+1)); [ $i -gt 2000 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
+  sleep 0.01
 done
-rm -f pid`
+[ -n "$g" ] && owned "$g" && kill -KILL -- -"$g" 2>/dev/null
+while [ -n "$g" ] && session "$g"; do
+  i=$((i+1)); [ $i -gt 2000 ] && { echo "session $g outlived SIGKILL for 20s"; exit 1; }
+  sleep 0.01
+done
+rm -f pid group`
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
 		return fmt.Errorf("ssh: kill %s: %w", n.name, err)
 	}
-	return n.fetchLog(ctx)
+	return nil
 }
 
 // signal sends the node's running server the signal (STOP, CONT).
@@ -259,9 +288,13 @@ func (n *node) writeClock(ctx context.Context, offset time.Duration) error {
 	return nil
 }
 
-// close kills the node's server for good and runs its cleanup.
+// close kills the node's server for good, fetches its log and runs its
+// cleanup.
 func (n *node) close(ctx context.Context) error {
-	if err := n.kill(ctx); err != nil || n.cleanup == "" {
+	if err := n.kill(ctx); err != nil {
+		return err
+	}
+	if err := n.fetchLog(ctx); err != nil || n.cleanup == "" {
 		return err
 	}
 	if _, err := n.conn.run(ctx, "cd "+quote(n.dir)+" && "+n.cleanup, nil); err != nil {

@@ -254,7 +254,9 @@ func (c *Cluster) startAll(ctx context.Context) error {
 }
 
 // startNodes sets up and starts the nodes and waits, in parallel, until
-// each answers.
+// each answers, then fetches its log: a node's log is in the spec's log
+// dir from the cluster's start, and whole after Close; a restart (Start)
+// does not fetch it, which would lengthen the fault.
 func startNodes(ctx context.Context, nodes []*node) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))
@@ -264,6 +266,9 @@ func startNodes(ctx context.Context, nodes []*node) error {
 			defer wg.Done()
 			if errs[i] = n.setup(ctx); errs[i] == nil {
 				errs[i] = n.start(ctx)
+			}
+			if errs[i] == nil {
+				errs[i] = n.fetchLog(ctx)
 			}
 		}()
 	}
