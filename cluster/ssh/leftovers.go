@@ -72,7 +72,7 @@ func killRunScript(dir string) string {
   p=$(cat "$f")
   g=$(cat "$(dirname "$f")/group" 2>/dev/null)
   (cd "$(dirname "$f")" && owned "$p" && kill -KILL "$p")
-  [ -n "$g" ] && (cd "$(dirname "$f")" && owned "$g" && kill -KILL -- -"$g")
+  [ -n "$g" ] && (cd "$(dirname "$f")" && owned "$g" && kill -KILL -"$g")
 done
 rm -rf ` + quote(dir) + "\n"
 }

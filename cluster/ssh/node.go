@@ -244,12 +244,13 @@ p=$(cat pid)
 g=$(cat group 2>/dev/null)
 alive "$p" && owned "$p" || exit 0
 kill -KILL "$p"
+[ -n "$g" ] && kill -CONT -"$g" 2>/dev/null # a paused leader reaps the server only when it runs
 i=0
 while [ -e "/proc/$p" ]; do
   i=$((i+1)); [ $i -gt 2000 ] && { echo "pid $p outlived SIGKILL for 20s"; exit 1; }
   sleep 0.01
 done
-[ -n "$g" ] && owned "$g" && kill -KILL -- -"$g" 2>/dev/null
+[ -n "$g" ] && owned "$g" && kill -KILL -"$g" 2>/dev/null
 while [ -n "$g" ] && session "$g"; do
   i=$((i+1)); [ $i -gt 2000 ] && { echo "session $g outlived SIGKILL for 20s"; exit 1; }
   sleep 0.01
@@ -261,14 +262,25 @@ rm -f pid group`
 	return nil
 }
 
-// signal sends the node's running server the signal (STOP, CONT).
+// signal sends the signal (STOP, CONT) to the node's running server and
+// every process of its process group (its leader shell and the server's
+// children: PostgreSQL's backends), as the local backend does. A STOP
+// returns once every thread of the group is stopped, so that a paused
+// server answers nothing from then on: kill returns when the signal is
+// sent, and a thread running on another CPU may still answer a request
+// until it takes the stop.
 func (n *node) signal(ctx context.Context, sig string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	script := aliveFunc + "cd " + quote(n.dir) + ` || exit 1
 p=$(cat pid 2>/dev/null)
 alive "$p" || { echo "not running"; exit 1; }
-kill -` + sig + ` "$p"`
+g=$(cat group 2>/dev/null)
+[ -n "$g" ] || { echo "no process group"; exit 1; }
+kill -` + sig + ` -"$g"`
+	if sig == "STOP" {
+		script += waitStopped
+	}
 	if _, err := n.conn.run(ctx, script, nil); err != nil {
 		return fmt.Errorf("ssh: SIG%s %s: %w", sig, n.name, err)
 	}
@@ -330,3 +342,23 @@ func (n *node) logTail(ctx context.Context) string {
 	}
 	return strings.TrimSpace(out)
 }
+
+// waitStopped is the end of a STOP's script: it waits, polling every
+// 10 ms for up to 5 s, until every thread of every process in process
+// group $g is in the stopped state (T, or t when traced), as
+// /proc/*/task/*/stat say (the fields after the command: state, parent,
+// group).
+const waitStopped = `
+i=0
+while :; do
+  all=1
+  for f in /proc/[0-9]*/task/*/stat; do
+    { read -r l < "$f"; } 2>/dev/null || continue
+    set -- ${l##*") "}
+    [ "$3" = "$g" ] || continue
+    case $1 in T|t) ;; *) all=0 ;; esac
+  done
+  [ $all = 1 ] && exit 0
+  i=$((i+1)); [ $i -gt 500 ] && { echo "process group $g not stopped 5s after SIGSTOP"; exit 1; }
+  sleep 0.01
+done`
