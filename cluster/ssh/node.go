@@ -345,18 +345,24 @@ func (n *node) logTail(ctx context.Context) string {
 
 // waitStopped is the end of a STOP's script: it waits, polling every
 // 10 ms for up to 5 s, until every thread of every process in process
-// group $g is in the stopped state (T, or t when traced), as
-// /proc/*/task/*/stat say (the fields after the command: state, parent,
-// group).
+// group $g is stopped (state T, or t when traced) or dead (Z, X: a
+// zombie its stopped parent cannot reap, a fork of Redis's that saved),
+// as /proc/PID/stat and /proc/PID/task/*/stat say (the fields after the
+// command: state, parent, group). It reads the tasks of the group's
+// processes only.
 const waitStopped = `
 i=0
 while :; do
   all=1
-  for f in /proc/[0-9]*/task/*/stat; do
+  for f in /proc/[0-9]*/stat; do
     { read -r l < "$f"; } 2>/dev/null || continue
     set -- ${l##*") "}
     [ "$3" = "$g" ] || continue
-    case $1 in T|t) ;; *) all=0 ;; esac
+    for t in "${f%/stat}"/task/*/stat; do
+      { read -r l < "$t"; } 2>/dev/null || continue
+      set -- ${l##*") "}
+      case $1 in T|t|Z|X) ;; *) all=0 ;; esac
+    done
   done
   [ $all = 1 ] && exit 0
   i=$((i+1)); [ $i -gt 500 ] && { echo "process group $g not stopped 5s after SIGSTOP"; exit 1; }
