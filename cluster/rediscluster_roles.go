@@ -102,6 +102,23 @@ func lineRole(l clusterLine) string {
 	return RoleReplica
 }
 
+// ClusterRolesInterval is how often the roles of a running Redis Cluster
+// are read again (WatchRoles, from JoinCluster).
+const ClusterRolesInterval = 200 * time.Millisecond
+
+// JoinCluster joins fresh cluster-mode nodes into one Redis Cluster
+// (FormCluster), records their ids (SetClusterIDs) and watches their
+// roles every ClusterRolesInterval (WatchRoles) until stop is called:
+// what every backend does once the nodes of its cluster topology answer.
+func (r *Replication) JoinCluster(ctx context.Context, members []ClusterMember) (stop func(), err error) {
+	ids, err := FormCluster(ctx, members)
+	if err != nil {
+		return nil, err
+	}
+	r.SetClusterIDs(ids)
+	return r.WatchRoles(ClusterRolesInterval), nil
+}
+
 // WatchRoles refreshes the roles of a Redis Cluster (RefreshRoles) every
 // interval until the returned stop is called, so that Nodes reports the
 // promotions the cluster makes on its own. Outside the cluster topology it

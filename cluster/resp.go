@@ -125,3 +125,30 @@ func RedisInfoField(ctx context.Context, addr, section, field string) (string, e
 	}
 	return "", fmt.Errorf("cluster: INFO %s has no %s", section, field)
 }
+
+// WaitReplicating waits until every node of nodes with the replica role
+// reports its link to its primary up (INFO replication's
+// master_link_status), asking again every poll, or until ctx ends: a
+// backend starts the sentinels then, which so find the replicas in their
+// first INFO of the primary, not 10 s later.
+func WaitReplicating(ctx context.Context, nodes []Node, poll time.Duration) error {
+	for _, n := range nodes {
+		if n.Role != RoleReplica {
+			continue
+		}
+		for {
+			attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
+			s, err := RedisInfoField(attempt, n.Addr, "replication", "master_link_status")
+			cancelAttempt()
+			if err == nil && s == "up" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("cluster: replica %s not replicating (link %q, %v): %w", n.Name, s, err, ctx.Err())
+			case <-time.After(poll):
+			}
+		}
+	}
+	return nil
+}

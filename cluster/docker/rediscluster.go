@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
@@ -53,8 +52,8 @@ func announced(n *node) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(redisRelayPort(n)))
 }
 
-// formRedisCluster joins the running nodes into one cluster
-// (cluster.FormCluster), records their ids and starts watching their roles.
+// formRedisCluster joins the running nodes into one cluster and watches
+// their roles (cluster.Replication.JoinCluster).
 func (c *Cluster) formRedisCluster(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -62,21 +61,15 @@ func (c *Cluster) formRedisCluster(ctx context.Context) error {
 	for _, n := range c.nodes {
 		members = append(members, cluster.ClusterMember{Node: n.Node, Announced: announced(n), Bus: clusterBusRelayBase + n.index})
 	}
-	ids, err := cluster.FormCluster(ctx, members)
+	stop, err := c.repl.JoinCluster(ctx, members)
 	if err != nil {
 		return fmt.Errorf("docker: %w", err)
 	}
-	c.repl.SetClusterIDs(ids)
-	stop := c.repl.WatchRoles(rolesInterval)
 	c.mu.Lock()
 	c.stopRoles = stop
 	c.mu.Unlock()
 	return nil
 }
-
-// rolesInterval is how often a Redis Cluster's roles are read again
-// (cluster.Replication.WatchRoles).
-const rolesInterval = 200 * time.Millisecond
 
 // RoutesClients reports whether the cluster is a Redis Cluster, whose
 // clients follow its redirections (cluster.Router).

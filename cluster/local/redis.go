@@ -166,27 +166,16 @@ func (w wiring) Running(ctx context.Context, name string) bool {
 }
 
 // waitReplicating waits until every replica reports its link to the
-// primary up.
+// primary up (cluster.WaitReplicating).
 func (c *Cluster) waitReplicating(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
 	defer cancel()
+	var nodes []cluster.Node
 	for _, n := range c.nodes {
-		if n.role != cluster.RoleReplica {
-			continue
-		}
-		for {
-			attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
-			s, err := cluster.RedisInfoField(attempt, n.addr(), "replication", "master_link_status")
-			cancelAttempt()
-			if err == nil && s == "up" {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("local: replica %s not replicating (link %q, %v): %w", n.name, s, err, ctx.Err())
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		nodes = append(nodes, n.info())
+	}
+	if err := cluster.WaitReplicating(ctx, nodes, 5*time.Millisecond); err != nil {
+		return fmt.Errorf("local: %w", err)
 	}
 	return nil
 }

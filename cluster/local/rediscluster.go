@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/linknet"
@@ -22,10 +21,6 @@ import (
 // (replication and cluster bus) apart from the other nodes', as for etcd
 // (etcdGidBase, whose range it follows).
 const redisClusterGidBase = etcdGidBase + 0x40
-
-// rolesInterval is how often a Redis Cluster's roles are read again
-// (cluster.Replication.WatchRoles).
-const rolesInterval = 200 * time.Millisecond
 
 // clusterPorts are a cluster node's own ports and the addresses its peers
 // reach them on.
@@ -117,8 +112,8 @@ func (c *Cluster) clusterLinks(ports map[string]*clusterPorts) error {
 	return nil
 }
 
-// formRedisCluster joins the started nodes into one cluster
-// (cluster.FormCluster), records their ids and starts watching their roles.
+// formRedisCluster joins the started nodes into one cluster and watches
+// their roles (cluster.Replication.JoinCluster).
 func (c *Cluster) formRedisCluster(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.readyTimeout)
 	defer cancel()
@@ -127,11 +122,10 @@ func (c *Cluster) formRedisCluster(ctx context.Context) error {
 		p := c.clusterPorts[n.name]
 		members = append(members, cluster.ClusterMember{Node: n.info(), Announced: p.announced, Bus: p.busAt})
 	}
-	ids, err := cluster.FormCluster(ctx, members)
+	stop, err := c.repl.JoinCluster(ctx, members)
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
-	c.repl.SetClusterIDs(ids)
-	c.stopRoles = c.repl.WatchRoles(rolesInterval)
+	c.stopRoles = stop
 	return nil
 }

@@ -5,7 +5,6 @@ package ssh
 // one command on it with a bound, in a shell it keeps open (shell.go).
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -152,26 +151,6 @@ func (c *conn) run(ctx context.Context, cmd string, stdin io.Reader) (string, er
 		return r.out, fmt.Errorf("ssh: %s: %s: exit status %d: %s", c.host.Name, firstWord(cmd), r.status, strings.TrimSpace(r.out))
 	}
 	return r.out, nil
-}
-
-// lockedBuffer is a buffer safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns what was written.
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // firstWord returns the first word of a command, to name it in errors.

@@ -22,10 +22,6 @@ import (
 // the port of its cluster bus (Redis's own default offset).
 const clusterBusOffset = 10000
 
-// rolesInterval is how often a Redis Cluster's roles are read again
-// (cluster.Replication.WatchRoles).
-const rolesInterval = 200 * time.Millisecond
-
 // formTimeout bounds the joining of a Redis Cluster's started nodes.
 const formTimeout = 60 * time.Second
 
@@ -161,8 +157,8 @@ func (c *Cluster) wireRedisCluster() error {
 }
 
 // formRedisCluster joins the started nodes of a Redis Cluster into one
-// (cluster.FormCluster), records their ids and starts watching their
-// roles; for the other topologies it does nothing.
+// and watches their roles (cluster.Replication.JoinCluster); for the other
+// topologies it does nothing.
 func (c *Cluster) formRedisCluster(ctx context.Context) error {
 	if c.spec.System != cluster.Redis || c.spec.Topology != cluster.TopologyCluster {
 		return nil
@@ -176,12 +172,10 @@ func (c *Cluster) formRedisCluster(ctx context.Context) error {
 			Announced: n.addr, Bus: n.port + clusterBusOffset,
 		})
 	}
-	ids, err := cluster.FormCluster(ctx, members)
+	stop, err := c.repl.JoinCluster(ctx, members)
 	if err != nil {
 		return fmt.Errorf("ssh: %w", err)
 	}
-	c.repl.SetClusterIDs(ids)
-	stop := c.repl.WatchRoles(rolesInterval)
 	c.mu.Lock()
 	c.stopRoles = stop
 	c.mu.Unlock()
@@ -195,28 +189,16 @@ func (c *Cluster) RoutesClients() bool {
 }
 
 // waitReplicating waits, within readyTimeout, until every replica reports
-// its link to the primary up: the sentinels start then, and find the
-// replicas in their first INFO of the primary, not 10 s later.
+// its link to the primary up (cluster.WaitReplicating).
 func (c *Cluster) waitReplicating(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
+	var nodes []cluster.Node
 	for _, n := range c.nodes {
-		if n.role != cluster.RoleReplica {
-			continue
-		}
-		for {
-			attempt, cancelAttempt := context.WithTimeout(ctx, time.Second)
-			s, err := cluster.RedisInfoField(attempt, n.addr, "replication", "master_link_status")
-			cancelAttempt()
-			if err == nil && s == "up" {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("ssh: replica %s not replicating (link %q, %v): %w", n.name, s, err, ctx.Err())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		nodes = append(nodes, cluster.Node{Name: n.name, Role: n.role, Addr: n.addr})
+	}
+	if err := cluster.WaitReplicating(ctx, nodes, 20*time.Millisecond); err != nil {
+		return fmt.Errorf("ssh: %w", err)
 	}
 	return nil
 }
