@@ -155,11 +155,14 @@ test-docker: deps build images
 
 # The ssh backend's tests (build tag sshhosts): its conformance suite on
 # six test hosts, network namespaces with sshd on a bridge the tests
-# create and remove, and what an interrupted or dead harness leaves on them.
-# Not part of make test or .ci/run.
+# create and remove, what an interrupted or dead harness leaves on them,
+# and every quick scenario on six such hosts and on the local backend,
+# their verdicts compared (TestBackendsAgree). Not part of make test or
+# .ci/run, which sample it (test-ssh-sample).
 test-ssh: deps build
 	$(GO) test -race -count=1 -tags sshhosts ./cluster/ssh/...
 	$(GO) test -count=1 -tags sshhosts -run 'TestHostsUp|SSH' ./cmd/jepsen-lite
+	$(GO) test -count=1 -timeout 60m -tags sshhosts -run TestBackendsAgree ./runner -agree-backends local,ssh -agree-all
 
 # One system of the ssh backend's tests, CI's sample of them
 # (SSH_SYSTEM, and for redis SSH_TOPOLOGY, masters by default): its

@@ -24,12 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jepsen-lite/jepsen-lite/clients"
-	"github.com/jepsen-lite/jepsen-lite/cluster"
 	"github.com/jepsen-lite/jepsen-lite/cluster/ssh"
 	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts"
-	"github.com/jepsen-lite/jepsen-lite/gate"
-	"github.com/jepsen-lite/jepsen-lite/runner"
 )
 
 // TestHostsUp starts "hosts up", waits for its inventory, reaches every
@@ -139,55 +135,6 @@ func hostsLeft(pid int, harness string) []string {
 		}
 	}
 	return left
-}
-
-// TestGateQuickOnSSH runs the quick gate's scenarios on the ssh backend on
-// six namespace hosts, as gate does (runner.Run on the backend that
-// --backend ssh --inventory builds), and requires every scenario the
-// backend runs to end as it expects. Those the backend refuses before
-// anything starts (a topology it does not run) are counted and named in
-// the log, never counted as passing.
-func TestGateQuickOnSSH(t *testing.T) {
-	requireHostTools(t)
-	clients.SilenceRedisLogs()
-	file := namespaceInventory(t, 6)
-	b, err := backendFor("ssh", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	selected, err := gate.Select(nil, "quick", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := t.TempDir()
-	var ran, refused []string
-	for _, sc := range selected {
-		if err := checkBackend(b, sc); err != nil {
-			refused = append(refused, sc.Name)
-			t.Logf("refused before start: %s: %v", sc.Name, err)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		res, err := runner.Run(ctx, sc, runner.WithSeed(1), runner.WithStore(store), runner.WithClusterBackend(b))
-		cancel()
-		switch {
-		case errors.Is(err, cluster.ErrUnavailable):
-			refused = append(refused, sc.Name)
-			t.Logf("refused before start: %s: %v", sc.Name, err)
-		case err != nil:
-			t.Errorf("%s: %v", sc.Name, err)
-		case !res.Results.ExpectationMet:
-			t.Errorf("%s: %s, expected %s: expectation not met (faults failed: %v; %s)", sc.Name, res.Results.Verdict, gate.ExpectText(sc.Expect), res.Results.FailedFaults, res.Dir)
-			logRun(t, res.Dir)
-		default:
-			ran = append(ran, sc.Name)
-			t.Logf("held: %s: %s in %v", sc.Name, res.Results.Verdict, res.Elapsed.Round(time.Millisecond))
-		}
-	}
-	t.Logf("%d of %d quick scenarios held on ssh; %d refused before start: %s", len(ran), len(selected), len(refused), strings.Join(refused, ", "))
-	if len(ran) == 0 {
-		t.Error("no quick scenario ran on the ssh backend")
-	}
 }
 
 // TestSSHRunLeavesNothing runs the binary on the ssh backend and requires
@@ -405,16 +352,4 @@ func nsOf(t *testing.T, h ssh.Host) string {
 func firstFieldsOf(line string, n int) string {
 	f := strings.Fields(line)
 	return strings.Join(f[:min(n, len(f))], " ")
-}
-
-// logRun logs the run's run.log, which the test's temp dir takes away
-// with the run.
-func logRun(t *testing.T, dir string) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "run.log"))
-	if err != nil {
-		t.Logf("run.log of %s: %v", dir, err)
-		return
-	}
-	t.Logf("run.log of %s:\n%s", dir, b)
 }
