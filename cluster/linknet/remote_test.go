@@ -19,6 +19,18 @@ func (f *faultLog) Fault(dir Direction, on bool) error {
 	return nil
 }
 
+// resetLog is a Faulter and Resetter that records the calls it gets.
+type resetLog struct{ faultLog }
+
+// Reset records the call as "reset forward on", ...
+func (r *resetLog) Reset(dir Direction, on bool) error {
+	if err := r.Fault(dir, on); err != nil {
+		return err
+	}
+	r.calls[len(r.calls)-1] = "reset " + r.calls[len(r.calls)-1]
+	return nil
+}
+
 // take returns the calls recorded since the last take.
 func (f *faultLog) take() []string {
 	out := f.calls
@@ -29,7 +41,8 @@ func (f *faultLog) take() []string {
 // TestLinkOnFaults checks that the cuts of a link between two other hosts
 // go to its Faulter, once per direction, that heals, HealAll and Remove
 // take back exactly what is on, and that what it cannot carry (reset,
-// latency, a new upstream) is refused.
+// latency, a new upstream) is refused: a reset, unless the Faulter is a
+// Resetter.
 func TestLinkOnFaults(t *testing.T) {
 	n, err := New()
 	if err != nil {
@@ -72,5 +85,41 @@ func TestLinkOnFaults(t *testing.T) {
 	}
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("refused faults reached the Faulter: %v", got)
+	}
+}
+
+// TestLinkOnResets checks that the resets of a link between two other
+// hosts go to its Faulter's Reset, once per direction, beside its cuts,
+// and that heals, HealAll and Remove take back exactly what is on.
+func TestLinkOnResets(t *testing.T) {
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	log := &resetLog{}
+	if _, err := n.LinkOn("n2->n1", "10.9.9.1:6379", log); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		do   func() error
+		want []string
+	}{
+		{func() error { return n.Apply(Fault{Kind: FaultReset, Direction: DirectionForward}, "n2->n1") }, []string{"reset forward on"}},
+		{func() error { return n.Reset("n2->n1") }, []string{"reset back on"}},
+		{func() error { return n.Cut("n2->n1") }, []string{"forward on", "back on"}},
+		{func() error { return n.Heal("n2->n1") }, []string{"forward off", "back off", "reset forward off", "reset back off"}},
+		{func() error { return n.Apply(Fault{Kind: FaultReset, Direction: DirectionBack}, "n2->n1") }, []string{"reset back on"}},
+		{func() error { return n.HealAll() }, []string{"reset back off"}},
+		{func() error { return n.Reset("n2->n1") }, []string{"reset forward on", "reset back on"}},
+		{func() error { return n.Remove("n2->n1") }, []string{"reset forward off", "reset back off"}},
+	}
+	for i, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := log.take(); !slices.Equal(got, s.want) {
+			t.Errorf("step %d: Faulter got %v, want %v", i, got, s.want)
+		}
 	}
 }
