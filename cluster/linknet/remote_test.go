@@ -2,7 +2,9 @@ package linknet
 
 import (
 	"errors"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -120,6 +122,74 @@ func TestLinkOnResets(t *testing.T) {
 		}
 		if got := log.take(); !slices.Equal(got, s.want) {
 			t.Errorf("step %d: Faulter got %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+// endLog is an EndCloser that records the ends it is given.
+type endLog struct{ ends []End }
+
+// CloseEnds records the ends.
+func (e *endLog) CloseEnds(ends []End) error {
+	e.ends = append(e.ends, ends...)
+	return nil
+}
+
+// TestAwayLinkResetSets checks that a reset of a link whose target is on
+// another host is refused without an EndCloser, and otherwise puts the
+// link's mark in the resets' sets of such links (whose rules answer in
+// the output hook and record what they answer), not in those of the
+// links on this host, and that the heal takes it out.
+func TestAwayLinkResetSets(t *testing.T) {
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if _, err := n.Link("w1->n1", "10.9.9.1:6379"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Link("w1->n2", "127.0.0.1:6379"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Reset("w1->n1"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Reset of a link to another host without an EndCloser: %v, want ErrUnavailable", err)
+	}
+	n.SetEndCloser(&endLog{})
+	if err := n.Apply(Fault{Kind: FaultReset, Direction: DirectionForward}, "w1->n1", "w1->n2"); err != nil {
+		t.Fatal(err)
+	}
+	n.mu.Lock()
+	away, here := n.links["w1->n1"].mark(), n.links["w1->n2"].mark()
+	n.mu.Unlock()
+	sets := func() map[string]string {
+		out := map[string]string{}
+		for _, set := range []string{"reset_forward", "reset_away_forward", "reset_back", "reset_away_back"} {
+			b, err := exec.Command("nft", "list", "set", "ip", n.Table(), set).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[set] = string(b)
+		}
+		return out
+	}
+	got := sets()
+	for set, want := range map[string]string{"reset_away_forward": away, "reset_forward": here} {
+		if !strings.Contains(got[set], want) {
+			t.Errorf("%s lacks %s:\n%s", set, want, got[set])
+		}
+	}
+	for set, not := range map[string]string{"reset_away_forward": here, "reset_forward": away, "reset_back": away, "reset_away_back": away} {
+		if strings.Contains(got[set], not) {
+			t.Errorf("%s holds %s:\n%s", set, not, got[set])
+		}
+	}
+	if err := n.Heal("w1->n1", "w1->n2"); err != nil {
+		t.Fatal(err)
+	}
+	for set, listing := range sets() {
+		if strings.Contains(listing, away) || strings.Contains(listing, here) {
+			t.Errorf("%s after the heal:\n%s", set, listing)
 		}
 	}
 }
