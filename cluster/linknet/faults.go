@@ -135,6 +135,9 @@ func (n *Network) applyKernel(f Fault, names []string, ls []*link) error {
 			return fmt.Errorf("%w: reset of a per-source link: %v", ErrUnavailable, err)
 		}
 	}
+	if f.Kind == FaultReset && n.closer == nil && slices.ContainsFunc(local(ls), func(l *link) bool { return l.away }) {
+		return fmt.Errorf("%w: a reset of a link to another host needs the backend's EndCloser (Network.SetEndCloser)", ErrUnavailable)
+	}
 	var b strings.Builder
 	var ends []linkEnds
 	for _, l := range local(ls) {
@@ -143,7 +146,7 @@ func (n *Network) applyKernel(f Fault, names []string, ls []*link) error {
 		}
 		for _, set := range f.sets() {
 			if !l.inSet(set) {
-				fmt.Fprintf(&b, "add element ip %s %s { %s }\n", n.table, set, l.mark())
+				fmt.Fprintf(&b, "add element ip %s %s { %s }\n", n.table, l.nftSet(set), l.mark())
 			}
 		}
 	}
@@ -165,7 +168,7 @@ func (n *Network) applyKernel(f Fault, names []string, ls []*link) error {
 	for _, l := range ls {
 		l.kernel[key]++
 	}
-	if f.Kind == FaultReset && !n.watching {
+	if f.Kind == FaultReset && !n.watching && len(local(ls)) > 0 {
 		n.watching = true
 		n.watchDone = make(chan struct{})
 		go n.resetWatch(n.watchDone)
@@ -175,6 +178,10 @@ func (n *Network) applyKernel(f Fault, names []string, ls []*link) error {
 
 // kernelSets are the nft sets of the kernel faults.
 var kernelSets = []string{"cut_forward", "cut_back", "reset_forward", "reset_back"}
+
+// awaySets are the nft sets of the resets of links to other hosts
+// (link.nftSet).
+var awaySets = []string{"reset_away_forward", "reset_away_back"}
 
 // sets returns the nft sets a cut or reset puts its links' marks in.
 func (f Fault) sets() []string {
@@ -204,14 +211,22 @@ func (l *link) inSet(set string) bool {
 // unfaultScript returns the nft commands that take the link's mark out of
 // every set it is in (none for a link between hosts, whose cuts are not
 // in the table); the caller holds n.mu.
-func (n *Network) unfaultScript(l *link) string {
+func (n *Network) unfaultScript(l *link) string { return n.setsScript(l, "delete") }
+
+// faultScript returns the nft commands that put the link's mark in every
+// set its faults say; the caller holds n.mu.
+func (n *Network) faultScript(l *link) string { return n.setsScript(l, "add") }
+
+// setsScript returns the nft commands that add or delete (verb) the
+// link's mark in every set its faults say.
+func (n *Network) setsScript(l *link, verb string) string {
 	var b strings.Builder
 	if l.remote != nil {
 		return ""
 	}
 	for _, set := range kernelSets {
 		if l.inSet(set) {
-			fmt.Fprintf(&b, "delete element ip %s %s { %s }\n", n.table, set, l.mark())
+			fmt.Fprintf(&b, "%s element ip %s %s { %s }\n", verb, n.table, l.nftSet(set), l.mark())
 		}
 	}
 	return b.String()
@@ -265,7 +280,7 @@ func (n *Network) HealAll() error {
 		return nil
 	}
 	var flush strings.Builder
-	for _, set := range kernelSets {
+	for _, set := range append(slices.Clone(kernelSets), awaySets...) {
 		fmt.Fprintf(&flush, "flush set ip %s %s\n", n.table, set)
 	}
 	if err := n.sh.run(flush.String()); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 )
@@ -24,6 +25,7 @@ type link struct {
 
 	kernel  map[Fault]int // the cuts and resets on the link (Kind and Direction), counted
 	latency bool
+	away    bool // target is on another host (not a loopback address): see nftSet
 
 	// A per-source link (LinkFrom): addr is the shared address, port the
 	// link's own reserved port, which only makes its mark unique.
@@ -68,7 +70,7 @@ func (n *Network) Link(name, upstream string) (string, error) {
 		l.proxy = p
 		target = p.Listen
 	}
-	l.target = target
+	l.target, l.away = target, away(target)
 	to, err := ipv4(target)
 	if err == nil {
 		err = n.sh.run(fmt.Sprintf("add element ip %[1]s links { %[5]s . %[2]d : %[3]s }\nadd element ip %[1]s marks { %[5]s . %[2]d : %[4]s }\n",
@@ -116,8 +118,38 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { %[4]s . %[2]d }\nadd element ip %[1]s links { %[4]s . %[2]d : %[3]s }\n", n.table, l.port, to, n.host)); err != nil {
 		return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
 	}
-	l.upstream, l.target = upstream, upstream
+	script := ""
+	if away(upstream) != l.away && l.resetting() {
+		// The link's marks move to the reset sets of its new target.
+		script = n.unfaultScript(l)
+		l.away = !l.away
+		script += n.faultScript(l)
+		if err := n.sh.run(script); err != nil {
+			return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
+		}
+	}
+	l.upstream, l.target, l.away = upstream, upstream, away(upstream)
 	return killConns([]*link{l})
+}
+
+// away reports whether the address (host:port) is on another host: its
+// IP is not a loopback address.
+func away(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && !ip.IsLoopback()
+}
+
+// nftSet returns the table's set that holds the link's mark for the
+// kernel set named set: for a link whose target is away, its resets'
+// sets of their own (reset_away_forward, reset_away_back), whose rules
+// are in the output hook for the original direction and record what they
+// answer for the reset watcher; else set itself.
+func (l *link) nftSet(set string) string {
+	if rest, ok := strings.CutPrefix(set, "reset_"); ok && l.away {
+		return "reset_away_" + rest
+	}
+	return set
 }
 
 // Remove removes the link, closing its connections.

@@ -82,6 +82,8 @@ type Network struct {
 
 	pmu   sync.Mutex      // held while the ends of reset links' connections are looked at
 	pairs map[string]bool // the dialling addresses of reset links' connections seen with both ends
+
+	closer EndCloser // destroys the ends on other hosts of reset links' connections (SetEndCloser)
 }
 
 var tableSeq atomic.Int64

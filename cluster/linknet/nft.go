@@ -42,7 +42,12 @@ func (l *link) mark() string { return fmt.Sprintf("0x%08x", markBase|l.port) }
 // to another host (WithLinkAddress) sends its original direction out of
 // the harness, never through its input hook: the cut of that direction is
 // dropped in the output hook, where TCP takes a dropped segment as lost and
-// retransmits it (a SYN too: the dial waits, it is not refused).
+// retransmits it (a SYN too: the dial waits, it is not refused). The
+// resets of such a link (its mark in reset_away_forward, reset_away_back)
+// answer its original direction in the output hook and its replies in the
+// input hook, and record each connection they answer, its far end first
+// (reset_out: the node's end, left on its host; reset_in: the local end,
+// left on the harness), for the reset watcher to destroy that end.
 func tableScript(table string) string {
 	return fmt.Sprintf(`table ip %[1]s {
 	map links { type ipv4_addr . inet_service : ipv4_addr . inet_service; }
@@ -54,6 +59,10 @@ func tableScript(table string) string {
 	set sync { type mark; }
 	set reset_forward { type mark; }
 	set reset_back { type mark; }
+	set reset_away_forward { type mark; }
+	set reset_away_back { type mark; }
+	set reset_out { type ipv4_addr . inet_service . ipv4_addr . inet_service; flags dynamic; size 65535; }
+	set reset_in { type ipv4_addr . inet_service . ipv4_addr . inet_service; flags dynamic; size 65535; }
 	chain nat_out {
 		type nat hook output priority -100; policy accept;
 		ct state new ct mark set ip daddr . tcp dport map @marks
@@ -65,11 +74,13 @@ func tableScript(table string) string {
 		type filter hook input priority 0; policy accept;
 		ct direction original ct mark @reset_forward tcp flags & rst == 0 reject with tcp reset
 		ct direction reply ct mark @reset_back tcp flags & rst == 0 reject with tcp reset
+		ct direction reply ct mark @reset_away_back tcp flags & rst == 0 add @reset_in { ip daddr . tcp dport . ip saddr . tcp sport } reject with tcp reset
 		ct direction original ct mark @cut_forward drop
 		ct direction reply ct mark @cut_back drop
 	}
 	chain filter_out {
 		type filter hook output priority 0; policy accept;
+		ct direction original ct mark @reset_away_forward tcp flags & rst == 0 add @reset_out { ip daddr . tcp dport . ip saddr . tcp sport } reject with tcp reset
 		ip daddr != 127.0.0.0/8 ct direction original ct mark @cut_forward drop
 	}
 }
@@ -121,8 +132,6 @@ func startNftShell(table string) (*nftShell, error) {
 // has done it: the listing of the empty set sync that follows marks the
 // end of its output, and any line before it is an error.
 func (sh *nftShell) run(script string) error {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	var cmds []string
 	for _, line := range strings.Split(script, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
@@ -133,27 +142,56 @@ func (sh *nftShell) run(script string) error {
 	if len(cmds) > 0 {
 		b.WriteString(strings.Join(cmds, "; ") + "\n")
 	}
-	b.WriteString("list set ip " + sh.table + " sync\n")
-	if _, err := io.WriteString(sh.in, b.String()); err != nil {
-		return fmt.Errorf("nft -i: %w", err)
+	_, err := sh.listings(b.String(), 0)
+	return err
+}
+
+// list returns the listings of the named sets of the table, one after
+// the other.
+func (sh *nftShell) list(sets ...string) (string, error) {
+	var b strings.Builder
+	for _, set := range sets {
+		b.WriteString("list set ip " + sh.table + " " + set + "\n")
+	}
+	return sh.listings(b.String(), len(sets))
+}
+
+// listings writes the commands, then the listing of the empty set sync,
+// and reads nft's output up to the end of that listing: it returns the
+// first count listings (of the commands' own lists), and an error for
+// any line outside a listing.
+func (sh *nftShell) listings(cmds string, count int) (string, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, err := io.WriteString(sh.in, cmds+"list set ip "+sh.table+" sync\n"); err != nil {
+		return "", fmt.Errorf("nft -i: %w", err)
 	}
 	var errs []string
-	listing := false
+	var out strings.Builder
+	listing, seen := false, 0
 	for {
 		line, err := sh.out.ReadString('\n')
 		if err != nil {
-			return fmt.Errorf("nft -i: %w (%s)", err, strings.Join(errs, " "))
+			return "", fmt.Errorf("nft -i: %w (%s)", err, strings.Join(errs, " "))
 		}
 		switch {
 		case strings.HasPrefix(line, "table ip "+sh.table+" {"):
 			listing = true
 		case listing && strings.TrimRight(line, "\n") == "}":
-			if len(errs) > 0 {
-				return fmt.Errorf("nft: %s", strings.Join(errs, " "))
+			listing = false
+			if seen++; seen <= count {
+				continue
 			}
-			return nil
+			if len(errs) > 0 {
+				return "", fmt.Errorf("nft: %s", strings.Join(errs, " "))
+			}
+			return out.String(), nil
+		case !listing && seen > 0 && strings.TrimSpace(line) == "":
+			// nft separates listings with an empty line.
 		case !listing:
 			errs = append(errs, strings.TrimSpace(line))
+		case seen < count:
+			out.WriteString(line)
 		}
 	}
 }

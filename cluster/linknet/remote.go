@@ -1,14 +1,15 @@
 package linknet
 
 // remote.go holds the links between two other hosts: their connections
-// never pass the harness, so their cuts are made where they pass, by the
-// Faulter the backend gives (rules on the hosts), and the Network keeps
-// only their names, upstreams and faults.
+// never pass the harness, so their cuts and resets are made where they
+// pass, by the Faulter the backend gives (rules on the hosts), and the
+// Network keeps only their names, upstreams and faults.
 
 import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Faulter drops, or stops dropping, the packets of one link's
@@ -22,10 +23,23 @@ type Faulter interface {
 	Fault(dir Direction, on bool) error
 }
 
+// Resetter is the optional ability of a Faulter to reset a link between
+// two other hosts as the Network resets its own (FaultReset): while on,
+// the packets of the link's connections that go in dir are answered with
+// a RST where they arrive, the connection's other end (on the host that
+// answered) is destroyed right after, and a new connection whose SYN goes
+// in dir is refused. A Faulter without it cannot reset (ErrUnavailable).
+type Resetter interface {
+	// Reset starts (on) or stops resetting the link's connections in
+	// dir: DirectionForward or DirectionBack.
+	Reset(dir Direction, on bool) error
+}
+
 // LinkOn creates the link named name to upstream whose connections go
 // from one host to another without passing the harness: its address is
-// upstream itself (the servers dial it directly), and its cuts are on's
-// (a reset or latency of it is cluster.ErrUnavailable). Names are unique.
+// upstream itself (the servers dial it directly), and its cuts are on's,
+// its resets too when on is a Resetter (else a reset of it, and latency,
+// are cluster.ErrUnavailable). Names are unique.
 func (n *Network) LinkOn(name, upstream string, on Faulter) (string, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -42,17 +56,26 @@ func (n *Network) LinkOn(name, upstream string, on Faulter) (string, error) {
 	return upstream, nil
 }
 
-// setDirection maps a kernel set of a cut to the direction it drops.
-var setDirection = map[string]Direction{"cut_forward": DirectionForward, "cut_back": DirectionBack}
+// setDirection maps a kernel set of a cut or a reset to the direction it
+// drops or resets.
+var setDirection = map[string]Direction{
+	"cut_forward": DirectionForward, "cut_back": DirectionBack,
+	"reset_forward": DirectionForward, "reset_back": DirectionBack,
+}
 
-// applyRemote applies a cut to the links between hosts among ls; the
-// caller holds n.mu.
+// applyRemote applies a cut or a reset to the links between hosts among
+// ls; the caller holds n.mu.
 func applyRemote(f Fault, ls []*link) error {
 	if !slices.ContainsFunc(ls, func(l *link) bool { return l.remote != nil }) {
 		return nil
 	}
-	if f.Kind != FaultCut {
-		return fmt.Errorf("%w: a %s of a link between two other hosts (only cuts are made there)", ErrUnavailable, f.Kind)
+	if f.Kind != FaultCut && f.Kind != FaultReset {
+		return fmt.Errorf("%w: a %s of a link between two other hosts (only cuts and resets are made there)", ErrUnavailable, f.Kind)
+	}
+	for _, l := range ls {
+		if _, ok := l.remote.(Resetter); l.remote != nil && f.Kind == FaultReset && !ok {
+			return fmt.Errorf("%w: a reset of %s, a link between two other hosts whose backend only cuts", ErrUnavailable, l.name)
+		}
 	}
 	var errs []error
 	for _, l := range ls {
@@ -61,23 +84,32 @@ func applyRemote(f Fault, ls []*link) error {
 		}
 		for _, set := range f.sets() {
 			if !l.inSet(set) {
-				errs = append(errs, l.remote.Fault(setDirection[set], true))
+				errs = append(errs, remoteFault(l, set, true))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// unfaultRemote stops every cut of a link between hosts; nothing for
-// another link. The caller holds n.mu.
+// remoteFault starts or stops, by the link's Faulter, the cut or reset of
+// the kernel set's direction.
+func remoteFault(l *link, set string, on bool) error {
+	if strings.HasPrefix(set, "reset_") {
+		return l.remote.(Resetter).Reset(setDirection[set], on)
+	}
+	return l.remote.Fault(setDirection[set], on)
+}
+
+// unfaultRemote stops every cut and reset of a link between hosts;
+// nothing for another link. The caller holds n.mu.
 func unfaultRemote(l *link) error {
 	if l.remote == nil {
 		return nil
 	}
 	var errs []error
-	for _, set := range []string{"cut_forward", "cut_back"} {
+	for _, set := range kernelSets {
 		if l.inSet(set) {
-			errs = append(errs, l.remote.Fault(setDirection[set], false))
+			errs = append(errs, remoteFault(l, set, false))
 		}
 	}
 	return errors.Join(errs...)

@@ -19,12 +19,15 @@ const resetInterval = 10 * time.Millisecond
 // goroutine sees a connection that lost one end (the dialling end, whose
 // peer is the link's address, or the accepting end, at the link's target
 // with the dialling end's address as peer) and destroys the other end, so
-// that, as a reset proxy would, the fault closes both. It ends when no link
-// is reset any more, or at Close.
+// that, as a reset proxy would, the fault closes both; for a link to
+// another host, whose accepting end it cannot see, it destroys the ends
+// the rules recorded (completeAwayResets). It ends when no link is reset
+// any more, or at Close.
 func (n *Network) resetWatch(done chan struct{}) {
 	defer close(done)
 	tick := time.NewTicker(resetInterval)
 	defer tick.Stop()
+	var last []linkEnds // the links to other hosts reset at the last look
 	for {
 		select {
 		case <-n.stop:
@@ -32,24 +35,34 @@ func (n *Network) resetWatch(done chan struct{}) {
 		case <-tick.C:
 		}
 		n.mu.Lock()
-		var ends []linkEnds
+		var ends, away []linkEnds
 		for _, l := range n.links {
-			if l.resetting() {
+			if l.resetting() && l.remote == nil {
 				ends = append(ends, l.ends())
 			}
+			if l.away && l.resetting() {
+				away = append(away, l.ends())
+			}
 		}
+		closer := n.closer
 		if len(ends) == 0 {
 			n.watching = false
 			n.mu.Unlock()
 			n.pmu.Lock()
 			n.pairs = nil
 			n.pmu.Unlock()
+			// What the rules answered since the last look.
+			n.completeAwayResets(last, closer)
 			return
 		}
 		n.mu.Unlock()
 		n.pmu.Lock()
 		n.pairs = completeResets(ends, n.pairs)
 		n.pmu.Unlock()
+		if len(away) > 0 || len(last) > 0 {
+			n.completeAwayResets(append(away, last...), closer)
+		}
+		last = away
 	}
 }
 

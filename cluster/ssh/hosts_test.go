@@ -30,6 +30,14 @@ const testHostCount = 5
 // those that were there before.
 func newTestHosts(t *testing.T, count int) Inventory {
 	t.Helper()
+	inv, _ := newTestHostsIn(t, count)
+	return inv
+}
+
+// newTestHostsIn is newTestHosts that also returns each host's network
+// namespace, by the inventory's order.
+func newTestHostsIn(t *testing.T, count int) (Inventory, []string) {
+	t.Helper()
 	for _, bin := range []string{"ip", "nft", "/usr/sbin/sshd", "redis-server"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Skipf("SKIPPED: the test hosts need %s (scripts/deps.sh installs it): %v", bin, err)
@@ -78,7 +86,8 @@ func newTestHosts(t *testing.T, count int) Inventory {
 	for _, ns := range hosts.Namespaces() {
 		*nets = append(*nets, netnsID(t, ns))
 	}
-	return NamespaceInventory(hosts)
+	// The switch's namespace comes first.
+	return NamespaceInventory(hosts), hosts.Namespaces()[1:]
 }
 
 // netnsID returns the named network namespace's identity as

@@ -1,7 +1,7 @@
 package ssh
 
 // peers.go holds what the nodes of a replicated topology share: the
-// links between them (linknet.Network.LinkOn), cut by nftables rules on
+// links between them (linknet.Network.LinkOn), cut and reset by nftables rules on
 // their hosts, each host's table of the run's own, the wiring of etcd and
 // ZooKeeper, and the RedisWiring of cluster.Replication.
 
@@ -29,13 +29,23 @@ func tableName(run string) string {
 // tableScript is the nft script of a run's table on a host: the sets of
 // what its cuts drop as packets arrive at the host, from a peer's address
 // to a server's port (drop_to: source, destination, destination port)
-// and back from it (drop_from: source, source port, destination).
+// and back from it (drop_from: source, source port, destination), and the
+// sets of what its resets answer with a RST, keyed alike (reset_to,
+// reset_from), before the drops. A reset's rule records the connection it
+// answered in reset_seen, this host's end first (destination address and
+// port, then source's), for the reset watcher to destroy that end
+// (resets.go).
 func tableScript(table string) string {
 	return fmt.Sprintf(`table ip %s {
 	set drop_to { type ipv4_addr . ipv4_addr . inet_service; }
 	set drop_from { type ipv4_addr . inet_service . ipv4_addr; }
+	set reset_to { type ipv4_addr . ipv4_addr . inet_service; }
+	set reset_from { type ipv4_addr . inet_service . ipv4_addr; }
+	set reset_seen { type ipv4_addr . inet_service . ipv4_addr . inet_service; flags dynamic; size 65535; }
 	chain filter_in {
 		type filter hook input priority 0; policy accept;
+		ip saddr . ip daddr . tcp dport @reset_to tcp flags & rst == 0 add @reset_seen { ip daddr . tcp dport . ip saddr . tcp sport } reject with tcp reset
+		ip saddr . tcp sport . ip daddr @reset_from tcp flags & rst == 0 add @reset_seen { ip daddr . tcp dport . ip saddr . tcp sport } reject with tcp reset
 		ip saddr . ip daddr . tcp dport @drop_to drop
 		ip saddr . tcp sport . ip daddr @drop_from drop
 	}
@@ -51,10 +61,10 @@ func (c *Cluster) makeTable(ctx context.Context, conn *conn) error {
 	return nil
 }
 
-// peerLink is the Faulter of the link from one node to another: a cut of
-// its forward direction drops, at to's host, what from's host sends to
-// the port; of its back direction, at from's host, what the port sends to
-// from's host.
+// peerLink is the Faulter and Resetter of the link from one node to
+// another: a cut or reset of its forward direction drops or answers, at
+// to's host, what from's host sends to the port; of its back direction,
+// at from's host, what the port sends to from's host.
 type peerLink struct {
 	c        *Cluster
 	from, to *node
@@ -62,23 +72,20 @@ type peerLink struct {
 }
 
 // Fault adds or removes the element of the cut in dir.
-func (p peerLink) Fault(dir linknet.Direction, on bool) error {
+func (p peerLink) Fault(dir linknet.Direction, on bool) error { return p.change("drop_", dir, on) }
+
+// Reset adds or removes the element of the reset in dir.
+func (p peerLink) Reset(dir linknet.Direction, on bool) error { return p.change("reset_", dir, on) }
+
+// change adds or removes the element of the cut (kind "drop_") or reset
+// (kind "reset_") in dir.
+func (p peerLink) change(kind string, dir linknet.Direction, on bool) error {
 	from, to := p.from.conn.host.Address, p.to.conn.host.Address
-	host, set, elem := p.to.conn, "drop_to", fmt.Sprintf("%s . %s . %d", from, to, p.port)
+	host, set, elem := p.to.conn, kind+"to", fmt.Sprintf("%s . %s . %d", from, to, p.port)
 	if dir == linknet.DirectionBack {
-		host, set, elem = p.from.conn, "drop_from", fmt.Sprintf("%s . %d . %s", to, p.port, from)
+		host, set, elem = p.from.conn, kind+"from", fmt.Sprintf("%s . %d . %s", to, p.port, from)
 	}
-	verb := "add"
-	if !on {
-		verb = "delete"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
-	defer cancel()
-	cmd := fmt.Sprintf("nft %s element ip %s %s { %s }", verb, tableName(p.c.run), set, elem)
-	if _, err := host.run(ctx, cmd, nil); err != nil {
-		return fmt.Errorf("ssh: %s %s->%s: %w", verb, p.from.name, p.to.name, err)
-	}
-	return nil
+	return p.c.changeElements(host, set, []string{elem}, on, p.from.name+"->"+p.to.name)
 }
 
 // peerLinkTo makes the link through which from replicates from (or

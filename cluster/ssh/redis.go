@@ -203,11 +203,12 @@ func (c *Cluster) waitReplicating(ctx context.Context) error {
 	return nil
 }
 
-// sharedLink is the Faulter of a link "peers->nK" shared by every other
-// node of the cluster: a cut of its forward direction drops, at nK's
-// host, what any other node's host sends to the port; of its back
-// direction, at each other node's host, what the port sends there. It
-// cuts no connection nK dials, nor the workers' (the harness's address).
+// sharedLink is the Faulter and Resetter of a link "peers->nK" shared by
+// every other node of the cluster: a cut or reset of its forward
+// direction drops or answers, at nK's host, what any other node's host
+// sends to the port; of its back direction, at each other node's host,
+// what the port sends there. It touches no connection nK dials, nor the
+// workers' (the harness's address).
 type sharedLink struct {
 	c    *Cluster
 	to   *node
@@ -215,13 +216,14 @@ type sharedLink struct {
 }
 
 // Fault adds or removes the elements of the cut in dir.
-func (s sharedLink) Fault(dir linknet.Direction, on bool) error {
-	verb := "add"
-	if !on {
-		verb = "delete"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
-	defer cancel()
+func (s sharedLink) Fault(dir linknet.Direction, on bool) error { return s.change("drop_", dir, on) }
+
+// Reset adds or removes the elements of the reset in dir.
+func (s sharedLink) Reset(dir linknet.Direction, on bool) error { return s.change("reset_", dir, on) }
+
+// change adds or removes the elements of the cut (kind "drop_") or reset
+// (kind "reset_") in dir.
+func (s sharedLink) change(kind string, dir linknet.Direction, on bool) error {
 	to := s.to.conn.host.Address
 	var elems []string
 	var errs []error
@@ -234,16 +236,11 @@ func (s sharedLink) Fault(dir linknet.Direction, on bool) error {
 			elems = append(elems, fmt.Sprintf("%s . %s . %d", from, to, s.port))
 			continue
 		}
-		cmd := fmt.Sprintf("nft %s element ip %s drop_from { %s . %d . %s }", verb, tableName(s.c.run), to, s.port, from)
-		if _, err := p.conn.run(ctx, cmd, nil); err != nil {
-			errs = append(errs, fmt.Errorf("ssh: %s %s->%s: %w", verb, p.name, s.to.name, err))
-		}
+		elem := fmt.Sprintf("%s . %d . %s", to, s.port, from)
+		errs = append(errs, s.c.changeElements(p.conn, kind+"from", []string{elem}, on, p.name+"->"+s.to.name))
 	}
 	if len(elems) > 0 {
-		cmd := fmt.Sprintf("nft %s element ip %s drop_to { %s }", verb, tableName(s.c.run), strings.Join(elems, ", "))
-		if _, err := s.to.conn.run(ctx, cmd, nil); err != nil {
-			errs = append(errs, fmt.Errorf("ssh: %s peers->%s: %w", verb, s.to.name, err))
-		}
+		errs = append(errs, s.c.changeElements(s.to.conn, kind+"to", elems, on, "peers->"+s.to.name))
 	}
 	return errors.Join(errs...)
 }

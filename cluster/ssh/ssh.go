@@ -11,9 +11,10 @@
 // Redis's sentinel and cluster topologies too, each node of a topology
 // whose nodes dial one another on a host of its own. The workers' links
 // are the harness's own (linknet.WithLinkAddress on Inventory.Harness),
-// cut by the harness's kernel rules; the links between nodes (a Redis
-// Cluster's bus too) are cut by rules on their hosts, by peer address
-// (docs/network.md, "On other hosts"). A node's clock is skewed by the
+// cut and reset by the harness's kernel rules (the node's end of a reset
+// connection destroyed on its host: CloseEnds); the links between nodes
+// (a Redis Cluster's bus too) are cut and reset by rules on their hosts,
+// by peer address (docs/network.md, "On other hosts"). A node's clock is skewed by the
 // clock-skew preload library, copied to its host (WithClockSkewLibrary);
 // the host's own clock is never touched.
 package ssh
@@ -117,6 +118,7 @@ type Cluster struct {
 	peers bool   // its nodes dial one another: each host has the run's nftables table
 
 	links     []string             // the node-to-node links this cluster made
+	resets    hostResets           // the resets on the hosts and their watcher
 	repl      *cluster.Replication // Redis: the roles and failovers
 	stopRoles func()               // a Redis Cluster's: stops the watch of its roles
 
@@ -166,6 +168,10 @@ func Start(ctx context.Context, inv Inventory, spec cluster.Spec, net *linknet.N
 	}
 	c := &Cluster{spec: spec, inv: inv, net: net, hosts: make([]*conn, len(inv.Hosts)), opts: o, lib: lib, peers: top.PeerLinks}
 	c.run = runDirName(harnessName(), os.Getpid(), runSeq.Add(1))
+	c.resets.stop = make(chan struct{})
+	// The ends on the hosts of the workers' connections a reset answered
+	// on the harness.
+	net.SetEndCloser(c)
 	if err := c.connect(ctx, len(layout)); err != nil {
 		c.Close()
 		return nil, err
@@ -417,6 +423,8 @@ func (c *Cluster) Close() error {
 	if stop != nil {
 		stop()
 	}
+	c.net.SetEndCloser(nil)
+	c.stopResets()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
