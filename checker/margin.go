@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -51,8 +52,15 @@ type TokenMargin struct {
 	Ops    []int `json:"ops"`
 }
 
+// MarginNeverEnded is the normalised margin of a time margin of -Forever
+// (a hold that could not end, whose overlap has no bound): below every
+// other margin, and finite so that a campaign's JSON holds it. It is
+// written "-∞".
+const MarginNeverEnded = -math.MaxFloat64
+
 // Normalized returns the smallest margin of m in lease lengths: a time
-// margin divided by its lease (fallback when it has none), and a token
+// margin divided by its lease (fallback when it has none; MarginNeverEnded
+// for a margin of -Forever), and a token
 // margin only when it is at most zero (a violation; it is then the margin
 // itself, in tokens), since a positive token margin says nothing about
 // time. It reports false when no margin applies or none can be normalised
@@ -73,6 +81,8 @@ func (m Margin) Normalized(fallback time.Duration) (float64, bool) {
 			l = fallback
 		}
 		switch {
+		case t.Margin == -Forever:
+			take(MarginNeverEnded)
 		case l > 0:
 			take(float64(t.Margin) / float64(l))
 		case t.Margin < 0:

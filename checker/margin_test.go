@@ -331,7 +331,9 @@ func TestNormalized(t *testing.T) {
 		{name: "a lease that never ends falls back", m: Margin{Write: &TimeMargin{Margin: 50 * ms}}, fallback: 500 * ms, want: 0.1, ok: true},
 		{name: "a positive token margin says nothing", m: Margin{Token: &TokenMargin{Margin: 1}}},
 		{name: "a token violation counts", m: Margin{Lease: &TimeMargin{Margin: 300 * ms, Lease: time.Second}, Token: &TokenMargin{Margin: 0}}, want: 0, ok: true},
-		{name: "no lease and no fallback, but a violation", m: Margin{Lease: &TimeMargin{Margin: -Forever}}, want: -1, ok: true},
+		{name: "no lease and no fallback, but a violation", m: Margin{Lease: &TimeMargin{Margin: -300 * ms}}, want: -1, ok: true},
+		{name: "a hold that could not end is below all", m: Margin{Lease: &TimeMargin{Margin: -Forever, Lease: 2 * time.Second}, Token: &TokenMargin{Margin: -5}}, want: MarginNeverEnded, ok: true},
+		{name: "a hold that could not end, without a lease", m: Margin{Write: &TimeMargin{Margin: -Forever}}, want: MarginNeverEnded, ok: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

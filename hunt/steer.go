@@ -57,11 +57,14 @@ func Score(ms []checker.Margin, ttl time.Duration) (float64, bool) {
 	return best, ok
 }
 
-// FormatMargin renders a normalised margin ("+0.020", "-0.300"), or "-"
-// for none.
+// FormatMargin renders a normalised margin ("+0.020", "-0.300"), "-∞" for
+// a hold that could not end (checker.MarginNeverEnded), or "-" for none.
 func FormatMargin(v float64, ok bool) string {
-	if !ok {
+	switch {
+	case !ok:
 		return "-"
+	case v == checker.MarginNeverEnded:
+		return "-∞"
 	}
 	return fmt.Sprintf("%+.3f", v)
 }

@@ -348,3 +348,24 @@ func TestSpaceOfKeepsDelay(t *testing.T) {
 		t.Errorf("a kill space took a delay: %v", sp.Options)
 	}
 }
+
+func TestFormatMargin(t *testing.T) {
+	tests := []struct {
+		name string
+		v    float64
+		ok   bool
+		want string
+	}{
+		{name: "none applied", want: "-"},
+		{name: "positive", v: 0.0204, ok: true, want: "+0.020"},
+		{name: "negative", v: -0.3, ok: true, want: "-0.300"},
+		{name: "a hold that could not end", v: checker.MarginNeverEnded, ok: true, want: "-∞"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FormatMargin(tt.v, tt.ok); got != tt.want {
+				t.Errorf("FormatMargin(%v, %v) = %q, want %q", tt.v, tt.ok, got, tt.want)
+			}
+		})
+	}
+}
