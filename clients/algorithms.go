@@ -323,7 +323,7 @@ func redisAlgorithms() []Algorithm {
 			Steps: redisSingleSteps, New: NewRedisSingleDel},
 		{Name: "redis-fenced", System: systemRedis,
 			Validity:     "SET NX PX ttl; until acquire start + ttl - drift",
-			Lease:        &LeaseSemantics{Token: "INCR <key>:fence in the acquire script", Until: true, Detail: pxDetail},
+			Lease:        &LeaseSemantics{Token: "INCR {<key>}:fence in the acquire script", Until: true, Detail: pxDetail},
 			Capabilities: redisCaps, Options: redisNodeOptions,
 			Steps: redisFencedSteps, New: NewRedisFenced},
 		{Name: "redlock", System: systemRedis,
@@ -466,7 +466,7 @@ var (
 	// MOVED reply, which no node executed, is followed to the node it
 	// names (redisRoutes); the same for the release and the renewal.
 	redisSingleSteps = []Step{{"set", "SET key value NX PX ttl (on a Redis Cluster, following MOVED to the key's master)", true}}
-	redisFencedSteps = []Step{{"acquire", "one script: SET NX PX, and INCR <key>:fence if set", true}}
+	redisFencedSteps = []Step{{"acquire", "one script: SET NX PX, and INCR {<key>}:fence if set", true}}
 	// A master whose connection could not even be opened sent nothing: a
 	// definite no among the votes.
 	redlockSteps     = []Step{{"set", "SET NX PX on each master, one after the other (a master that could not be connected to is a definite no)", true}}

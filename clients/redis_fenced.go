@@ -3,6 +3,7 @@ package clients
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,7 @@ end`)
 
 // RedisFenced is the fenced Redis lock in the style of Redisson's FencedLock:
 // one Lua script takes the key with SET NX PX and, if it was set, INCRs
-// "<key>:fence" and returns the counter as the fencing token. Release is the
+// the key's counter (fenceKey) and returns it as the fencing token. Release is the
 // compare-and-delete of redis-single; Until is the acquire's start plus ttl
 // minus drift. It runs on the first primary endpoint, so the same client
 // serves independent masters and the primary-replica topology. Options:
@@ -44,6 +45,17 @@ func NewRedisFenced(ctx context.Context, t Target) (Locker, error) {
 	return &RedisFenced{RedisSingle: s}, nil
 }
 
+// fenceKey returns the key of the fencing counter of the lock key: in the
+// key's hash slot, as a script's keys must be on a Redis Cluster, by
+// Redisson's rule for its FencedLock's token: "{<key>}:fence", or
+// "<key>:fence" when the key holds a "{" (its own hash tag).
+func fenceKey(key string) string {
+	if strings.Contains(key, "{") {
+		return key + ":fence"
+	}
+	return "{" + key + "}:fence"
+}
+
 // Acquire runs the fenced script once; a 0 reply is ErrNotAcquired. Its one
 // step (redisFencedSteps) can take the lock: a failure is indeterminate,
 // unless the script was never sent because its connection could not be
@@ -58,7 +70,7 @@ func (r *RedisFenced) Acquire(ctx context.Context, key string, ttl time.Duration
 	defer cancel()
 	var token int64
 	err := r.routes.do(key, func(c *redis.Client) (err error) {
-		token, err = fencedAcquire.Run(cctx, c, []string{key, key + ":fence"}, value, ttl.Milliseconds()).Int64()
+		token, err = fencedAcquire.Run(cctx, c, []string{key, fenceKey(key)}, value, ttl.Milliseconds()).Int64()
 		return err
 	})
 	if err != nil {

@@ -101,3 +101,19 @@ func TestRoutesTurn(t *testing.T) {
 		})
 	}
 }
+
+func TestFenceKey(t *testing.T) {
+	tests := []struct {
+		name, key, want string
+	}{
+		{name: "a plain key gets its own hash tag", key: "orders", want: "{orders}:fence"},
+		{name: "a key with a hash tag keeps it", key: "{user1}:lock", want: "{user1}:lock:fence"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := fenceKey(tt.key); got != tt.want {
+				t.Errorf("fenceKey(%q) = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+}
