@@ -351,15 +351,21 @@ const dialHelperEnv = "JEPSEN_LITE_TEST_DIAL"
 // TestDialHelper is not a test: run with dialHelperEnv set (by
 // startSourceConn, with a group id of its own), it dials that address and
 // then, for each Redis command on a line of its stdin, writes the command
-// and prints the first line of the reply, or "error: " and what failed
-// (within a second). Its first line is its connection's local address, or
-// the dial's error.
+// and prints the first line of the reply, or "error: " and what failed.
+// A dial or command that should succeed gets helperPatience; one that
+// should stall (a dial whose address is in dialStallEnv, a line that
+// begins "stall ") gets helperStall, after which it reports a timeout.
+// Its first line is its connection's local address, or the dial's error.
 func TestDialHelper(t *testing.T) {
 	addr := os.Getenv(dialHelperEnv)
 	if addr == "" {
 		t.Skip("the helper of the per-source link tests")
 	}
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	within := helperPatience
+	if os.Getenv(dialStallEnv) != "" {
+		within = helperStall
+	}
+	c, err := net.DialTimeout("tcp", addr, within)
 	if err != nil {
 		fmt.Println("error:", err)
 		return
@@ -369,8 +375,13 @@ func TestDialHelper(t *testing.T) {
 	r := bufio.NewReader(c)
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if _, err := c.Write([]byte(in.Text() + "\r\n")); err != nil {
+		cmd, stall := strings.CutPrefix(in.Text(), "stall ")
+		within := helperPatience
+		if stall {
+			within = helperStall
+		}
+		_ = c.SetDeadline(time.Now().Add(within))
+		if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
 			fmt.Println("error:", err)
 			continue
 		}
@@ -382,6 +393,17 @@ func TestDialHelper(t *testing.T) {
 		fmt.Println(strings.TrimSpace(line))
 	}
 }
+
+// helperPatience bounds what TestDialHelper expects to succeed: long
+// enough for a loaded machine, so that only a fault makes it time out.
+const helperPatience = 15 * time.Second
+
+// helperStall is how long TestDialHelper waits for what a cut stalls
+// before it reports the timeout the test expects.
+const helperStall = time.Second
+
+// dialStallEnv, set, tells TestDialHelper that its dial should stall.
+const dialStallEnv = "JEPSEN_LITE_TEST_DIAL_STALL"
 
 // sourceConn is a connection held by a helper process running with a
 // group id of its own.
@@ -396,8 +418,25 @@ type sourceConn struct {
 // dialling addr.
 func startSourceConn(t *testing.T, gid int, addr string) *sourceConn {
 	t.Helper()
+	return startHelper(t, gid, addr, false)
+}
+
+// startStalledConn starts TestDialHelper as startSourceConn does, for a
+// dial that should stall: it gives up after helperStall.
+func startStalledConn(t *testing.T, gid int, addr string) *sourceConn {
+	t.Helper()
+	return startHelper(t, gid, addr, true)
+}
+
+// startHelper starts TestDialHelper as root with primary group id gid,
+// dialling addr, told whether its dial should stall.
+func startHelper(t *testing.T, gid int, addr string, stall bool) *sourceConn {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDialHelper$")
 	cmd.Env = append(os.Environ(), dialHelperEnv+"="+addr)
+	if stall {
+		cmd.Env = append(cmd.Env, dialStallEnv+"=1")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: uint32(gid), NoSetGroups: true}, Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -417,6 +456,13 @@ func startSourceConn(t *testing.T, gid int, addr string) *sourceConn {
 	}
 	c.local = c.out.Text()
 	return c
+}
+
+// stall sends a Redis command that should stall and returns the reply's
+// first line or "error: ..." (a timeout after helperStall).
+func (c *sourceConn) stall(t *testing.T, cmd string) string {
+	t.Helper()
+	return c.do(t, "stall "+cmd)
 }
 
 // do sends a Redis command and returns the reply's first line or "error: ...".
@@ -515,7 +561,7 @@ func (f *sourceFixture) others(t *testing.T) {
 		t.Errorf("root's ping of the shared address: got %v, want a timeout", err)
 	}
 	c := startSourceConn(t, testGidC, f.addr)
-	if r := c.do(t, "PING"); !strings.Contains(r, "timeout") {
+	if r := c.stall(t, "PING"); !strings.Contains(r, "timeout") {
 		t.Errorf("a third group's ping of the shared address: got %q, want a timeout", r)
 	}
 }
@@ -526,13 +572,13 @@ func (f *sourceFixture) cut(t *testing.T) {
 	if err := f.n.Cut("a->r"); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.a.do(t, "PING"); !strings.Contains(r, "timeout") {
+	if r := f.a.stall(t, "PING"); !strings.Contains(r, "timeout") {
 		t.Errorf("source a through its cut link: got %q, want a timeout", r)
 	}
 	if r := f.b.do(t, "PING"); r != "+PONG" {
 		t.Errorf("source b while a's link is cut: got %q", r)
 	}
-	if c := startSourceConn(t, testGidA, f.addr); !strings.HasPrefix(c.local, "error:") || !strings.Contains(c.local, "timeout") {
+	if c := startStalledConn(t, testGidA, f.addr); !strings.HasPrefix(c.local, "error:") || !strings.Contains(c.local, "timeout") {
 		t.Errorf("a new connection of source a through its cut link: %q, want a timeout", c.local)
 	}
 	if err := f.n.Heal("a->r"); err != nil {
@@ -556,7 +602,7 @@ func (f *sourceFixture) oneDirection(t *testing.T) {
 		if err := f.n.Apply(Fault{Kind: FaultCut, Direction: tt.dir}, "a->r"); err != nil {
 			t.Fatal(err)
 		}
-		if r := c.do(t, "INCR k"); !strings.Contains(r, "timeout") {
+		if r := c.stall(t, "INCR k"); !strings.Contains(r, "timeout") {
 			t.Errorf("%s cut: source a's INCR got %q, want a timeout", tt.dir, r)
 		}
 		after := f.b.do(t, "INCRBY k 0")
@@ -592,7 +638,7 @@ func (f *sourceFixture) reset(t *testing.T) {
 	}
 	defer direct.Close()
 	gone := false
-	for deadline := time.Now().Add(5 * time.Second); !gone && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(helperPatience); !gone && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		list := clientList(t, direct)
 		if !strings.Contains(list, "addr="+f.b.local+" ") {
 			t.Fatalf("source b's connection %s is not among the server's clients:\n%s", f.b.local, list)
