@@ -7,7 +7,6 @@ package ssh
 // everything the tests started on them, are gone after.
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts"
+	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts/nshoststest"
 )
 
 // testHostCount is how many test hosts newTestHosts makes.
@@ -69,20 +69,7 @@ func newTestHostsIn(t *testing.T, count int) (Inventory, []string) {
 			t.Errorf("left behind: %s", l)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	hosts, err := nshosts.Create(ctx, nshosts.Options{Count: count, Subnet: subnet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(hosts.Logs())
-		}
-		if err := hosts.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	hosts := nshoststest.Create(t, nshosts.Options{Count: count, Subnet: subnet})
 	for _, ns := range hosts.Namespaces() {
 		*nets = append(*nets, netnsID(t, ns))
 	}

@@ -9,7 +9,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/jepsen-lite/jepsen-lite/cluster/ssh"
 	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts"
+	"github.com/jepsen-lite/jepsen-lite/cluster/ssh/nshosts/nshoststest"
 )
 
 // TestHostsUp starts "hosts up", waits for its inventory, reaches every
@@ -66,7 +66,7 @@ func TestHostsUp(t *testing.T) {
 		}
 		c.Close()
 	}
-	if left := hostsLeft(cmd.Process.Pid, inv.Harness); len(left) == 0 {
+	if left := nshosts.Remains(cmd.Process.Pid, inv.Harness); len(left) == 0 {
 		t.Fatal("no trace of the hosts was seen while they were up")
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -89,7 +89,7 @@ func TestHostsUp(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("the inventory is still there: %v", err)
 	}
-	for _, l := range hostsLeft(cmd.Process.Pid, inv.Harness) {
+	for _, l := range nshosts.Remains(cmd.Process.Pid, inv.Harness) {
 		t.Errorf("left behind: %s", l)
 	}
 }
@@ -106,35 +106,6 @@ func requireHostTools(t *testing.T) {
 			t.Skipf("SKIPPED: the namespace hosts need %s (scripts/deps.sh installs it): %v", bin, err)
 		}
 	}
-}
-
-// hostsLeft lists what the namespace hosts made by process pid have on
-// the machine: namespaces and links named for it, addresses of the
-// harness's subnet (harness's first three octets), processes whose command
-// line names its dir, and its dirs.
-func hostsLeft(pid int, harness string) []string {
-	mark := "jlh" + strconv.Itoa(pid) + "-"
-	subnet := harness[:strings.LastIndex(harness, ".")+1]
-	var left []string
-	for _, c := range [][]string{{"ip", "netns", "list"}, {"ip", "-o", "link", "show"}, {"ip", "-4", "-o", "addr"}} {
-		b, _ := exec.Command(c[0], c[1:]...).Output()
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, mark) || strings.Contains(line, " "+subnet) {
-				left = append(left, strings.Join(c, " ")+": "+line)
-			}
-		}
-	}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "jepsen-lite-nshosts-"+strconv.Itoa(pid)+"-*"))
-	left = append(left, dirs...)
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	dirMark := regexp.MustCompile(`jepsen-lite-nshosts-` + strconv.Itoa(pid) + `-`)
-	for _, p := range procs {
-		b, _ := os.ReadFile(p)
-		if cmd := strings.ReplaceAll(string(b), "\x00", " "); dirMark.MatchString(cmd) {
-			left = append(left, "process "+filepath.Base(filepath.Dir(p))+": "+cmd)
-		}
-	}
-	return left
 }
 
 // TestSSHRunLeavesNothing runs the binary on the ssh backend and requires
@@ -205,23 +176,7 @@ func TestSSHRunLeavesNothing(t *testing.T) {
 // their inventory.
 func namespaceInventory(t *testing.T, count int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	hosts, err := nshosts.Create(ctx, nshosts.Options{Count: count})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(hosts.Logs())
-		}
-		if err := hosts.Close(); err != nil {
-			t.Error(err)
-		}
-		for _, l := range hostsLeft(os.Getpid(), hosts.Harness()) {
-			t.Errorf("left behind: %s", l)
-		}
-	})
+	hosts := nshoststest.Create(t, nshosts.Options{Count: count})
 	file := filepath.Join(t.TempDir(), "hosts.yaml")
 	if err := ssh.NamespaceInventory(hosts).Write(file, ""); err != nil {
 		t.Fatal(err)
@@ -230,20 +185,21 @@ func namespaceInventory(t *testing.T, count int) string {
 }
 
 // waitFaultsOn waits until the run of process pid has its resets in its
-// nftables table.
+// nftables table: in reset_away_forward, the set of the resets of links
+// whose target is on another host (docs/network.md, "On other hosts").
 func waitFaultsOn(t *testing.T, pid int) {
 	t.Helper()
 	table := regexp.MustCompile(`table ip (jepsen_lite_` + strconv.Itoa(pid) + `_\d+)`)
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		out, _ := exec.Command("nft", "list", "tables", "ip").Output()
 		if m := table.FindSubmatch(out); m != nil {
-			set, _ := exec.Command("nft", "list", "set", "ip", string(m[1]), "reset_forward").Output()
+			set, _ := exec.Command("nft", "list", "set", "ip", string(m[1]), "reset_away_forward").Output()
 			if strings.Contains(string(set), "elements") {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the run's faults were not in the kernel within 90 s")
+			t.Fatal("the run's resets were not in the kernel (reset_away_forward) within 90 s")
 		}
 	}
 }
