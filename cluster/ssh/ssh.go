@@ -446,12 +446,17 @@ func (c *Cluster) Close() error {
 		if conn == nil {
 			continue
 		}
-		script := "rm -rf " + quote(c.runDir(conn)) + "\nnft delete table ip " + tableName(c.run) + " 2>/dev/null; true"
-		if _, err := conn.run(ctx, script, nil); err != nil {
-			errs[len(c.nodes)+i] = err
-		}
-		conn.close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			script := "rm -rf " + quote(c.runDir(conn)) + "\nnft delete table ip " + tableName(c.run) + " 2>/dev/null; true"
+			if _, err := conn.run(ctx, script, nil); err != nil {
+				errs[len(c.nodes)+i] = err
+			}
+			conn.close()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
