@@ -32,12 +32,13 @@ func (l *linkLedger) apply(nw *linknet.Network, f linknet.Fault, links ...string
 	return nil
 }
 
-// heal removes one application of f from each link: the link is healed and
-// the faults still recorded on it are applied again.
+// heal removes one application of f from each link: the links are healed,
+// all in one call (on other hosts their commands go together), and the
+// faults still recorded on them are applied again, oldest first.
 func (l *linkLedger) heal(nw *linknet.Network, f linknet.Fault, links ...string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var errs []error
+	var again []linkGroup // the faults to apply again, in the order first met
 	for _, name := range links {
 		rest := l.on[name]
 		for i, g := range rest {
@@ -51,15 +52,27 @@ func (l *linkLedger) heal(nw *linknet.Network, f linknet.Fault, links ...string)
 		} else {
 			l.on[name] = rest
 		}
-		if err := nw.Heal(name); err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		for _, g := range rest {
-			errs = append(errs, nw.Apply(g, name))
+			again = addToGroup(again, g, name)
 		}
 	}
+	errs := []error{nw.Heal(links...)}
+	for _, g := range again {
+		errs = append(errs, nw.Apply(g.fault, g.links...))
+	}
 	return errors.Join(errs...)
+}
+
+// addToGroup adds the link to the group of fault f among gs, or to a new
+// group at their end.
+func addToGroup(gs []linkGroup, f linknet.Fault, link string) []linkGroup {
+	for i := range gs {
+		if gs[i].fault == f {
+			gs[i].links = append(gs[i].links, link)
+			return gs
+		}
+	}
+	return append(gs, linkGroup{fault: f, links: []string{link}})
 }
 
 // forget drops every record, after the whole network was healed.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jepsen-lite/jepsen-lite/cluster"
@@ -57,16 +58,20 @@ func checkClockStep(step Step, known ...string) error {
 	return checkOptions(step, known, known...)
 }
 
-// setClocks sets offset on every node and returns the nodes it was set on.
+// setClocks sets offset on every node, all at once (on another host each
+// is a command there), and returns the nodes it was set on, in order.
 func setClocks(sk cluster.ClockSkewer, nodes []string, offset time.Duration) ([]string, error) {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = sk.SetClockOffset(n, offset) })
+	}
+	wg.Wait()
 	var done []string
-	var errs []error
-	for _, n := range nodes {
-		if err := sk.SetClockOffset(n, offset); err != nil {
-			errs = append(errs, err)
-			continue
+	for i, n := range nodes {
+		if errs[i] == nil {
+			done = append(done, n)
 		}
-		done = append(done, n)
 	}
 	return done, errors.Join(errs...)
 }

@@ -836,10 +836,8 @@ func (c *Cluster) Close() error {
 	for _, n := range c.nodes {
 		c.closeRelays(n)
 	}
-	for _, l := range c.links {
-		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
-			errs = append(errs, fmt.Errorf("docker: %w", err))
-		}
+	if err := c.net.RemoveExisting(c.links...); err != nil {
+		errs = append(errs, fmt.Errorf("docker: %w", err))
 	}
 	if c.docker != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -85,23 +85,33 @@ func trackedMarks() (map[string]uint32, error) {
 }
 
 // killSourceConns destroys (ss -K) the dialling ends of the per-source
-// link's connections, those to its shared address with its mark; the
-// kernel sends a RST to the other end, so both ends close.
-func killSourceConns(l *link) error {
+// links' connections, those to each one's shared address with its mark:
+// one read of the kernel's connections and one ss for all. The kernel
+// sends a RST to the other end, so both ends close.
+func killSourceConns(ls []*link) error {
+	if len(ls) == 0 {
+		return nil
+	}
 	marks, err := trackedMarks()
 	if err != nil {
 		return err
 	}
 	var terms []string
-	for ends, m := range marks {
-		if from, to, _ := strings.Cut(ends, " "); m == l.markValue() && to == l.addr {
-			terms = append(terms, "src "+from)
+	for _, l := range ls {
+		var from []string
+		for ends, m := range marks {
+			if src, to, _ := strings.Cut(ends, " "); m == l.markValue() && to == l.addr {
+				from = append(from, "src "+src)
+			}
+		}
+		if len(from) > 0 {
+			terms = append(terms, "( dst "+l.addr+" and ( "+strings.Join(from, " or ")+" ) )")
 		}
 	}
 	if len(terms) == 0 {
 		return nil
 	}
-	args := []string{"-K", "-t", "-n", "-H", "state", "connected", "dst", l.addr, "and", "( " + strings.Join(terms, " or ") + " )"}
+	args := []string{"-K", "-t", "-n", "-H", "state", "connected", "( " + strings.Join(terms, " or ") + " )"}
 	if out, err := exec.Command("ss", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("linknet: ss -K: %v: %s", err, bytes.TrimSpace(out))
 	}

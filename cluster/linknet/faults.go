@@ -258,9 +258,9 @@ func (n *Network) Heal(names ...string) error {
 			continue
 		}
 		ls = append(ls, l)
-		errs = append(errs, unfaultRemote(l))
 		b.WriteString(n.unfaultScript(l))
 	}
+	errs = append(errs, unfaultRemote(ls...))
 	if b.Len() > 0 {
 		if err := n.sh.run(b.String()); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("linknet: heal %s: %w", strings.Join(names, ", "), err))...)
@@ -286,9 +286,10 @@ func (n *Network) HealAll() error {
 	if err := n.sh.run(flush.String()); err != nil {
 		return fmt.Errorf("linknet: heal all: %w", err)
 	}
-	var errs []error
-	for _, l := range n.links {
-		errs = append(errs, unfaultRemote(l), heal(l))
+	ls := slices.Collect(maps.Values(n.links))
+	errs := []error{unfaultRemote(ls...)}
+	for _, l := range ls {
+		errs = append(errs, heal(l))
 	}
 	return errors.Join(errs...)
 }

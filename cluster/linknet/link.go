@@ -152,41 +152,93 @@ func (l *link) nftSet(set string) string {
 	return set
 }
 
-// Remove removes the link, closing its connections.
-func (n *Network) Remove(name string) error {
+// Remove removes the named links, closing their connections: one nft
+// transaction and one pass of ss for all of them, so that a cluster's
+// dozens of links go in milliseconds. An unknown name is an error
+// (ErrNoLink); the others are removed all the same.
+func (n *Network) Remove(names ...string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	l, err := n.link(name)
-	if err != nil {
-		return err
+	return n.remove(names, true)
+}
+
+// RemoveExisting removes those of the named links that exist, as Remove
+// does, and skips a name without a link: what a cluster's Close gives
+// for the links it made. On a closed Network it does nothing.
+func (n *Network) RemoveExisting(names ...string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil
 	}
-	delete(n.links, name)
-	if l.remote != nil {
-		return unfaultRemote(l)
-	}
+	return n.remove(names, false)
+}
+
+// remove removes the named links; an unknown name is an error when
+// strict, else skipped. The caller holds n.mu.
+func (n *Network) remove(names []string, strict bool) error {
 	var errs []error
+	var ls, remote []*link
+	var script strings.Builder
+	for _, name := range names {
+		l, err := n.link(name)
+		if err != nil {
+			if strict || !errors.Is(err, ErrNoLink) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		delete(n.links, name)
+		if l.remote != nil {
+			remote = append(remote, l)
+			continue
+		}
+		ls = append(ls, l)
+		script.WriteString(n.removeScript(l))
+	}
+	errs = append(errs, unfaultRemote(remote...))
+	if script.Len() > 0 {
+		if err := n.sh.run(script.String()); err != nil {
+			errs = append(errs, fmt.Errorf("linknet: remove links %s: %w", strings.Join(names, ", "), err))
+		}
+	}
+	return errors.Join(append(errs, n.closeLinks(ls)...)...)
+}
+
+// removeScript returns the nft commands that take the link out of the
+// table: its translation, its mark and its faults.
+func (n *Network) removeScript(l *link) string {
 	script := fmt.Sprintf("delete element ip %[1]s links { %[3]s . %[2]d }\ndelete element ip %[1]s marks { %[3]s . %[2]d }\n", n.table, l.port, n.host)
 	if l.shared != nil {
 		script = fmt.Sprintf("delete element ip %[1]s gid_links { %[2]s }\ndelete element ip %[1]s gid_marks { %[2]s }\n", n.table, l.gidKey())
 	}
-	script += n.unfaultScript(l)
-	if err := n.sh.run(script); err != nil {
-		errs = append(errs, fmt.Errorf("linknet: remove link %q: %w", name, err))
-	}
-	if l.shared != nil {
-		errs = append(errs, killSourceConns(l))
-	} else {
-		errs = append(errs, killConns([]*link{l}))
-	}
-	if l.proxy != nil {
-		if err := n.server.Collection.Remove(name); err != nil {
-			errs = append(errs, fmt.Errorf("linknet: remove link %q: %w", name, err))
+	return script + n.unfaultScript(l)
+}
+
+// closeLinks closes the connections, proxies and reserved ports of the
+// removed links ls (one ss for those of their own address); the caller
+// holds n.mu.
+func (n *Network) closeLinks(ls []*link) []error {
+	var own, shared []*link
+	for _, l := range ls {
+		if l.shared != nil {
+			shared = append(shared, l)
+		} else {
+			own = append(own, l)
 		}
 	}
-	errs = append(errs, l.reserve.Close())
-	if l.shared != nil {
-		l.shared.links--
-		n.releaseShared(l.upstream, l.shared)
+	errs := []error{killSourceConns(shared), killConns(own)}
+	for _, l := range ls {
+		if l.proxy != nil {
+			if err := n.server.Collection.Remove(l.name); err != nil {
+				errs = append(errs, fmt.Errorf("linknet: remove link %q: %w", l.name, err))
+			}
+		}
+		errs = append(errs, l.reserve.Close())
+		if l.shared != nil {
+			l.shared.links--
+			n.releaseShared(l.upstream, l.shared)
+		}
 	}
-	return errors.Join(errs...)
+	return errs
 }

@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Faulter drops, or stops dropping, the packets of one link's
 // connections in one direction, where they pass: on the hosts of a link
 // between two other hosts (LinkOn). Like the Network's own cuts, it drops
 // packets at their receiver, after they left the sender.
+// The links of one fault call their Faulters at once (eachRemote), so a
+// Faulter may be called from several goroutines.
 type Faulter interface {
 	// Fault starts (on) or stops dropping the packets of the link's
 	// connections that go in dir: DirectionForward (from the link's
@@ -77,17 +80,32 @@ func applyRemote(f Fault, ls []*link) error {
 			return fmt.Errorf("%w: a reset of %s, a link between two other hosts whose backend only cuts", ErrUnavailable, l.name)
 		}
 	}
-	var errs []error
-	for _, l := range ls {
-		if l.remote == nil {
-			continue
-		}
+	return eachRemote(ls, func(l *link) error {
+		var errs []error
 		for _, set := range f.sets() {
 			if !l.inSet(set) {
 				errs = append(errs, remoteFault(l, set, true))
 			}
 		}
+		return errors.Join(errs...)
+	})
+}
+
+// eachRemote calls fn for each link between hosts among ls, all at once,
+// and returns their errors: the links of one fault are on several hosts,
+// and a backend that gathers the commands that arrive together on a host
+// (the ssh backend's batches) then takes about one round trip per host,
+// not one per link and direction.
+func eachRemote(ls []*link, fn func(*link) error) error {
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		if l.remote == nil {
+			continue
+		}
+		wg.Go(func() { errs[i] = fn(l) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -100,19 +118,19 @@ func remoteFault(l *link, set string, on bool) error {
 	return l.remote.Fault(setDirection[set], on)
 }
 
-// unfaultRemote stops every cut and reset of a link between hosts;
-// nothing for another link. The caller holds n.mu.
-func unfaultRemote(l *link) error {
-	if l.remote == nil {
-		return nil
-	}
-	var errs []error
-	for _, set := range kernelSets {
-		if l.inSet(set) {
-			errs = append(errs, remoteFault(l, set, false))
+// unfaultRemote stops every cut and reset of the links between hosts
+// among ls, all at once (eachRemote); nothing for another link. The
+// caller holds n.mu.
+func unfaultRemote(ls ...*link) error {
+	return eachRemote(ls, func(l *link) error {
+		var errs []error
+		for _, set := range kernelSets {
+			if l.inSet(set) {
+				errs = append(errs, remoteFault(l, set, false))
+			}
 		}
-	}
-	return errors.Join(errs...)
+		return errors.Join(errs...)
+	})
 }
 
 // local returns the links of ls that pass the harness (not LinkOn's).

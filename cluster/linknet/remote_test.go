@@ -5,20 +5,32 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// faultLog is a Faulter that records the calls it gets.
-type faultLog struct{ calls []string }
+// faultLog is a Faulter that records the calls it gets; the links of one
+// fault call their Faulters at once (eachRemote).
+type faultLog struct {
+	mu    sync.Mutex
+	calls []string
+}
 
 // Fault records the call as "forward on", "back off", ...
 func (f *faultLog) Fault(dir Direction, on bool) error {
+	f.record("", dir, on)
+	return nil
+}
+
+// record records a call, its kind (what) first.
+func (f *faultLog) record(what string, dir Direction, on bool) {
 	state := "off"
 	if on {
 		state = "on"
 	}
-	f.calls = append(f.calls, string(dir)+" "+state)
-	return nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, what+string(dir)+" "+state)
 }
 
 // resetLog is a Faulter and Resetter that records the calls it gets.
@@ -26,15 +38,14 @@ type resetLog struct{ faultLog }
 
 // Reset records the call as "reset forward on", ...
 func (r *resetLog) Reset(dir Direction, on bool) error {
-	if err := r.Fault(dir, on); err != nil {
-		return err
-	}
-	r.calls[len(r.calls)-1] = "reset " + r.calls[len(r.calls)-1]
+	r.record("reset ", dir, on)
 	return nil
 }
 
 // take returns the calls recorded since the last take.
 func (f *faultLog) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := f.calls
 	f.calls = nil
 	return out

@@ -342,10 +342,8 @@ func (c *Cluster) Close() error {
 		}(n)
 	}
 	wg.Wait()
-	for _, l := range c.links {
-		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
-			errs = append(errs, err)
-		}
+	if err := c.net.RemoveExisting(c.links...); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(c.root); err != nil {
 		errs = append(errs, fmt.Errorf("local: remove %s: %w", c.root, err))

@@ -32,6 +32,8 @@ type conn struct {
 	mu     sync.Mutex
 	idle   []*shell // shells between commands (conn.shell)
 	closed bool
+
+	batch batch // the commands that wait for one to end (runBatched)
 }
 
 // dial connects to the host and authenticates, within dialTimeout and

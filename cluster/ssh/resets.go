@@ -59,7 +59,7 @@ func (c *Cluster) changeElements(host *conn, set string, elems []string, on bool
 	ctx, cancel := context.WithTimeout(context.Background(), clockTimeout)
 	defer cancel()
 	cmd := fmt.Sprintf("nft %s element ip %s %s { %s }", verb, tableName(c.run), set, strings.Join(elems, ", "))
-	if _, err := host.run(ctx, cmd, nil); err != nil {
+	if err := host.runBatched(ctx, cmd); err != nil {
 		return fmt.Errorf("ssh: %s %s: %w", verb, what, err)
 	}
 	if !strings.HasPrefix(set, "reset_") {

@@ -437,10 +437,8 @@ func (c *Cluster) Close() error {
 		}()
 	}
 	wg.Wait()
-	for _, l := range c.links {
-		if err := c.net.Remove(l); err != nil && !errors.Is(err, linknet.ErrNoLink) && !errors.Is(err, linknet.ErrClosed) {
-			errs = append(errs, err)
-		}
+	if err := c.net.RemoveExisting(c.links...); err != nil {
+		errs = append(errs, err)
 	}
 	for i, conn := range c.hosts {
 		if conn == nil {
