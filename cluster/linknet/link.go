@@ -164,8 +164,12 @@ func (n *Network) Remove(names ...string) error {
 
 // RemoveExisting removes those of the named links that exist, as Remove
 // does, and skips a name without a link: what a cluster's Close gives
-// for the links it made. On a closed Network it does nothing.
+// for the links it made. On a nil or closed Network, or without names,
+// it does nothing (a cluster whose start failed before it had a network).
 func (n *Network) RemoveExisting(names ...string) error {
+	if n == nil || len(names) == 0 {
+		return nil
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {

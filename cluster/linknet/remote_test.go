@@ -204,3 +204,44 @@ func TestAwayLinkResetSets(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveExisting checks that RemoveExisting removes the links that
+// exist, skips a name without one, and does nothing on a nil or closed
+// Network, while Remove calls an unknown name an error.
+func TestRemoveExisting(t *testing.T) {
+	var none *Network
+	if err := none.RemoveExisting("n2->n1"); err != nil {
+		t.Errorf("RemoveExisting on a nil Network = %v, want nil", err)
+	}
+	n, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	log := &faultLog{}
+	for _, name := range []string{"n2->n1", "n3->n1"} {
+		if _, err := n.LinkOn(name, "10.9.9.1:6379", log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Cut("n2->n1"); err != nil {
+		t.Fatal(err)
+	}
+	log.take()
+	if err := n.RemoveExisting("gone", "n2->n1"); err != nil {
+		t.Errorf("RemoveExisting(gone, n2->n1) = %v, want nil", err)
+	}
+	if got := log.take(); !slices.Equal(got, []string{"forward off", "back off"}) && !slices.Equal(got, []string{"back off", "forward off"}) {
+		t.Errorf("RemoveExisting took back %v, want both directions of the cut", got)
+	}
+	if n.Addr("n2->n1") != "" || n.Addr("n3->n1") == "" {
+		t.Errorf("after RemoveExisting: n2->n1 at %q, n3->n1 at %q; want the first gone, the second kept", n.Addr("n2->n1"), n.Addr("n3->n1"))
+	}
+	if err := n.Remove("gone", "n3->n1"); !errors.Is(err, ErrNoLink) || n.Addr("n3->n1") != "" {
+		t.Errorf("Remove(gone, n3->n1) = %v, n3->n1 at %q; want ErrNoLink and the link removed", err, n.Addr("n3->n1"))
+	}
+	n.Close()
+	if err := n.RemoveExisting("n3->n1"); err != nil {
+		t.Errorf("RemoveExisting on a closed Network = %v, want nil", err)
+	}
+}
