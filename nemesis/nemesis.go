@@ -597,33 +597,13 @@ func sweep(env *Env) error {
 		}
 	}
 	if sk, ok := env.Cluster.(cluster.ClockSkewer); ok {
-		var names []string
 		for _, n := range env.Cluster.Nodes() {
-			names = append(names, n.Name)
-		}
-		if _, err := setClocks(sk, names, 0); withoutUnavailable(err) != nil {
-			errs = append(errs, fmt.Errorf("nemesis: resetting the clocks: %w", withoutUnavailable(err)))
+			if err := sk.SetClockOffset(n.Name, 0); err != nil && !errors.Is(err, cluster.ErrUnavailable) {
+				errs = append(errs, fmt.Errorf("nemesis: resetting the clock of %s: %w", n.Name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// withoutUnavailable returns the errors joined in err but those of a node
-// whose clock cannot be skewed (cluster.ErrUnavailable), or nil.
-func withoutUnavailable(err error) error {
-	var keep []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if !errors.Is(e, cluster.ErrUnavailable) {
-				keep = append(keep, e)
-			}
-		}
-		return errors.Join(keep...)
-	}
-	if errors.Is(err, cluster.ErrUnavailable) {
-		return nil
-	}
-	return err
 }
 
 // Active returns the steps of the faults active now.

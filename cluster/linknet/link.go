@@ -118,10 +118,9 @@ func (n *Network) SetUpstream(name, upstream string) error {
 	if err := n.sh.run(fmt.Sprintf("delete element ip %[1]s links { %[4]s . %[2]d }\nadd element ip %[1]s links { %[4]s . %[2]d : %[3]s }\n", n.table, l.port, to, n.host)); err != nil {
 		return fmt.Errorf("linknet: set upstream of link %q to %s: %w", name, upstream, err)
 	}
-	script := ""
 	if away(upstream) != l.away && l.resetting() {
 		// The link's marks move to the reset sets of its new target.
-		script = n.unfaultScript(l)
+		script := n.unfaultScript(l)
 		l.away = !l.away
 		script += n.faultScript(l)
 		if err := n.sh.run(script); err != nil {

@@ -35,17 +35,18 @@ func (n *Network) resetWatch(done chan struct{}) {
 		case <-tick.C:
 		}
 		n.mu.Lock()
-		var ends, away []linkEnds
+		var here, far []linkEnds // reset links to this host, and to other hosts
 		for _, l := range n.links {
-			if l.resetting() && l.remote == nil {
-				ends = append(ends, l.ends())
-			}
-			if l.away && l.resetting() {
-				away = append(away, l.ends())
+			switch {
+			case !l.resetting() || l.remote != nil:
+			case l.away:
+				far = append(far, l.ends())
+			default:
+				here = append(here, l.ends())
 			}
 		}
 		closer := n.closer
-		if len(ends) == 0 {
+		if len(here) == 0 && len(far) == 0 {
 			n.watching = false
 			n.mu.Unlock()
 			n.pmu.Lock()
@@ -57,12 +58,14 @@ func (n *Network) resetWatch(done chan struct{}) {
 		}
 		n.mu.Unlock()
 		n.pmu.Lock()
-		n.pairs = completeResets(ends, n.pairs)
-		n.pmu.Unlock()
-		if len(away) > 0 || len(last) > 0 {
-			n.completeAwayResets(append(away, last...), closer)
+		if len(here) > 0 {
+			n.pairs = completeResets(here, n.pairs)
+		} else {
+			n.pairs = nil // no pair is watched: a later reset starts afresh
 		}
-		last = away
+		n.pmu.Unlock()
+		n.completeAwayResets(append(far, last...), closer)
+		last = far
 	}
 }
 
